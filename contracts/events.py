@@ -1,0 +1,109 @@
+"""Watch events in and the sequenced cluster events the informer republishes.
+
+Inbound (``ksched.events``, routing key ``<kind>.<type>``): exactly a Kubernetes watch
+event, ``{"type": "ADDED"|"MODIFIED"|"DELETED", "object": {...}}``. The object is kept
+raw here and decoded by the informer against the kind named in the routing key, so a
+malformed object can be reported field by field.
+
+Internal (``ksched.cluster``): :class:`ClusterBatch`, the informer's log entries in
+sequence order. Every projection (Redis, each scheduler's snapshot, the queue) applies
+them in ``seq`` order and ignores a ``seq`` it has already applied.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from contracts.k8s import (
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    StorageClass,
+    Wire,
+)
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+class WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
+    """A Kubernetes watch event as a user publishes it."""
+
+    type: EventType
+    object: msgspec.Raw
+
+
+class _Logged(Wire, kw_only=True, tag_field="kind"):
+    seq: int
+    """Position in the event log: strictly increasing, gap-free, assigned by the informer."""
+    type: EventType
+    at: float = 0.0
+    """Wall-clock seconds when the informer accepted the event (for latency metrics)."""
+    trace: dict[str, str] = {}
+    """W3C trace context of the ingest span, so downstream spans join the same trace."""
+
+
+class PodEvent(_Logged, kw_only=True, tag="pod"):
+    object: Pod
+
+
+class NodeEvent(_Logged, kw_only=True, tag="node"):
+    object: Node
+
+
+class NamespaceEvent(_Logged, kw_only=True, tag="namespace"):
+    object: Namespace
+
+
+class PriorityClassEvent(_Logged, kw_only=True, tag="priorityclass"):
+    object: PriorityClass
+
+
+class PodDisruptionBudgetEvent(_Logged, kw_only=True, tag="poddisruptionbudget"):
+    object: PodDisruptionBudget
+
+
+class PersistentVolumeEvent(_Logged, kw_only=True, tag="persistentvolume"):
+    object: PersistentVolume
+
+
+class PersistentVolumeClaimEvent(_Logged, kw_only=True, tag="persistentvolumeclaim"):
+    object: PersistentVolumeClaim
+
+
+class StorageClassEvent(_Logged, kw_only=True, tag="storageclass"):
+    object: StorageClass
+
+
+ClusterEvent = (
+    PodEvent
+    | NodeEvent
+    | NamespaceEvent
+    | PriorityClassEvent
+    | PodDisruptionBudgetEvent
+    | PersistentVolumeEvent
+    | PersistentVolumeClaimEvent
+    | StorageClassEvent
+)
+
+EVENT_FOR_KIND: dict[str, type[ClusterEvent]] = {
+    "pod": PodEvent,
+    "node": NodeEvent,
+    "namespace": NamespaceEvent,
+    "priorityclass": PriorityClassEvent,
+    "poddisruptionbudget": PodDisruptionBudgetEvent,
+    "persistentvolume": PersistentVolumeEvent,
+    "persistentvolumeclaim": PersistentVolumeClaimEvent,
+    "storageclass": StorageClassEvent,
+}
+
+
+class ClusterBatch(Wire, kw_only=True, tag_field="kind", tag="ClusterBatch"):
+    """Consecutive log entries, published on ``ksched.cluster`` as one message."""
+
+    events: list[ClusterEvent]

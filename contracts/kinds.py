@@ -1,0 +1,54 @@
+"""The object kinds ksched ingests, keyed by the lower-case name used in routing keys."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from contracts.k8s import (
+    Binding,
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    StorageClass,
+)
+
+KubeObject = (
+    Pod
+    | Node
+    | Namespace
+    | PriorityClass
+    | PodDisruptionBudget
+    | PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+)
+
+KINDS: Final[dict[str, type[KubeObject]]] = {
+    "pod": Pod,
+    "node": Node,
+    "namespace": Namespace,
+    "priorityclass": PriorityClass,
+    "poddisruptionbudget": PodDisruptionBudget,
+    "persistentvolume": PersistentVolume,
+    "persistentvolumeclaim": PersistentVolumeClaim,
+    "storageclass": StorageClass,
+}
+"""Routing-key kind → struct. ``binding`` is accepted too: see BINDING_KIND."""
+
+BINDING_KIND: Final = "binding"
+BINDING_TYPE: Final = Binding
+
+NAMESPACED: Final = frozenset(
+    {"pod", "poddisruptionbudget", "persistentvolumeclaim", "binding"}
+)
+
+EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED")
+
+
+def kind_of(obj: KubeObject) -> str:
+    """The routing-key kind of a decoded object (``Pod`` → ``pod``)."""
+    return type(obj).__name__.lower()

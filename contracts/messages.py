@@ -1,0 +1,75 @@
+"""Internal hops between services. Each carries a batch ("whatever is ready now").
+
+queue → scheduler: :class:`ScheduleBatch` on ``ksched.schedule``
+scheduler → binder: :class:`BindBatch` on ``ksched.bind``
+scheduler, binder → queue: :class:`ResultBatch` on ``ksched.results``
+
+A batch spans many pods, so the trace context of each pod travels inside its item
+(``trace``); the AMQP headers carry the context of the span that published the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from contracts.k8s import Pod, Wire
+
+
+class ScheduleRequest(Wire, kw_only=True):
+    pod: Pod
+    attempt: int
+    """1 for the first attempt; the queue's lease in the store carries the same number."""
+    profile: str
+    seq: int
+    """The log position the queue had applied when it dispatched: the scheduler's
+    snapshot must have applied at least this much before it attempts the pod."""
+    at: float = 0.0
+    """Wall-clock seconds when the pod was first accepted (ingest), for latency."""
+    trace: dict[str, str] = {}
+
+
+class ScheduleBatch(Wire, kw_only=True, tag_field="kind", tag="ScheduleBatch"):
+    requests: list[ScheduleRequest]
+
+
+class BindRequest(Wire, kw_only=True):
+    pod: Pod
+    node: str
+    attempt: int
+    profile: str
+    at: float = 0.0
+    trace: dict[str, str] = {}
+
+
+class BindBatch(Wire, kw_only=True, tag_field="kind", tag="BindBatch"):
+    requests: list[BindRequest]
+
+
+Outcome = Literal["bound", "unschedulable", "error", "stale"]
+
+
+class AttemptResult(Wire, kw_only=True):
+    """How one attempt ended. The queue frees the pod's in-flight slot on any result.
+
+    - ``bound``: the Binding was published; the pod leaves the queue.
+    - ``unschedulable``: filters rejected every node; ``plugins`` names the rejecting
+      plugins (the queue parks the pod until an event one of them cares about).
+    - ``error``: something failed that is not about fit (store down, bind failed);
+      the pod backs off and is retried.
+    - ``stale``: the attempt was superseded (lease moved on, pod bound or deleted);
+      the queue drops the result.
+    """
+
+    uid: str
+    namespace: str
+    name: str
+    attempt: int
+    outcome: Outcome
+    node: str | None = None
+    plugins: list[str] = []
+    message: str = ""
+    unresolvable: bool = False
+
+
+class ResultBatch(Wire, kw_only=True, tag_field="kind", tag="ResultBatch"):
+    results: list[AttemptResult]

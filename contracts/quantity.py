@@ -1,0 +1,97 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+A quantity is ``<sign><number><suffix>`` where the suffix is a binary SI unit
+(``Ki Mi Gi Ti Pi Ei``), a decimal SI unit (``n u m "" k M G T P E``) or a decimal
+exponent (``e3``, ``E-2``). The value is kept as a :class:`fractions.Fraction` so that
+``0.1`` CPU is exactly 100 millicores; floats are never involved.
+
+ksched stores every resource as an integer: CPU in millicores, everything else in
+base units (bytes, counts). Like ``resource.Quantity.MilliValue()`` and ``Value()``,
+the conversion rounds a fractional result up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = ["CPU", "QuantityError", "parse_quantity", "to_int", "to_millis"]
+
+CPU = "cpu"
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$"
+)
+# Upstream caps exponents far below this; a bound keeps "1e999999" from eating memory.
+_MAX_EXPONENT = 100
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Return the exact value of a quantity such as ``"100m"``, ``"1.5Gi"`` or ``"1e3"``.
+
+    Numbers (as YAML or JSON may give them) are read through their shortest decimal
+    form, so ``0.1`` means one tenth. Raises :class:`QuantityError` for anything else.
+    """
+    if isinstance(text, bool):
+        raise QuantityError(f"quantities must be strings or numbers, not {text!r}")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(f"quantity {text!r} is not finite")
+        text = repr(text)
+    if not isinstance(text, str):
+        raise QuantityError(f"quantities must be strings or numbers, not {type(text).__name__}")
+    match = _QUANTITY.match(text.strip())
+    if match is None or not text.strip():
+        raise QuantityError(
+            f"quantity {text!r} must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
+    value = Fraction(match["number"])
+    suffix = match["suffix"]
+    if suffix in _BINARY:
+        value *= _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        value *= _DECIMAL[suffix]
+    else:
+        exponent = int(suffix[1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} has an exponent out of range")
+        value *= Fraction(10) ** exponent
+    return -value if match["sign"] == "-" else value
+
+
+def to_millis(value: Fraction) -> int:
+    """Whole thousandths of ``value``, rounded up (``Quantity.MilliValue``)."""
+    return math.ceil(value * 1000)
+
+
+def to_int(value: Fraction) -> int:
+    """``value`` in whole base units, rounded up (``Quantity.Value``)."""
+    return math.ceil(value)
+
+
+def resource_amount(name: str, text: str | int | float) -> int:
+    """The integer ksched stores for resource ``name``: millicores for cpu, else units."""
+    value = parse_quantity(text)
+    return to_millis(value) if name == CPU else to_int(value)

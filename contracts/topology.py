@@ -1,0 +1,172 @@
+"""Every exchange, queue and routing key ksched uses. Nothing else spells them.
+
+::
+
+    user ──pod.added──▶ ksched.events ──▶ [informer.events] ─▶ informer ─▶ event log, Redis
+                                                                  │
+                          ksched.cluster (fanout, ClusterBatch) ◀─┘
+                            ├──▶ [queue.cluster] ─▶ queue ─▶ ksched.schedule ─▶ [scheduler.requests]
+                            └──▶ [scheduler.cluster.<replica>] ─▶ scheduler snapshot   │
+                                                                                       ▼
+    [queue.results] ◀─ ksched.results ◀── scheduler / binder ◀─ [binder.requests] ◀─ ksched.bind
+    user ◀── ksched.decisions (binding.<ns>, event.<ns>) ◀── binder / scheduler
+             └──binding.*──▶ [informer.bindings] ─▶ informer (records the binding in the log)
+    user ◀── ksched.errors (error.<kind>)       ksched.dead ─▶ [dead.letters] (poison + reason)
+
+Durable exchanges and queues survive a broker restart; the per-replica snapshot feed of
+a scheduler is exclusive and disappears with it (a restarted scheduler rebuilds its
+snapshot from Redis first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+ExchangeType = Literal["topic", "direct", "fanout"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeSpec:
+    name: str
+    type: ExchangeType
+    durable: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    exchange: str
+    routing_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    name: str
+    bindings: tuple[Binding, ...]
+    durable: bool = True
+    exclusive: bool = False
+    auto_delete: bool = False
+    dead_letter: bool = True
+    """Rejected (poison) messages go to ``ksched.dead`` with the reason in a header."""
+    description: str = ""
+    payload: str = ""
+    """The contract type carried (a name from contracts), for the AsyncAPI document."""
+    arguments: dict[str, int | str] = field(default_factory=dict)
+
+
+EVENTS: Final = ExchangeSpec(
+    "ksched.events", "topic", description="User watch events, routing key <kind>.<type>."
+)
+CLUSTER: Final = ExchangeSpec(
+    "ksched.cluster", "fanout", description="The informer's sequenced log entries (batches)."
+)
+SCHEDULE: Final = ExchangeSpec(
+    "ksched.schedule", "direct", description="Scheduling attempts handed out by the queue."
+)
+BIND: Final = ExchangeSpec("ksched.bind", "direct", description="Bind requests for the binder.")
+RESULTS: Final = ExchangeSpec(
+    "ksched.results", "direct", description="How each attempt ended, back to the queue."
+)
+DECISIONS: Final = ExchangeSpec(
+    "ksched.decisions",
+    "topic",
+    description="Bindings, Events (and later Evictions, nominations) for users.",
+)
+ERRORS: Final = ExchangeSpec(
+    "ksched.errors", "topic", description="Rejected input, routing key error.<kind>."
+)
+DEAD: Final = ExchangeSpec(
+    "ksched.dead", "fanout", description="Dead letters: poison messages with their reason."
+)
+
+EXCHANGES: Final = (EVENTS, CLUSTER, SCHEDULE, BIND, RESULTS, DECISIONS, ERRORS, DEAD)
+
+SCHEDULE_KEY: Final = "schedule"
+BIND_KEY: Final = "bind"
+RESULTS_KEY: Final = "results"
+REASON_HEADER: Final = "x-ksched-reason"
+"""Header a dead-lettered message carries: why it was rejected."""
+
+INFORMER_EVENTS: Final = QueueSpec(
+    "ksched.informer.events",
+    (Binding(EVENTS.name, "#"),),
+    description="Every user watch event, in arrival order, for the informer.",
+    payload="WatchEvent",
+)
+INFORMER_BINDINGS: Final = QueueSpec(
+    "ksched.informer.bindings",
+    (Binding(DECISIONS.name, "binding.*"),),
+    description="Bindings the binder published, to be recorded in the event log.",
+    payload="Binding",
+)
+QUEUE_CLUSTER: Final = QueueSpec(
+    "ksched.queue.cluster",
+    (Binding(CLUSTER.name, ""),),
+    description="Cluster events for the scheduling queue.",
+    payload="ClusterBatch",
+)
+QUEUE_RESULTS: Final = QueueSpec(
+    "ksched.queue.results",
+    (Binding(RESULTS.name, RESULTS_KEY),),
+    description="Attempt results for the scheduling queue.",
+    payload="ResultBatch",
+)
+SCHEDULER_REQUESTS: Final = QueueSpec(
+    "ksched.scheduler.requests",
+    (Binding(SCHEDULE.name, SCHEDULE_KEY),),
+    description="Work queue shared by every scheduler replica.",
+    payload="ScheduleBatch",
+)
+BINDER_REQUESTS: Final = QueueSpec(
+    "ksched.binder.requests",
+    (Binding(BIND.name, BIND_KEY),),
+    description="Work queue shared by every binder replica.",
+    payload="BindBatch",
+)
+DEAD_LETTERS: Final = QueueSpec(
+    "ksched.dead.letters",
+    (Binding(DEAD.name, ""),),
+    dead_letter=False,
+    description="Poison messages, with the reason in the x-ksched-reason header.",
+)
+
+
+def scheduler_cluster_queue(replica: str) -> QueueSpec:
+    """The private snapshot feed of one scheduler replica."""
+    return QueueSpec(
+        f"ksched.scheduler.cluster.{replica}",
+        (Binding(CLUSTER.name, ""),),
+        durable=False,
+        exclusive=True,
+        auto_delete=True,
+        dead_letter=False,
+        description="Cluster events for one scheduler replica's snapshot.",
+        payload="ClusterBatch",
+    )
+
+
+QUEUES: Final = (
+    INFORMER_EVENTS,
+    INFORMER_BINDINGS,
+    QUEUE_CLUSTER,
+    QUEUE_RESULTS,
+    SCHEDULER_REQUESTS,
+    BINDER_REQUESTS,
+    DEAD_LETTERS,
+)
+
+
+def event_key(kind: str, event_type: str) -> str:
+    """Routing key of a user watch event: ``pod.added``."""
+    return f"{kind.lower()}.{event_type.lower()}"
+
+
+def decision_key(kind: str, namespace: str | None) -> str:
+    """Routing key of a decision: ``binding.default``, ``event.kube-system``."""
+    return f"{kind.lower()}.{namespace or 'default'}"
+
+
+def error_key(kind: str) -> str:
+    """Routing key of an error report: ``error.pod``."""
+    return f"error.{kind.lower() or 'unknown'}"

@@ -1,0 +1,1 @@
+"""What every service shares: the bus and store edges, the event log, settings, telemetry."""

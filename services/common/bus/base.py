@@ -1,0 +1,93 @@
+"""The bus edge: a Protocol the services program against, with RabbitMQ and in-memory
+implementations that pass the same contract suite (tests/contract/test_bus.py).
+
+Delivery semantics (both implementations):
+
+- ``publish`` returns only when the broker has confirmed every message of the call
+  (one wait per call, so publish batches, not single messages).
+- ``consume`` hands the handler a *batch*: whatever is ready now, at least one message,
+  at most ``max_batch``. It never waits for a batch to fill.
+- When the handler returns, every delivery of the batch is acknowledged except the ones
+  it returned as :class:`Rejection`, which are dead-lettered to ``ksched.dead`` with the
+  reason in the ``x-ksched-reason`` header. Acknowledge means "its effect is durable":
+  a handler returns only after it has written what the message caused.
+- When the handler raises, deliveries seen for the first time are requeued (they come
+  back with ``redelivered=True``); deliveries that were already redelivered are
+  dead-lettered with the exception as the reason. A poison message therefore costs at
+  most two attempts and never blocks the queue.
+- Messages of one queue reach one consumer's handler in publish order, one batch at a
+  time (the handler is never called concurrently for the same consumer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from contracts.topology import QueueSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message to publish."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One received message."""
+
+    body: bytes
+    exchange: str
+    routing_key: str
+    headers: Mapping[str, str]
+    redelivered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Dead-letter ``delivery`` (an element of the batch) because of ``reason``."""
+
+    delivery: Delivery
+    reason: str
+
+
+BatchHandler = Callable[[Sequence[Delivery]], Awaitable[Sequence[Rejection] | None]]
+
+
+class Consumer(Protocol):
+    async def cancel(self) -> None:
+        """Stop delivering; unacknowledged deliveries go back to the queue."""
+
+
+class Bus(Protocol):
+    async def declare(self, queues: Iterable[QueueSpec]) -> None:
+        """Declare every exchange of contracts.topology and ``queues`` with their bindings.
+        Idempotent; safe to call from every service at start-up."""
+
+    async def publish(self, messages: Sequence[Message]) -> None:
+        """Publish and wait for the broker's confirmation of all of them.
+        Raises :class:`BusError` if any is refused or unroutable to a durable queue."""
+
+    async def consume(
+        self,
+        queue: QueueSpec,
+        handler: BatchHandler,
+        *,
+        max_batch: int = 256,
+        prefetch: int = 1024,
+    ) -> Consumer:
+        """Declare ``queue`` and start calling ``handler`` with batches from it.
+        ``prefetch`` bounds the unacknowledged deliveries (back-pressure)."""
+
+    async def close(self) -> None:
+        """Cancel every consumer and close the connection."""
+
+
+class BusError(RuntimeError):
+    """The broker refused a publish or the connection is gone."""

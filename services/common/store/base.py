@@ -1,0 +1,161 @@
+"""The store edge: the shared cluster cache (Redis, or in memory for the embedded mode).
+
+State of a pod in the store (upstream's cache draws the same machine)::
+
+                 assume (scheduler)           begin_bind (binder)
+    Pending ───────────────────────▶ Assumed ─────────────────▶ Binding
+       ▲   ◀──── forget / expiry ────┘   │                        │
+       │                                 │ apply: pod has nodeName │ apply: pod has nodeName
+       │                                 ▼                        ▼
+       └──── apply: pod deleted ──── Bound (charged to the node by the projection)
+
+- The node's *usage* is the sum of the requests of its bound pods (from the event log)
+  plus those of pods assumed or binding on it. ``assume`` adds a pod to a node's usage
+  only if every requested resource still fits under the node's allocatable, in one
+  atomic step: two schedulers racing for the last slot cannot both win.
+- An assumption expires at its deadline (a scheduler that died after assume must not
+  hold the capacity forever); ``begin_bind`` freezes it (no expiry) until the binding is
+  recorded in the log. When ``apply`` sees the pod bound to the node it was assumed on,
+  the assumption becomes the bound charge: the pod is never counted twice.
+- Leases: the queue records the attempt number it handed out for each pod. ``assume``
+  refuses (``stale``) an attempt that is not the pod's current lease, so a pod attempted
+  again after a queue restart is never reserved twice.
+
+Every method is idempotent for the same arguments; callers may retry after a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+PODS = "pods"
+"""The pod-count resource: every pod requests one; a node allows ``status.allocatable.pods``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodCharge:
+    """What a pod costs its node in the projection."""
+
+    uid: str
+    node: str | None
+    """The node the pod is bound to; None when pending, terminal (Succeeded/Failed) or deleted."""
+    requests: Mapping[str, int]
+    """Resource → amount (cpu in millicores), including ``pods: 1``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedEntry:
+    """One log entry as the projection stores it."""
+
+    seq: int
+    kind: str
+    key: str
+    """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
+    body: bytes | None
+    """The object's JSON; None when the event deleted it."""
+    pod: PodCharge | None = None
+    """For pods: the charge after this event."""
+    allocatable: Mapping[str, int] | None = None
+    """For nodes: allocatable after this event (including ``pods``); None when deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    uid: str
+    node: str
+    attempt: int
+    requests: Mapping[str, int]
+    ttl: float
+    """Seconds until the assumption expires unless a binder begins binding."""
+
+
+AssumeStatus = Literal["assumed", "conflict", "stale"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssumeResult:
+    status: AssumeStatus
+    """assumed: reserved. conflict: it no longer fits (or the node is gone); ``usage``
+    holds the node's current usage so the caller can retry with fresh data.
+    stale: the attempt is not the pod's lease, or the pod is bound, binding or gone."""
+    usage: Mapping[str, int] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BindClaim:
+    uid: str
+    node: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    node: str
+    attempt: int
+    deadline: float
+    """Expiry in store-clock seconds; ``inf`` once binding has begun."""
+    requests: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    node: str
+    priority: int
+
+
+class ClusterStore(Protocol):
+    async def applied_seq(self) -> int:
+        """The seq of the last log entry applied (0 for an empty store)."""
+
+    async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
+        """Apply log entries atomically, in order; entries with seq ≤ applied_seq are
+        skipped. Updates objects, node allocatable, pod charges and node usage,
+        converts a matching assumption into the bound charge, releases assumptions,
+        leases and nominations of pods that are bound or deleted."""
+
+    async def objects(self, kind: str) -> dict[str, bytes]:
+        """Every stored object of ``kind``: key → JSON."""
+
+    async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Usage (bound + assumed + binding) per node; all nodes when ``nodes`` is None."""
+
+    async def allocatable(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Allocatable per node as applied from the log."""
+
+    async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
+        """Reserve each pod on its node, one atomic check-and-reserve per reservation,
+        in order. Re-assuming the same (uid, node, attempt) returns ``assumed`` again
+        without charging twice; a pod assumed elsewhere by an older attempt is moved.
+        Expired assumptions on the node are released before the check."""
+
+    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+        """For each claim: True if the pod is assumed (or already binding) on that node
+        by that attempt, in which case it is now binding and never expires; False if
+        the binder must not bind (expired, moved, bound elsewhere, deleted)."""
+
+    async def forget(self, claims: Sequence[BindClaim]) -> None:
+        """Release the assumption of each (uid, node, attempt) if it is still that one."""
+
+    async def assumed(self) -> dict[str, Assumed]:
+        """Every current assumption, by pod uid."""
+
+    async def set_leases(self, leases: Mapping[str, int]) -> None:
+        """Record the attempt number now in flight for each pod uid."""
+
+    async def leases(self) -> dict[str, int]:
+        """Every pod uid with an attempt in flight → that attempt number."""
+
+    async def drop_leases(self, uids: Sequence[str]) -> None:
+        """Forget the leases of these pods (their attempt ended)."""
+
+    async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
+        """Nominate each pod uid to a node (preemption)."""
+
+    async def clear_nominations(self, uids: Sequence[str]) -> None: ...
+
+    async def nominations(self) -> dict[str, Nomination]: ...
+
+    async def close(self) -> None: ...
