@@ -1,5 +1,20 @@
-"""The sequenced event log (file-backed, or in memory for tests)."""
+"""The sequenced event log (file-backed, or in memory for tests).
+
+``open_event_log(spec)`` picks the implementation: ``memory://`` or a file path.
+"""
 
 from services.common.eventlog.base import EventLog, LogSequenceError
+from services.common.eventlog.file import FileEventLog
+from services.common.eventlog.memory import MemoryEventLog
 
-__all__ = ["EventLog", "LogSequenceError"]
+
+def open_event_log(spec: str) -> EventLog:
+    """``memory://`` → a MemoryEventLog; anything else is the path of a FileEventLog,
+    created if missing and recovered if a crash tore its last line (this blocks while
+    it scans the file; use ``await FileEventLog.open(path)`` from a running loop)."""
+    if spec.startswith("memory://"):
+        return MemoryEventLog()
+    return FileEventLog(spec)
+
+
+__all__ = ["EventLog", "FileEventLog", "LogSequenceError", "MemoryEventLog", "open_event_log"]

@@ -1,0 +1,165 @@
+"""The event log in a file: one JSON ClusterEvent per line, fsynced on every append.
+
+Open it with ``FileEventLog(path)`` (blocking: it scans the file) or, from async code,
+``await FileEventLog.open(path)`` (the same scan in a worker thread). The file is created
+if missing. Opening recovers from a crash mid-append:
+
+- a last line without its newline that does not parse (torn by the crash) is truncated
+  away; the append that wrote it never returned, so no one has seen that entry;
+- a last line without its newline that does parse (a hand-written log, say) is kept and
+  given its newline;
+- any other line that does not parse, or a seq that does not continue its predecessor
+  (the first must be 1), raises: the log is corrupt and needs a human. Blank lines are
+  ignored.
+
+``read`` streams from the file with its own handle, up to the entries appended when it
+was called; a sparse index of line offsets (one every 1024 entries) lets it start near
+``after`` instead of at the top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import anyio.to_thread
+import msgspec
+
+from contracts.events import ClusterEvent
+from services.common.eventlog._sequence import check_sequence
+from services.common.eventlog.base import LogSequenceError
+
+_INDEX_EVERY = 1024
+
+
+class FileEventLog:
+    """EventLog on a local file. One writer per file: the informer."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._decoder = msgspec.json.Decoder(ClusterEvent)
+        self._encoder = msgspec.json.Encoder()
+        self._lock = asyncio.Lock()
+        created = not self.path.exists()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if created:
+            _fsync_dir(self.path.parent)
+        self._last_seq = 0
+        self._size = 0
+        self._index: list[tuple[int, int]] = []
+        """(seq, offset of its line) for seq 1, 1025, 2049, ..."""
+        try:
+            self._recover()
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str]) -> FileEventLog:
+        """Open (or create) the log at ``path`` without blocking the event loop."""
+        return await anyio.to_thread.run_sync(cls, path)
+
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    async def append(self, events: Sequence[ClusterEvent]) -> None:
+        """Write every line, then flush and fsync once; durable when it returns."""
+        if not events:
+            return
+        async with self._lock:
+            if self._fd < 0:
+                raise ValueError(f"{self.path}: the log is closed")
+            check_sequence(self._last_seq, events)
+            lines = [self._encoder.encode(event) + b"\n" for event in events]
+            await anyio.to_thread.run_sync(self._write, b"".join(lines))
+            offset = self._size
+            for event, line in zip(events, lines, strict=True):
+                self._note(event.seq, offset)
+                offset += len(line)
+            self._size = offset
+            self._last_seq = events[-1].seq
+
+    def read(self, after: int = 0) -> Iterator[ClusterEvent]:
+        """Entries with seq > ``after`` that were appended before this call, in order."""
+        if after >= self._last_seq:
+            return iter(())
+        start = bisect.bisect_right(self._index, after + 1, key=lambda item: item[0]) - 1
+        seq, offset = self._index[max(start, 0)]
+        return self._stream(offset, self._size, seq, after)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def _stream(self, offset: int, end: int, seq: int, after: int) -> Iterator[ClusterEvent]:
+        with self.path.open("rb") as f:
+            f.seek(offset)
+            while offset < end:
+                line = f.readline()
+                if not line:
+                    return  # truncated under us: nothing more to read
+                offset += len(line)
+                if not line.strip():
+                    continue
+                if seq > after:
+                    yield self._decoder.decode(line)
+                seq += 1
+
+    def _write(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except BaseException:
+            os.ftruncate(self._fd, self._size)  # never leave half an append behind
+            raise
+
+    def _note(self, seq: int, offset: int) -> None:
+        if seq % _INDEX_EVERY == 1:
+            self._index.append((seq, offset))
+
+    def _recover(self) -> None:
+        offset = 0
+        with self.path.open("rb") as f:
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    try:
+                        event = self._decoder.decode(line)
+                    except msgspec.DecodeError as exc:
+                        if line.endswith(b"\n"):
+                            raise ValueError(f"{self.path}:{number}: corrupt entry: {exc}") from exc
+                        os.ftruncate(self._fd, offset)  # torn by a crash mid-append
+                        os.fsync(self._fd)
+                        break
+                    if event.seq != self._last_seq + 1:
+                        raise LogSequenceError(
+                            f"{self.path}:{number}: seq {event.seq} follows {self._last_seq}"
+                        )
+                    self._note(event.seq, offset)
+                    self._last_seq = event.seq
+                offset += len(line)
+                if not line.endswith(b"\n"):
+                    os.write(self._fd, b"\n")
+                    os.fsync(self._fd)
+                    offset += 1
+        self._size = offset
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a new file's directory entry durable too (POSIX; a no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

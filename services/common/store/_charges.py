@@ -1,0 +1,34 @@
+"""Rules both store backends share: how a request is normalised and when it fits.
+
+The Redis backend repeats :func:`fit_reasons` in Lua (``_lua.py``); the contract suite
+holds the two to the same answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from services.common.store.base import PODS
+
+
+def normalize(requests: Mapping[str, int]) -> dict[str, int]:
+    """The charge of a pod: positive requests only, in name order, and always ``pods: 1``
+    (a pod is one pod whatever ``requests["pods"]`` says, as upstream's NodeInfo counts)."""
+    charge = {name: int(amount) for name, amount in requests.items() if int(amount) > 0}
+    charge[PODS] = 1
+    return dict(sorted(charge.items()))
+
+
+def fit_reasons(
+    requests: Mapping[str, int], usage: Mapping[str, int], allocatable: Mapping[str, int]
+) -> list[str]:
+    """Why a normalised request does not fit (empty when it fits), as NodeResourcesFit says
+    it: ``pods`` always counts one, every other resource is checked only when requested;
+    a resource the node does not list has an allocatable of 0."""
+    reasons = []
+    if usage.get(PODS, 0) + 1 > allocatable.get(PODS, 0):
+        reasons.append("Too many pods")
+    for name, amount in requests.items():
+        if name != PODS and usage.get(name, 0) + amount > allocatable.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons

@@ -1,0 +1,252 @@
+"""The Lua scripts behind RedisStore: each call is one atomic step on the server.
+
+Every script takes the key prefix (``{namespace}:``) as ARGV[1] and builds its key names
+from it (standalone Redis; the keys are not declared in KEYS). Layout:
+
+- ``seq``: last applied log seq.       ``obj:{kind}``: hash key → JSON.
+- ``nodes``: set of nodes in the log.  ``alloc:{node}``: hash resource → allocatable.
+- ``usage:{node}``: hash resource → bound + assumed + binding (zero fields deleted).
+- ``used``: set of nodes that have a ``usage:{node}`` hash.
+- ``charge``: hash uid → ``node|res=amt,...`` for bound pods.
+- ``assumed``: hash uid → ``node|attempt|deadline|res=amt,...``; deadline ``inf`` = binding.
+- ``assumed:{node}``: uids assumed, not yet binding, on the node (the expiry sweep).
+- ``lease``: hash uid → attempt.       ``nominated``: hash uid → ``node|priority``.
+
+Amounts stay strings end to end (HINCRBY is int64; Lua numbers are doubles, used only
+for comparisons, exact below 2^53). Python writes requests in resource-name order, so
+conflict reasons come out in the same order as the in-memory store's.
+"""
+
+from __future__ import annotations
+
+_HELPERS = """
+local P = ARGV[1]
+
+local function parse_assumed(v)
+  return string.match(v, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+end
+
+local function incr(node, reqs, sign)
+  local key = P .. 'usage:' .. node
+  for name, amt in string.gmatch(reqs, '([^,=]+)=([^,]+)') do
+    if sign < 0 then amt = '-' .. amt end
+    if redis.call('HINCRBY', key, name, amt) == 0 then redis.call('HDEL', key, name) end
+  end
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('SADD', P .. 'used', node)
+  else
+    redis.call('SREM', P .. 'used', node)
+  end
+end
+
+local function release(uid)
+  local v = redis.call('HGET', P .. 'assumed', uid)
+  if not v then return end
+  local node, _, _, reqs = parse_assumed(v)
+  incr(node, reqs, -1)
+  redis.call('HDEL', P .. 'assumed', uid)
+  redis.call('SREM', P .. 'assumed:' .. node, uid)
+end
+"""
+
+APPLY = (
+    _HELPERS
+    + """
+-- ARGV: P, count, then per entry: seq, kind, key, deleted, body, mode, uid, node, reqs
+-- mode 'n': node (reqs = allocatable); 'p': pod charge; '': object only.
+local applied = tonumber(redis.call('GET', P .. 'seq') or '0')
+local last = false
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  local seq, kind, key, deleted, body = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local mode, uid, node, reqs = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
+  i = i + 9
+  if tonumber(seq) > applied then
+    applied = tonumber(seq)
+    last = seq
+    if deleted == '1' then
+      redis.call('HDEL', P .. 'obj:' .. kind, key)
+    else
+      redis.call('HSET', P .. 'obj:' .. kind, key, body)
+    end
+    if mode == 'n' then
+      redis.call('DEL', P .. 'alloc:' .. key)
+      if deleted == '1' then
+        redis.call('SREM', P .. 'nodes', key)
+      else
+        redis.call('SADD', P .. 'nodes', key)
+        for name, amt in string.gmatch(reqs, '([^,=]+)=([^,]+)') do
+          redis.call('HSET', P .. 'alloc:' .. key, name, amt)
+        end
+      end
+    elseif mode == 'p' then
+      local old = redis.call('HGET', P .. 'charge', uid)
+      if old then
+        local onode, oreqs = string.match(old, '^([^|]*)|(.*)$')
+        incr(onode, oreqs, -1)
+        redis.call('HDEL', P .. 'charge', uid)
+      end
+      if node ~= '' or deleted == '1' then
+        release(uid)
+        redis.call('HDEL', P .. 'lease', uid)
+        redis.call('HDEL', P .. 'nominated', uid)
+      end
+      if node ~= '' and deleted ~= '1' then
+        redis.call('HSET', P .. 'charge', uid, node .. '|' .. reqs)
+        incr(node, reqs, 1)
+      end
+    end
+  end
+end
+if last then redis.call('SET', P .. 'seq', last) end
+return 0
+"""
+)
+
+ASSUME = (
+    _HELPERS
+    + """
+-- ARGV: P, now, count, then per reservation: uid, node, attempt, deadline, reqs
+-- Returns per reservation {status, reason, usage as a flat field/value list}.
+local now = tonumber(ARGV[2])
+local swept = {}
+
+local function tomap(flat)
+  local m = {}
+  for j = 1, #flat, 2 do m[flat[j]] = tonumber(flat[j + 1]) end
+  return m
+end
+
+local function sweep(node)
+  local set = P .. 'assumed:' .. node
+  for _, uid in ipairs(redis.call('SMEMBERS', set)) do
+    local v = redis.call('HGET', P .. 'assumed', uid)
+    local anode, deadline
+    if v then anode, _, deadline = parse_assumed(v) end
+    if anode ~= node then
+      redis.call('SREM', set, uid)
+    elseif deadline ~= 'inf' and tonumber(deadline) < now then
+      release(uid)
+    end
+  end
+end
+
+local function assume(uid, node, attempt, deadline, reqs)
+  if redis.call('HGET', P .. 'lease', uid) ~= attempt then
+    return {'stale', "attempt is not the pod's lease", {}}
+  end
+  if redis.call('HEXISTS', P .. 'charge', uid) == 1 then
+    return {'stale', 'pod is bound', {}}
+  end
+  local cur = redis.call('HGET', P .. 'assumed', uid)
+  if cur then
+    local cnode, cattempt, cdeadline = parse_assumed(cur)
+    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}} end
+    if cnode == node and cattempt == attempt and tonumber(cdeadline) >= now then
+      return {'assumed', '', {}}
+    end
+    release(uid)
+  end
+  if not swept[node] then
+    swept[node] = true
+    sweep(node)
+  end
+  local flat = redis.call('HGETALL', P .. 'usage:' .. node)
+  if redis.call('SISMEMBER', P .. 'nodes', node) == 0 then
+    return {'conflict', 'node not found', flat}
+  end
+  local usage = tomap(flat)
+  local alloc = tomap(redis.call('HGETALL', P .. 'alloc:' .. node))
+  local reasons = {}
+  if (usage['pods'] or 0) + 1 > (alloc['pods'] or 0) then
+    table.insert(reasons, 'Too many pods')
+  end
+  for name, amt in string.gmatch(reqs, '([^,=]+)=([^,]+)') do
+    if name ~= 'pods' and (usage[name] or 0) + tonumber(amt) > (alloc[name] or 0) then
+      table.insert(reasons, 'Insufficient ' .. name)
+    end
+  end
+  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat} end
+  redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, deadline, reqs}, '|'))
+  redis.call('SADD', P .. 'assumed:' .. node, uid)
+  incr(node, reqs, 1)
+  return {'assumed', '', {}}
+end
+
+local out = {}
+local i = 4
+for k = 1, tonumber(ARGV[3]) do
+  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
+  i = i + 5
+end
+return out
+"""
+)
+
+BEGIN_BIND = (
+    _HELPERS
+    + """
+-- ARGV: P, count, then per claim: uid, node, attempt. Returns 1/0 per claim.
+local out = {}
+local i = 3
+for k = 1, tonumber(ARGV[2]) do
+  local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  i = i + 3
+  out[k] = 0
+  local v = redis.call('HGET', P .. 'assumed', uid)
+  if v then
+    local anode, aattempt, deadline, reqs = parse_assumed(v)
+    if anode == node and aattempt == attempt then
+      if deadline ~= 'inf' then
+        redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, 'inf', reqs}, '|'))
+        redis.call('SREM', P .. 'assumed:' .. node, uid)
+      end
+      out[k] = 1
+    end
+  end
+end
+return out
+"""
+)
+
+FORGET = (
+    _HELPERS
+    + """
+-- ARGV: P, count, then per claim: uid, node, attempt.
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  i = i + 3
+  local v = redis.call('HGET', P .. 'assumed', uid)
+  if v then
+    local anode, aattempt = parse_assumed(v)
+    if anode == node and aattempt == attempt then release(uid) end
+  end
+end
+return 0
+"""
+)
+
+READ_NODES = """
+-- ARGV: P, 'usage' | 'alloc', then node names (none: every node).
+-- Returns a flat list: node, {field, value, ...}, node, {...}, ...
+local P, which = ARGV[1], ARGV[2]
+local names = {}
+if #ARGV == 2 then
+  if which == 'usage' then
+    names = redis.call('SUNION', P .. 'nodes', P .. 'used')
+  else
+    names = redis.call('SMEMBERS', P .. 'nodes')
+  end
+else
+  for j = 3, #ARGV do names[#names + 1] = ARGV[j] end
+end
+local out = {}
+for _, name in ipairs(names) do
+  if which == 'usage' or redis.call('SISMEMBER', P .. 'nodes', name) == 1 then
+    out[#out + 1] = name
+    out[#out + 1] = redis.call('HGETALL', P .. which .. ':' .. name)
+  end
+end
+return out
+"""

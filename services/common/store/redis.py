@@ -1,0 +1,208 @@
+"""ClusterStore on Redis: the shared cluster cache of every scheduler and binder replica.
+
+Every key starts with ``{namespace}:``; the layout is in :mod:`services.common.store._lua`.
+``apply``, ``assume``, ``begin_bind`` and ``forget`` are each one Lua script call for the
+whole batch, so each is atomic on the server: two replicas assuming onto the same node are
+serialised and the loser gets ``conflict`` with the usage that beat it. Every other method
+is one round trip. ``now`` always comes from the caller's clock, never Redis ``TIME``.
+
+Details the Protocol leaves open (the in-memory store behaves the same):
+
+- A charge is the pod's positive requests plus ``pods: 1``, whatever ``requests["pods"]``
+  says. Resource and node names must not contain ``|``, ``,`` or ``=`` (Kubernetes names
+  never do); :class:`ValueError` otherwise.
+- ``node_usage(nodes)`` answers every node asked for (``{}`` when nothing is charged);
+  ``node_usage()`` covers every node in the log plus any node still charged.
+  ``allocatable(nodes)`` leaves out nodes that are not in the log.
+- Expiry is lazy: an assumption past its deadline is released by the next ``assume`` that
+  targets its node. Until then it still holds its capacity, so ``begin_bind`` may claim it
+  and ``assumed()`` lists it: nothing else can have been given that capacity.
+- A pending pod (``node=None``, body present) loses its bound charge only; a bound or
+  deleted pod also loses its assumption, lease and nomination.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import redis.asyncio as aioredis
+from redis.typing import EncodableT
+
+from services.common.store._charges import normalize
+from services.common.store._lua import APPLY, ASSUME, BEGIN_BIND, FORGET, READ_NODES
+from services.common.store.base import (
+    Assumed,
+    AssumeResult,
+    AssumeStatus,
+    BindClaim,
+    Nomination,
+    ProjectedEntry,
+    Reservation,
+)
+
+_FORBIDDEN = frozenset("|,=")
+_STATUSES: dict[bytes, AssumeStatus] = {
+    b"assumed": "assumed",
+    b"conflict": "conflict",
+    b"stale": "stale",
+}
+
+
+class RedisStore:
+    """A ClusterStore on the Redis at ``url``; ``namespace`` prefixes every key."""
+
+    def __init__(self, url: str, *, namespace: str = "ksched") -> None:
+        self.namespace = namespace
+        self._p = f"{namespace}:"
+        self._redis = aioredis.from_url(url, decode_responses=False)
+        self._apply = self._redis.register_script(APPLY)
+        self._assume = self._redis.register_script(ASSUME)
+        self._begin_bind = self._redis.register_script(BEGIN_BIND)
+        self._forget = self._redis.register_script(FORGET)
+        self._read_nodes = self._redis.register_script(READ_NODES)
+
+    async def applied_seq(self) -> int:
+        seq = await self._redis.get(self._p + "seq")
+        return int(seq) if seq is not None else 0
+
+    async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
+        if not entries:
+            return
+        args: list[str | bytes] = [self._p, str(len(entries))]
+        for e in entries:
+            mode, uid, node, reqs = "", "", "", ""
+            if e.kind == "node":
+                mode, reqs = "n", _encode(e.allocatable or {})
+            elif e.pod is not None:
+                mode, uid = "p", e.pod.uid
+                node = _name(e.pod.node or "")
+                reqs = _encode(normalize(e.pod.requests))
+            deleted = "1" if e.body is None else "0"
+            args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs]
+        await self._apply(keys=[], args=args)
+
+    async def objects(self, kind: str) -> dict[str, bytes]:
+        raw = await self._hgetall(f"{self._p}obj:{kind}")
+        return {key.decode(): body for key, body in raw.items()}
+
+    async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        return await self._nodes("usage", nodes)
+
+    async def allocatable(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        return await self._nodes("alloc", nodes)
+
+    async def _nodes(self, which: str, nodes: Sequence[str] | None) -> dict[str, dict[str, int]]:
+        if nodes is not None and not nodes:
+            return {}
+        flat = await self._read_nodes(keys=[], args=[self._p, which, *(nodes or ())])
+        return {flat[i].decode(): _pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
+        if not reservations:
+            return []
+        args: list[str] = [self._p, repr(float(now)), str(len(reservations))]
+        for r in reservations:
+            deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
+            reqs = _encode(normalize(r.requests))
+            args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs]
+        replies = await self._assume(keys=[], args=args)
+        return [
+            AssumeResult(_STATUSES[status], _pairs(usage), reason.decode())
+            for status, reason, usage in replies
+        ]
+
+    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+        if not claims:
+            return []
+        replies = await self._begin_bind(keys=[], args=self._claim_args(claims))
+        return [bool(reply) for reply in replies]
+
+    async def forget(self, claims: Sequence[BindClaim]) -> None:
+        if claims:
+            await self._forget(keys=[], args=self._claim_args(claims))
+
+    def _claim_args(self, claims: Sequence[BindClaim]) -> list[str]:
+        args = [self._p, str(len(claims))]
+        for c in claims:
+            args += [c.uid, c.node, str(c.attempt)]
+        return args
+
+    async def assumed(self) -> dict[str, Assumed]:
+        raw = await self._hgetall(self._p + "assumed")
+        result = {}
+        for uid, value in raw.items():
+            node, attempt, deadline, reqs = value.decode().split("|", 3)
+            result[uid.decode()] = Assumed(node, int(attempt), float(deadline), _decode(reqs))
+        return result
+
+    async def set_leases(self, leases: Mapping[str, int]) -> None:
+        if leases:
+            mapping: dict[EncodableT, EncodableT] = {u: str(a) for u, a in leases.items()}
+            await self._redis.hset(self._p + "lease", mapping=mapping)
+
+    async def leases(self) -> dict[str, int]:
+        raw = await self._hgetall(self._p + "lease")
+        return {uid.decode(): int(attempt) for uid, attempt in raw.items()}
+
+    async def drop_leases(self, uids: Sequence[str]) -> None:
+        if uids:
+            await self._redis.hdel(self._p + "lease", *uids)
+
+    async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
+        if nominations:
+            mapping: dict[EncodableT, EncodableT] = {
+                uid: f"{_name(n.node)}|{n.priority}" for uid, n in nominations.items()
+            }
+            await self._redis.hset(self._p + "nominated", mapping=mapping)
+
+    async def clear_nominations(self, uids: Sequence[str]) -> None:
+        if uids:
+            await self._redis.hdel(self._p + "nominated", *uids)
+
+    async def nominations(self) -> dict[str, Nomination]:
+        raw = await self._hgetall(self._p + "nominated")
+        result = {}
+        for uid, value in raw.items():
+            node, priority = value.decode().rsplit("|", 1)
+            result[uid.decode()] = Nomination(node, int(priority))
+        return result
+
+    async def _hgetall(self, key: str) -> dict[bytes, bytes]:
+        # decode_responses=False: every key and value is bytes.
+        return cast(dict[bytes, bytes], await self._redis.hgetall(key))
+
+    async def flush_namespace(self) -> None:
+        """Delete every key of this namespace (test teardown; never on a live cluster)."""
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in self._p) + "*"
+        batch: list[bytes] = []
+        async for key in self._redis.scan_iter(match=pattern, count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                await self._redis.unlink(*batch)
+                batch.clear()
+        if batch:
+            await self._redis.unlink(*batch)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _name(name: str) -> str:
+    if _FORBIDDEN.intersection(name):
+        raise ValueError(f"name {name!r} contains one of '|', ',', '='")
+    return name
+
+
+def _encode(amounts: Mapping[str, int]) -> str:
+    return ",".join(f"{_name(name)}={int(amount)}" for name, amount in amounts.items())
+
+
+def _decode(text: str) -> dict[str, int]:
+    pairs = (item.split("=", 1) for item in text.split(",") if item)
+    return {name: int(amount) for name, amount in pairs}
+
+
+def _pairs(flat: Sequence[bytes]) -> dict[str, int]:
+    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}

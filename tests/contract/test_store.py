@@ -1,0 +1,373 @@
+"""The ClusterStore contract, run against MemoryStore and RedisStore alike."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from uuid import uuid4
+
+import anyio.lowlevel
+import msgspec
+import pytest
+
+from contracts.k8s import Node, NodeStatus, ObjectMeta, Pod, PodSpec
+from services.common.store import (
+    Assumed,
+    AssumeResult,
+    BindClaim,
+    ClusterStore,
+    MemoryStore,
+    Nomination,
+    PodCharge,
+    ProjectedEntry,
+    Reservation,
+    open_store,
+)
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+NOW = 1_700_000_000.0
+TTL = 30.0
+
+
+class Clients:
+    """Opens clients on one store: the same MemoryStore, or RedisStores on one namespace."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.namespace = f"t{uuid4().hex[:8]}"
+        self.opened: list[ClusterStore] = []
+        self._memory = MemoryStore(self.namespace)
+
+    def open(self) -> ClusterStore:
+        if self.backend == "memory":
+            return self._memory
+        store = open_store(REDIS_URL, namespace=self.namespace)
+        self.opened.append(store)
+        return store
+
+    async def teardown(self) -> None:
+        from services.common.store.redis import RedisStore
+
+        for store in self.opened:
+            assert isinstance(store, RedisStore)
+            await store.flush_namespace()
+            await store.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
+async def clients(request: pytest.FixtureRequest) -> AsyncIterator[Clients]:
+    c = Clients(request.param)
+    try:
+        yield c
+    finally:
+        await c.teardown()
+
+
+@pytest.fixture
+def store(clients: Clients) -> ClusterStore:
+    return clients.open()
+
+
+def node(seq: int, name: str, **allocatable: int) -> ProjectedEntry:
+    status = NodeStatus(allocatable=dict(allocatable))
+    body = msgspec.json.encode(Node(metadata=ObjectMeta(name=name), status=status))
+    return ProjectedEntry(seq=seq, kind="node", key=name, body=body, allocatable=allocatable)
+
+
+def node_deleted(seq: int, name: str) -> ProjectedEntry:
+    return ProjectedEntry(seq=seq, kind="node", key=name, body=None)
+
+
+def pod(
+    seq: int, name: str, on: str | None, *, deleted: bool = False, **req: int
+) -> ProjectedEntry:
+    meta = ObjectMeta(name=name, namespace="default", uid=f"uid-{name}")
+    body = None if deleted else msgspec.json.encode(Pod(metadata=meta, spec=PodSpec(node_name=on)))
+    charge = PodCharge(uid=f"uid-{name}", node=None if deleted else on, requests={**req, "pods": 1})
+    return ProjectedEntry(seq=seq, kind="pod", key=f"default/{name}", body=body, pod=charge)
+
+
+def res(name: str, on: str, attempt: int = 1, ttl: float = TTL, **req: int) -> Reservation:
+    requests = {**req, "pods": 1}
+    return Reservation(uid=f"uid-{name}", node=on, attempt=attempt, requests=requests, ttl=ttl)
+
+
+def claim(name: str, on: str, attempt: int = 1) -> BindClaim:
+    return BindClaim(uid=f"uid-{name}", node=on, attempt=attempt)
+
+
+async def snapshot(store: ClusterStore) -> tuple[Any, ...]:
+    return (
+        await store.applied_seq(),
+        await store.objects("node"),
+        await store.objects("pod"),
+        await store.node_usage(),
+        await store.allocatable(),
+        await store.assumed(),
+        await store.leases(),
+        await store.nominations(),
+    )
+
+
+async def assume_one(store: ClusterStore, r: Reservation, now: float = NOW) -> AssumeResult:
+    [result] = await store.assume([r], now)
+    return result
+
+
+async def usage(store: ClusterStore, name: str) -> Mapping[str, int]:
+    return (await store.node_usage([name]))[name]
+
+
+async def test_empty_store(store: ClusterStore) -> None:
+    assert await snapshot(store) == (0, {}, {}, {}, {}, {}, {}, {})
+    assert await store.node_usage(["n1"]) == {"n1": {}}
+    assert await store.allocatable(["n1"]) == {}
+
+
+async def test_apply_is_idempotent_and_skips_applied_seqs(store: ClusterStore) -> None:
+    batch = [node(1, "n1", cpu=4000, pods=10), pod(2, "a", "n1", cpu=500), pod(3, "b", None)]
+    await store.apply(batch)
+    first = await snapshot(store)
+    assert first[0] == 3
+    assert set(first[2]) == {"default/a", "default/b"}
+
+    await store.apply(batch)
+    await store.apply([node_deleted(2, "n1"), pod(3, "a", None, deleted=True)])
+    assert await snapshot(store) == first
+
+    await store.apply([pod(3, "x", "n1", cpu=1), pod(4, "b", "n1", cpu=100)])  # 3 skipped
+    assert await store.applied_seq() == 4
+    assert "default/x" not in await store.objects("pod")
+    assert await usage(store, "n1") == {"cpu": 600, "pods": 2}
+
+
+async def test_node_usage_sums_bound_pods(store: ClusterStore) -> None:
+    await store.apply(
+        [
+            node(1, "n1", cpu=4000, memory=8 << 30, pods=110),
+            node(2, "n2", cpu=2000, pods=110),
+            pod(3, "a", "n1", cpu=500, memory=1 << 30),
+            pod(4, "b", "n1", cpu=250),
+            pod(5, "c", None, cpu=9999),
+            pod(6, "b", "n1", cpu=300),  # updated requests replace the old charge
+        ]
+    )
+    assert await store.node_usage() == {
+        "n1": {"cpu": 800, "memory": 1 << 30, "pods": 2},
+        "n2": {},
+    }
+    assert await store.allocatable(["n2", "gone"]) == {"n2": {"cpu": 2000, "pods": 110}}
+    assert (await store.allocatable())["n1"] == {"cpu": 4000, "memory": 8 << 30, "pods": 110}
+
+
+async def test_assume_within_capacity(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=400)])
+    await store.set_leases({"uid-p": 1})
+    assert await assume_one(store, res("p", "n1", cpu=600)) == AssumeResult("assumed")
+    assert await usage(store, "n1") == {"cpu": 1000, "pods": 2}
+    assert await store.assumed() == {
+        "uid-p": Assumed(node="n1", attempt=1, deadline=NOW + TTL, requests={"cpu": 600, "pods": 1})
+    }
+
+
+async def test_assume_conflict_returns_usage_and_reason(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, memory=100, pods=10), pod(2, "a", "n1", cpu=700)])
+    await store.set_leases({"uid-p": 1})
+    cases = [
+        ({"cpu": 400}, "Insufficient cpu"),
+        ({"cpu": 400, "memory": 101}, "Insufficient cpu, Insufficient memory"),
+        ({"nvidia.com/gpu": 1}, "Insufficient nvidia.com/gpu"),
+    ]
+    for requests, reason in cases:
+        result = await assume_one(store, res("p", "n1", **requests))
+        assert result == AssumeResult("conflict", {"cpu": 700, "pods": 1}, reason)
+    assert await store.assumed() == {}
+    assert await usage(store, "n1") == {"cpu": 700, "pods": 1}
+
+
+async def test_assume_on_unknown_or_deleted_node(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", pods=10), pod(2, "a", "n1"), node_deleted(3, "n1")])
+    await store.set_leases({"uid-p": 1})
+    for name in ("n1", "ghost"):
+        result = await assume_one(store, res("p", name))
+        assert (result.status, result.reason) == ("conflict", "node not found")
+    assert result.usage == {}
+    assert (await assume_one(store, res("p", "n1"))).usage == {"pods": 1}  # a still bound
+
+
+async def test_assume_pod_count_limit(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=10_000, pods=2), pod(2, "a", "n1", cpu=1)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    no_pods_key = Reservation(uid="uid-p", node="n1", attempt=1, requests={"cpu": 1}, ttl=TTL)
+    assert (await assume_one(store, no_pods_key)).status == "assumed"
+    result = await assume_one(store, res("q", "n1"))
+    assert result == AssumeResult("conflict", {"cpu": 2, "pods": 2}, "Too many pods")
+
+
+async def test_assume_batch_is_checked_in_order(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    results = await store.assume([res("p", "n1", cpu=600), res("q", "n1", cpu=600)], NOW)
+    assert [r.status for r in results] == ["assumed", "conflict"]
+    assert results[1].usage == {"cpu": 600, "pods": 1}
+
+
+async def test_assume_stale_without_current_lease(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    assert (await assume_one(store, res("p", "n1"))).status == "stale"  # no lease at all
+    await store.set_leases({"uid-p": 2})
+    assert (await assume_one(store, res("p", "n1", attempt=1))).status == "stale"
+    assert await store.assumed() == {}
+    assert await usage(store, "n1") == {}
+
+
+async def test_reassume_same_attempt_is_idempotent(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1})
+    for now in (NOW, NOW + 1):
+        assert (await assume_one(store, res("p", "n1", cpu=600), now)).status == "assumed"
+    assert await usage(store, "n1") == {"cpu": 600, "pods": 1}
+    assert (await store.assumed())["uid-p"].deadline == NOW + TTL
+
+
+async def test_newer_attempt_moves_the_assumption(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1})
+    assert (await assume_one(store, res("p", "n1", cpu=600))).status == "assumed"
+    await store.set_leases({"uid-p": 2})
+    assert (await assume_one(store, res("p", "n2", attempt=2, cpu=600))).status == "assumed"
+    assert await store.node_usage() == {"n1": {}, "n2": {"cpu": 600, "pods": 1}}
+    assert (await assume_one(store, res("p", "n1", attempt=1, cpu=600))).status == "stale"
+    assert {u: (a.node, a.attempt) for u, a in (await store.assumed()).items()} == {
+        "uid-p": ("n2", 2)
+    }
+
+
+async def test_expired_assumptions_are_released(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=1)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    assert (await assume_one(store, res("p", "n1", ttl=10))).status == "assumed"
+    assert (await assume_one(store, res("q", "n1"), NOW + 10)).reason == "Too many pods"
+    assert (await assume_one(store, res("q", "n1"), NOW + 10.5)).status == "assumed"
+    assert set(await store.assumed()) == {"uid-q"}
+    assert await usage(store, "n1") == {"pods": 1}
+
+
+async def test_expired_reassume_is_checked_and_charged_once(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=1)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    assert (await assume_one(store, res("p", "n1", ttl=10))).status == "assumed"
+    assert (await assume_one(store, res("p", "n1"), NOW + 11)).status == "assumed"
+    assert (await store.assumed())["uid-p"].deadline == NOW + 11 + TTL
+    assert await usage(store, "n1") == {"pods": 1}
+    assert (await assume_one(store, res("q", "n1"), NOW + 12)).reason == "Too many pods"
+
+
+async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=2)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    assert (await assume_one(store, res("p", "n1", cpu=600, ttl=5))).status == "assumed"
+    assert await store.begin_bind([claim("p", "n1", 2), claim("p", "n2"), claim("q", "n1")]) == [
+        False,
+        False,
+        False,
+    ]
+    assert await store.begin_bind([claim("p", "n1"), claim("p", "n1")]) == [True, True]
+    assert (await store.assumed())["uid-p"].deadline == float("inf")
+    later = NOW + 3600
+    assert (await assume_one(store, res("q", "n1", cpu=600), later)).reason == "Insufficient cpu"
+    assert (await assume_one(store, res("p", "n1", cpu=600), later)).status == "stale"
+
+    await store.apply([pod(2, "p", "n1", cpu=600)])
+    assert await usage(store, "n1") == {"cpu": 600, "pods": 1}
+    assert await store.assumed() == {}
+    assert "uid-p" not in await store.leases()
+    assert await store.begin_bind([claim("p", "n1")]) == [False]
+    assert (await assume_one(store, res("p", "n1"))).reason == "attempt is not the pod's lease"
+    await store.set_leases({"uid-p": 1})
+    assert (await assume_one(store, res("p", "n1"))).reason == "pod is bound"
+
+
+async def test_bound_elsewhere_releases_the_assumption(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1})
+    await store.assume([res("p", "n1", cpu=600)], NOW)
+    assert await store.begin_bind([claim("p", "n1")]) == [True]
+    await store.apply([pod(3, "p", "n2", cpu=600)])
+    assert await store.node_usage() == {"n1": {}, "n2": {"cpu": 600, "pods": 1}}
+    assert await store.assumed() == {}
+
+
+async def test_pod_deletion_releases_everything(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=300)])
+    await store.set_leases({"uid-a": 4, "uid-p": 1})
+    await store.set_nominations({"uid-a": Nomination("n1", 10), "uid-p": Nomination("n1", 5)})
+    await store.assume([res("p", "n1", cpu=200)], NOW)
+    assert await usage(store, "n1") == {"cpu": 500, "pods": 2}
+
+    await store.apply([pod(3, "a", None, deleted=True), pod(4, "p", None, deleted=True)])
+    assert await usage(store, "n1") == {}
+    assert await store.assumed() == {}
+    assert await store.leases() == {}
+    assert await store.nominations() == {}
+    assert await store.objects("pod") == {}
+
+
+async def test_terminal_pod_releases_its_charge(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=300)])
+    await store.apply([pod(3, "a", None, cpu=300)])  # Succeeded or Failed: no charge
+    assert await usage(store, "n1") == {}
+    assert "default/a" in await store.objects("pod")
+
+
+async def test_forget_releases_only_that_assumption(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 2})
+    await store.assume([res("p", "n1", attempt=2, cpu=600)], NOW)
+    await store.forget([claim("p", "n1", attempt=1), claim("p", "n2", attempt=2)])
+    assert set(await store.assumed()) == {"uid-p"}
+    assert await store.begin_bind([claim("p", "n1", 2)]) == [True]
+    await store.forget([claim("p", "n1", attempt=2)])
+    await store.forget([claim("p", "n1", attempt=2)])
+    assert await store.assumed() == {}
+    assert await usage(store, "n1") == {}
+
+
+async def test_leases_and_nominations(store: ClusterStore) -> None:
+    await store.set_leases({"a": 1, "b": 2})
+    await store.set_leases({"a": 3})
+    await store.drop_leases(["b", "missing"])
+    await store.drop_leases([])
+    assert await store.leases() == {"a": 3}
+    await store.set_nominations({"a": Nomination("n1", 100), "b": Nomination("n2", -5)})
+    await store.clear_nominations(["a"])
+    assert await store.nominations() == {"b": Nomination("n2", -5)}
+
+
+async def test_racing_clients_never_overcommit(clients: Clients) -> None:
+    first, second = clients.open(), clients.open()
+    await first.apply([node(1, "n1", cpu=60_000, pods=110)])
+    names = {c: [f"{c}{i}" for i in range(50)] for c in "ab"}
+    await first.set_leases({f"uid-{n}": 1 for group in names.values() for n in group})
+
+    async def race(store: ClusterStore, group: list[str]) -> list[str]:
+        statuses: list[str] = []
+        for name in group:
+            statuses.append((await assume_one(store, res(name, "n1", cpu=1000))).status)
+            assert (await usage(store, "n1")).get("cpu", 0) <= 60_000
+            await anyio.lowlevel.checkpoint()  # let the other client in (memory)
+        return statuses
+
+    results = await asyncio.gather(race(first, names["a"]), race(second, names["b"]))
+    statuses = results[0] + results[1]
+    assert statuses.count("assumed") == 60
+    assert statuses.count("conflict") == 40
+    assert await usage(second, "n1") == {"cpu": 60_000, "pods": 60}
+    assert len(await first.assumed()) == 60
+
+
+def test_open_store_picks_the_backend() -> None:
+    assert isinstance(open_store("memory://"), MemoryStore)
+    with pytest.raises(ValueError, match="unsupported store URL"):
+        open_store("etcd://x")
