@@ -5,7 +5,7 @@ from __future__ import annotations
 from contracts.k8s import Wire
 
 
-class ErrorReport(Wire, kw_only=True, tag_field="kind", tag="ErrorReport"):
+class ErrorReport(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ErrorReport"):
     """Why an inbound message was refused. Names the object and the field."""
 
     object_kind: str

@@ -38,7 +38,7 @@ class WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
     object: msgspec.Raw
 
 
-class _Logged(Wire, kw_only=True, tag_field="kind"):
+class _Logged(Wire, kw_only=True, frozen=True, tag_field="kind"):
     seq: int
     """Position in the event log: strictly increasing, gap-free, assigned by the informer."""
     type: EventType
@@ -46,37 +46,41 @@ class _Logged(Wire, kw_only=True, tag_field="kind"):
     """Wall-clock seconds when the informer accepted the event (for latency metrics)."""
     trace: dict[str, str] = {}
     """W3C trace context of the ingest span, so downstream spans join the same trace."""
+    origin: Literal["user", "binding"] = "user"
+    """``user``: a watch event someone published. ``binding``: the informer recorded a
+    Binding the binder published (the pod got its spec.nodeName). Replay feeds the
+    user entries back and compares its decisions with the binding entries."""
 
 
-class PodEvent(_Logged, kw_only=True, tag="pod"):
+class PodEvent(_Logged, kw_only=True, frozen=True, tag="pod"):
     object: Pod
 
 
-class NodeEvent(_Logged, kw_only=True, tag="node"):
+class NodeEvent(_Logged, kw_only=True, frozen=True, tag="node"):
     object: Node
 
 
-class NamespaceEvent(_Logged, kw_only=True, tag="namespace"):
+class NamespaceEvent(_Logged, kw_only=True, frozen=True, tag="namespace"):
     object: Namespace
 
 
-class PriorityClassEvent(_Logged, kw_only=True, tag="priorityclass"):
+class PriorityClassEvent(_Logged, kw_only=True, frozen=True, tag="priorityclass"):
     object: PriorityClass
 
 
-class PodDisruptionBudgetEvent(_Logged, kw_only=True, tag="poddisruptionbudget"):
+class PodDisruptionBudgetEvent(_Logged, kw_only=True, frozen=True, tag="poddisruptionbudget"):
     object: PodDisruptionBudget
 
 
-class PersistentVolumeEvent(_Logged, kw_only=True, tag="persistentvolume"):
+class PersistentVolumeEvent(_Logged, kw_only=True, frozen=True, tag="persistentvolume"):
     object: PersistentVolume
 
 
-class PersistentVolumeClaimEvent(_Logged, kw_only=True, tag="persistentvolumeclaim"):
+class PersistentVolumeClaimEvent(_Logged, kw_only=True, frozen=True, tag="persistentvolumeclaim"):
     object: PersistentVolumeClaim
 
 
-class StorageClassEvent(_Logged, kw_only=True, tag="storageclass"):
+class StorageClassEvent(_Logged, kw_only=True, frozen=True, tag="storageclass"):
     object: StorageClass
 
 
@@ -103,7 +107,7 @@ EVENT_FOR_KIND: dict[str, type[ClusterEvent]] = {
 }
 
 
-class ClusterBatch(Wire, kw_only=True, tag_field="kind", tag="ClusterBatch"):
+class ClusterBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ClusterBatch"):
     """Consecutive log entries, published on ``ksched.cluster`` as one message."""
 
     events: list[ClusterEvent]

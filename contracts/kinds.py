@@ -42,9 +42,7 @@ KINDS: Final[dict[str, type[KubeObject]]] = {
 BINDING_KIND: Final = "binding"
 BINDING_TYPE: Final = Binding
 
-NAMESPACED: Final = frozenset(
-    {"pod", "poddisruptionbudget", "persistentvolumeclaim", "binding"}
-)
+NAMESPACED: Final = frozenset({"pod", "poddisruptionbudget", "persistentvolumeclaim", "binding"})
 
 EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED")
 

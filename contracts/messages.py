@@ -15,7 +15,7 @@ from typing import Literal
 from contracts.k8s import Pod, Wire
 
 
-class ScheduleRequest(Wire, kw_only=True):
+class ScheduleRequest(Wire, kw_only=True, frozen=True):
     pod: Pod
     attempt: int
     """1 for the first attempt; the queue's lease in the store carries the same number."""
@@ -28,11 +28,11 @@ class ScheduleRequest(Wire, kw_only=True):
     trace: dict[str, str] = {}
 
 
-class ScheduleBatch(Wire, kw_only=True, tag_field="kind", tag="ScheduleBatch"):
+class ScheduleBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ScheduleBatch"):
     requests: list[ScheduleRequest]
 
 
-class BindRequest(Wire, kw_only=True):
+class BindRequest(Wire, kw_only=True, frozen=True):
     pod: Pod
     node: str
     attempt: int
@@ -41,14 +41,14 @@ class BindRequest(Wire, kw_only=True):
     trace: dict[str, str] = {}
 
 
-class BindBatch(Wire, kw_only=True, tag_field="kind", tag="BindBatch"):
+class BindBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="BindBatch"):
     requests: list[BindRequest]
 
 
 Outcome = Literal["bound", "unschedulable", "error", "stale"]
 
 
-class AttemptResult(Wire, kw_only=True):
+class AttemptResult(Wire, kw_only=True, frozen=True):
     """How one attempt ended. The queue frees the pod's in-flight slot on any result.
 
     - ``bound``: the Binding was published; the pod leaves the queue.
@@ -71,5 +71,5 @@ class AttemptResult(Wire, kw_only=True):
     unresolvable: bool = False
 
 
-class ResultBatch(Wire, kw_only=True, tag_field="kind", tag="ResultBatch"):
+class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):
     results: list[AttemptResult]

@@ -17,7 +17,7 @@ class Wire(msgspec.Struct, kw_only=True, frozen=True, rename="camel", omit_defau
     """Base for Kubernetes-shaped structs: keyword-only, immutable, camelCase."""
 
 
-class OwnerReference(Wire, kw_only=True):
+class OwnerReference(Wire, kw_only=True, frozen=True):
     api_version: str = ""
     kind: str = ""
     name: str = ""
@@ -26,7 +26,7 @@ class OwnerReference(Wire, kw_only=True):
     block_owner_deletion: bool | None = None
 
 
-class ObjectMeta(Wire, kw_only=True):
+class ObjectMeta(Wire, kw_only=True, frozen=True):
     name: str = ""
     generate_name: str | None = None
     namespace: str | None = None
@@ -42,33 +42,33 @@ class ObjectMeta(Wire, kw_only=True):
     deletion_grace_period_seconds: int | None = None
 
 
-class LabelSelectorRequirement(Wire, kw_only=True):
+class LabelSelectorRequirement(Wire, kw_only=True, frozen=True):
     key: str
     operator: str
     values: list[str] = []
 
 
-class LabelSelector(Wire, kw_only=True):
+class LabelSelector(Wire, kw_only=True, frozen=True):
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
 
 
-class NodeSelectorRequirement(Wire, kw_only=True):
+class NodeSelectorRequirement(Wire, kw_only=True, frozen=True):
     key: str
     operator: str
     values: list[str] = []
 
 
-class NodeSelectorTerm(Wire, kw_only=True):
+class NodeSelectorTerm(Wire, kw_only=True, frozen=True):
     match_expressions: list[NodeSelectorRequirement] = []
     match_fields: list[NodeSelectorRequirement] = []
 
 
-class NodeSelector(Wire, kw_only=True):
+class NodeSelector(Wire, kw_only=True, frozen=True):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
-class ObjectReference(Wire, kw_only=True):
+class ObjectReference(Wire, kw_only=True, frozen=True):
     api_version: str | None = None
     kind: str = ""
     namespace: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contracts.k8s.base import ObjectMeta, ObjectReference, Wire
 
 
-class Binding(Wire, kw_only=True, tag_field="kind", tag="Binding"):
+class Binding(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Binding"):
     """``POST pods/binding``: bind the pod named by ``metadata`` to ``target`` (a Node)."""
 
     api_version: str = "v1"
@@ -13,12 +13,12 @@ class Binding(Wire, kw_only=True, tag_field="kind", tag="Binding"):
     target: ObjectReference
 
 
-class EventSource(Wire, kw_only=True):
+class EventSource(Wire, kw_only=True, frozen=True):
     component: str = "default-scheduler"
     host: str | None = None
 
 
-class Event(Wire, kw_only=True, tag_field="kind", tag="Event"):
+class Event(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Event"):
     """A v1 Event about a pod: reasons Scheduled, FailedScheduling, Preempted."""
 
     api_version: str = "v1"

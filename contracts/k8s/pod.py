@@ -16,12 +16,12 @@ from contracts.k8s.base import (
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
-class ResourceRequirements(Wire, kw_only=True):
+class ResourceRequirements(Wire, kw_only=True, frozen=True):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
 
 
-class ContainerPort(Wire, kw_only=True):
+class ContainerPort(Wire, kw_only=True, frozen=True):
     container_port: int = 0
     host_port: int | None = None
     host_ip: str | None = None
@@ -29,7 +29,7 @@ class ContainerPort(Wire, kw_only=True):
     name: str | None = None
 
 
-class Container(Wire, kw_only=True):
+class Container(Wire, kw_only=True, frozen=True):
     name: str = ""
     image: str | None = None
     resources: ResourceRequirements = ResourceRequirements()
@@ -38,17 +38,17 @@ class Container(Wire, kw_only=True):
     """``Always`` on an init container makes it a restartable sidecar."""
 
 
-class PreferredSchedulingTerm(Wire, kw_only=True):
+class PreferredSchedulingTerm(Wire, kw_only=True, frozen=True):
     weight: int
     preference: NodeSelectorTerm
 
 
-class NodeAffinity(Wire, kw_only=True):
+class NodeAffinity(Wire, kw_only=True, frozen=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
-class PodAffinityTerm(Wire, kw_only=True):
+class PodAffinityTerm(Wire, kw_only=True, frozen=True):
     label_selector: LabelSelector | None = None
     namespaces: list[str] = []
     topology_key: str = ""
@@ -57,23 +57,23 @@ class PodAffinityTerm(Wire, kw_only=True):
     mismatch_label_keys: list[str] = []
 
 
-class WeightedPodAffinityTerm(Wire, kw_only=True):
+class WeightedPodAffinityTerm(Wire, kw_only=True, frozen=True):
     weight: int
     pod_affinity_term: PodAffinityTerm
 
 
-class PodAffinity(Wire, kw_only=True):
+class PodAffinity(Wire, kw_only=True, frozen=True):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
 
 
-class Affinity(Wire, kw_only=True):
+class Affinity(Wire, kw_only=True, frozen=True):
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAffinity | None = None
 
 
-class Toleration(Wire, kw_only=True):
+class Toleration(Wire, kw_only=True, frozen=True):
     key: str | None = None
     operator: str | None = None
     value: str | None = None
@@ -81,7 +81,7 @@ class Toleration(Wire, kw_only=True):
     toleration_seconds: int | None = None
 
 
-class TopologySpreadConstraint(Wire, kw_only=True):
+class TopologySpreadConstraint(Wire, kw_only=True, frozen=True):
     max_skew: int
     topology_key: str
     when_unsatisfiable: str
@@ -92,12 +92,12 @@ class TopologySpreadConstraint(Wire, kw_only=True):
     match_label_keys: list[str] = []
 
 
-class PersistentVolumeClaimVolumeSource(Wire, kw_only=True):
+class PersistentVolumeClaimVolumeSource(Wire, kw_only=True, frozen=True):
     claim_name: str
     read_only: bool = False
 
 
-class Volume(Wire, kw_only=True):
+class Volume(Wire, kw_only=True, frozen=True):
     """A pod volume. Sources the scheduler reasons about are typed; others stay opaque."""
 
     name: str = ""
@@ -117,11 +117,11 @@ class Volume(Wire, kw_only=True):
     downward_api: dict[str, Any] | None = None
 
 
-class PodSchedulingGate(Wire, kw_only=True):
+class PodSchedulingGate(Wire, kw_only=True, frozen=True):
     name: str
 
 
-class PodSpec(Wire, kw_only=True):
+class PodSpec(Wire, kw_only=True, frozen=True):
     node_name: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     priority: int | None = None
@@ -141,7 +141,7 @@ class PodSpec(Wire, kw_only=True):
     termination_grace_period_seconds: int | None = None
 
 
-class PodCondition(Wire, kw_only=True):
+class PodCondition(Wire, kw_only=True, frozen=True):
     type: str
     status: str
     reason: str | None = None
@@ -150,7 +150,7 @@ class PodCondition(Wire, kw_only=True):
     last_probe_time: str | None = None
 
 
-class ContainerStatus(Wire, kw_only=True):
+class ContainerStatus(Wire, kw_only=True, frozen=True):
     name: str = ""
     ready: bool = False
     restart_count: int = 0
@@ -158,7 +158,7 @@ class ContainerStatus(Wire, kw_only=True):
     state: dict[str, Any] = {}
 
 
-class PodStatus(Wire, kw_only=True):
+class PodStatus(Wire, kw_only=True, frozen=True):
     phase: str | None = None
     nominated_node_name: str | None = None
     conditions: list[PodCondition] = []
@@ -170,7 +170,7 @@ class PodStatus(Wire, kw_only=True):
     message: str | None = None
 
 
-class Pod(Wire, kw_only=True, tag_field="kind", tag="Pod"):
+class Pod(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Pod"):
     api_version: str = "v1"
     metadata: ObjectMeta = ObjectMeta()
     spec: PodSpec = PodSpec()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contracts.k8s.base import LabelSelector, ObjectMeta, Wire
 
 
-class PriorityClass(Wire, kw_only=True, tag_field="kind", tag="PriorityClass"):
+class PriorityClass(Wire, kw_only=True, frozen=True, tag_field="kind", tag="PriorityClass"):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta = ObjectMeta()
     value: int = 0
@@ -14,13 +14,13 @@ class PriorityClass(Wire, kw_only=True, tag_field="kind", tag="PriorityClass"):
     description: str | None = None
 
 
-class PodDisruptionBudgetSpec(Wire, kw_only=True):
+class PodDisruptionBudgetSpec(Wire, kw_only=True, frozen=True):
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
     selector: LabelSelector | None = None
 
 
-class PodDisruptionBudgetStatus(Wire, kw_only=True):
+class PodDisruptionBudgetStatus(Wire, kw_only=True, frozen=True):
     disruptions_allowed: int = 0
     current_healthy: int = 0
     desired_healthy: int = 0
@@ -28,7 +28,9 @@ class PodDisruptionBudgetStatus(Wire, kw_only=True):
     disrupted_pods: dict[str, str] = {}
 
 
-class PodDisruptionBudget(Wire, kw_only=True, tag_field="kind", tag="PodDisruptionBudget"):
+class PodDisruptionBudget(
+    Wire, kw_only=True, frozen=True, tag_field="kind", tag="PodDisruptionBudget"
+):
     api_version: str = "policy/v1"
     metadata: ObjectMeta = ObjectMeta()
     spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()

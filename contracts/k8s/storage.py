@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.k8s.base import LabelSelector, NodeSelector, ObjectMeta, ObjectReference, Quantity, Wire
+from contracts.k8s.base import (
+    LabelSelector,
+    NodeSelector,
+    ObjectMeta,
+    ObjectReference,
+    Quantity,
+    Wire,
+)
 
 
-class VolumeNodeAffinity(Wire, kw_only=True):
+class VolumeNodeAffinity(Wire, kw_only=True, frozen=True):
     required: NodeSelector | None = None
 
 
-class PersistentVolumeSpec(Wire, kw_only=True):
+class PersistentVolumeSpec(Wire, kw_only=True, frozen=True):
     capacity: dict[str, Quantity] = {}
     access_modes: list[str] = []
     storage_class_name: str | None = None
@@ -27,23 +34,23 @@ class PersistentVolumeSpec(Wire, kw_only=True):
     host_path: dict[str, Any] | None = None
 
 
-class PersistentVolumeStatus(Wire, kw_only=True):
+class PersistentVolumeStatus(Wire, kw_only=True, frozen=True):
     phase: str | None = None
 
 
-class PersistentVolume(Wire, kw_only=True, tag_field="kind", tag="PersistentVolume"):
+class PersistentVolume(Wire, kw_only=True, frozen=True, tag_field="kind", tag="PersistentVolume"):
     api_version: str = "v1"
     metadata: ObjectMeta = ObjectMeta()
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: PersistentVolumeStatus = PersistentVolumeStatus()
 
 
-class VolumeResourceRequirements(Wire, kw_only=True):
+class VolumeResourceRequirements(Wire, kw_only=True, frozen=True):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
 
 
-class PersistentVolumeClaimSpec(Wire, kw_only=True):
+class PersistentVolumeClaimSpec(Wire, kw_only=True, frozen=True):
     access_modes: list[str] = []
     storage_class_name: str | None = None
     volume_name: str | None = None
@@ -52,28 +59,30 @@ class PersistentVolumeClaimSpec(Wire, kw_only=True):
     selector: LabelSelector | None = None
 
 
-class PersistentVolumeClaimStatus(Wire, kw_only=True):
+class PersistentVolumeClaimStatus(Wire, kw_only=True, frozen=True):
     phase: str | None = None
     capacity: dict[str, Quantity] = {}
 
 
-class PersistentVolumeClaim(Wire, kw_only=True, tag_field="kind", tag="PersistentVolumeClaim"):
+class PersistentVolumeClaim(
+    Wire, kw_only=True, frozen=True, tag_field="kind", tag="PersistentVolumeClaim"
+):
     api_version: str = "v1"
     metadata: ObjectMeta = ObjectMeta()
     spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
     status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()
 
 
-class TopologySelectorLabelRequirement(Wire, kw_only=True):
+class TopologySelectorLabelRequirement(Wire, kw_only=True, frozen=True):
     key: str
     values: list[str] = []
 
 
-class TopologySelectorTerm(Wire, kw_only=True):
+class TopologySelectorTerm(Wire, kw_only=True, frozen=True):
     match_label_expressions: list[TopologySelectorLabelRequirement] = []
 
 
-class StorageClass(Wire, kw_only=True, tag_field="kind", tag="StorageClass"):
+class StorageClass(Wire, kw_only=True, frozen=True, tag_field="kind", tag="StorageClass"):
     api_version: str = "storage.k8s.io/v1"
     metadata: ObjectMeta = ObjectMeta()
     provisioner: str = ""

@@ -1,0 +1,166 @@
+"""The embedded mode: every service, the same code, on the in-memory bus, store and log,
+in one process. ``simulate``, ``replay`` and the embedded benchmark run on it.
+
+With a FakeClock the run is deterministic: :meth:`EmbeddedCluster.settle` waits until
+nothing moves, and when only pods in backoff are left it advances the clock to their
+expiry instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from contracts import topology
+from contracts.k8s import Binding, Decision, Event, namespaced_name
+from services.binder.service import BinderService
+from services.cli.manifests import Document
+from services.common.bus import Delivery, Message
+from services.common.bus.memory import MemoryBus
+from services.common.clock import Clock, FakeClock
+from services.common.eventlog import EventLog
+from services.common.eventlog.memory import MemoryEventLog
+from services.common.k8s_events import ATTEMPT_HEADER
+from services.common.store.memory import MemoryStore
+from services.informer.service import InformerService
+from services.queue.service import QueueService
+from services.scheduler.service import SchedulerService
+
+WATCH_QUEUE = topology.QueueSpec(
+    "ksched.embedded.decisions",
+    (topology.Binding(topology.DECISIONS.name, "#"),),
+    durable=False,
+    exclusive=True,
+    auto_delete=True,
+    dead_letter=False,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    kind: str
+    """``Binding``, ``FailedScheduling`` or ``Scheduled``."""
+    pod: str
+    attempts: int
+    node: str | None = None
+    message: str | None = None
+    at: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": self.kind, "pod": self.pod}
+        if self.node is not None:
+            out["node"] = self.node
+        if self.message is not None:
+            out["message"] = self.message
+        out["attempts"] = self.attempts
+        return out
+
+
+def record_of(delivery: Delivery, now: float) -> DecisionRecord | None:
+    """The decision a message on ``ksched.decisions`` carries (None for other Events)."""
+    decision = msgspec.json.decode(delivery.body, type=Decision)
+    attempts = int(delivery.headers.get(ATTEMPT_HEADER, "0"))
+    match decision:
+        case Binding(metadata=meta, target=target):
+            return DecisionRecord(
+                "Binding", namespaced_name(meta), attempts, node=target.name, at=now
+            )
+        case Event(reason="FailedScheduling", involved_object=obj, message=message):
+            pod = f"{obj.namespace or 'default'}/{obj.name}"
+            return DecisionRecord("FailedScheduling", pod, attempts, message=message, at=now)
+        case _:
+            return None
+
+
+class EmbeddedCluster:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        profiles: object = None,
+        event_log: EventLog | None = None,
+        hold: bool = True,
+        scheduled_events: bool = False,
+        max_in_flight: int = 512,
+        dispatch_batch: int = 128,
+        on_decision: Callable[[DecisionRecord], None] | None = None,
+    ) -> None:
+        self.clock = clock or FakeClock()
+        self.bus = MemoryBus()
+        self.store = MemoryStore()
+        self.log = event_log or MemoryEventLog()
+        self.decisions: list[DecisionRecord] = []
+        self._on_decision = on_decision
+        self.informer = InformerService(self.bus, self.store, self.log, self.clock)
+        self.queue = QueueService(
+            self.bus,
+            self.store,
+            self.clock,
+            hold=hold,
+            max_in_flight=max_in_flight,
+            batch_size=dispatch_batch,
+        )
+        self.scheduler = SchedulerService(
+            self.bus, self.store, self.clock, profiles, replica="embedded", seed=seed
+        )
+        self.binder = BinderService(
+            self.bus, self.store, self.clock, scheduled_events=scheduled_events
+        )
+
+    async def start(self) -> None:
+        await self.bus.declare(topology.QUEUES)
+        await self.bus.consume(WATCH_QUEUE, self._on_decisions, max_batch=1024)
+        await self.informer.start()
+        await self.scheduler.start()
+        await self.binder.start()
+        await self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+        await self.binder.stop()
+        await self.scheduler.stop()
+        await self.informer.stop()
+        await self.bus.close()
+
+    async def publish(self, documents: Sequence[Document], chunk: int = 1024) -> None:
+        for start in range(0, len(documents), chunk):
+            await self.bus.publish(
+                [
+                    Message(topology.EVENTS.name, d.routing_key, d.body)
+                    for d in documents[start : start + chunk]
+                ]
+            )
+
+    def hold(self) -> None:
+        self.queue.hold()
+
+    def release(self) -> None:
+        self.queue.release()
+
+    async def settle(self) -> None:
+        """Return when no message, attempt or expired backoff is left to process. With a
+        FakeClock, time jumps to the next backoff expiry while anything is backing off."""
+        while True:
+            await self.bus.wait_idle()
+            counts = self.queue.queue.counts()
+            if self.queue.in_flight or (counts["active"] and not self.queue.held):
+                await asyncio.sleep(0)
+                continue
+            expiry = self.queue.queue.next_backoff_expiry()
+            if expiry is not None and not self.queue.held and isinstance(self.clock, FakeClock):
+                await self.clock.advance(max(expiry - self.clock.now(), 0.0) + 1.0)
+                continue
+            return
+
+    async def _on_decisions(self, deliveries: Sequence[Delivery]) -> None:
+        for delivery in deliveries:
+            record = record_of(delivery, self.clock.now())
+            if record is None:
+                continue
+            self.decisions.append(record)
+            if self._on_decision is not None:
+                self._on_decision(record)

@@ -1,0 +1,179 @@
+"""Running the services as processes: ``ksched run NAME``, ``ksched up``, and the bus
+clients ``ksched publish`` and ``ksched watch``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from contracts import topology
+from services.binder.service import BinderService
+from services.cli.manifests import read_documents
+from services.common import telemetry
+from services.common.bus import Bus, Delivery, Message, open_bus
+from services.common.clock import SystemClock
+from services.common.eventlog import open_event_log
+from services.common.settings import Settings
+from services.common.store import ClusterStore, open_store
+from services.informer.service import InformerService
+from services.queue.service import QueueService
+from services.scheduler.service import SchedulerService
+
+SERVICES = ("informer", "queue", "scheduler", "binder")
+log = logging.getLogger("ksched")
+
+
+class Service(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
+    bus = open_bus(settings.amqp_url, namespace=settings.namespace)
+    store = open_store(settings.redis_url, namespace=settings.store_namespace)
+    return bus, store
+
+
+def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
+    clock = SystemClock()
+    if name == "informer":
+        if settings.event_log != "memory://":
+            Path(settings.event_log).parent.mkdir(parents=True, exist_ok=True)
+        return InformerService(bus, store, open_event_log(settings.event_log), clock)
+    if name == "queue":
+        return QueueService(
+            bus,
+            store,
+            clock,
+            max_in_flight=settings.max_in_flight,
+            batch_size=settings.dispatch_batch,
+        )
+    if name == "scheduler":
+        replica = settings.replica or f"{socket.gethostname()}-{os.getpid()}"
+        return SchedulerService(
+            bus,
+            store,
+            clock,
+            load_profiles(settings.config),
+            replica=replica,
+            seed=settings.seed,
+            assume_ttl=settings.assume_ttl,
+        )
+    if name == "binder":
+        return BinderService(bus, store, clock)
+    raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
+
+
+def load_profiles(path: str | None) -> object:
+    from services.scheduler.config import load_profiles as load
+
+    return load(path)
+
+
+async def run_service(name: str, settings: Settings) -> None:
+    """Run one service until SIGTERM or SIGINT."""
+    telemetry.configure(name)
+    bus, store = edges(settings)
+    service = build(name, settings, bus, store)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await service.start()
+    log.info("%s started", name)
+    try:
+        await stop.wait()
+    finally:
+        await service.stop()
+        await bus.close()
+        await store.close()
+
+
+def up(settings_args: Sequence[str]) -> int:
+    """Start every service as its own process; restart one that dies; stop all on a signal."""
+    command = [sys.executable, "-m", "services.cli.main", "run"]
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for name in SERVICES:
+        children[name] = subprocess.Popen([*command, name, *settings_args])
+    while not stopping:
+        for name, child in list(children.items()):
+            code = child.poll()
+            if code is not None and not stopping:
+                log.warning("%s exited with %s; restarting", name, code)
+                children[name] = subprocess.Popen([*command, name, *settings_args])
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            next(iter(children.values())).wait(timeout=0.5)
+    for child in children.values():
+        child.terminate()
+    for child in children.values():
+        child.wait()
+    return 0
+
+
+async def publish(settings: Settings, text: str, *, delete: bool, source: str) -> int:
+    documents = read_documents(text, event_type="DELETED" if delete else "ADDED", source=source)
+    bus, _ = edges(settings)
+    try:
+        await bus.declare(topology.QUEUES)
+        await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in documents])
+    finally:
+        await bus.close()
+    print(f"published {len(documents)} events", file=sys.stderr)
+    return 0
+
+
+async def watch(settings: Settings, *, errors: bool, limit: int | None) -> int:
+    """Print every decision (and, with ``errors``, every error report) as a JSON line."""
+    bindings = [topology.Binding(topology.DECISIONS.name, "#")]
+    if errors:
+        bindings.append(topology.Binding(topology.ERRORS.name, "#"))
+    spec = topology.QueueSpec(
+        f"ksched.watch.{uuid.uuid4().hex[:12]}",
+        tuple(bindings),
+        durable=False,
+        exclusive=True,
+        auto_delete=True,
+        dead_letter=False,
+    )
+    bus, _ = edges(settings)
+    done = asyncio.Event()
+    seen = 0
+
+    async def show(deliveries: Sequence[Delivery]) -> None:
+        nonlocal seen
+        for delivery in deliveries:
+            print(json.dumps(json.loads(delivery.body)), flush=True)
+            seen += 1
+            if limit is not None and seen >= limit:
+                done.set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
+    await bus.declare(topology.QUEUES)
+    await bus.consume(spec, show)
+    try:
+        await done.wait()
+    finally:
+        await bus.close()
+    return 0

@@ -1,0 +1,241 @@
+"""Pod requests and node allocatable as kube-scheduler counts them, in integers.
+
+Units: cpu in millicores, every other resource in base units (bytes, counts); a
+fractional amount rounds up, as ``Quantity.MilliValue()`` / ``Value()`` do. Requests are
+summed exactly (as Quantities are upstream) and converted once at the end.
+
+The aggregation is component-helpers' ``PodRequests`` (the sidecar KEP formula)::
+
+    app        = sum(app containers) + sum(restartable init containers)
+    init_i     = request(init container i) + sum(restartable init containers before i)
+                 (for a restartable one: the running sum of sidecars including itself)
+    requests   = max(app, max_i init_i) per resource, + spec.overhead
+
+Only the resources the scheduler accounts are returned: ``cpu``, ``memory``,
+``ephemeral-storage`` and scalar resources (extended ``vendor/name``, ``hugepages-*``,
+``kubernetes.io/*``, ``attachable-volumes-*``), as upstream's ``framework.Resource``
+keeps them. Zero amounts are left out.
+
+``pods`` is never part of :func:`pod_requests`: a pod counts as one pod on its node,
+which the store (``PodCharge.requests`` / ``Reservation.requests`` must carry
+``pods: 1``) and the scheduler's snapshot add themselves. :func:`node_allocatable`
+does include ``pods`` (``status.allocatable.pods``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from contracts.k8s import Container, Node, Pod, Quantity
+from contracts.quantity import QuantityError, parse_quantity, to_int, to_millis
+
+__all__ = [
+    "CPU",
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "EPHEMERAL_STORAGE",
+    "MEMORY",
+    "PODS",
+    "ResourceError",
+    "is_extended_resource_name",
+    "is_scalar_resource_name",
+    "node_allocatable",
+    "pod_nonzero_requests",
+    "pod_requests",
+    "validate_node",
+    "validate_pod",
+]
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+DEFAULT_MILLI_CPU_REQUEST = 100
+"""Upstream's ``schedutil.DefaultMilliCPURequest``: 0.1 core for a container without one."""
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+"""Upstream's ``schedutil.DefaultMemoryRequest``: 200 MiB for a container without one."""
+
+_NON_MISSING = {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
+_NATIVE_PREFIX = "kubernetes.io/"
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ResourceError(ValueError):
+    """An invalid or negative quantity, naming the field (``spec.overhead.cpu``)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def _is_qualified_name(name: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain."""
+    prefix, slash, local = name.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or "/" in prefix):
+        return False
+    if slash and not all(_DNS_LABEL.match(part) for part in prefix.split(".")):
+        return False
+    return 0 < len(local) <= 63 and _QUALIFIED_NAME.match(local) is not None
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: ``vendor.example/thing``, not ``kubernetes.io/``."""
+    if "/" not in name or _NATIVE_PREFIX in name or name.startswith("requests."):
+        return False
+    return _is_qualified_name("requests." + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: what ``framework.Resource.ScalarResources`` holds."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith("hugepages-")
+        or _NATIVE_PREFIX in name
+        or name.startswith("attachable-volumes-")
+    )
+
+
+def _accounted(name: str) -> bool:
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(name)
+
+
+def _amount(name: str, value: Fraction) -> int:
+    return to_millis(value) if name == CPU else to_int(value)
+
+
+def _parse(name: str, text: Quantity, field: str) -> Fraction:
+    try:
+        value = parse_quantity(text)
+    except QuantityError as err:
+        raise ResourceError(field, str(err)) from None
+    if value < 0:
+        raise ResourceError(field, "must be greater than or equal to 0")
+    if is_extended_resource_name(name) and value.denominator != 1:
+        raise ResourceError(field, "must be an integer")
+    return value
+
+
+def _quantities(values: Mapping[str, Quantity], field: str) -> dict[str, Fraction]:
+    return {name: _parse(name, text, f"{field}.{name}") for name, text in values.items()}
+
+
+def _add(into: dict[str, Fraction], values: Mapping[str, Fraction]) -> None:
+    for name, value in values.items():
+        into[name] = into.get(name, Fraction(0)) + value
+
+
+def _max(into: dict[str, Fraction], values: Mapping[str, Fraction]) -> None:
+    for name, value in values.items():
+        if value > into.get(name, Fraction(0)):
+            into[name] = value
+
+
+def _container(c: Container, field: str, defaults: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    requests = _quantities(c.resources.requests, f"{field}.resources.requests")
+    for name, value in defaults.items():
+        # Only a *missing* request is defaulted: an explicit 0 stays 0 (applyNonMissing).
+        requests.setdefault(name, value)
+    return requests
+
+
+def _aggregate(pod: Pod, defaults: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for i, c in enumerate(pod.spec.containers):
+        _add(total, _container(c, f"spec.containers[{i}]", defaults))
+    sidecars: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for i, c in enumerate(pod.spec.init_containers):
+        own = _container(c, f"spec.initContainers[{i}]", defaults)
+        if c.restart_policy == "Always":
+            _add(total, own)
+            _add(sidecars, own)
+            _max(init_max, sidecars)
+        else:
+            during = dict(sidecars)
+            _add(during, own)
+            _max(init_max, during)
+    _max(total, init_max)
+    _add(total, _quantities(pod.spec.overhead, "spec.overhead"))
+    return total
+
+
+def _to_ints(values: Mapping[str, Fraction]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, value in values.items():
+        if _accounted(name):
+            amount = _amount(name, value)
+            if amount:
+                out[name] = amount
+    return out
+
+
+def pod_requests(pod: Pod) -> dict[str, int]:
+    """What the pod requests (``resource.PodRequests``), without ``pods``.
+
+    Raises :class:`ResourceError` naming the first invalid or negative quantity.
+    """
+    return _to_ints(_aggregate(pod, {}))
+
+
+def pod_nonzero_requests(pod: Pod) -> dict[str, int]:
+    """:func:`pod_requests` with upstream's non-zero defaults for scoring: a container
+    (app or init) that does not set a cpu or memory request counts 100m / 200Mi.
+    ``NodeInfo.NonZeroRequested`` and the LeastAllocated / MostAllocated scores use this."""
+    return _to_ints(_aggregate(pod, _NON_MISSING))
+
+
+def node_allocatable(node: Node) -> dict[str, int]:
+    """``status.allocatable`` (``status.capacity`` when allocatable is empty, as the API
+    server defaults it), including ``pods``. Raises :class:`ResourceError`."""
+    status = node.status
+    values, field = (
+        (status.allocatable, "status.allocatable")
+        if status.allocatable or not status.capacity
+        else (status.capacity, "status.capacity")
+    )
+    out: dict[str, int] = {}
+    for name, text in values.items():
+        if name == PODS or _accounted(name):
+            out[name] = _amount(name, _parse(name, text, f"{field}.{name}"))
+    return out
+
+
+def _problems(values: Mapping[str, Quantity], field: str) -> list[tuple[str, str]]:
+    found = []
+    for name, text in values.items():
+        try:
+            _parse(name, text, f"{field}.{name}")
+        except ResourceError as err:
+            found.append((err.field, err.reason))
+    return found
+
+
+def _container_problems(containers: Sequence[Container], field: str) -> list[tuple[str, str]]:
+    found = []
+    for i, c in enumerate(containers):
+        path = f"{field}[{i}].resources"
+        found += _problems(c.resources.requests, f"{path}.requests")
+        found += _problems(c.resources.limits, f"{path}.limits")
+    return found
+
+
+def validate_pod(pod: Pod) -> list[tuple[str, str]]:
+    """Every invalid quantity in the pod's requests, limits and overhead, as
+    ``(field path, reason)``; empty when the pod's resources are valid."""
+    return (
+        _container_problems(pod.spec.containers, "spec.containers")
+        + _container_problems(pod.spec.init_containers, "spec.initContainers")
+        + _problems(pod.spec.overhead, "spec.overhead")
+    )
+
+
+def validate_node(node: Node) -> list[tuple[str, str]]:
+    """Every invalid quantity in ``status.capacity`` and ``status.allocatable``."""
+    return _problems(node.status.capacity, "status.capacity") + _problems(
+        node.status.allocatable, "status.allocatable"
+    )

@@ -1,0 +1,60 @@
+"""Typed settings, loaded once at the edge of a process and passed down immutable.
+
+Nothing below the CLI reads environment variables: ``from_env`` is called by the CLI,
+which merges flags over it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import msgspec
+
+
+class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus."""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store."""
+    event_log: str = "var/ksched-events.jsonl"
+    """The informer's event log (``KSCHED_EVENT_LOG``): a file path, or ``memory://``.
+    Only the informer opens it."""
+    namespace: str = ""
+    """Prefix of every exchange, queue and Redis key (``KSCHED_NAMESPACE``), so several
+    ksched installations (or test runs) can share one broker and one Redis. Empty:
+    the names of contracts.topology as they are, Redis keys under ``ksched:``."""
+    replica: str = ""
+    """This scheduler replica's name (its private snapshot feed); default: host-pid."""
+    config: str | None = None
+    """KubeSchedulerConfiguration file for the scheduler and queue (``--config``)."""
+    seed: int | None = None
+    """Seed for tie-breaking among equal-score nodes; None: random."""
+    assume_ttl: float = 30.0
+    """Seconds a scheduler's reservation lives before a binder claims it."""
+    max_in_flight: int = 512
+    """Pods the queue lets be in flight across all scheduler replicas (credit)."""
+    dispatch_batch: int = 128
+    """Most pods the queue puts in one ScheduleBatch message."""
+
+    @property
+    def store_namespace(self) -> str:
+        return self.namespace or "ksched"
+
+
+ENV = {
+    "amqp_url": "KSCHED_AMQP_URL",
+    "redis_url": "KSCHED_REDIS_URL",
+    "event_log": "KSCHED_EVENT_LOG",
+    "namespace": "KSCHED_NAMESPACE",
+}
+
+
+def from_env(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Settings from ``KSCHED_*`` variables, then ``overrides`` (flags) where not None."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, object] = {
+        field: environ[var] for field, var in ENV.items() if environ.get(var)
+    }
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return msgspec.convert(values, Settings)

@@ -1,0 +1,258 @@
+"""The informer: the single writer of the event log.
+
+For every batch of watch events (and of Bindings the binder published):
+
+1. validate each (a bad one becomes an ErrorReport on ``ksched.errors``);
+2. reconcile it with the current view (duplicates and stale versions change nothing);
+3. give each change the next seq and append them to the log (durable);
+4. apply them to the store projection (one atomic call);
+5. republish them as one ClusterBatch on ``ksched.cluster``;
+6. return, so the bus acknowledges the inbound messages.
+
+A crash anywhere in steps 3 to 5 is repaired by :meth:`InformerService.catch_up`, which runs at
+start and after any failed commit: log entries the store has not applied are applied and
+republished (consumers skip seqs they have seen), and the tail of the log is
+republished in any case. The log is the truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+import msgspec
+from opentelemetry import trace
+
+from contracts import topology
+from contracts.errors import ErrorReport
+from contracts.events import EVENT_FOR_KIND, ClusterBatch, ClusterEvent, PodEvent
+from contracts.k8s import Binding, Pod
+from contracts.kinds import KINDS, KubeObject
+from services.common import telemetry
+from services.common.bus import Bus, Consumer, Delivery, Message
+from services.common.clock import Clock
+from services.common.eventlog import EventLog
+from services.common.resources import node_allocatable, pod_requests
+from services.common.store import PODS, ClusterStore, PodCharge, ProjectedEntry
+from services.informer.state import Change, ClusterObjects
+from services.informer.validate import Accepted, object_key, validate
+
+log = logging.getLogger("ksched.informer")
+tracer = telemetry.tracer("informer")
+
+_encoder = msgspec.json.Encoder()
+_binding_decoder = msgspec.json.Decoder(Binding)
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+REPUBLISH_TAIL = 512
+"""Log entries republished at start even if already applied (see InformerService.catch_up)."""
+
+
+class InformerService:
+    def __init__(self, bus: Bus, store: ClusterStore, event_log: EventLog, clock: Clock) -> None:
+        self._bus = bus
+        self._store = store
+        self._log = event_log
+        self._clock = clock
+        self._objects = ClusterObjects()
+        self._lock = asyncio.Lock()
+        self._consumers: list[Consumer] = []
+
+    async def start(self) -> None:
+        await self._bus.declare(topology.QUEUES)
+        await self.catch_up()
+        self._consumers = [
+            await self._bus.consume(topology.INFORMER_EVENTS, self._on_events, max_batch=256),
+            await self._bus.consume(topology.INFORMER_BINDINGS, self._on_bindings, max_batch=256),
+        ]
+
+    async def stop(self) -> None:
+        for consumer in self._consumers:
+            await consumer.cancel()
+        self._consumers = []
+
+    async def catch_up(self) -> None:
+        """Make the store and the republished stream match the log, then reload the view."""
+        async with self._lock:
+            await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        applied = await self._store.applied_seq()
+        last = self._log.last_seq()
+        if applied > last:
+            raise RuntimeError(
+                f"the event log ends at seq {last} but the store has applied seq {applied}: "
+                "point the informer at the log this store was built from, or flush the store"
+            )
+        # The tail is republished even when the store has it: a crash between the store
+        # apply and the publish would otherwise leave consumers without those entries.
+        # Consumers skip seqs they have applied, and reload from the store on a gap.
+        pending = list(self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))))
+        for start in range(0, len(pending), 512):
+            chunk = pending[start : start + 512]
+            await self._store.apply([_projected(event) for event in chunk])
+            await self._bus.publish([_cluster_message(chunk)])
+        self._objects = ClusterObjects()
+        for kind, cls in KINDS.items():
+            decoder = msgspec.json.Decoder(cls)
+            stored = await self._store.objects(kind)
+            self._objects.load(kind, ((k, decoder.decode(v)) for k, v in stored.items()))
+        if pending:
+            log.info("republished log entries %d..%d", pending[0].seq, last)
+
+    async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
+        async with self._lock:
+            changes: list[tuple[Change, dict[str, str]]] = []
+            reports: list[ErrorReport] = []
+            for delivery in deliveries:
+                parent = telemetry.extract(delivery.headers)
+                with tracer.start_as_current_span("ingest", context=parent) as span:
+                    span.set_attribute("messaging.routing_key", delivery.routing_key)
+                    result = validate(delivery.body, delivery.routing_key)
+                    if isinstance(result, ErrorReport):
+                        span.set_status(trace.StatusCode.ERROR, result.reason)
+                        reports.append(result)
+                        continue
+                    problem = self._check_references(result)
+                    if problem is not None:
+                        reports.append(problem)
+                        continue
+                    change = self._objects.reconcile(
+                        result.kind, result.key, result.type, result.object
+                    )
+                    span.set_attribute("ksched.duplicate", change is None)
+                    if change is not None:
+                        changes.append((change, telemetry.inject()))
+            await self._commit(changes, reports, origin="user")
+
+    async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
+        async with self._lock:
+            changes: list[tuple[Change, dict[str, str]]] = []
+            reports: list[ErrorReport] = []
+            for delivery in deliveries:
+                try:
+                    binding = _binding_decoder.decode(delivery.body)
+                except msgspec.DecodeError as error:
+                    reports.append(_binding_report(None, "", f"malformed Binding: {error}"))
+                    continue
+                change, problem = self._bind(binding)
+                if problem is not None:
+                    reports.append(problem)
+                if change is not None:
+                    changes.append((change, dict(delivery.headers)))
+            await self._commit(changes, reports, origin="binding")
+
+    def _bind(self, binding: Binding) -> tuple[Change | None, ErrorReport | None]:
+        key = object_key("pod", binding.metadata)
+        pod = self._objects.get("pod", key)
+        target = binding.target.name
+        if not isinstance(pod, Pod) or (
+            binding.metadata.uid and binding.metadata.uid != pod.metadata.uid
+        ):
+            return None, None  # the pod was deleted (or replaced) while it was being bound
+        if pod.spec.node_name == target:
+            return None, None
+        if pod.spec.node_name:
+            return None, _binding_report(
+                binding, "target.name", f"pod is already bound to node {pod.spec.node_name}"
+            )
+        if not self._objects.has_node(target):
+            return None, _binding_report(binding, "target.name", f"node {target!r} not found")
+        bound = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=target)
+        )
+        return self._objects.reconcile("pod", key, "MODIFIED", bound), None
+
+    def _check_references(self, accepted: Accepted) -> ErrorReport | None:
+        obj = accepted.object
+        if (
+            isinstance(obj, Pod)
+            and accepted.type != "DELETED"
+            and obj.spec.node_name
+            and not self._objects.has_node(obj.spec.node_name)
+        ):
+            return ErrorReport(
+                object_kind="pod",
+                namespace=obj.metadata.namespace,
+                name=obj.metadata.name,
+                field="spec.nodeName",
+                reason=f"node {obj.spec.node_name!r} not found",
+            )
+        return None
+
+    async def _commit(
+        self,
+        changes: Sequence[tuple[Change, dict[str, str]]],
+        reports: Sequence[ErrorReport],
+        *,
+        origin: str,
+    ) -> None:
+        now = self._clock.now()
+        seq = self._log.last_seq()
+        events: list[ClusterEvent] = []
+        for change, carrier in changes:
+            seq += 1
+            event_type = EVENT_FOR_KIND[change.kind]
+            events.append(
+                event_type(  # type: ignore[arg-type]
+                    seq=seq,
+                    type=change.type,
+                    at=now,
+                    trace=carrier,
+                    origin=origin,
+                    object=change.object,
+                )
+            )
+        messages = [
+            Message(topology.ERRORS.name, topology.error_key(r.object_kind), _encoder.encode(r))
+            for r in reports
+        ]
+        try:
+            if events:
+                await self._log.append(events)
+                await self._store.apply([_projected(event) for event in events])
+                messages.append(_cluster_message(events))
+            if messages:
+                await self._bus.publish(messages)
+        except Exception:
+            log.exception("commit of %d events failed; recovering from the log", len(events))
+            await self._catch_up()
+            raise
+
+
+def _cluster_message(events: Sequence[ClusterEvent]) -> Message:
+    with tracer.start_as_current_span("publish_cluster_batch") as span:
+        span.set_attribute("ksched.events", len(events))
+        span.set_attribute("ksched.seq.last", events[-1].seq)
+        body = _encoder.encode(ClusterBatch(events=list(events)))
+        return Message(topology.CLUSTER.name, "", body, telemetry.inject())
+
+
+def _projected(event: ClusterEvent) -> ProjectedEntry:
+    obj: KubeObject = event.object
+    kind = str(event.__struct_config__.tag)
+    key = object_key(kind, obj.metadata)
+    deleted = event.type == "DELETED"
+    body = None if deleted else _encoder.encode(obj)
+    if isinstance(event, PodEvent):
+        pod = event.object
+        node = None if deleted or pod.status.phase in _TERMINAL else pod.spec.node_name
+        requests = {**pod_requests(pod), PODS: 1}
+        return ProjectedEntry(
+            event.seq, "pod", key, body, pod=PodCharge(pod.metadata.uid, node, requests)
+        )
+    if kind == "node":
+        allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
+        return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
+    return ProjectedEntry(event.seq, kind, key, body)
+
+
+def _binding_report(binding: Binding | None, field: str, reason: str) -> ErrorReport:
+    meta = binding.metadata if binding is not None else None
+    return ErrorReport(
+        object_kind="binding",
+        namespace=meta.namespace if meta else None,
+        name=meta.name if meta else None,
+        field=field,
+        reason=reason,
+    )
