@@ -9,5 +9,32 @@ from services.common.bus.base import (
     Message,
     Rejection,
 )
+from services.common.bus.memory import MemoryBus
 
-__all__ = ["BatchHandler", "Bus", "BusError", "Consumer", "Delivery", "Message", "Rejection"]
+
+def open_bus(url: str, *, namespace: str = "") -> Bus:
+    """The bus for ``url``: :class:`MemoryBus` for ``memory://``, ``RabbitBus`` for
+    ``amqp://`` and ``amqps://`` (aio-pika is imported only then). No I/O happens here;
+    a RabbitBus connects on first use. ``namespace`` prefixes every exchange and queue
+    name on the broker (see ``RabbitBus``)."""
+    scheme = url.partition("://")[0].lower()
+    if scheme == "memory":
+        return MemoryBus(namespace=namespace)
+    if scheme in ("amqp", "amqps"):
+        from services.common.bus.rabbit import RabbitBus
+
+        return RabbitBus(url, namespace=namespace)
+    raise ValueError(f"unsupported bus URL scheme {scheme!r} (use memory:// or amqp://)")
+
+
+__all__ = [
+    "BatchHandler",
+    "Bus",
+    "BusError",
+    "Consumer",
+    "Delivery",
+    "MemoryBus",
+    "Message",
+    "Rejection",
+    "open_bus",
+]

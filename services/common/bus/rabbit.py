@@ -1,0 +1,299 @@
+"""RabbitMQ :class:`~services.common.bus.base.Bus` on aio-pika.
+
+One robust connection per bus. Publishing uses one channel with publisher confirms;
+every consumer gets its own channel whose ``basic.qos`` is its prefetch. A consumer's
+callback only appends to a local inbox; one task per consumer drains it into batches,
+calls the handler and settles the batch (see :mod:`services.common.bus.base`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+
+import aio_pika
+import aiormq
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractExchange,
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustConnection,
+)
+
+from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, QueueSpec
+from services.common.bus.base import BatchHandler, BusError, Consumer, Delivery, Message
+
+log = logging.getLogger(__name__)
+
+_DURABLE = {spec.name: spec.durable for spec in EXCHANGES}
+_TRANSIENT = aio_pika.DeliveryMode.NOT_PERSISTENT
+_JSON = "application/json"
+_BROKER_ERRORS = (aiormq.exceptions.AMQPError, ConnectionError, OSError, asyncio.TimeoutError)
+
+
+class RabbitBus:
+    """A :class:`~services.common.bus.base.Bus` on RabbitMQ.
+
+    Connects lazily on first use (``open_bus`` is synchronous) and reconnects by
+    itself (aio-pika robust connection: exchanges, queues, bindings and consumers are
+    restored). Deliveries prefetched on a connection that was lost are not handed to
+    the handler; the broker redelivers them.
+
+    ``namespace``, when non-empty, prefixes every exchange and queue name with
+    ``"{namespace}."`` on the broker, so several buses (test runs, tenants) share one
+    broker without seeing each other. Names in :class:`Message`, :class:`Delivery`
+    and :class:`QueueSpec` are always the un-prefixed topology names.
+
+    ``publish`` uses ``mandatory=False``: a message no queue is bound for is dropped, as
+    on ``MemoryBus``; refusals (nack) and broker errors raise :class:`BusError`.
+    """
+
+    def __init__(self, url: str, *, namespace: str = "") -> None:
+        self._url = url
+        self.namespace = namespace
+        self._connection: AbstractRobustConnection | None = None
+        self._channel: AbstractChannel | None = None
+        self._exchanges: dict[str, AbstractExchange] = {}
+        self._queue_names: set[str] = set()
+        self._consumers: list[_RabbitConsumer] = []
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    def broker_name(self, name: str) -> str:
+        """The name of exchange or queue ``name`` on the broker (namespace applied)."""
+        return f"{self.namespace}.{name}" if self.namespace else name
+
+    async def declare(self, queues: Iterable[QueueSpec]) -> None:
+        channel = await self._open()
+        for spec in queues:
+            await self._declare_queue(channel, spec)
+
+    async def publish(self, messages: Sequence[Message]) -> None:
+        await self._open()
+        for message in messages:
+            if message.exchange not in self._exchanges:
+                raise BusError(f"no exchange {message.exchange!r}")
+        results = await asyncio.gather(
+            *(self._publish_one(message) for message in messages), return_exceptions=True
+        )
+        failures = [result for result in results if isinstance(result, BaseException)]
+        if failures:
+            raise BusError(
+                f"{len(failures)} of {len(messages)} messages not confirmed: {failures[0]!r}"
+            ) from failures[0]
+
+    async def consume(
+        self,
+        queue: QueueSpec,
+        handler: BatchHandler,
+        *,
+        max_batch: int = 256,
+        prefetch: int = 1024,
+    ) -> Consumer:
+        if max_batch < 1 or prefetch < 1:
+            raise ValueError("max_batch and prefetch must be at least 1")
+        await self._open()
+        assert self._connection is not None
+        try:
+            channel = await self._connection.channel(publisher_confirms=False)
+            await channel.set_qos(prefetch_count=prefetch)
+            declared = await self._declare_queue(channel, queue)
+            consumer = _RabbitConsumer(self, queue, channel, declared, handler, max_batch)
+            await consumer.start()
+        except _BROKER_ERRORS as exc:
+            raise BusError(f"cannot consume {queue.name!r}: {exc!r}") from exc
+        self._consumers.append(consumer)
+        return consumer
+
+    async def close(self) -> None:
+        self._closed = True
+        for consumer in list(self._consumers):
+            await consumer.cancel()
+        if self._connection is not None:
+            await self._connection.close()
+        self._connection, self._channel = None, None
+
+    async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
+        """Delete this namespace's exchanges, every queue this bus declared and ``queues``
+        (topology names) from the broker. For test teardown; refuses the empty
+        namespace so that it can never delete a production topology."""
+        if not self.namespace:
+            raise BusError("refusing to delete the un-namespaced topology")
+        channel = await self._open()
+        for name in sorted({*self._queue_names, *queues}):
+            await channel.queue_delete(self.broker_name(name))
+        for spec in EXCHANGES:
+            await channel.exchange_delete(self.broker_name(spec.name))
+
+    async def _open(self) -> AbstractChannel:
+        if self._closed:
+            raise BusError("bus is closed")
+        async with self._lock:
+            if self._channel is None:
+                try:
+                    connection = await aio_pika.connect_robust(self._url)
+                    channel = await connection.channel(publisher_confirms=True)
+                    for spec in EXCHANGES:
+                        self._exchanges[spec.name] = await channel.declare_exchange(
+                            self.broker_name(spec.name),
+                            aio_pika.ExchangeType(spec.type),
+                            durable=spec.durable,
+                        )
+                except _BROKER_ERRORS as exc:
+                    raise BusError(f"cannot connect to the broker: {exc!r}") from exc
+                self._connection, self._channel = connection, channel
+            return self._channel
+
+    async def _declare_queue(self, channel: AbstractChannel, spec: QueueSpec) -> AbstractQueue:
+        arguments: dict[str, int | str] = dict(spec.arguments)
+        if spec.dead_letter:
+            arguments["x-dead-letter-exchange"] = self.broker_name(DEAD.name)
+        try:
+            queue = await channel.declare_queue(
+                self.broker_name(spec.name),
+                durable=spec.durable,
+                exclusive=spec.exclusive,
+                auto_delete=spec.auto_delete,
+                arguments=dict(arguments),
+            )
+            for binding in spec.bindings:
+                await queue.bind(self.broker_name(binding.exchange), binding.routing_key)
+        except _BROKER_ERRORS as exc:
+            raise BusError(f"cannot declare {spec.name!r}: {exc!r}") from exc
+        self._queue_names.add(spec.name)
+        return queue
+
+    async def _publish_one(self, m: Message) -> None:
+        mode = aio_pika.DeliveryMode.PERSISTENT if _DURABLE[m.exchange] else _TRANSIENT
+        await self._exchanges[m.exchange].publish(
+            aio_pika.Message(
+                m.body, headers=dict(m.headers), content_type=_JSON, delivery_mode=mode
+            ),
+            m.routing_key,
+            mandatory=False,
+        )
+
+    async def _dead_letter(self, items: Sequence[tuple[Delivery, str]]) -> None:
+        await self.publish(
+            [
+                Message(DEAD.name, d.routing_key, d.body, {**d.headers, REASON_HEADER: reason})
+                for d, reason in items
+            ]
+        )
+
+
+class _RabbitConsumer:
+    """One subscription on its own channel; never runs the handler concurrently."""
+
+    def __init__(
+        self,
+        bus: RabbitBus,
+        spec: QueueSpec,
+        channel: AbstractChannel,
+        queue: AbstractQueue,
+        handler: BatchHandler,
+        max_batch: int,
+    ) -> None:
+        self._bus = bus
+        self._spec = spec
+        self._channel = channel
+        self._queue = queue
+        self._handler = handler
+        self._max_batch = max_batch
+        self._prefix = bus.broker_name("")
+        self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._cancelled = False
+
+    async def start(self) -> None:
+        await self._queue.consume(self._on_message, no_ack=False)
+        self._task = asyncio.create_task(self._run(), name=f"consume:{self._spec.name}")
+
+    async def cancel(self) -> None:
+        """Stop the handler, close the channel: the broker requeues every unacked one."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        self._bus._consumers.remove(self)
+        if self._task is not None:
+            self._task.cancel()
+            if self._task is not asyncio.current_task():
+                await asyncio.wait([self._task])
+        try:
+            await self._channel.close()
+            if (
+                self._spec.exclusive
+                and not self._bus._closed
+                and not any(c._spec.name == self._spec.name for c in self._bus._consumers)
+            ):
+                channel = await self._bus._open()
+                await channel.queue_delete(self._bus.broker_name(self._spec.name))
+        except (*_BROKER_ERRORS, BusError):
+            log.warning("consumer of %s: unclean cancel", self._spec.name, exc_info=True)
+
+    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        self._inbox.put_nowait(message)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0)  # fairness when handlers never suspend
+            batch = [await self._inbox.get()]
+            while len(batch) < self._max_batch and not self._inbox.empty():
+                batch.append(self._inbox.get_nowait())
+            batch = [message for message in batch if not message.channel.is_closed]
+            if not batch:
+                continue
+            deliveries = [self._delivery(message) for message in batch]
+            retry = False
+            try:
+                rejections = await self._handler(deliveries)
+            except Exception as exc:
+                log.warning("handler of %s failed", self._spec.name, exc_info=True)
+                reason = f"{type(exc).__name__}: {exc}"
+                dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
+                retry = True
+            else:
+                index = {id(d): i for i, d in enumerate(deliveries)}
+                dead = {
+                    index[id(r.delivery)]: r.reason
+                    for r in rejections or ()
+                    if id(r.delivery) in index
+                }
+            try:
+                await self._settle(batch, deliveries, dead, retry)
+            except (*_BROKER_ERRORS, BusError):
+                log.warning("consumer of %s: cannot settle", self._spec.name, exc_info=True)
+                with contextlib.suppress(Exception):  # the broker redelivers them anyway
+                    await batch[-1].nack(multiple=True, requeue=True)
+
+    async def _settle(
+        self,
+        batch: Sequence[AbstractIncomingMessage],
+        deliveries: Sequence[Delivery],
+        dead: dict[int, str],
+        retry: bool,
+    ) -> None:
+        """Dead-letter ``dead`` (batch index → reason), then ack the rest or, on ``retry``,
+        nack them back to the queue."""
+        if dead and self._spec.dead_letter:
+            await self._bus._dead_letter([(deliveries[i], dead[i]) for i in sorted(dead)])
+        if not retry:
+            await batch[-1].ack(multiple=True)
+            return
+        for i, message in enumerate(batch):
+            await (message.ack() if i in dead else message.nack(requeue=True))
+
+    def _delivery(self, message: AbstractIncomingMessage) -> Delivery:
+        return Delivery(
+            body=message.body,
+            exchange=(message.exchange or "").removeprefix(self._prefix),
+            routing_key=message.routing_key or "",
+            headers={
+                key: value.decode() if isinstance(value, bytes) else str(value)
+                for key, value in (message.headers or {}).items()
+            },
+            redelivered=bool(message.redelivered),
+        )

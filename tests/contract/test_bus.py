@@ -1,0 +1,346 @@
+"""The Bus contract (services/common/bus/base.py), run against MemoryBus and RabbitMQ.
+
+Every test waits on events with a deadline, never on the clock. To show that something
+did *not* arrive, a test publishes a sentinel after it and waits for the sentinel: a
+queue delivers in publish order, so everything before it has been handled by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from uuid import uuid4
+
+import aio_pika
+import aiormq
+import pytest
+
+from contracts import topology as t
+from services.common.bus import Bus, BusError, Delivery, MemoryBus, Message, Rejection, open_bus
+from services.common.bus.rabbit import RabbitBus
+
+AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+DEADLINE = 10.0
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def queue(name: str, exchange: str = t.EVENTS.name, key: str = "#") -> t.QueueSpec:
+    return t.QueueSpec(f"test.{name}", (t.Binding(exchange, key),))
+
+
+def events(*bodies: str, exchange: str = t.EVENTS.name, key: str = "pod.added") -> list[Message]:
+    return [Message(exchange, key, body.encode()) for body in bodies]
+
+
+class Recorder:
+    """A batch handler that records what it sees. ``behaviour`` may block, raise or
+    return rejections; by default it accepts everything."""
+
+    def __init__(
+        self,
+        behaviour: Callable[[Sequence[Delivery]], object] | None = None,
+    ) -> None:
+        self.deliveries: list[Delivery] = []
+        self.batches: list[int] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self._behaviour = behaviour
+        self._changed = asyncio.Event()
+
+    @property
+    def bodies(self) -> list[str]:
+        return [d.body.decode() for d in self.deliveries]
+
+    async def __call__(self, batch: Sequence[Delivery]) -> Sequence[Rejection] | None:
+        self.batches.append(len(batch))
+        self.deliveries.extend(batch)
+        self._changed.set()
+        await self.gate.wait()
+        outcome = self._behaviour(batch) if self._behaviour else None
+        return outcome if isinstance(outcome, list) else None
+
+    async def wait_for(self, done: Callable[[Recorder], bool]) -> None:
+        async with asyncio.timeout(DEADLINE):
+            while not done(self):
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def wait_body(self, body: str) -> None:
+        await self.wait_for(lambda r: body in r.bodies)
+
+
+class Backend:
+    """Opens buses of one kind that share one broker (one namespace)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.namespace = f"t{uuid4().hex[:8]}"
+        self._buses: list[Bus] = []
+        self._memory = MemoryBus()
+
+    async def open(self) -> Bus:
+        if self.kind == "memory":
+            return self._memory
+        bus = open_bus(AMQP_URL, namespace=self.namespace)
+        self._buses.append(bus)
+        return bus
+
+    async def reconnect(self, bus: Bus) -> Bus:
+        """A new connection to the same broker (the memory bus *is* the broker)."""
+        if self.kind == "memory":
+            return bus
+        await bus.close()
+        return await self.open()
+
+    async def queue_exists(self, name: str) -> bool:
+        if self.kind == "memory":
+            try:
+                self._memory.queue_depth(name)
+            except KeyError:
+                return False
+            return True
+        async with await aio_pika.connect(AMQP_URL) as connection:
+            channel = await connection.channel()
+            try:
+                await channel.declare_queue(f"{self.namespace}.{name}", passive=True)
+            except aiormq.exceptions.ChannelNotFoundEntity:
+                return False
+            except aiormq.exceptions.ChannelLockedResource:
+                return True  # exclusive to the bus's connection: it exists
+            return True
+
+    async def aclose(self) -> None:
+        await self._memory.close()
+        for bus in self._buses:
+            await bus.close()
+        if self.kind == "rabbit":
+            cleaner = RabbitBus(AMQP_URL, namespace=self.namespace)
+            await cleaner.delete_namespace([q.name for q in t.QUEUES] + TEST_QUEUES)
+            await cleaner.close()
+
+
+TEST_QUEUES = [f"test.{n}" for n in ("a", "b", "c", "d", "q", "direct", "binding")]
+
+
+@pytest.fixture(params=["memory", pytest.param("rabbit", marks=pytest.mark.integration)])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    backend = Backend(request.param)
+    try:
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+@pytest.fixture
+async def bus(backend: Backend) -> Bus:
+    bus = await backend.open()
+    await bus.declare([t.DEAD_LETTERS])
+    return bus
+
+
+async def test_round_trip_keeps_body_headers_and_names(bus: Bus) -> None:
+    q = queue("q")
+    got = Recorder()
+    await bus.consume(q, got)
+    await bus.publish([Message(t.EVENTS.name, "pod.added", b'{"n": 1}', {"x-trace": "abc"})])
+    await got.wait_for(lambda r: len(r.deliveries) == 1)
+    [d] = got.deliveries
+    assert (d.body, d.exchange, d.routing_key) == (b'{"n": 1}', "ksched.events", "pod.added")
+    assert d.headers["x-trace"] == "abc"
+    assert d.redelivered is False
+    assert got.batches == [1]
+
+
+async def test_topic_routing_star_is_one_word_hash_is_zero_or_more(bus: Bus) -> None:
+    star, hash_all, hash_tail = Recorder(), Recorder(), Recorder()
+    await bus.consume(queue("a", t.DECISIONS.name, "binding.*"), star)
+    await bus.consume(queue("b", t.DECISIONS.name, "#"), hash_all)
+    await bus.consume(queue("c", t.DECISIONS.name, "binding.#"), hash_tail)
+    keys = ["binding.default", "event.default", "binding.a.b", "binding", "binding.end"]
+    await bus.publish([Message(t.DECISIONS.name, key, key.encode()) for key in keys])
+    for recorder in (star, hash_all, hash_tail):
+        await recorder.wait_body("binding.end")
+    assert star.bodies == ["binding.default", "binding.end"]
+    assert hash_all.bodies == keys
+    assert hash_tail.bodies == ["binding.default", "binding.a.b", "binding", "binding.end"]
+
+
+async def test_fanout_reaches_every_queue_and_direct_only_its_key(bus: Bus) -> None:
+    first, second, direct = Recorder(), Recorder(), Recorder()
+    await bus.consume(queue("a", t.CLUSTER.name, ""), first)
+    await bus.consume(queue("b", t.CLUSTER.name, ""), second)
+    await bus.consume(queue("direct", t.SCHEDULE.name, t.SCHEDULE_KEY), direct)
+    await bus.publish(events("1", "2", "3", exchange=t.CLUSTER.name, key="any"))
+    await bus.publish(events("x", exchange=t.SCHEDULE.name, key="other"))
+    await bus.publish(events("end", exchange=t.SCHEDULE.name, key=t.SCHEDULE_KEY))
+    for recorder in (first, second):
+        await recorder.wait_for(lambda r: len(r.deliveries) == 3)
+        assert recorder.bodies == ["1", "2", "3"]
+    await direct.wait_body("end")
+    assert direct.bodies == ["end"]
+
+
+async def test_batches_hold_what_is_ready_in_order_and_lose_nothing(bus: Bus) -> None:
+    q = queue("q")
+    await bus.declare([q])
+    bodies = [str(i) for i in range(50)]
+    await bus.publish(events(*bodies))
+    got = Recorder()
+    await bus.consume(q, got, max_batch=10)
+    await got.wait_for(lambda r: len(r.deliveries) >= 50)
+    assert got.bodies == bodies
+    assert max(got.batches) <= 10
+    assert len(got.batches) < 50, "ready messages must be handed over together"
+
+
+async def test_publish_returns_after_the_broker_has_them(backend: Backend, bus: Bus) -> None:
+    q = queue("q")
+    await bus.declare([q])
+    await bus.publish(events(*(str(i) for i in range(20))))
+    await bus.publish(events("nowhere", exchange=t.ERRORS.name, key="error.pod"))  # dropped
+    got = Recorder()
+    await (await backend.open()).consume(q, got)
+    await got.wait_for(lambda r: len(r.deliveries) == 20)
+    assert got.bodies == [str(i) for i in range(20)]
+
+
+async def test_publish_to_an_unknown_exchange_raises(bus: Bus) -> None:
+    with pytest.raises(BusError):
+        await bus.publish(events("x", exchange="ksched.nope"))
+
+
+async def test_rejection_dead_letters_with_the_reason(bus: Bus) -> None:
+    def reject_bad(batch: Sequence[Delivery]) -> list[Rejection]:
+        return [Rejection(d, "malformed") for d in batch if d.body == b"bad"]
+
+    got, dead = Recorder(reject_bad), Recorder()
+    await bus.consume(queue("q"), got)
+    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.publish(events("good", "bad", "good2"))
+    await bus.publish([Message(t.EVENTS.name, "pod.deleted", b"bad", {"x-trace": "t1"})])
+    await dead.wait_for(lambda r: len(r.deliveries) == 2)
+    await bus.publish(events("end"))
+    await got.wait_body("end")
+    assert got.bodies == ["good", "bad", "good2", "bad", "end"]
+    assert [d.redelivered for d in got.deliveries] == [False] * 5
+    first, second = dead.deliveries
+    assert (first.body, first.exchange, first.routing_key) == (b"bad", "ksched.dead", "pod.added")
+    assert first.headers[t.REASON_HEADER] == "malformed"
+    assert second.routing_key == "pod.deleted"
+    assert second.headers["x-trace"] == "t1"
+
+
+async def test_handler_error_redelivers_once_then_succeeds(bus: Bus) -> None:
+    calls = 0
+
+    def fail_first(batch: Sequence[Delivery]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("transient")
+
+    got, dead = Recorder(fail_first), Recorder()
+    await bus.consume(queue("q"), got)
+    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.publish(events("m"))
+    await got.wait_for(lambda r: len(r.deliveries) == 2)
+    assert [(d.body, d.redelivered) for d in got.deliveries] == [(b"m", False), (b"m", True)]
+    await bus.publish(events("end"))
+    await bus.publish(events("dead-end", exchange=t.DEAD.name))
+    await got.wait_body("end")
+    await dead.wait_body("dead-end")
+    assert got.bodies == ["m", "m", "end"]
+    assert dead.bodies == ["dead-end"]
+
+
+async def test_handler_error_twice_dead_letters_with_the_exception(bus: Bus) -> None:
+    def poison(batch: Sequence[Delivery]) -> None:
+        if any(d.body == b"poison" for d in batch):
+            raise ValueError("cannot decode 42")
+
+    got, dead = Recorder(poison), Recorder()
+    await bus.consume(queue("q"), got, max_batch=1)
+    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.publish(events("poison"))
+    await dead.wait_for(lambda r: len(r.deliveries) == 1)
+    [d] = dead.deliveries
+    assert d.body == b"poison"
+    assert "cannot decode 42" in d.headers[t.REASON_HEADER]
+    await bus.publish(events("next"))
+    await got.wait_body("next")
+    assert got.bodies == ["poison", "poison", "next"]
+
+
+async def test_cancel_gives_unacked_deliveries_to_the_next_consumer(bus: Bus) -> None:
+    q = queue("q")
+    await bus.declare([q])
+    await bus.publish(events("1", "2", "3"))
+    stuck = Recorder()
+    stuck.gate.clear()
+    consumer = await bus.consume(q, stuck)
+    await stuck.wait_for(lambda r: len(r.deliveries) >= 1)
+    await consumer.cancel()
+    got = Recorder()
+    await bus.consume(q, got)
+    await got.wait_for(lambda r: len(r.deliveries) == 3)
+    assert got.bodies == ["1", "2", "3"]
+    assert all(d.redelivered for d in got.deliveries[: len(stuck.deliveries)])
+
+
+async def test_exclusive_queue_disappears_with_its_consumer(backend: Backend, bus: Bus) -> None:
+    q = t.scheduler_cluster_queue("r1")
+    consumer = await bus.consume(q, Recorder())
+    assert await backend.queue_exists(q.name)
+    await consumer.cancel()
+    assert not await backend.queue_exists(q.name)
+
+
+async def test_queue_contents_survive_a_new_connection(backend: Backend, bus: Bus) -> None:
+    q = queue("q")
+    await bus.declare([q])
+    await bus.publish(events("1", "2", "3", "4", "5"))
+    again = await backend.reconnect(bus)
+    got = Recorder()
+    await again.consume(q, got)
+    await got.wait_for(lambda r: len(r.deliveries) == 5)
+    assert got.bodies == ["1", "2", "3", "4", "5"]
+    assert not any(d.redelivered for d in got.deliveries)
+
+
+async def test_prefetch_bounds_unacked_deliveries(bus: Bus) -> None:
+    q = queue("q")
+    slow, fast = Recorder(), Recorder()
+    slow.gate.clear()
+    await bus.consume(q, slow, max_batch=100, prefetch=5)
+    await bus.publish(events(*(str(i) for i in range(20))))
+    await slow.wait_for(lambda r: len(r.deliveries) >= 1)
+    await bus.consume(q, fast)
+    await fast.wait_for(lambda r: len(r.deliveries) == 15)
+    assert len(slow.deliveries) <= 5
+    slow.gate.set()
+    await slow.wait_for(lambda r: len(r.deliveries) == 5)
+    assert sorted(slow.bodies + fast.bodies, key=int) == [str(i) for i in range(20)]
+    assert slow.bodies == [str(i) for i in range(5)]
+
+
+async def test_memory_wait_idle_returns_when_the_pipeline_has_quiesced() -> None:
+    bus = MemoryBus()
+    first, second = queue("a", t.EVENTS.name), queue("b", t.SCHEDULE.name, t.SCHEDULE_KEY)
+    await bus.declare([t.DEAD_LETTERS])  # nobody consumes it: must not keep wait_idle waiting
+    got = Recorder()
+
+    async def forward(batch: Sequence[Delivery]) -> None:
+        await asyncio.sleep(0)
+        await bus.publish([Message(t.SCHEDULE.name, t.SCHEDULE_KEY, d.body) for d in batch])
+
+    await bus.consume(first, forward)
+    await bus.consume(second, got)
+    await bus.publish(events("1", "2"))
+    await bus.publish(events("dead", exchange=t.DEAD.name))
+    async with asyncio.timeout(DEADLINE):
+        await bus.wait_idle()
+    assert got.bodies == ["1", "2"]
+    assert bus.queue_depth(t.DEAD_LETTERS.name) == 1
+    await bus.close()
