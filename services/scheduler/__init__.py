@@ -1,0 +1,1 @@
+"""The scheduler service: the scheduling cycle, run against a columnar snapshot."""

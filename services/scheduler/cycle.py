@@ -1,0 +1,261 @@
+"""The scheduling cycle for a batch of requests: algorithm, local assume, one store assume.
+
+For each request, in order: run the profile's framework against the snapshot; a pod
+that fits is assumed in the snapshot at once (so the next pod of the batch sees it) and
+gets a store :class:`Reservation`. Then one ``store.assume`` call reserves the whole
+batch atomically per pod:
+
+- ``assumed``: Reserve plugins run; the pod goes to the binder (BindRequest).
+- ``conflict``: another replica got there first. The local assumption is undone, the
+  node's view is corrected with the store's usage, and the pod is scheduled again
+  (at most ``max_conflict_retries`` times, then the attempt ends with ``error``).
+- ``stale``: the attempt is no longer the pod's lease; the local assumption is undone.
+
+Pods that fit nowhere end ``unschedulable`` with upstream's FitError message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry import trace
+
+from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
+from services.common import telemetry
+from services.common.clock import Clock
+from services.common.resources import PODS, ResourceError
+from services.common.store import ClusterStore, Reservation
+from services.scheduler.framework.interface import CycleState
+from services.scheduler.framework.runtime import Framework, ScheduleResult
+from services.scheduler.framework.snapshot import Snapshot
+from services.scheduler.framework.types import PodInfo, pod_uid
+
+
+@dataclass(slots=True)
+class Failure:
+    """An attempt that did not end with a BindRequest; ``event`` asks for a
+    FailedScheduling Event (unschedulable and error outcomes)."""
+
+    request: ScheduleRequest
+    result: AttemptResult
+    event: bool
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    binds: list[BindRequest] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    request: ScheduleRequest
+    framework: Framework
+    pod: PodInfo
+    span: trace.Span
+    state: CycleState = field(default_factory=CycleState)
+    node: str = ""
+    conflicts: int = 0
+
+
+def attempt_result(
+    request: ScheduleRequest, outcome: Outcome, message: str = "", **extra: object
+) -> AttemptResult:
+    meta = request.pod.metadata
+    return AttemptResult(
+        uid=pod_uid(request.pod),
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        attempt=request.attempt,
+        outcome=outcome,
+        message=message,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def charged_requests(framework: Framework, pod: PodInfo) -> dict[str, int]:
+    """What the store checks and charges: the pod's positive requests except extended
+    resources NodeResourcesFit ignores (the node need not have them), plus ``pods: 1``."""
+    ignores = [getattr(p, "ignores", None) for p in framework.filter_plugins]
+    charged = {
+        name: amount
+        for name, amount in pod.requests.items()
+        if amount > 0 and not any(ignore(name) for ignore in ignores if ignore is not None)
+    }
+    charged[PODS] = 1
+    return charged
+
+
+class BatchScheduler:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        frameworks: Mapping[str, Framework],
+        store: ClusterStore,
+        clock: Clock,
+        *,
+        assume_ttl: float,
+        max_conflict_retries: int,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._frameworks = frameworks
+        self._store = store
+        self._clock = clock
+        self._ttl = assume_ttl
+        self._max_retries = max_conflict_retries
+        self._tracer = tracer or telemetry.tracer("scheduler")
+
+    async def run(self, requests: Sequence[ScheduleRequest]) -> BatchOutcome:
+        """Schedule every request; the caller publishes the outcome."""
+        outcome = BatchOutcome()
+        pending: list[_Attempt] = []
+        for request in requests:
+            attempt = self._begin(request, outcome)
+            if attempt is not None:
+                pending.append(attempt)
+        while pending:
+            pending = await self._round(pending, outcome)
+        return outcome
+
+    def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
+        pod = request.pod
+        framework = self._frameworks.get(request.profile)
+        if framework is None:
+            reason = f'no profile "{request.profile}" in this scheduler'
+            outcome.failures.append(
+                Failure(request, attempt_result(request, "error", reason), True)
+            )
+            return None
+        uid = pod_uid(pod)
+        if pod.metadata.deletion_timestamp or pod.spec.node_name or self._snapshot.is_bound(uid):
+            outcome.failures.append(Failure(request, attempt_result(request, "stale"), False))
+            return None
+        try:
+            info = PodInfo.of(pod)
+        except ResourceError as err:
+            outcome.failures.append(
+                Failure(request, attempt_result(request, "error", str(err)), True)
+            )
+            return None
+        span = self._tracer.start_span(
+            "scheduling_cycle",
+            context=telemetry.extract(request.trace),
+            attributes={"pod": info.key, "attempt": request.attempt, "profile": request.profile},
+        )
+        return _Attempt(request, framework, info, span)
+
+    async def _round(self, pending: list[_Attempt], outcome: BatchOutcome) -> list[_Attempt]:
+        """Schedule ``pending``, reserve the fitting ones; returns those to retry."""
+        reserving: list[_Attempt] = []
+        for attempt in pending:
+            self._snapshot.forget(attempt.pod.uid)  # a redelivered or retried attempt
+            attempt.state = CycleState()
+            with trace.use_span(attempt.span, end_on_exit=False):
+                result = attempt.framework.schedule_one(
+                    self._snapshot, attempt.pod, state=attempt.state
+                )
+            if result.node is None:
+                self._fail(attempt, result, outcome)
+                continue
+            attempt.node = result.node
+            deadline = self._clock.now() + self._ttl
+            self._snapshot.assume(attempt.pod, result.node, deadline)
+            reserving.append(attempt)
+        if not reserving:
+            return []
+        reservations = [
+            Reservation(
+                uid=a.pod.uid,
+                node=a.node,
+                attempt=a.request.attempt,
+                requests=charged_requests(a.framework, a.pod),
+                ttl=self._ttl,
+            )
+            for a in reserving
+        ]
+        try:
+            answers = await self._store.assume(reservations, self._clock.now())
+        except BaseException:
+            for attempt in reserving:  # the batch will be redelivered and redone
+                self._snapshot.forget(attempt.pod.uid)
+                attempt.span.end()
+            raise
+        retry: list[_Attempt] = []
+        for attempt, answer in zip(reserving, answers, strict=True):
+            if answer.status == "assumed":
+                self._reserved(attempt, outcome)
+                continue
+            self._snapshot.forget(attempt.pod.uid)
+            if answer.status == "stale":
+                self._finish(
+                    attempt, outcome, attempt_result(attempt.request, "stale"), event=False
+                )
+            elif attempt.conflicts < self._max_retries:
+                attempt.conflicts += 1
+                attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
+                self._snapshot.correct_usage(attempt.node, answer.usage)
+                retry.append(attempt)
+            else:
+                reason = f'node "{attempt.node}" no longer fits the pod: {answer.reason}'.rstrip(
+                    ": "
+                )
+                self._finish(
+                    attempt, outcome, attempt_result(attempt.request, "error", reason), event=True
+                )
+        return retry
+
+    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome) -> None:
+        framework, pod, node = attempt.framework, attempt.pod, attempt.node
+        with trace.use_span(attempt.span, end_on_exit=False):
+            status = framework.run_reserve(attempt.state, pod, node)
+        if not status.is_success():
+            # The store reservation expires on its own; locally the pod is forgotten now.
+            framework.run_unreserve(attempt.state, pod, node)
+            self._snapshot.forget(pod.uid)
+            outcome_kind: Outcome = "unschedulable" if status.is_rejected() else "error"
+            plugins = [status.plugin] if status.plugin else []
+            result = attempt_result(
+                attempt.request, outcome_kind, status.message(), plugins=plugins
+            )
+            self._finish(attempt, outcome, result, event=True)
+            return
+        request = attempt.request
+        outcome.binds.append(
+            BindRequest(
+                pod=request.pod,
+                node=node,
+                attempt=request.attempt,
+                profile=request.profile,
+                at=request.at,
+                trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
+            )
+        )
+        attempt.span.set_attribute("node", node)
+        attempt.span.end()
+
+    def _fail(self, attempt: _Attempt, result: ScheduleResult, outcome: BatchOutcome) -> None:
+        error = result.fit_error
+        if error is None and not result.status.is_rejected():
+            answer = attempt_result(attempt.request, "error", result.message)
+        else:
+            unresolvable = error.diagnosis.all_unresolvable if error else True
+            answer = attempt_result(
+                attempt.request,
+                "unschedulable",
+                result.message,
+                plugins=sorted(result.unschedulable_plugins),
+                unresolvable=unresolvable,
+            )
+        self._finish(attempt, outcome, answer, event=True)
+
+    def _finish(
+        self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool
+    ) -> None:
+        attempt.span.set_attribute("outcome", result.outcome)
+        attempt.span.end()
+        outcome.failures.append(Failure(attempt.request, result, event))
+
+
+__all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests"]

@@ -1,0 +1,21 @@
+"""LeastAllocated: favour nodes with more unrequested capacity (spreading).
+
+Per resource, ``((capacity - requested) * MaxNodeScore) / capacity``, 0 when the
+request exceeds capacity; the node score is the weighted average over the resources
+the node has: ``sum(score * weight) / sum(weight)`` (integer division).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.scheduler.framework.nodeinfo import Int64Array
+from services.scheduler.framework.types import MAX_NODE_SCORE
+from services.scheduler.plugins.noderesources.resource_allocation import go_div
+
+
+def least_requested_score(requested: Int64Array, capacity: Int64Array) -> Int64Array:
+    """``leastRequestedScore`` over arrays (capacity is never 0 here)."""
+    return np.where(
+        requested > capacity, 0, go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+    )

@@ -1,0 +1,1 @@
+"""QueueSort plugins."""

@@ -1,0 +1,215 @@
+"""The scheduler service: one replica's snapshot and scheduling cycle on the bus.
+
+Start-up (no cluster event may be lost between the store read and the feed)::
+
+    consume own feed (buffer) ─▶ read store: applied_seq S, nodes, pods, assumptions
+        ─▶ snapshot = store as of ≥ S ─▶ apply buffered entries with seq > S ─▶ live
+        ─▶ consume ksched.schedule
+
+The store applies an entry before the informer publishes it, so every entry after S
+reaches the feed, which was bound before S was read. Entries carry whole objects, so
+applying one again over a newer store read converges to the same state.
+
+A ScheduleBatch is served once the snapshot has applied every request's ``seq`` (or
+after ``catch_up_timeout``, failing the requests still ahead with ``error``). Its
+BindBatch, FailedScheduling Events and ResultBatch go out in one confirmed publish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from contracts import topology
+from contracts.events import ClusterBatch
+from contracts.events import ClusterEvent as LogEntry
+from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
+from services.common import telemetry
+from services.common.bus import Bus, Consumer, Delivery, Message, Rejection
+from services.common.clock import Clock
+from services.common.k8s_events import ATTEMPT_HEADER, decision_message, pod_event
+from services.common.resources import ResourceError
+from services.common.store import ClusterStore
+from services.scheduler.config import Profile, default_profile
+from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
+from services.scheduler.framework.diagnosis import truncate_message
+from services.scheduler.framework.registry import Registry
+from services.scheduler.framework.runtime import Framework
+from services.scheduler.framework.snapshot import Snapshot
+from services.scheduler.framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+log = logging.getLogger("ksched.scheduler")
+
+
+class SchedulerService:
+    def __init__(
+        self,
+        bus: Bus,
+        store: ClusterStore,
+        clock: Clock,
+        profiles: Sequence[Profile] | None = None,
+        *,
+        replica: str,
+        seed: int | None = None,
+        assume_ttl: float = 30.0,
+        registry: Registry | None = None,
+        max_conflict_retries: int = 3,
+        catch_up_timeout: float = 30.0,
+        tracer: Tracer | None = None,
+    ) -> None:
+        """``profiles``: validated profiles (``load_profiles``); None runs the default
+        profile. ``seed`` makes tie-breaking reproducible. ``assume_ttl``: seconds a
+        reservation lives in the store (and locally) until a binder claims it.
+        ``max_conflict_retries``: reschedules of a pod whose store reservation lost a
+        race. ``catch_up_timeout``: seconds a request may wait for the snapshot to
+        apply its ``seq``. ``tracer``: defaults to the process's (telemetry.tracer)."""
+        self._bus, self._store, self._clock = bus, store, clock
+        self._replica = replica
+        rng = random.Random(seed)
+        tracer = tracer or telemetry.tracer("scheduler")
+        self.frameworks = {
+            p.scheduler_name: Framework(p, registry, rng=rng, tracer=tracer, path=f"profiles[{i}]")
+            for i, p in enumerate(profiles or (default_profile(),))
+        }
+        self.snapshot = Snapshot()
+        self._cycle = BatchScheduler(
+            self.snapshot,
+            self.frameworks,
+            store,
+            clock,
+            assume_ttl=assume_ttl,
+            max_conflict_retries=max_conflict_retries,
+            tracer=tracer,
+        )
+        self._catch_up_timeout = catch_up_timeout
+        self._encoder = msgspec.json.Encoder()
+        self._cluster_decoder = msgspec.json.Decoder(ClusterBatch)
+        self._request_decoder = msgspec.json.Decoder(ScheduleBatch)
+        self._buffer: list[LogEntry] | None = []
+        self._advanced = asyncio.Event()
+        self._consumers: list[Consumer] = []
+
+    async def start(self) -> None:
+        feed = topology.scheduler_cluster_queue(self._replica)
+        await self._bus.declare([feed, topology.SCHEDULER_REQUESTS])
+        self._consumers.append(await self._bus.consume(feed, self._on_cluster, max_batch=1024))
+        await self._load()
+        self._consumers.append(
+            await self._bus.consume(topology.SCHEDULER_REQUESTS, self._on_requests)
+        )
+
+    async def stop(self) -> None:
+        while self._consumers:
+            await self._consumers.pop().cancel()
+
+    async def _load(self) -> None:
+        seq = await self._store.applied_seq()
+        nodes = await self._store.objects("node")
+        pods = await self._store.objects("pod")
+        assumed = await self._store.assumed()
+        by_uid = self.snapshot.load(nodes, pods, seq)
+        for uid, reservation in assumed.items():
+            pod = by_uid.get(uid)
+            if pod is not None and not self.snapshot.is_bound(uid):
+                with contextlib.suppress(ResourceError):
+                    self.snapshot.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
+        buffered, self._buffer = self._buffer or [], None
+        self.snapshot.apply(buffered)
+        self._advanced.set()
+        log.info(
+            "snapshot loaded at seq %d: %d nodes",
+            self.snapshot.applied_seq,
+            self.snapshot.num_nodes,
+        )
+
+    async def _on_cluster(self, deliveries: Sequence[Delivery]) -> list[Rejection]:
+        rejections, events = [], []
+        for delivery in deliveries:
+            try:
+                events.extend(self._cluster_decoder.decode(delivery.body).events)
+            except msgspec.DecodeError as err:  # ValidationError is a DecodeError
+                rejections.append(Rejection(delivery, f"not a ClusterBatch: {err}"))
+        if self._buffer is not None:
+            self._buffer.extend(events)
+        elif self.snapshot.apply(events):
+            self._advanced.set()
+        return rejections
+
+    async def _on_requests(self, deliveries: Sequence[Delivery]) -> list[Rejection]:
+        rejections: list[Rejection] = []
+        requests: list[ScheduleRequest] = []
+        for delivery in deliveries:
+            try:
+                requests.extend(self._request_decoder.decode(delivery.body).requests)
+            except msgspec.DecodeError as err:
+                rejections.append(Rejection(delivery, f"not a ScheduleBatch: {err}"))
+        if not requests:
+            return rejections
+        self.snapshot.expire_assumed(self._clock.now())
+        await self._catch_up(max(r.seq for r in requests))
+        applied = self.snapshot.applied_seq
+        ready = [r for r in requests if r.seq <= applied]
+        outcome = await self._cycle.run(ready)
+        for request in requests:
+            if request.seq > applied:
+                reason = (
+                    f"the scheduler's snapshot is behind (applied seq {applied} < {request.seq})"
+                )
+                outcome.failures.append(
+                    Failure(request, attempt_result(request, "error", reason), False)
+                )
+        messages = self._messages(outcome)
+        if messages:
+            await self._bus.publish(messages)
+        return rejections
+
+    async def _catch_up(self, seq: int) -> None:
+        """Wait until the snapshot applied ``seq`` or ``catch_up_timeout`` passed."""
+        if self.snapshot.applied_seq >= seq:
+            return
+        timeout = asyncio.ensure_future(self._clock.sleep(self._catch_up_timeout))
+        try:
+            while self.snapshot.applied_seq < seq and not timeout.done():
+                self._advanced.clear()
+                advanced = asyncio.ensure_future(self._advanced.wait())
+                await asyncio.wait({advanced, timeout}, return_when=asyncio.FIRST_COMPLETED)
+                advanced.cancel()
+        finally:
+            timeout.cancel()
+
+    def _messages(self, outcome: BatchOutcome) -> list[Message]:
+        encode = self._encoder.encode
+        messages: list[Message] = []
+        if outcome.binds:
+            body = encode(BindBatch(requests=outcome.binds))
+            messages.append(Message(topology.BIND.name, topology.BIND_KEY, body))
+        now = self._clock.now()
+        for failure in outcome.failures:
+            if not failure.event:
+                continue
+            request = failure.request
+            event = pod_event(
+                request.pod,
+                reason="FailedScheduling",
+                message=truncate_message(failure.result.message),
+                warning=True,
+                action="Scheduling",
+                attempt=request.attempt,
+                now=now,
+                scheduler_name=request.profile,
+            )
+            headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
+            messages.append(decision_message(event, encode(event), headers))
+        if outcome.failures:
+            body = encode(ResultBatch(results=[f.result for f in outcome.failures]))
+            messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
+        return messages

@@ -1,0 +1,142 @@
+"""``make_pod`` / ``make_node``: test objects in a line, as upstream's ``st.MakePod()``.
+
+Quantities are given as Kubernetes strings (or numbers) exactly as in a manifest::
+
+    make_pod("web", requests={"cpu": "500m"})                 # one container
+    make_pod(requests=[{"cpu": "1"}, {"cpu": "2"}])            # two containers
+    make_pod(init=[sidecar({"cpu": "1"}), {"cpu": "2"}])      # a sidecar, then an init
+    make_pod(containers=1)                                     # one container, no requests
+    make_node("n1", allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
+
+Like upstream's builder, a pod has no container unless asked for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from contracts.k8s import (
+    DEFAULT_SCHEDULER_NAME,
+    Container,
+    Node,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+    Quantity,
+    ResourceRequirements,
+    Taint,
+)
+
+Requests = Mapping[str, Quantity]
+ContainerSpec = Requests | Container
+
+
+def container(
+    requests: Requests | None = None,
+    *,
+    limits: Requests | None = None,
+    name: str = "",
+    restart_policy: str | None = None,
+) -> Container:
+    return Container(
+        name=name,
+        resources=ResourceRequirements(requests=dict(requests or {}), limits=dict(limits or {})),
+        restart_policy=restart_policy,
+    )
+
+
+def sidecar(requests: Requests | None = None, *, name: str = "") -> Container:
+    """A restartable init container (``restartPolicy: Always``)."""
+    return container(requests, name=name, restart_policy="Always")
+
+
+def _containers(specs: Sequence[ContainerSpec], prefix: str) -> list[Container]:
+    out = []
+    for i, spec in enumerate(specs):
+        c = spec if isinstance(spec, Container) else container(spec)
+        out.append(c if c.name else Container(**{**_fields(c), "name": f"{prefix}{i}"}))
+    return out
+
+
+def _fields(c: Container) -> dict[str, object]:
+    return {f: getattr(c, f) for f in c.__struct_fields__}
+
+
+def make_pod(
+    name: str = "pod",
+    namespace: str = "default",
+    *,
+    uid: str | None = None,
+    requests: Requests | Sequence[ContainerSpec] | None = None,
+    containers: int = 0,
+    init: Sequence[ContainerSpec] = (),
+    overhead: Requests | None = None,
+    priority: int | None = None,
+    node_name: str | None = None,
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    labels: Mapping[str, str] | None = None,
+    phase: str | None = None,
+    nominated_node_name: str | None = None,
+    deletion_timestamp: str | None = None,
+) -> Pod:
+    """A pod. ``requests``: one container's requests, or one entry per container;
+    ``containers=n`` adds n containers without requests. ``uid`` defaults to
+    ``<namespace>-<name>-uid``."""
+    specs: list[ContainerSpec]
+    if requests is None:
+        specs = []
+    elif isinstance(requests, Mapping):
+        specs = [requests]
+    else:
+        specs = list(requests)
+    specs += [{} for _ in range(containers)]
+    return Pod(
+        metadata=ObjectMeta(
+            name=name,
+            namespace=namespace,
+            uid=uid if uid is not None else f"{namespace}-{name}-uid",
+            labels=dict(labels or {}),
+            deletion_timestamp=deletion_timestamp,
+        ),
+        spec=PodSpec(
+            node_name=node_name,
+            scheduler_name=scheduler_name,
+            priority=priority,
+            containers=_containers(specs, "c"),
+            init_containers=_containers(init, "i"),
+            overhead=dict(overhead or {}),
+        ),
+        status=PodStatus(phase=phase, nominated_node_name=nominated_node_name),
+    )
+
+
+def make_node(
+    name: str = "node",
+    *,
+    allocatable: Mapping[str, Quantity] | None = None,
+    capacity: Mapping[str, Quantity] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Taint | tuple[str, str, str]] = (),
+    unschedulable: bool = False,
+) -> Node:
+    """A node. ``allocatable`` defaults to ``capacity`` (and both to 4 cpu, 32Gi, 110
+    pods when neither is given); ``taints`` as Taint or ``(key, value, effect)``."""
+    if allocatable is None and capacity is None:
+        allocatable = {"cpu": "4", "memory": "32Gi", "pods": 110}
+    alloc = dict(allocatable if allocatable is not None else capacity or {})
+    return Node(
+        metadata=ObjectMeta(name=name, uid=f"{name}-uid", labels=dict(labels or {})),
+        spec=NodeSpec(
+            unschedulable=unschedulable,
+            taints=[
+                t if isinstance(t, Taint) else Taint(key=t[0], value=t[1], effect=t[2])
+                for t in taints
+            ],
+        ),
+        status=NodeStatus(
+            capacity=dict(capacity if capacity is not None else alloc), allocatable=alloc
+        ),
+    )

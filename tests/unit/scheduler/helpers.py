@@ -1,0 +1,33 @@
+"""Shared helpers for the scheduler's unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from contracts.k8s import Node, Pod
+from services.scheduler.framework import CycleState, PodInfo, Snapshot
+from services.scheduler.framework.interface import Rows
+
+
+def snapshot_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
+    """A snapshot with ``nodes`` and the (bound) ``pods``, as upstream's NewSnapshot."""
+    snapshot = Snapshot()
+    for node in nodes:
+        snapshot.add_node(node)
+    for pod in pods:
+        snapshot.add_pod(pod)
+    return snapshot
+
+
+def all_rows(snapshot: Snapshot) -> Rows:
+    return np.arange(snapshot.num_nodes, dtype=np.intp)
+
+
+def pod_info(pod: Pod) -> PodInfo:
+    return PodInfo.of(pod)
+
+
+def fresh_state() -> CycleState:
+    return CycleState()

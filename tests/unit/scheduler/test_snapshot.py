@@ -1,0 +1,131 @@
+"""Snapshot: the log projection, this replica's assumptions and the store correction."""
+
+from __future__ import annotations
+
+import msgspec
+
+from contracts.events import ClusterEvent, NamespaceEvent, NodeEvent, PodEvent
+from contracts.k8s import Namespace, ObjectMeta
+from services.scheduler.framework import PodInfo, Snapshot
+from tests.builders import make_node, make_pod
+
+MI = 1024 * 1024
+
+
+def requested(snapshot: Snapshot, node: str) -> dict[str, int]:
+    table = snapshot.table()
+    info = table.node_info(table.index[node])
+    return {k: v for k, v in info.requested.items() if v}
+
+
+def test_events_in_seq_order_and_terminal_pods():
+    snapshot = Snapshot()
+    events: list[ClusterEvent] = [
+        NodeEvent(seq=1, type="ADDED", object=make_node("n1")),
+        PodEvent(seq=2, type="ADDED", object=make_pod("a", node_name="n1", requests={"cpu": "1"})),
+        PodEvent(seq=3, type="ADDED", object=make_pod("b", requests={"cpu": "1"})),
+        NamespaceEvent(seq=4, type="ADDED", object=Namespace(metadata=ObjectMeta(name="x"))),
+    ]
+    assert snapshot.apply(events) == 4
+    assert snapshot.applied_seq == 4
+    assert requested(snapshot, "n1") == {"cpu": 1000, "pods": 1}
+    assert snapshot.apply(events) == 0  # already applied
+    done = make_pod("a", node_name="n1", requests={"cpu": "1"}, phase="Succeeded")
+    snapshot.apply([PodEvent(seq=5, type="MODIFIED", object=done)])
+    assert requested(snapshot, "n1") == {}
+    bound = make_pod("b", node_name="n1", requests={"cpu": "1"})
+    snapshot.apply([PodEvent(seq=6, type="MODIFIED", object=bound)])
+    snapshot.apply([PodEvent(seq=7, type="DELETED", object=bound)])
+    assert requested(snapshot, "n1") == {}
+
+
+def test_nonzero_requested_for_scoring():
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("n1"))
+    snapshot.add_pod(make_pod("a", node_name="n1", containers=1))
+    info = snapshot.table().node_info(0)
+    assert info.nonzero_requested == {"cpu": 100, "memory": 200 * MI}
+    assert info.requested["cpu"] == 0
+
+
+def test_pods_outlive_their_node_and_are_counted_when_it_comes_back():
+    snapshot = Snapshot()
+    snapshot.add_pod(make_pod("early", node_name="n2", requests={"example.com/gpu": "1"}))
+    snapshot.add_node(make_node("n1"))
+    snapshot.add_node(make_node("n2"))
+    assert requested(snapshot, "n2") == {"example.com/gpu": 1, "pods": 1}
+    snapshot.remove_node("n1")  # swaps n2 into row 0
+    assert snapshot.table().names == ["n2"]
+    assert requested(snapshot, "n2") == {"example.com/gpu": 1, "pods": 1}
+    snapshot.remove_node("n2")
+    snapshot.add_node(make_node("n2"))
+    assert requested(snapshot, "n2") == {"example.com/gpu": 1, "pods": 1}
+
+
+def test_assume_forget_expire_and_binding_replaces_the_assumption():
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("n1"))
+    snapshot.add_node(make_node("n2"))
+    pod = make_pod("p", requests={"cpu": "1"})
+    snapshot.assume(PodInfo.of(pod), "n1", deadline=100.0)
+    assert requested(snapshot, "n1") == {"cpu": 1000, "pods": 1}
+    assert snapshot.assumed_node(pod.metadata.uid) == "n1"
+    snapshot.assume(PodInfo.of(pod), "n2", deadline=100.0)  # a new attempt moves it
+    assert requested(snapshot, "n1") == {}
+    assert snapshot.expire_assumed(now=50.0) == []
+    assert snapshot.expire_assumed(now=100.5) == [pod.metadata.uid]
+    assert requested(snapshot, "n2") == {}
+    snapshot.assume(PodInfo.of(pod), "n1")
+    snapshot.add_pod(make_pod("p", node_name="n1", requests={"cpu": "1"}))
+    assert requested(snapshot, "n1") == {"cpu": 1000, "pods": 1}  # not twice
+    assert snapshot.assumed_node(pod.metadata.uid) is None
+    assert snapshot.is_bound(pod.metadata.uid)
+
+
+def test_pending_update_keeps_the_assumption():
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("n1"))
+    pod = make_pod("p", requests={"cpu": "1"})
+    snapshot.assume(PodInfo.of(pod), "n1")
+    snapshot.add_pod(pod)  # a status update of the still pending pod
+    assert requested(snapshot, "n1") == {"cpu": 1000, "pods": 1}
+
+
+def test_correct_usage_until_the_next_event_for_the_node():
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("n1"))
+    snapshot.add_node(make_node("n2"))
+    snapshot.add_pod(make_pod("a", node_name="n1", requests={"cpu": "1"}))
+    snapshot.correct_usage("n1", {"cpu": 3000, "pods": 3, "example.com/gpu": 1})
+    assert requested(snapshot, "n1") == {"cpu": 3000, "pods": 3, "example.com/gpu": 1}
+    snapshot.add_pod(make_pod("other", node_name="n2"))  # another node: kept
+    assert requested(snapshot, "n1")["cpu"] == 3000
+    snapshot.add_pod(make_pod("b", node_name="n1", requests={"cpu": "1"}))
+    assert requested(snapshot, "n1") == {"cpu": 2000, "pods": 2}
+
+
+def test_load_from_store_objects():
+    encode = msgspec.json.encode
+    nodes = {"n1": encode(make_node("n1", allocatable={"cpu": "2", "pods": 10}))}
+    bound = make_pod("a", node_name="n1", requests={"cpu": "500m"})
+    pods = {"default/a": encode(bound), "default/b": encode(make_pod("b"))}
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("stale"))
+    by_uid = snapshot.load(nodes, pods, seq=42)
+    assert snapshot.applied_seq == 42
+    assert snapshot.table().names == ["n1"]
+    assert set(by_uid) == {"default-a-uid", "default-b-uid"}
+    assert requested(snapshot, "n1") == {"cpu": 500, "pods": 1}
+
+
+def test_with_pods_view_adds_pods_to_a_subset():
+    snapshot = Snapshot()
+    for name in ("a", "b", "c"):
+        snapshot.add_node(make_node(name))
+    table = snapshot.table()
+    extra = PodInfo.of(make_pod("x", requests={"cpu": "1", "example.com/gpu": "1"}))
+    view = table.with_pods([2], {2: [extra]})
+    assert view.names == ["c"]
+    assert view.node_info(0).requested["example.com/gpu"] == 1
+    assert view.node_info(0).requested["pods"] == 1
+    assert table.node_info(2).requested["pods"] == 0  # the snapshot is untouched
