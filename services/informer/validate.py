@@ -26,11 +26,11 @@ MAX_MESSAGE_BYTES = 1_048_576
 _PATH = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 
 
-class _Named(msgspec.Struct):
+class _Named(msgspec.Struct, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
 
 
-class _NamedEnvelope(msgspec.Struct):
+class _NamedEnvelope(msgspec.Struct, frozen=True):
     object: _Named = _Named()
 
 

@@ -72,7 +72,8 @@ class Bus(Protocol):
 
     async def publish(self, messages: Sequence[Message]) -> None:
         """Publish and wait for the broker's confirmation of all of them.
-        Raises :class:`BusError` if any is refused or unroutable to a durable queue."""
+        Raises :class:`BusError` if the broker refuses one or the exchange is not in
+        contracts.topology. A message no queue is bound for is dropped, as in AMQP."""
 
     async def consume(
         self,

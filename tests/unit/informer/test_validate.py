@@ -67,7 +67,7 @@ BAD = [
         "pod",
         "web",
         "spec.containers[0].resources.requests.memory",
-        "negative",
+        "greater than or equal to 0",
     ),
     (
         "wrong-type",
@@ -151,7 +151,8 @@ def test_kubectl_output_is_accepted_with_unknown_fields_ignored() -> None:
 def test_missing_uid_and_namespace_get_stable_defaults() -> None:
     obj = pod_obj()
     del obj["metadata"]["namespace"]
-    first, second = validate(event(obj), "pod.added"), validate(event(obj), "pod.modified")
+    first = validate(event(obj), "pod.added")
+    second = validate(event(obj, "MODIFIED"), "pod.modified")
     assert isinstance(first, Accepted) and isinstance(second, Accepted)
     assert first.object.metadata.namespace == "default"
     assert first.object.metadata.uid == second.object.metadata.uid
