@@ -96,6 +96,8 @@ class Client:
         self.prefix = f"{namespace}."
         self.decisions: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         self.errors: list[dict[str, Any]] = []
+        self.recorded: dict[str, str] = {}
+        """pod → node for every binding the informer recorded in the log (ksched.cluster)."""
         self.arrived = asyncio.Event()
 
     async def open(self) -> None:
@@ -110,6 +112,22 @@ class Client:
             queue = await self.channel.declare_queue(exclusive=True, auto_delete=True)
             await queue.bind(ex, "#")
             await queue.consume(self._on_decision if sink is not None else self._on_error)
+        cluster = await self.channel.declare_exchange(
+            self.prefix + "ksched.cluster", aio_pika.ExchangeType.FANOUT, durable=True
+        )
+        feed = await self.channel.declare_queue(exclusive=True, auto_delete=True)
+        await feed.bind(cluster, "")
+        await feed.consume(self._on_cluster)
+
+    async def _on_cluster(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        async with message.process():
+            for entry in json.loads(message.body)["events"]:
+                if entry["kind"] == "pod" and entry.get("origin") == "binding":
+                    meta = entry["object"]["metadata"]
+                    self.recorded[f"{meta['namespace']}/{meta['name']}"] = entry["object"]["spec"][
+                        "nodeName"
+                    ]
+            self.arrived.set()
 
     async def _on_decision(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         async with message.process():
