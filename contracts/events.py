@@ -29,6 +29,7 @@ from contracts.k8s import (
 )
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Origin = Literal["user", "binding"]
 
 
 class WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
@@ -46,7 +47,7 @@ class _Logged(Wire, kw_only=True, frozen=True, tag_field="kind"):
     """Wall-clock seconds when the informer accepted the event (for latency metrics)."""
     trace: dict[str, str] = {}
     """W3C trace context of the ingest span, so downstream spans join the same trace."""
-    origin: Literal["user", "binding"] = "user"
+    origin: Origin = "user"
     """``user``: a watch event someone published. ``binding``: the informer recorded a
     Binding the binder published (the pod got its spec.nodeName). Replay feeds the
     user entries back and compares its decisions with the binding entries."""

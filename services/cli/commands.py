@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -14,9 +15,10 @@ from services.cli.manifests import ManifestError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.eventlog import open_event_log
+from services.scheduler.config import Profile
 
 
-def _profiles(config: str | None) -> object:
+def _profiles(config: str | None) -> Sequence[Profile]:
     from services.cli.runtime import load_profiles
 
     return load_profiles(config)

@@ -27,6 +27,7 @@ from services.common.k8s_events import ATTEMPT_HEADER
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from services.queue.service import QueueService
+from services.scheduler.config import Profile
 from services.scheduler.service import SchedulerService
 
 WATCH_QUEUE = topology.QueueSpec(
@@ -81,7 +82,7 @@ class EmbeddedCluster:
         *,
         clock: Clock | None = None,
         seed: int | None = None,
-        profiles: object = None,
+        profiles: Sequence[Profile] | None = None,
         event_log: EventLog | None = None,
         hold: bool = True,
         scheduled_events: bool = False,

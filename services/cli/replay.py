@@ -21,6 +21,7 @@ from contracts.k8s import namespaced_name
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
 from services.common.clock import FakeClock
+from services.scheduler.config import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ def segments(events: Iterable[ClusterEvent]) -> tuple[list[list[Document]], dict
 
 
 async def replay(
-    events: Iterable[ClusterEvent], *, seed: int | None, profiles: object = None
+    events: Iterable[ClusterEvent], *, seed: int | None, profiles: Sequence[Profile] | None = None
 ) -> ReplayResult:
     parts, recorded = segments(events)
     cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)

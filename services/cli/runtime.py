@@ -28,6 +28,7 @@ from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.informer.service import InformerService
 from services.queue.service import QueueService
+from services.scheduler.config import Profile
 from services.scheduler.service import SchedulerService
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
@@ -76,7 +77,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 
 
-def load_profiles(path: str | None) -> object:
+def load_profiles(path: str | None) -> Sequence[Profile]:
     from services.scheduler.config import load_profiles as load
 
     return load(path)

@@ -16,6 +16,7 @@ from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common.clock import FakeClock
 from services.common.eventlog import EventLog
+from services.scheduler.config import Profile
 
 # Objects others refer to go first, so a pod bound to a node never precedes the node.
 _KIND_ORDER = {
@@ -43,7 +44,7 @@ async def simulate(
     documents: Sequence[Document],
     *,
     seed: int | None,
-    profiles: object = None,
+    profiles: Sequence[Profile] | None = None,
     event_log: EventLog | None = None,
     on_decision: Callable[[DecisionRecord], None] | None = None,
 ) -> list[DecisionRecord]:

@@ -63,9 +63,7 @@ def binding_for(pod: Pod, node: str) -> Binding:
     )
 
 
-def decision_message(
-    decision: Binding | Event, body: bytes, headers: dict[str, str]
-) -> Message:
+def decision_message(decision: Binding | Event, body: bytes, headers: dict[str, str]) -> Message:
     kind = "binding" if isinstance(decision, Binding) else "event"
     key = topology.decision_key(kind, decision.metadata.namespace)
     return Message(topology.DECISIONS.name, key, body, headers)

@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 from opentelemetry import trace
 
 from contracts import topology
 from contracts.errors import ErrorReport
-from contracts.events import EVENT_FOR_KIND, ClusterBatch, ClusterEvent, PodEvent
+from contracts.events import EVENT_FOR_KIND, ClusterBatch, ClusterEvent, Origin, PodEvent
 from contracts.k8s import Binding, Pod
 from contracts.kinds import KINDS, KubeObject
 from services.common import telemetry
@@ -185,16 +186,17 @@ class InformerService:
         changes: Sequence[tuple[Change, dict[str, str]]],
         reports: Sequence[ErrorReport],
         *,
-        origin: str,
+        origin: Origin,
     ) -> None:
         now = self._clock.now()
         seq = self._log.last_seq()
         events: list[ClusterEvent] = []
         for change, carrier in changes:
             seq += 1
-            event_type = EVENT_FOR_KIND[change.kind]
+            # The kind was checked when the change was accepted; the object matches it.
+            entry: Any = EVENT_FOR_KIND[change.kind]
             events.append(
-                event_type(  # type: ignore[arg-type]
+                entry(
                     seq=seq,
                     type=change.type,
                     at=now,

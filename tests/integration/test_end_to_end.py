@@ -103,7 +103,9 @@ async def test_duplicate_and_redelivered_events_change_nothing(
     assert client.bindings()["e2e/web"] == client.bindings()["e2e/web"][:1]
     log = (await asyncio.to_thread(Path(processes.workdir / "events.jsonl").read_text)).splitlines()
     entries = [json.loads(line) for line in log]
-    keys = Counter((e["kind"], e["object"]["metadata"]["name"], e.get("origin", "user")) for e in entries)
+    keys = Counter(
+        (e["kind"], e["object"]["metadata"]["name"], e.get("origin", "user")) for e in entries
+    )
     assert keys[("node", "node-a", "user")] == 1
     assert keys[("pod", "web", "user")] == 1
     assert keys[("pod", "web", "binding")] == 1
