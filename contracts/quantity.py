@@ -12,6 +12,7 @@ the conversion rounds a fractional result up.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -61,6 +62,13 @@ def parse_quantity(text: str | int | float) -> Fraction:
         text = repr(text)
     if not isinstance(text, str):
         raise QuantityError(f"quantities must be strings or numbers, not {type(text).__name__}")
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_text(text: str) -> Fraction:
+    """Parse the string form. Cached: clusters repeat a handful of quantities endlessly,
+    and a Fraction is immutable."""
     match = _QUANTITY.match(text.strip())
     if match is None or not text.strip():
         raise QuantityError(

@@ -190,14 +190,14 @@ async def bench_services(nodes: int, pods: int, settings: Settings) -> dict[str,
 
         started = await _publish_pods(publish, [pod_document(i) for i in range(pods)], timings)
         await timings.done.wait()
-        report = timings.report("SchedulingBasic", "services", nodes, started)
     finally:
         for child in children:
             child.terminate()
         for child in children:
             await child.wait()
         await _cleanup(bus, store)
-    return report
+    # After the children are reaped, so that their peak memory counts in max_rss_mb.
+    return timings.report("SchedulingBasic", "services", nodes, started)
 
 
 async def _cleanup(bus: object, store: object) -> None:

@@ -27,7 +27,7 @@ from services.common.k8s_events import ATTEMPT_HEADER
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from services.queue.service import QueueService
-from services.scheduler.config import Profile
+from services.scheduler.config import Profile, default_profile
 from services.scheduler.service import SchedulerService
 
 WATCH_QUEUE = topology.QueueSpec(
@@ -101,6 +101,7 @@ class EmbeddedCluster:
             self.bus,
             self.store,
             self.clock,
+            profiles=[p.scheduler_name for p in profiles or (default_profile(),)],
             hold=hold,
             max_in_flight=max_in_flight,
             batch_size=dispatch_batch,

@@ -58,6 +58,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             bus,
             store,
             clock,
+            profiles=[p.scheduler_name for p in load_profiles(settings.config)],
             max_in_flight=settings.max_in_flight,
             batch_size=settings.dispatch_batch,
         )
@@ -173,6 +174,11 @@ async def watch(settings: Settings, *, errors: bool, limit: int | None) -> int:
         loop.add_signal_handler(sig, done.set)
     await bus.declare(topology.QUEUES)
     await bus.consume(spec, show)
+    print(
+        "watching ksched.decisions" + (" and ksched.errors" if errors else ""),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         await done.wait()
     finally:

@@ -13,6 +13,7 @@ from services.cli.manifests import ManifestError
 from services.cli.replay import replay
 from services.cli.simulate import load_cluster, simulate
 from services.common.eventlog import open_event_log
+from services.scheduler.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "ops" / "examples" / "cluster.yaml"
@@ -113,3 +114,19 @@ def test_the_simulate_command_prints_json_lines_and_fails_on_a_bad_file(tmp_path
     failed = subprocess.run([*command, str(bad)], capture_output=True, text=True)
     assert failed.returncode == 2
     assert "spec.overhead.cpu" in failed.stderr
+
+
+async def test_pods_of_every_configured_profile_are_scheduled_and_others_left_alone() -> None:
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "batch"}],
+    }
+    text = (
+        "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n---\n"
+        "kind: Pod\nmetadata: {name: a, namespace: x}\nspec: {schedulerName: batch}\n---\n"
+        "kind: Pod\nmetadata: {name: b, namespace: x}\nspec: {schedulerName: someone-else}\n"
+    )
+    profiles = load_config(config).profiles
+    records = await simulate(load_cluster(text, "x.yaml"), seed=0, profiles=profiles)
+    assert [(r.kind, r.pod, r.node) for r in records] == [("Binding", "x/a", "n1")]
