@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from contracts.k8s import Node
+from services.scheduler.framework.attributes import NodeAttributes
 from services.scheduler.framework.nodeinfo import BUILTIN_RESOURCES, NodeTable, charge
 from services.scheduler.framework.types import PodInfo
 
@@ -27,6 +28,8 @@ class NodeColumns:
         self._req = np.zeros((16, 8), dtype=np.int64)
         self._nonzero = np.zeros((16, 2), dtype=np.int64)
         self._table: NodeTable | None = None
+        self._attributes: NodeAttributes | None = None
+        """Rebuilt only when a node changes (not when pods do): see framework.attributes."""
 
     def table(self) -> NodeTable:
         """The live rows as a NodeTable; valid until the next change."""
@@ -41,8 +44,14 @@ class NodeColumns:
                 requested=self._req[:n, :r],
                 nonzero_requested=self._nonzero[:n],
                 pods=self._pods,
+                attributes=self._node_attributes(),
             )
         return self._table
+
+    def _node_attributes(self) -> NodeAttributes:
+        if self._attributes is None:
+            self._attributes = NodeAttributes(list(self._nodes))
+        return self._attributes
 
     def changed(self) -> None:
         """Drop the cached table (a row's pods changed without an array update)."""
@@ -71,6 +80,7 @@ class NodeColumns:
         self._nodes.append(node)
         self._pods.append(pods)
         self.index[name] = row
+        self._attributes = None
         self._alloc[row] = 0
         self._req[row] = 0
         self._nonzero[row] = 0
@@ -82,12 +92,14 @@ class NodeColumns:
     def set_node(self, row: int, node: Node, allocatable: Mapping[str, int]) -> None:
         columns = [self.column(resource) for resource in allocatable]
         self._nodes[row] = node
+        self._attributes = None
         self._alloc[row] = 0
         self._alloc[row, columns] = list(allocatable.values())
         self._table = None
 
     def remove_row(self, name: str) -> None:
         row = self.index.pop(name)
+        self._attributes = None
         last = len(self.names) - 1
         if row != last:
             moved = self.names[last]

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from contracts.k8s import Node
 from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from services.scheduler.framework.attributes import NodeAttributes
 from services.scheduler.framework.types import PodInfo
 
 CPU_COL: Final = 0
@@ -76,6 +77,8 @@ class NodeTable:
     nonzero_requested: Int64Array
     pods: Sequence[Mapping[str, PodInfo]]
     """Per row: pod UID → PodInfo of every pod counted on the node (bound or assumed)."""
+    attributes: NodeAttributes
+    """Node labels as columns (see framework.attributes), cached across pod changes."""
 
     @property
     def num_nodes(self) -> int:
@@ -125,4 +128,5 @@ class NodeTable:
             requested=requested,
             nonzero_requested=nonzero,
             pods=pods,
+            attributes=self.attributes.take(rows),
         )

@@ -1,0 +1,47 @@
+"""Node labels as columns: codes, selectors, and the cache's lifetime."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.scheduler.framework.snapshot import Snapshot
+from services.scheduler.framework.types import PodInfo
+from tests.builders import make_node, make_pod
+
+
+def snapshot_with(*nodes: tuple[str, dict[str, str]]) -> Snapshot:
+    snapshot = Snapshot()
+    for name, labels in nodes:
+        snapshot.add_node(make_node(name, labels=labels))
+    return snapshot
+
+
+def test_label_column_codes_values_and_missing() -> None:
+    snapshot = snapshot_with(("a", {"zone": "z2"}), ("b", {}), ("c", {"zone": "z1"}))
+    zone = snapshot.table().attributes.label("zone")
+    assert zone.values == ("z1", "z2")
+    assert zone.codes.tolist() == [1, -1, 0]
+    assert zone.present().tolist() == [True, False, True]
+    assert zone.matches(["z1", "z9"]).tolist() == [False, False, True]
+    assert [zone.value(r) for r in range(3)] == ["z2", None, "z1"]
+    assert zone.code_of("z9") == -1
+
+
+def test_columns_survive_pod_changes_and_are_rebuilt_when_a_node_changes() -> None:
+    snapshot = snapshot_with(("a", {"zone": "z1"}))
+    before = snapshot.table().attributes
+    snapshot.assume(PodInfo.of(make_pod("p", requests={"cpu": "100m"})), "a")
+    assert snapshot.table().attributes is before
+    snapshot.add_node(make_node("a", labels={"zone": "z2"}))
+    after = snapshot.table().attributes
+    assert after is not before
+    assert after.label("zone").values == ("z2",)
+
+
+def test_rows_follow_a_removed_node() -> None:
+    snapshot = snapshot_with(("a", {"k": "1"}), ("b", {"k": "2"}), ("c", {"k": "3"}))
+    snapshot.remove_node("a")
+    table = snapshot.table()
+    column = table.attributes.label("k")
+    assert [column.value(table.index[name]) for name in ("b", "c")] == ["2", "3"]
+    assert np.array_equal(column.present(), np.ones(2, dtype=bool))
