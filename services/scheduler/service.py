@@ -39,6 +39,7 @@ from services.common.store import ClusterStore
 from services.scheduler.config import Profile, default_profile
 from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
 from services.scheduler.framework.diagnosis import truncate_message
+from services.scheduler.framework.listers import KINDS as LISTED_KINDS
 from services.scheduler.framework.registry import Registry
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.snapshot import Snapshot
@@ -76,11 +77,18 @@ class SchedulerService:
         self._replica = replica
         rng = random.Random(seed)
         tracer = tracer or telemetry.tracer("scheduler")
+        self.snapshot = Snapshot()
         self.frameworks = {
-            p.scheduler_name: Framework(p, registry, rng=rng, tracer=tracer, path=f"profiles[{i}]")
+            p.scheduler_name: Framework(
+                p,
+                registry,
+                rng=rng,
+                tracer=tracer,
+                path=f"profiles[{i}]",
+                listers=self.snapshot.listers,
+            )
             for i, p in enumerate(profiles or (default_profile(),))
         }
-        self.snapshot = Snapshot()
         self._cycle = BatchScheduler(
             self.snapshot,
             self.frameworks,
@@ -115,8 +123,9 @@ class SchedulerService:
         seq = await self._store.applied_seq()
         nodes = await self._store.objects("node")
         pods = await self._store.objects("pod")
+        others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
         assumed = await self._store.assumed()
-        by_uid = self.snapshot.load(nodes, pods, seq)
+        by_uid = self.snapshot.load(nodes, pods, seq, others)
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
             if pod is not None and not self.snapshot.is_bound(uid):
@@ -140,7 +149,19 @@ class SchedulerService:
                 rejections.append(Rejection(delivery, f"not a ClusterBatch: {err}"))
         if self._buffer is not None:
             self._buffer.extend(events)
-        elif self.snapshot.apply(events):
+            return rejections
+        fresh = [e for e in events if e.seq > self.snapshot.applied_seq]
+        if fresh and fresh[0].seq != self.snapshot.applied_seq + 1:
+            # Entries are missing (an informer crash between its store write and its
+            # publish): the store has them, so reload from it, keeping these.
+            log.warning(
+                "gap in the cluster feed (%d → %d): reloading",
+                self.snapshot.applied_seq,
+                fresh[0].seq,
+            )
+            self._buffer = fresh
+            await self._load()
+        elif self.snapshot.apply(fresh):
             self._advanced.set()
         return rejections
 

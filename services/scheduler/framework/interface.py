@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from services.scheduler.framework.diagnosis import Diagnosis
 from services.scheduler.framework.events import ClusterEventWithHint
+from services.scheduler.framework.listers import Listers
 from services.scheduler.framework.nodeinfo import Int64Array, NodeTable
 from services.scheduler.framework.status import Status, StatusError
 from services.scheduler.framework.types import PodInfo, QueuedPodInfo
@@ -167,6 +168,8 @@ class Handle:
     """What a plugin factory gets from the framework that builds it."""
 
     profile_name: str
+    listers: Listers = field(default_factory=Listers)
+    """Cluster objects besides nodes and pods, kept current by the snapshot."""
 
 
 class Plugin(Protocol):

@@ -40,6 +40,7 @@ from services.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from services.scheduler.framework.listers import Listers
 from services.scheduler.framework.nodeinfo import Int64Array, NodeTable
 from services.scheduler.framework.profile import Profile, resolve_plugins
 from services.scheduler.framework.registry import Registry, join_path
@@ -97,13 +98,16 @@ class Framework:
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
         path: str = "",
+        listers: Listers | None = None,
     ) -> None:
+        """``listers``: the snapshot's (``Snapshot.listers``), for plugins that read
+        namespaces, volumes or claims; an empty set when None."""
         if registry is None:
             from services.scheduler.plugins import in_tree_registry
 
             registry = in_tree_registry()
         resolved = resolve_plugins(profile, registry, path)
-        handle = Handle(profile.scheduler_name)
+        handle = Handle(profile.scheduler_name, listers or Listers())
         self.profile = profile
         self.rng = rng or random.Random()
         self.tracer = tracer

@@ -29,6 +29,7 @@ from contracts.events import NodeEvent, PodEvent
 from contracts.k8s import Node, Pod, namespaced_name
 from services.common.resources import ResourceError, node_allocatable
 from services.scheduler.framework.columns import NodeColumns
+from services.scheduler.framework.listers import Listers
 from services.scheduler.framework.nodeinfo import NodeTable
 from services.scheduler.framework.types import PodInfo, pod_priority, pod_uid
 
@@ -50,6 +51,8 @@ def _pod_info(pod: Pod) -> PodInfo:
 
 class Snapshot:
     def __init__(self) -> None:
+        self.listers = Listers()
+        """Namespaces, volumes, claims, storage classes, PDBs, priority classes."""
         self._reset()
 
     def _reset(self) -> None:
@@ -94,16 +97,24 @@ class Snapshot:
                     self.remove_node(event.object.metadata.name)
                 else:
                     self.add_node(event.object)
+            else:
+                self.listers.apply(event)
             self._seq = event.seq
             applied += 1
         return applied
 
     def load(
-        self, nodes: Mapping[str, bytes], pods: Mapping[str, bytes], seq: int
+        self,
+        nodes: Mapping[str, bytes],
+        pods: Mapping[str, bytes],
+        seq: int,
+        others: Mapping[str, Mapping[str, bytes]] | None = None,
     ) -> dict[str, Pod]:
-        """Replace everything with the store's objects (JSON by key) as of ``seq``.
-        Local assumptions are dropped. Returns every pod by UID, to re-assume some."""
+        """Replace everything with the store's objects (JSON by key) as of ``seq``;
+        ``others`` holds the listers' kinds (kind → key → JSON). Local assumptions are
+        dropped. Returns every pod by UID, to re-assume some."""
         self._reset()
+        self.listers.load(others or {})
         for body in nodes.values():
             self.add_node(_node_decoder.decode(body))
         by_uid: dict[str, Pod] = {}

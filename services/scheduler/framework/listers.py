@@ -1,0 +1,99 @@
+"""Cluster objects other than nodes and pods, as plugins read them (upstream's listers):
+namespaces (InterPodAffinity's namespaceSelector), PersistentVolumes, claims and
+StorageClasses (the volume plugins), PodDisruptionBudgets and PriorityClasses
+(preemption). The snapshot keeps them current from the same log entries it applies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from contracts.events import ClusterEvent
+from contracts.k8s import (
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodDisruptionBudget,
+    PriorityClass,
+    StorageClass,
+)
+
+KINDS: Mapping[str, type] = {
+    "namespace": Namespace,
+    "persistentvolume": PersistentVolume,
+    "persistentvolumeclaim": PersistentVolumeClaim,
+    "storageclass": StorageClass,
+    "poddisruptionbudget": PodDisruptionBudget,
+    "priorityclass": PriorityClass,
+}
+"""The kinds the listers hold, by routing-key kind: what the scheduler loads at start."""
+
+
+def _key(namespace: str | None, name: str) -> str:
+    return f"{namespace or 'default'}/{name}"
+
+
+class Listers:
+    def __init__(self) -> None:
+        self.namespaces: dict[str, Namespace] = {}
+        self.persistent_volumes: dict[str, PersistentVolume] = {}
+        self.persistent_volume_claims: dict[str, PersistentVolumeClaim] = {}
+        """By ``namespace/name``."""
+        self.storage_classes: dict[str, StorageClass] = {}
+        self.pod_disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        """By ``namespace/name``."""
+        self.priority_classes: dict[str, PriorityClass] = {}
+
+    def claim(self, namespace: str | None, name: str) -> PersistentVolumeClaim | None:
+        return self.persistent_volume_claims.get(_key(namespace, name))
+
+    def apply(self, event: ClusterEvent) -> None:
+        """Apply one log entry (entries of kinds the listers do not hold are ignored)."""
+        self.put(event.object, deleted=event.type == "DELETED")
+
+    def put(self, obj: object, *, deleted: bool = False) -> None:
+        match obj:
+            case Namespace(metadata=meta):
+                _put(self.namespaces, meta.name, obj, deleted)
+            case PersistentVolume(metadata=meta):
+                _put(self.persistent_volumes, meta.name, obj, deleted)
+            case PersistentVolumeClaim(metadata=meta):
+                _put(self.persistent_volume_claims, _key(meta.namespace, meta.name), obj, deleted)
+            case StorageClass(metadata=meta):
+                _put(self.storage_classes, meta.name, obj, deleted)
+            case PodDisruptionBudget(metadata=meta):
+                _put(self.pod_disruption_budgets, _key(meta.namespace, meta.name), obj, deleted)
+            case PriorityClass(metadata=meta):
+                _put(self.priority_classes, meta.name, obj, deleted)
+            case _:
+                pass
+
+    def load(self, objects: Mapping[str, Mapping[str, bytes]]) -> None:
+        """Replace everything with the store's objects: kind → key → JSON."""
+        for table in self._tables():
+            table.clear()
+        for kind, items in objects.items():
+            cls = KINDS.get(kind)
+            if cls is not None:
+                decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(cls)
+                for body in items.values():
+                    self.put(decoder.decode(body))
+
+    def _tables(self) -> tuple[dict[str, Any], ...]:
+        return (
+            self.namespaces,
+            self.persistent_volumes,
+            self.persistent_volume_claims,
+            self.storage_classes,
+            self.pod_disruption_budgets,
+            self.priority_classes,
+        )
+
+
+def _put(into: dict[str, Any], key: str, obj: object, deleted: bool) -> None:
+    if deleted:
+        into.pop(key, None)
+    else:
+        into[key] = obj
