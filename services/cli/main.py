@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -101,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (ksched asyncapi | head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -1,0 +1,166 @@
+"""Schemas (from the msgspec Structs) and the messages that carry them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from contracts import topology
+from contracts.asyncapi._base import (
+    _DEAD_LETTER,
+    _EXAMPLE_POD_EVENT,
+    _WATCH_KINDS,
+    JSON,
+    SCHEMA_REF,
+    TRACE_HEADERS,
+)
+from contracts.errors import ErrorReport
+from contracts.events import ClusterBatch, WatchEvent
+from contracts.k8s import Pod
+from contracts.k8s.decisions import Binding, Event
+from contracts.kinds import EVENT_TYPES
+from contracts.messages import BindBatch, ResultBatch, ScheduleBatch
+
+# --- schemas -------------------------------------------------------------------------
+
+
+def _top_level_types() -> list[type[Any]]:
+    """Every type a message carries at its top level (the rest are reached from these)."""
+    batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch]
+    decisions: list[type[Any]] = [Binding, Event]
+    return [WatchEvent, *_WATCH_KINDS.values(), *batches, *decisions, ErrorReport]
+
+
+def _schemas() -> tuple[dict[type[Any], JSON], JSON]:
+    types = list(dict.fromkeys(_top_level_types()))
+    refs, components = msgspec.json.schema_components(types, ref_template=SCHEMA_REF)
+    schemas: JSON = _asyncapi_schema(components)
+    # msgspec.Raw has no schema (``{}``); the informer decodes it by the routing key.
+    schemas[WatchEvent.__name__]["properties"]["object"] = {
+        "type": "object",
+        "description": (
+            "The Kubernetes object, exactly as `kubectl get -o json` prints it. Its kind "
+            "is the one in the routing key; see the per-kind messages for its schema."
+        ),
+    }
+    schemas["TraceHeaders"] = _headers_schema({})
+    schemas["DeadLetterHeaders"] = _headers_schema(
+        {topology.REASON_HEADER: "Why the message was rejected."}
+    )
+    return dict(zip(types, refs, strict=True)), schemas
+
+
+def _asyncapi_schema(node: Any) -> Any:
+    """msgspec emits OpenAPI's object-valued ``discriminator``; AsyncAPI's is the property
+    name alone (each variant still pins its tag with an ``enum``)."""
+    if isinstance(node, dict):
+        out = {k: _asyncapi_schema(v) for k, v in node.items()}
+        discriminator = out.get("discriminator")
+        if isinstance(discriminator, dict):
+            out["discriminator"] = discriminator["propertyName"]
+        return out
+    if isinstance(node, list):
+        return [_asyncapi_schema(v) for v in node]
+    return node
+
+
+def _headers_schema(extra: Mapping[str, str]) -> JSON:
+    properties: JSON = {
+        name: {"type": "string", "description": description}
+        for name, description in {**TRACE_HEADERS, **extra}.items()
+    }
+    schema: JSON = {"type": "object", "properties": properties}
+    if extra:
+        schema["required"] = sorted(extra)
+    return schema
+
+
+def _ref(path: str) -> JSON:
+    return {"$ref": path}
+
+
+# --- messages ------------------------------------------------------------------------
+
+
+def _message(
+    name: str,
+    payload: JSON,
+    summary: str,
+    *,
+    headers: str = "TraceHeaders",
+    examples: Sequence[JSON] = (),
+) -> JSON:
+    message: JSON = {
+        "name": name,
+        "title": name,
+        "summary": summary,
+        "contentType": "application/json",
+        "headers": _ref(SCHEMA_REF.format(name=headers)),
+        "payload": payload,
+    }
+    if examples:
+        message["examples"] = list(examples)
+    return message
+
+
+def _watch_message_id(kind: str) -> str:
+    return f"{_WATCH_KINDS[kind].__name__}WatchEvent"
+
+
+def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
+    messages: JSON = {}
+    types = ", ".join(t.lower() for t in EVENT_TYPES)
+    for kind, struct in _WATCH_KINDS.items():
+        key = topology.event_key(kind, "{type}")
+        messages[_watch_message_id(kind)] = _message(
+            _watch_message_id(kind),
+            {
+                "allOf": [
+                    refs[WatchEvent],
+                    {"type": "object", "properties": {"object": refs[struct]}},
+                ]
+            },
+            f"A watch event about a {struct.__name__}; routing key `{key}` ({types}).",
+            examples=(
+                [{"name": "pending-pod", "payload": _EXAMPLE_POD_EVENT}] if struct is Pod else []
+            ),
+        )
+    summaries: dict[type[Any], str] = {
+        ClusterBatch: "Consecutive entries of the informer's event log, in seq order.",
+        ScheduleBatch: "Scheduling attempts the queue hands to any scheduler replica.",
+        BindBatch: "Bind requests from a scheduler to any binder replica.",
+        ResultBatch: "How attempts ended, back to the queue (frees in-flight slots).",
+        Binding: "v1 Binding: the pod in metadata is bound to the Node in target.",
+        Event: "v1 Event about a pod (Scheduled, FailedScheduling, Preempted).",
+        ErrorReport: "Why an inbound message was refused, naming the object and field.",
+    }
+    for struct, summary in summaries.items():
+        messages[struct.__name__] = _message(struct.__name__, refs[struct], summary)
+    messages[_DEAD_LETTER] = _message(
+        _DEAD_LETTER,
+        {"description": "The rejected message's body, unchanged."},
+        f"A poison message, with the reason in the `{topology.REASON_HEADER}` header.",
+        headers="DeadLetterHeaders",
+    )
+    return messages
+
+
+def _payload_messages(payload: str) -> list[str]:
+    """Message ids for a QueueSpec.payload name."""
+    if payload == WatchEvent.__name__:
+        return [_watch_message_id(kind) for kind in _WATCH_KINDS]
+    return [payload or _DEAD_LETTER]
+
+
+_EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
+    topology.EVENTS.name: _payload_messages(WatchEvent.__name__),
+    topology.CLUSTER.name: [ClusterBatch.__name__],
+    topology.SCHEDULE.name: [ScheduleBatch.__name__],
+    topology.BIND.name: [BindBatch.__name__],
+    topology.RESULTS.name: [ResultBatch.__name__],
+    topology.DECISIONS.name: [Binding.__name__, Event.__name__],
+    topology.ERRORS.name: [ErrorReport.__name__],
+    topology.DEAD.name: [_DEAD_LETTER],
+}

@@ -1,0 +1,205 @@
+"""Operations: who publishes and who consumes on each channel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from contracts import topology
+from contracts.asyncapi._base import AMQP_BINDING_VERSION, JSON, Action
+from contracts.asyncapi.channels import _REPLICA_FEED, channel_id
+from contracts.asyncapi.messages import _ref
+from contracts.k8s.decisions import Event
+
+# --- operations ----------------------------------------------------------------------
+
+_Hop = tuple[str, Action, str, Sequence[str] | None, str, str]
+"""operation id, action, exchange or queue name, message ids (None: all of the
+channel's), tag, summary."""
+
+_HOPS: Final[tuple[_Hop, ...]] = (
+    # What a ksched user does.
+    (
+        "publishWatchEvent",
+        "send",
+        topology.EVENTS.name,
+        None,
+        "client",
+        "Publish a Kubernetes watch event for ksched to ingest.",
+    ),
+    (
+        "receiveDecisions",
+        "receive",
+        topology.DECISIONS.name,
+        None,
+        "client",
+        "Receive Bindings and Events (bind a queue with `binding.*`, `event.<ns>` or `#`).",
+    ),
+    (
+        "receiveErrors",
+        "receive",
+        topology.ERRORS.name,
+        None,
+        "client",
+        "Receive the reasons ksched refused input (bind a queue with `error.*`).",
+    ),
+    (
+        "receiveDeadLetters",
+        "receive",
+        topology.DEAD_LETTERS.name,
+        None,
+        "operator",
+        "Inspect poison messages and why they were rejected.",
+    ),
+    # every consumer, through its bus
+    (
+        "busSendDeadLetters",
+        "send",
+        topology.DEAD.name,
+        None,
+        "internal",
+        "Dead-letter a poison message (any consumer, through its bus), with the reason.",
+    ),
+    # informer
+    (
+        "informerReceiveEvents",
+        "receive",
+        topology.INFORMER_EVENTS.name,
+        None,
+        "internal",
+        "Validate, sequence and log every watch event, in arrival order.",
+    ),
+    (
+        "informerReceiveBindings",
+        "receive",
+        topology.INFORMER_BINDINGS.name,
+        None,
+        "internal",
+        "Record published Bindings in the event log.",
+    ),
+    (
+        "informerSendCluster",
+        "send",
+        topology.CLUSTER.name,
+        None,
+        "internal",
+        "Republish accepted log entries to every projection.",
+    ),
+    (
+        "informerSendErrors",
+        "send",
+        topology.ERRORS.name,
+        None,
+        "internal",
+        "Report an invalid event instead of crashing on it.",
+    ),
+    # queue
+    (
+        "queueReceiveCluster",
+        "receive",
+        topology.QUEUE_CLUSTER.name,
+        None,
+        "internal",
+        "Move pods between activeQ, backoffQ and unschedulablePods on cluster events.",
+    ),
+    (
+        "queueReceiveResults",
+        "receive",
+        topology.QUEUE_RESULTS.name,
+        None,
+        "internal",
+        "Free in-flight slots; park, back off or forget each pod.",
+    ),
+    (
+        "queueSendSchedule",
+        "send",
+        topology.SCHEDULE.name,
+        None,
+        "internal",
+        "Hand the heads of activeQ to the scheduler replicas.",
+    ),
+    # scheduler
+    (
+        "schedulerReceiveRequests",
+        "receive",
+        topology.SCHEDULER_REQUESTS.name,
+        None,
+        "internal",
+        "Run the scheduling cycle for each pod of the batch.",
+    ),
+    (
+        "schedulerReceiveCluster",
+        "receive",
+        _REPLICA_FEED.name,
+        None,
+        "internal",
+        "Keep this replica's snapshot up to date.",
+    ),
+    (
+        "schedulerSendBind",
+        "send",
+        topology.BIND.name,
+        None,
+        "internal",
+        "Ask a binder to bind pods assumed on their nodes.",
+    ),
+    (
+        "schedulerSendResults",
+        "send",
+        topology.RESULTS.name,
+        None,
+        "internal",
+        "Report unschedulable, failed or stale attempts.",
+    ),
+    (
+        "schedulerSendDecisions",
+        "send",
+        topology.DECISIONS.name,
+        [Event.__name__],
+        "internal",
+        "Publish FailedScheduling and Preempted events.",
+    ),
+    # binder
+    (
+        "binderReceiveRequests",
+        "receive",
+        topology.BINDER_REQUESTS.name,
+        None,
+        "internal",
+        "Run Permit waits, PreBind, Bind and PostBind.",
+    ),
+    (
+        "binderSendDecisions",
+        "send",
+        topology.DECISIONS.name,
+        None,
+        "internal",
+        "Publish the Binding and its Scheduled event.",
+    ),
+    (
+        "binderSendResults",
+        "send",
+        topology.RESULTS.name,
+        None,
+        "internal",
+        "Report bound pods and binding-cycle failures.",
+    ),
+)
+
+
+def _operations(channels: Mapping[str, JSON]) -> JSON:
+    operations: JSON = {}
+    for op_id, action, name, message_ids, tag, summary in _HOPS:
+        cid = channel_id(name)
+        ids = list(channels[cid]["messages"]) if message_ids is None else list(message_ids)
+        operation: JSON = {
+            "action": action,
+            "channel": _ref(f"#/channels/{cid}"),
+            "summary": summary,
+            "tags": [{"name": tag}],
+            "messages": [_ref(f"#/channels/{cid}/messages/{m}") for m in ids],
+        }
+        if action == "receive":
+            operation["bindings"] = {"amqp": {"ack": True, "bindingVersion": AMQP_BINDING_VERSION}}
+        operations[op_id] = operation
+    return operations
