@@ -1,13 +1,21 @@
-"""``ksched bench``: scheduler_perf-shaped workloads, timed from publish to Binding.
+"""``ksched bench WORKLOAD``: upstream scheduler_perf's workload shapes, timed.
 
-SchedulingBasic uses upstream's templates: nodes with 4 CPU, 32Gi memory and 110 pods;
-pods requesting 100m CPU and 500Mi memory. The last line printed is one JSON object:
-``{"workload", "mode", "nodes", "pods", "pods_per_second", "p50_ms", "p99_ms",
-"max_rss_mb"}``; latency is from the publish of a pod's watch event to its Binding.
+The workloads (SchedulingBasic, SchedulingNodeAffinity, TopologySpreading,
+SchedulingPodAntiAffinity, SchedulingPodAffinity) and their templates are in
+cli.workloads. Modes:
 
-``embedded`` runs the whole pipeline in this process on the in-memory edges;
-``services`` starts each service as its own process against the real RabbitMQ and Redis
-(under a private namespace, removed afterwards) and talks to them over the bus only.
+- ``cycle``: the scheduling cycle alone in this process (cli.bench_cycle); latency is
+  one pod's PodInfo + schedule_one + assume.
+- ``embedded``: the whole pipeline in this process on the in-memory edges; latency is
+  from the publish of a measured pod's watch event to its decision.
+- ``services``: each service as its own process against the real RabbitMQ and Redis
+  (under a private namespace, removed afterwards), talked to over the bus only;
+  latency is from publish to Binding.
+
+The scheduler runs the default profile, so every plugin registered there takes part.
+The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
+"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus
+``"unschedulable"`` in cycle mode.
 """
 
 from __future__ import annotations
@@ -21,86 +29,60 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Decision
+from services.cli.bench_cycle import run_cycle
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
+from services.cli.workloads import WORKLOADS, Workload
 from services.common.bus import Delivery, Message, open_bus
 from services.common.clock import SystemClock
 from services.common.settings import Settings, from_env
 from services.common.store import open_store
 
-NODE_CAPACITY = {"pods": "110", "cpu": "4", "memory": "32Gi"}
-POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
+Publish = Callable[[Sequence[Document]], Awaitable[None]]
 
 
-def node_document(i: int) -> Document:
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": f"node-{i}", "labels": {"kubernetes.io/hostname": f"node-{i}"}},
-        "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY},
-    }
+def document(index: int, kind: str, obj: dict[str, Any]) -> Document:
     body = msgspec.json.encode({"type": "ADDED", "object": obj})
-    return Document(i, "node", body, topology.event_key("node", "ADDED"))
+    return Document(index, kind, body, topology.event_key(kind, "ADDED"))
 
 
-def pod_document(i: int) -> Document:
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"bench-pod-{i}"},
-        "spec": {
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": POD_REQUESTS, "limits": POD_REQUESTS},
-                }
-            ]
-        },
+def setup_documents(workload: Workload, nodes: int, init: int) -> list[Document]:
+    """The nodes, then the init pods bound to them."""
+    docs = [document(i, "node", workload.node(i)) for i in range(nodes)]
+    return docs + [document(i, "pod", workload.init(i, nodes)) for i in range(init)]
+
+
+def summary(
+    workload: str,
+    mode: str,
+    counts: tuple[int, int, int],
+    latencies_ms: list[float],
+    elapsed: float,
+) -> dict[str, object]:
+    """The final JSON line; ``counts`` is (nodes, init pods, measured pods done)."""
+    nodes, init, done = counts
+    latencies_ms = sorted(latencies_ms)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "workload": workload,
+        "mode": mode,
+        "nodes": nodes,
+        "init_pods": init,
+        "pods": done,
+        "pods_per_second": round(done / elapsed, 1) if elapsed > 0 else 0.0,
+        "p50_ms": round(_percentile(latencies_ms, 0.50), 3 if mode == "cycle" else 1),
+        "p99_ms": round(_percentile(latencies_ms, 0.99), 3 if mode == "cycle" else 1),
+        "max_rss_mb": round(max(own, children) / 1024, 1),
     }
-    body = msgspec.json.encode({"type": "ADDED", "object": obj})
-    return Document(i, "pod", body, topology.event_key("pod", "ADDED"))
-
-
-class Timings:
-    def __init__(self, pods: int) -> None:
-        self.expected = pods
-        self.published: dict[str, float] = {}
-        self.decided: dict[str, float] = {}
-        self.done = asyncio.Event()
-
-    def decision(self, pod: str, at: float) -> None:
-        if pod not in self.decided:
-            self.decided[pod] = at
-            if len(self.decided) >= self.expected:
-                self.done.set()
-
-    def report(self, workload: str, mode: str, nodes: int, started: float) -> dict[str, object]:
-        latencies = sorted(
-            (self.decided[p] - self.published[p]) * 1000
-            for p in self.decided
-            if p in self.published
-        )
-        elapsed = max(self.decided.values()) - started
-        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        return {
-            "workload": workload,
-            "mode": mode,
-            "nodes": nodes,
-            "pods": len(self.decided),
-            "pods_per_second": round(len(self.decided) / elapsed, 1),
-            "p50_ms": round(_percentile(latencies, 0.50), 1),
-            "p99_ms": round(_percentile(latencies, 0.99), 1),
-            "max_rss_mb": round(max(own, children) / 1024, 1),
-        }
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -109,18 +91,37 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-async def _publish_pods(publish: object, docs: Sequence[Document], timings: Timings) -> float:
-    started = time.time()
-    for start in range(0, len(docs), 500):
-        chunk = docs[start : start + 500]
-        now = time.time()
-        for d in chunk:
-            timings.published[f"bench/pod-{d.index}"] = now
-        await publish(chunk)  # type: ignore[operator]
-    return started
+class Timings:
+    """Publish and decision times of the measured pods (wall clock, seconds)."""
+
+    def __init__(self, pods: int) -> None:
+        self.expected = pods
+        self.published: dict[str, float] = {}
+        self.decided: dict[str, float] = {}
+        self.done = asyncio.Event()
+
+    def decision(self, pod: str, at: float) -> None:
+        if pod in self.published and pod not in self.decided:
+            self.decided[pod] = at
+            if len(self.decided) >= self.expected:
+                self.done.set()
+
+    def latencies_ms(self) -> list[float]:
+        return [(at - self.published[pod]) * 1000 for pod, at in self.decided.items()]
+
+    async def publish(self, publish: Publish, workload: Workload, pods: int) -> float:
+        """Publish the measured pods as fast as possible; returns when it started."""
+        started = time.time()
+        for start in range(0, pods, 500):
+            chunk = range(start, min(start + 500, pods))
+            now = time.time()
+            for i in chunk:
+                self.published[workload.measured_key(i)] = now
+            await publish([document(i, "pod", workload.measured(i)) for i in chunk])
+        return started
 
 
-async def bench_embedded(nodes: int, pods: int) -> dict[str, object]:
+async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
     timings = Timings(pods)
 
     def seen(record: DecisionRecord) -> None:
@@ -129,18 +130,20 @@ async def bench_embedded(nodes: int, pods: int) -> dict[str, object]:
     cluster = EmbeddedCluster(clock=SystemClock(), hold=False, seed=0, on_decision=seen)
     await cluster.start()
     try:
-        await cluster.publish([node_document(i) for i in range(nodes)])
+        await cluster.publish(setup_documents(workload, nodes, init))
         await cluster.bus.wait_idle()
-        started = await _publish_pods(
-            cluster.publish, [pod_document(i) for i in range(pods)], timings
-        )
+        started = await timings.publish(cluster.publish, workload, pods)
         await timings.done.wait()
     finally:
         await cluster.stop()
-    return timings.report("SchedulingBasic", "embedded", nodes, started)
+    elapsed = max(timings.decided.values()) - started
+    counts = (nodes, init, len(timings.decided))
+    return summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
 
 
-async def bench_services(nodes: int, pods: int, settings: Settings) -> dict[str, object]:
+async def bench_services(
+    workload: Workload, nodes: int, init: int, pods: int, settings: Settings
+) -> dict[str, object]:
     namespace = f"bench{uuid.uuid4().hex[:8]}"
     workdir = Path(tempfile.mkdtemp(prefix="ksched-bench-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
@@ -166,6 +169,9 @@ async def bench_services(nodes: int, pods: int, settings: Settings) -> dict[str,
                 meta = decision.metadata
                 timings.decision(f"{meta.namespace}/{meta.name}", now)
 
+    async def publish(chunk: Sequence[Document]) -> None:
+        await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in chunk])
+
     children: list[asyncio.subprocess.Process] = []
     try:
         await bus.declare(topology.QUEUES)
@@ -173,22 +179,13 @@ async def bench_services(nodes: int, pods: int, settings: Settings) -> dict[str,
         env = {**os.environ, "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
         for name in ("informer", "queue", "scheduler", "binder"):
             children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))
-        node_docs = [node_document(i) for i in range(nodes)]
-        for start in range(0, nodes, 1000):
-            await bus.publish(
-                [
-                    Message(topology.EVENTS.name, d.routing_key, d.body)
-                    for d in node_docs[start : start + 1000]
-                ]
-            )
-        # Poll: the informer has projected every node once the store has applied them.
-        while await store.applied_seq() < nodes:  # noqa: ASYNC110
+        setup = setup_documents(workload, nodes, init)
+        for start in range(0, len(setup), 1000):
+            await publish(setup[start : start + 1000])
+        # Poll: the informer has projected the setup once the store has applied it all.
+        while await store.applied_seq() < len(setup):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-
-        async def publish(chunk: Sequence[Document]) -> None:
-            await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in chunk])
-
-        started = await _publish_pods(publish, [pod_document(i) for i in range(pods)], timings)
+        started = await timings.publish(publish, workload, pods)
         await timings.done.wait()
     finally:
         for child in children:
@@ -197,7 +194,9 @@ async def bench_services(nodes: int, pods: int, settings: Settings) -> dict[str,
             await child.wait()
         await _cleanup(bus, store)
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
-    return timings.report("SchedulingBasic", "services", nodes, started)
+    elapsed = max(timings.decided.values()) - started
+    counts = (nodes, init, len(timings.decided))
+    return summary(workload.name, "services", counts, timings.latencies_ms(), elapsed)
 
 
 async def _cleanup(bus: object, store: object) -> None:
@@ -208,11 +207,23 @@ async def _cleanup(bus: object, store: object) -> None:
         await target.close()  # type: ignore[attr-defined]
 
 
+def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
+    run = run_cycle(workload, nodes, init, pods)
+    latencies = [seconds * 1000 for seconds in run.latencies]
+    report = summary(workload.name, "cycle", (nodes, init, pods), latencies, run.elapsed)
+    report["unschedulable"] = run.unschedulable
+    return report
+
+
 def bench_command(args: argparse.Namespace) -> int:
-    if args.mode == "embedded":
-        report = asyncio.run(bench_embedded(args.nodes, args.pods))
+    workload = WORKLOADS[args.workload]
+    init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
+    if args.mode == "cycle":
+        report = bench_cycle(workload, args.nodes, init, pods)
+    elif args.mode == "embedded":
+        report = asyncio.run(bench_embedded(workload, args.nodes, init, pods))
     else:
         settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
-        report = asyncio.run(bench_services(args.nodes, args.pods, settings))
+        report = asyncio.run(bench_services(workload, args.nodes, init, pods, settings))
     print(json.dumps(report))
     return 0

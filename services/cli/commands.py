@@ -44,6 +44,7 @@ def simulate_command(args: argparse.Namespace) -> int:
             profiles=profiles,
             event_log=event_log,
             on_decision=streaming,
+            explain=args.explain,
         )
     )
     if args.output == "table":

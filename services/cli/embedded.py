@@ -9,8 +9,10 @@ expiry instead of sleeping.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -23,7 +25,7 @@ from services.common.bus.memory import MemoryBus
 from services.common.clock import Clock, FakeClock
 from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
-from services.common.k8s_events import ATTEMPT_HEADER
+from services.common.k8s_events import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from services.queue.service import QueueService
@@ -49,6 +51,8 @@ class DecisionRecord:
     node: str | None = None
     message: str | None = None
     at: float = 0.0
+    explain: Mapping[str, Any] | None = None
+    """The scheduler's explanation, when it gave one (see framework.explain)."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "pod": self.pod}
@@ -57,7 +61,18 @@ class DecisionRecord:
         if self.message is not None:
             out["message"] = self.message
         out["attempts"] = self.attempts
+        if self.explain is not None:
+            out["explain"] = self.explain
         return out
+
+
+def explanation_of(annotations: Mapping[str, str]) -> dict[str, Any] | None:
+    """The explanation a decision carries (annotation ``ksched.io/explain``), if any."""
+    text = annotations.get(EXPLAIN_ANNOTATION)
+    if not text:
+        return None
+    explanation = json.loads(text)
+    return explanation if isinstance(explanation, dict) else None
 
 
 def record_of(delivery: Delivery, now: float) -> DecisionRecord | None:
@@ -66,12 +81,17 @@ def record_of(delivery: Delivery, now: float) -> DecisionRecord | None:
     attempts = int(delivery.headers.get(ATTEMPT_HEADER, "0"))
     match decision:
         case Binding(metadata=meta, target=target):
+            explain = explanation_of(meta.annotations)
+            pod = namespaced_name(meta)
             return DecisionRecord(
-                "Binding", namespaced_name(meta), attempts, node=target.name, at=now
+                "Binding", pod, attempts, node=target.name, at=now, explain=explain
             )
         case Event(reason="FailedScheduling", involved_object=obj, message=message):
             pod = f"{obj.namespace or 'default'}/{obj.name}"
-            return DecisionRecord("FailedScheduling", pod, attempts, message=message, at=now)
+            explain = explanation_of(decision.metadata.annotations)
+            return DecisionRecord(
+                "FailedScheduling", pod, attempts, message=message, at=now, explain=explain
+            )
         case _:
             return None
 
@@ -89,7 +109,9 @@ class EmbeddedCluster:
         max_in_flight: int = 512,
         dispatch_batch: int = 128,
         on_decision: Callable[[DecisionRecord], None] | None = None,
+        explain: bool = False,
     ) -> None:
+        """``explain``: the scheduler explains every decision (``--explain``)."""
         self.clock = clock or FakeClock()
         self.bus = MemoryBus()
         self.store = MemoryStore()
@@ -107,7 +129,13 @@ class EmbeddedCluster:
             batch_size=dispatch_batch,
         )
         self.scheduler = SchedulerService(
-            self.bus, self.store, self.clock, profiles, replica="embedded", seed=seed
+            self.bus,
+            self.store,
+            self.clock,
+            profiles,
+            replica="embedded",
+            seed=seed,
+            explain=explain,
         )
         self.binder = BinderService(
             self.bus, self.store, self.clock, scheduled_events=scheduled_events

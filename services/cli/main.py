@@ -28,6 +28,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         replica=getattr(args, "replica", None),
         config=getattr(args, "config", None),
         seed=getattr(args, "seed", None),
+        explain=getattr(args, "explain", None),
     )
 
 
@@ -37,7 +38,19 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
+    if getattr(args, "explain", None):
+        argv.append("--explain")
     return argv
+
+
+WORKLOAD_NAMES = [
+    "SchedulingBasic",
+    "SchedulingNodeAffinity",
+    "TopologySpreading",
+    "SchedulingPodAntiAffinity",
+    "SchedulingPodAffinity",
+]
+"""``ksched bench`` workloads (cli.workloads, imported only when the bench runs)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
         p.add_argument("--config", help="KubeSchedulerConfiguration file")
         p.add_argument("--seed", type=int, help="tie-break seed")
+        p.add_argument(
+            "--explain",
+            action="store_true",
+            default=None,
+            help="scheduler: explain every decision (annotation ksched.io/explain)",
+        )
 
     p = sub.add_parser("publish", help="publish Kubernetes YAML/JSON as watch events")
     p.add_argument("file", help="a file, or - for standard input")
@@ -65,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="print decisions as they arrive")
     p.add_argument("--errors", action="store_true", help="also print ksched.errors")
     p.add_argument("--limit", type=int, help="exit after this many messages")
+    p.add_argument(
+        "--explain", action="store_true", help="print the explanation a decision carries"
+    )
     _connection_flags(p)
 
     p = sub.add_parser("simulate", help="schedule a cluster snapshot in one process")
@@ -73,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
     p.add_argument("--output", choices=["json", "table"], default="table")
     p.add_argument("--record", help="write the event log of the run to this file")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="explain each decision: filter verdicts and scores per node and plugin",
+    )
 
     p = sub.add_parser("replay", help="replay a recorded event log and compare decisions")
     p.add_argument("log", help="an event log file (see simulate --record, run informer)")
@@ -84,10 +111,19 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("asyncapi", help="print the AsyncAPI document of the contracts")
 
     p = sub.add_parser("bench", help="run a scheduler_perf-shaped benchmark")
-    p.add_argument("workload", choices=["SchedulingBasic"])
+    p.add_argument("workload", choices=WORKLOAD_NAMES)
     p.add_argument("--nodes", type=int, default=5000)
-    p.add_argument("--pods", type=int, default=10000)
-    p.add_argument("--mode", choices=["embedded", "services"], default="embedded")
+    p.add_argument(
+        "--pods", type=int, help="measured pods (default: upstream's, scaled to --nodes)"
+    )
+    p.add_argument("--init-pods", type=int, help="pods bound before measuring (default: as --pods)")
+    p.add_argument(
+        "--mode",
+        choices=["cycle", "embedded", "services"],
+        default="embedded",
+        help="cycle: the scheduling cycle alone; embedded: the pipeline in this "
+        "process; services: a process per service on RabbitMQ and Redis",
+    )
     _connection_flags(p)
     return root
 
@@ -122,7 +158,11 @@ def _dispatch(args: argparse.Namespace) -> int:
                 runtime.publish(_settings(args), text, delete=args.delete, source=args.file)
             )
         case "watch":
-            return asyncio.run(runtime.watch(_settings(args), errors=args.errors, limit=args.limit))
+            return asyncio.run(
+                runtime.watch(
+                    _settings(args), errors=args.errors, limit=args.limit, explain=args.explain
+                )
+            )
         case "simulate":
             from services.cli.commands import simulate_command
 

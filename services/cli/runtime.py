@@ -72,6 +72,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             replica=replica,
             seed=settings.seed,
             assume_ttl=settings.assume_ttl,
+            explain=settings.explain,
         )
     if name == "binder":
         return BinderService(bus, store, clock)
@@ -144,8 +145,12 @@ async def publish(settings: Settings, text: str, *, delete: bool, source: str) -
     return 0
 
 
-async def watch(settings: Settings, *, errors: bool, limit: int | None) -> int:
-    """Print every decision (and, with ``errors``, every error report) as a JSON line."""
+async def watch(
+    settings: Settings, *, errors: bool, limit: int | None, explain: bool = False
+) -> int:
+    """Print every decision (and, with ``errors``, every error report) as a JSON line;
+    with ``explain``, each decision that carries an explanation (annotation
+    ``ksched.io/explain``) is followed by it as tables."""
     bindings = [topology.Binding(topology.DECISIONS.name, "#")]
     if errors:
         bindings.append(topology.Binding(topology.ERRORS.name, "#"))
@@ -164,7 +169,10 @@ async def watch(settings: Settings, *, errors: bool, limit: int | None) -> int:
     async def show(deliveries: Sequence[Delivery]) -> None:
         nonlocal seen
         for delivery in deliveries:
-            print(json.dumps(json.loads(delivery.body)), flush=True)
+            decision = json.loads(delivery.body)
+            print(json.dumps(decision), flush=True)
+            if explain:
+                _print_explanation(decision)
             seen += 1
             if limit is not None and seen >= limit:
                 done.set()
@@ -184,3 +192,16 @@ async def watch(settings: Settings, *, errors: bool, limit: int | None) -> int:
     finally:
         await bus.close()
     return 0
+
+
+def _print_explanation(decision: object) -> None:
+    from services.cli.embedded import explanation_of
+    from services.cli.explain_table import render
+
+    if not isinstance(decision, dict):
+        return
+    annotations = decision.get("metadata", {}).get("annotations", {})
+    explanation = explanation_of(annotations)
+    if explanation is not None:
+        render(explanation, sys.stdout, chosen=decision.get("target", {}).get("name"))
+        sys.stdout.flush()

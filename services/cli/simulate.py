@@ -3,6 +3,8 @@ the embedded pipeline and print the decisions in the order they were made.
 
 Nodes and bound pods of the file are the cluster; every pending pod is in the queue
 before the first attempt, so the queue's order (priority, then file order) decides.
+With ``explain`` every decision carries the scheduler's explanation (framework.explain),
+which the table output renders per decision (cli.explain_table).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from services.cli import explain_table
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common.clock import FakeClock
@@ -47,6 +50,7 @@ async def simulate(
     profiles: Sequence[Profile] | None = None,
     event_log: EventLog | None = None,
     on_decision: Callable[[DecisionRecord], None] | None = None,
+    explain: bool = False,
 ) -> list[DecisionRecord]:
     cluster = EmbeddedCluster(
         clock=FakeClock(),
@@ -54,6 +58,7 @@ async def simulate(
         profiles=profiles,
         event_log=event_log,
         on_decision=on_decision,
+        explain=explain,
     )
     await cluster.start()
     try:
@@ -66,12 +71,18 @@ async def simulate(
     return cluster.decisions
 
 
-def print_json(record: DecisionRecord, out: TextIO = sys.stdout) -> None:
+def print_json(record: DecisionRecord, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     out.write(json.dumps(record.to_json()) + "\n")
     out.flush()
 
 
-def print_table(records: Sequence[DecisionRecord], out: TextIO = sys.stdout) -> None:
+def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) -> None:
+    """The decisions as a table; first, for each explained one, its explanation."""
+    out = out or sys.stdout
+    for r in records:
+        if r.explain is not None:
+            print_explanation(r, out)
     rows = [("DECISION", "POD", "NODE / MESSAGE", "ATTEMPTS")]
     for r in records:
         rows.append((r.kind, r.pod, r.node or r.message or "", str(r.attempts)))
@@ -81,3 +92,13 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO = sys.stdout) -> 
         out.write(f"  {row[3]}\n")
     bound = sum(1 for r in records if r.kind == "Binding")
     out.write(f"\n{bound} bound, {len(records) - bound} failed scheduling\n")
+
+
+def print_explanation(record: DecisionRecord, out: TextIO | None = None) -> None:
+    """One decision's heading and its explanation tables."""
+    out = out or sys.stdout
+    outcome = f" → {record.node}" if record.node else f": {record.message}"
+    out.write(f"== {record.kind} {record.pod}{outcome} (attempt {record.attempts})\n")
+    if record.explain is not None:
+        explain_table.render(record.explain, out, chosen=record.node)
+    out.write("\n")

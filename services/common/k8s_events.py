@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import UTC, datetime
+
+import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Event, EventSource, ObjectMeta, ObjectReference, Pod
@@ -11,6 +14,12 @@ from services.common.bus import Message
 
 ATTEMPT_HEADER = "x-ksched-attempt"
 """Header on decisions: the scheduling attempt (1-based) that produced them."""
+
+EXPLAIN_ANNOTATION = "ksched.io/explain"
+"""On a pod, ``"true"`` asks the scheduler to explain its decision. On a Binding or a
+FailedScheduling Event, the explanation itself: a JSON object (see
+``services.scheduler.framework.explain``). Between the scheduler and the binder it
+rides on the pod of the BindRequest, whose annotation the scheduler replaces."""
 
 
 def rfc3339(seconds: float) -> str:
@@ -27,6 +36,7 @@ def pod_event(
     attempt: int,
     now: float,
     scheduler_name: str | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> Event:
     """An Event about ``pod``. Its name is ``<pod>.<hash>``, stable for the same pod,
     attempt and reason, so a redelivered attempt publishes the same Event."""
@@ -35,7 +45,11 @@ def pod_event(
     stamp = rfc3339(now)
     component = scheduler_name or pod.spec.scheduler_name
     return Event(
-        metadata=ObjectMeta(name=f"{meta.name}.{digest}", namespace=meta.namespace),
+        metadata=ObjectMeta(
+            name=f"{meta.name}.{digest}",
+            namespace=meta.namespace,
+            annotations=dict(annotations or {}),
+        ),
         involved_object=ObjectReference(
             api_version="v1",
             kind="Pod",
@@ -56,11 +70,29 @@ def pod_event(
 
 
 def binding_for(pod: Pod, node: str) -> Binding:
+    """The Binding of ``pod`` to ``node``; it carries the scheduler's explanation when
+    the pod has one (:func:`with_explanation`)."""
     meta = pod.metadata
+    explanation = meta.annotations.get(EXPLAIN_ANNOTATION, "")
+    annotations = {EXPLAIN_ANNOTATION: explanation} if explanation.startswith("{") else {}
     return Binding(
-        metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid),
+        metadata=ObjectMeta(
+            name=meta.name, namespace=meta.namespace, uid=meta.uid, annotations=annotations
+        ),
         target=ObjectReference(api_version="v1", kind="Node", name=node),
     )
+
+
+def explain_requested(pod: Pod) -> bool:
+    """Whether the pod asks for an explanation (annotation ``ksched.io/explain: "true"``)."""
+    return pod.metadata.annotations.get(EXPLAIN_ANNOTATION) == "true"
+
+
+def with_explanation(pod: Pod, explanation: str) -> Pod:
+    """``pod`` carrying ``explanation`` (JSON) in its explain annotation."""
+    annotations = {**pod.metadata.annotations, EXPLAIN_ANNOTATION: explanation}
+    metadata = msgspec.structs.replace(pod.metadata, annotations=annotations)
+    return msgspec.structs.replace(pod, metadata=metadata)
 
 
 def decision_message(decision: Binding | Event, body: bytes, headers: dict[str, str]) -> Message:

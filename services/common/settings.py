@@ -36,6 +36,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Pods the queue lets be in flight across all scheduler replicas (credit)."""
     dispatch_batch: int = 128
     """Most pods the queue puts in one ScheduleBatch message."""
+    explain: bool = False
+    """Scheduler: attach an explanation to every decision (``--explain``); off, only
+    pods annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the
+    nodes and a large annotation per decision)."""
 
     @property
     def store_namespace(self) -> str:

@@ -12,6 +12,10 @@ batch atomically per pod:
 - ``stale``: the attempt is no longer the pod's lease; the local assumption is undone.
 
 Pods that fit nowhere end ``unschedulable`` with upstream's FitError message.
+
+A pod annotated ``ksched.io/explain: "true"`` (or every pod, with ``explain=True``) is
+scheduled with an explanation, which goes with its BindRequest (on the pod's explain
+annotation, which the binder copies onto the Binding) or its FailedScheduling Event.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
 from opentelemetry import trace
 
 from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
 from services.common import telemetry
 from services.common.clock import Clock
+from services.common.k8s_events import explain_requested, with_explanation
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
 from services.scheduler.framework.interface import CycleState
@@ -40,6 +46,8 @@ class Failure:
     request: ScheduleRequest
     result: AttemptResult
     event: bool
+    explanation: str | None = None
+    """The scheduler's explanation (JSON), when the attempt was explained."""
 
 
 @dataclass(slots=True)
@@ -57,6 +65,8 @@ class _Attempt:
     state: CycleState = field(default_factory=CycleState)
     node: str = ""
     conflicts: int = 0
+    explain: bool = False
+    explanation: str | None = None
 
 
 def attempt_result(
@@ -72,6 +82,15 @@ def attempt_result(
         message=message,
         **extra,  # type: ignore[arg-type]
     )
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def _explanation(result: ScheduleResult) -> str | None:
+    if result.explanation is None:
+        return None
+    return _encoder.encode(result.explanation.to_json()).decode()
 
 
 def charged_requests(framework: Framework, pod: PodInfo) -> dict[str, int]:
@@ -98,7 +117,9 @@ class BatchScheduler:
         assume_ttl: float,
         max_conflict_retries: int,
         tracer: trace.Tracer | None = None,
+        explain: bool = False,
     ) -> None:
+        """``explain``: explain every decision, not only those of pods that ask."""
         self._snapshot = snapshot
         self._frameworks = frameworks
         self._store = store
@@ -106,6 +127,7 @@ class BatchScheduler:
         self._ttl = assume_ttl
         self._max_retries = max_conflict_retries
         self._tracer = tracer or telemetry.tracer("scheduler")
+        self._explain = explain
 
     async def run(self, requests: Sequence[ScheduleRequest]) -> BatchOutcome:
         """Schedule every request; the caller publishes the outcome."""
@@ -144,7 +166,8 @@ class BatchScheduler:
             context=telemetry.extract(request.trace),
             attributes={"pod": info.key, "attempt": request.attempt, "profile": request.profile},
         )
-        return _Attempt(request, framework, info, span)
+        explain = self._explain or explain_requested(pod)
+        return _Attempt(request, framework, info, span, explain=explain)
 
     async def _round(self, pending: list[_Attempt], outcome: BatchOutcome) -> list[_Attempt]:
         """Schedule ``pending``, reserve the fitting ones; returns those to retry."""
@@ -154,8 +177,9 @@ class BatchScheduler:
             attempt.state = CycleState()
             with trace.use_span(attempt.span, end_on_exit=False):
                 result = attempt.framework.schedule_one(
-                    self._snapshot, attempt.pod, state=attempt.state
+                    self._snapshot, attempt.pod, state=attempt.state, explain=attempt.explain
                 )
+            attempt.explanation = _explanation(result)
             if result.node is None:
                 self._fail(attempt, result, outcome)
                 continue
@@ -224,7 +248,11 @@ class BatchScheduler:
         request = attempt.request
         outcome.binds.append(
             BindRequest(
-                pod=request.pod,
+                pod=(
+                    with_explanation(request.pod, attempt.explanation)
+                    if attempt.explanation
+                    else request.pod
+                ),
                 node=node,
                 attempt=request.attempt,
                 profile=request.profile,
@@ -255,7 +283,7 @@ class BatchScheduler:
     ) -> None:
         attempt.span.set_attribute("outcome", result.outcome)
         attempt.span.end()
-        outcome.failures.append(Failure(attempt.request, result, event))
+        outcome.failures.append(Failure(attempt.request, result, event, attempt.explanation))
 
 
 __all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests"]

@@ -33,7 +33,12 @@ from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRe
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message, Rejection
 from services.common.clock import Clock
-from services.common.k8s_events import ATTEMPT_HEADER, decision_message, pod_event
+from services.common.k8s_events import (
+    ATTEMPT_HEADER,
+    EXPLAIN_ANNOTATION,
+    decision_message,
+    pod_event,
+)
 from services.common.resources import ResourceError
 from services.common.store import ClusterStore
 from services.scheduler.config import Profile, default_profile
@@ -66,13 +71,16 @@ class SchedulerService:
         max_conflict_retries: int = 3,
         catch_up_timeout: float = 30.0,
         tracer: Tracer | None = None,
+        explain: bool = False,
     ) -> None:
         """``profiles``: validated profiles (``load_profiles``); None runs the default
         profile. ``seed`` makes tie-breaking reproducible. ``assume_ttl``: seconds a
         reservation lives in the store (and locally) until a binder claims it.
         ``max_conflict_retries``: reschedules of a pod whose store reservation lost a
         race. ``catch_up_timeout``: seconds a request may wait for the snapshot to
-        apply its ``seq``. ``tracer``: defaults to the process's (telemetry.tracer)."""
+        apply its ``seq``. ``tracer``: defaults to the process's (telemetry.tracer).
+        ``explain``: attach an explanation to every decision (annotation
+        ``ksched.io/explain``), not only to those of pods that ask for one."""
         self._bus, self._store, self._clock = bus, store, clock
         self._replica = replica
         rng = random.Random(seed)
@@ -97,6 +105,7 @@ class SchedulerService:
             assume_ttl=assume_ttl,
             max_conflict_retries=max_conflict_retries,
             tracer=tracer,
+            explain=explain,
         )
         self._catch_up_timeout = catch_up_timeout
         self._encoder = msgspec.json.Encoder()
@@ -227,6 +236,9 @@ class SchedulerService:
                 attempt=request.attempt,
                 now=now,
                 scheduler_name=request.profile,
+                annotations=(
+                    {EXPLAIN_ANNOTATION: failure.explanation} if failure.explanation else None
+                ),
             )
             headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
             messages.append(decision_message(event, encode(event), headers))

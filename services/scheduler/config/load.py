@@ -45,7 +45,8 @@ class SchedulerConfig:
 
     profiles: tuple[Profile, ...]
     percentage_of_nodes_to_score: int | None = None
-    """Accepted for compatibility: ksched scores every feasible node for now."""
+    """The global ``percentageOfNodesToScore`` (0-100, 0 adaptive); a profile that sets
+    none inherits it. None: every feasible node is scored (ksched's default)."""
     pod_initial_backoff_seconds: float = 1.0
     """First backoff of an unschedulable pod, in seconds (upstream default 1)."""
     pod_max_backoff_seconds: float = 10.0
@@ -88,7 +89,9 @@ def load_config(
     single = len(raw_profiles) == 1
     profiles: list[Profile] = []
     for i, raw_profile in enumerate(raw_profiles):
-        profile = _profile(raw_profile, f"profiles[{i}]", registry, single)
+        profile = _profile(
+            raw_profile, f"profiles[{i}]", registry, single, config.percentage_of_nodes_to_score
+        )
         if any(p.scheduler_name == profile.scheduler_name for p in profiles):
             raise ConfigError(
                 f"profiles[{i}].schedulerName", f'Duplicate value: "{profile.scheduler_name}"'
@@ -107,7 +110,15 @@ def load_profiles(path: str | Path | None, registry: Registry | None = None) -> 
     return load_config(path, registry).profiles
 
 
-def _profile(raw: KubeSchedulerProfileV1, path: str, registry: Registry, single: bool) -> Profile:
+def _profile(
+    raw: KubeSchedulerProfileV1,
+    path: str,
+    registry: Registry,
+    single: bool,
+    percentage: int | None = None,
+) -> Profile:
+    """One profile; ``percentage`` is the global percentageOfNodesToScore, which the
+    profile's own overrides (as upstream's ``numFeasibleNodesToFind`` picks)."""
     name = raw.scheduler_name
     if name is None and single:
         name = DEFAULT_SCHEDULER_NAME
@@ -123,9 +134,9 @@ def _profile(raw: KubeSchedulerProfileV1, path: str, registry: Registry, single:
         if entry.name in args:
             raise ConfigError(f"{where}.name", f'Duplicate value: "{entry.name}"')
         args[entry.name] = registry[entry.name].decode_args(entry.args, f"{where}.args")
-    profile = Profile(
-        name, merge_plugins(DEFAULT_PLUGINS, custom), args, raw.percentage_of_nodes_to_score
-    )
+    if raw.percentage_of_nodes_to_score is not None:
+        percentage = raw.percentage_of_nodes_to_score
+    profile = Profile(name, merge_plugins(DEFAULT_PLUGINS, custom), args, percentage)
     resolve_plugins(profile, registry, path)
     return profile
 

@@ -182,6 +182,19 @@ def diagnose(
         counts.update(dict.fromkeys(absent.reasons, outside))
     diagnosis.reason_counts = counts
     diagnosis.all_unresolvable = unresolvable
+    diagnosis.node_status = node_statuses(verdicts, plugins, overrides, absent)
+    return diagnosis
+
+
+def node_statuses(
+    verdicts: Verdicts,
+    plugins: Sequence[FilterPlugin],
+    overrides: dict[int, Status],
+    absent: Status | None,
+) -> Callable[[int], Status | None]:
+    """Row → the Status that rejected that node (None if it passed): the nominated
+    pass's if it failed there, else the first rejecting filter's, else ``absent`` for
+    nodes the PreFilterResult excluded."""
 
     def node_status(row: int) -> Status | None:
         if row in overrides:
@@ -190,5 +203,4 @@ def diagnose(
             return None
         return status_of(verdicts, plugins, row) or absent
 
-    diagnosis.node_status = node_status
-    return diagnosis
+    return node_status

@@ -76,7 +76,9 @@ class Profile:
     plugin_args: Mapping[str, object] = field(default_factory=dict)
     """Plugin name → decoded args (``NodeResourcesFitArgs``); absent means defaults."""
     percentage_of_nodes_to_score: int | None = None
-    """Accepted for compatibility; ksched scores every feasible node for now."""
+    """``percentageOfNodesToScore`` in effect for this profile (its own, else the
+    global one), 0-100; 0 is upstream's adaptive percentage. None (neither is set):
+    every feasible node is scored, ksched's default (see framework.sampling)."""
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:

@@ -3,9 +3,11 @@
 :meth:`Framework.schedule_one` is the algorithm part of the scheduling cycle
 (``schedulePod``): PreFilter → Filter → (no node: FitError) → PreScore → Score →
 NormalizeScore → weighted sum → the best node, ties broken by the framework's seeded
-``random.Random``. It is pure and synchronous: it reads the snapshot and changes
-nothing, so the service, the embedded simulator and benchmarks all call it directly.
-Assuming the pod, Reserve and Permit are the caller's next steps.
+``random.Random``. It reads the snapshot and changes nothing in it (the one state it
+keeps is the node sampling's start index, see framework.sampling), so the service,
+the embedded simulator and benchmarks all call it directly. Assuming the pod, Reserve
+and Permit are the caller's next steps. With ``explain=True`` the result also carries
+an :class:`Explanation` (framework.explain).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from contracts.k8s import Pod
-from services.scheduler.framework import filtering, scoring
+from services.scheduler.framework import filtering, sampling, scoring
 from services.scheduler.framework.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
 from services.scheduler.framework.events import (
     ActionType,
@@ -27,6 +30,7 @@ from services.scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
 )
+from services.scheduler.framework.explain import Explanation, filter_verdicts, node_scores
 from services.scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
@@ -74,6 +78,8 @@ class ScheduleResult:
     feasible_nodes: int = 0
     scores: Mapping[str, Int64Array] = field(default_factory=dict)
     """Per Score plugin, normalized scores of the feasible nodes (only when explaining)."""
+    explanation: Explanation | None = None
+    """Per node filter verdicts and scores (only when explaining; not for errors)."""
 
     @property
     def message(self) -> str:
@@ -119,6 +125,9 @@ class Framework:
                 args = entry.decode_args(None, join_path(path, f"pluginConfig[{name}]"))
             self.plugins[name] = entry.factory(args, handle)
         self.score_weights = dict(resolved.score_weights)
+        self.next_start_node_index = sampling.StartIndex()
+        """Where the next sampled Filter search starts (per profile here; upstream
+        keeps one per scheduler). Used only when ``percentageOfNodesToScore`` is set."""
         self._points = resolved.points
         self.queue_sort = cast(QueueSortPlugin, self._at(P.QueueSort)[0])
         self.pre_filter_plugins = cast(list[PreFilterPlugin], self._at(P.PreFilter))
@@ -197,11 +206,7 @@ class Framework:
         if not status.is_success():
             if not status.is_rejected():
                 return ScheduleResult(pod, state, status=status)
-            diagnosis.pre_filter_msg = status.message()
-            diagnosis.add_plugin_status(status)
-            diagnosis.node_status = lambda _row: status
-            diagnosis.all_unresolvable = status.code == Code.UnschedulableAndUnresolvable
-            return self._unschedulable(pod, state, nodes, diagnosis)
+            return self._pre_filter_rejected(pod, state, nodes, diagnosis, status, explain)
         candidates, absent = self._candidates(nodes, narrowed.node_names, plugins)
         with self._span("Filter"):
             verdicts = filtering.run_filters(self.filter_plugins, state, pod, nodes, candidates)
@@ -213,20 +218,36 @@ class Framework:
                 )
                 for row in overrides:
                     verdicts.passed[row] = False
-        feasible = np.flatnonzero(verdicts.passed)
-        evaluated = int(np.count_nonzero(candidates))
+        found = self._find(pod, nodes, candidates, verdicts.passed)
+        feasible, evaluated = found.feasible, len(found.processed)
+        explanation = None
+        if explain:
+            shown = found.processed.tolist()
+            if absent is not None:
+                shown += np.flatnonzero(~candidates).tolist()
+            statuses = filtering.node_statuses(verdicts, self.filter_plugins, overrides, absent)
+            rejected = filter_verdicts(nodes.names, shown, statuses, " ".join(sorted(plugins)))
+            filters = tuple(
+                p.name for p in self.filter_plugins if p.name not in state.skip_filter_plugins
+            )
+            explanation = Explanation(evaluated, len(feasible), filters, rejected, {})
         if len(feasible) == 0:
             filtering.diagnose(verdicts, self.filter_plugins, overrides, absent, diagnosis)
-            return self._unschedulable(pod, state, nodes, diagnosis)
-        nominated_row = nodes.index.get(pod.pod.status.nominated_node_name or "")
-        if nominated_row is not None and verdicts.passed[nominated_row]:
-            feasible = np.array([nominated_row], dtype=np.intp)
+            return self._unschedulable(pod, state, nodes, diagnosis, explanation)
         if len(feasible) == 1:
             node = nodes.names[int(feasible[0])]
-            return ScheduleResult(pod, state, node, evaluated_nodes=evaluated, feasible_nodes=1)
+            return ScheduleResult(
+                pod, state, node, evaluated_nodes=evaluated, feasible_nodes=1,
+                explanation=explanation,
+            )  # fmt: skip
         breakdown: dict[str, Int64Array] | None = {} if explain else None
         totals = self._prioritize(state, pod, nodes, feasible, breakdown)
         row = scoring.select_host(feasible, totals, self.rng)
+        if explanation is not None and breakdown is not None:
+            scored = node_scores(
+                nodes.names, feasible.tolist(), breakdown, self.score_weights, totals
+            )
+            explanation = replace(explanation, score=scored)
         return ScheduleResult(
             pod,
             state,
@@ -234,11 +255,56 @@ class Framework:
             evaluated_nodes=evaluated,
             feasible_nodes=len(feasible),
             scores=breakdown or {},
+            explanation=explanation,
         )
+
+    def _pre_filter_rejected(
+        self,
+        pod: PodInfo,
+        state: CycleState,
+        nodes: NodeTable,
+        diagnosis: Diagnosis,
+        status: Status,
+        explain: bool,
+    ) -> ScheduleResult:
+        """PreFilter rejected the pod: every node has that status (no node evaluated)."""
+        diagnosis.pre_filter_msg = status.message()
+        diagnosis.add_plugin_status(status)
+        diagnosis.node_status = lambda _row: status
+        diagnosis.all_unresolvable = status.code == Code.UnschedulableAndUnresolvable
+        explanation = None
+        if explain:
+            every = filter_verdicts(nodes.names, range(nodes.num_nodes), diagnosis.node_status)
+            explanation = Explanation(0, 0, (), every, {})
+        return self._unschedulable(pod, state, nodes, diagnosis, explanation)
+
+    def _find(
+        self,
+        pod: PodInfo,
+        nodes: NodeTable,
+        candidates: NDArray[np.bool_],
+        passed: NDArray[np.bool_],
+    ) -> sampling.Sample:
+        """The feasible nodes to score and the nodes processed to find them: the
+        pod's nominated node alone if it fits (``evaluateNominatedNode``), else every
+        candidate unless the profile sets ``percentageOfNodesToScore`` (see sampling)."""
+        nominated = nodes.index.get(pod.pod.status.nominated_node_name or "")
+        if nominated is not None and passed[nominated]:
+            only = np.array([nominated], dtype=np.intp)
+            return sampling.Sample(only, only)
+        rows = np.flatnonzero(candidates)
+        percentage = self.profile.percentage_of_nodes_to_score
+        if percentage is None:
+            return sampling.Sample(np.flatnonzero(passed), rows)
+        # Without Score plugins any feasible node will do (``hasScoring``).
+        k = sampling.num_feasible_nodes_to_find(percentage, len(rows)) if self.score_plugins else 1
+        found = sampling.first_feasible(rows, passed, self.next_start_node_index.value, k)
+        self.next_start_node_index.advance(len(found.processed), nodes.num_nodes)
+        return found
 
     def _candidates(
         self, nodes: NodeTable, allowed: frozenset[str] | None, plugins: set[str]
-    ) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], Status | None]:
+    ) -> tuple[NDArray[np.bool_], Status | None]:
         if allowed is None:
             return np.ones(nodes.num_nodes, dtype=np.bool_), None
         mask = np.zeros(nodes.num_nodes, dtype=np.bool_)
@@ -266,13 +332,18 @@ class Framework:
             )
 
     def _unschedulable(
-        self, pod: PodInfo, state: CycleState, nodes: NodeTable, diagnosis: Diagnosis
+        self,
+        pod: PodInfo,
+        state: CycleState,
+        nodes: NodeTable,
+        diagnosis: Diagnosis,
+        explanation: Explanation | None = None,
     ) -> ScheduleResult:
         # PostFilter (preemption) plugins come with the next issue: with none, upstream's
         # RunPostFilterPlugins returns Unschedulable with no message.
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
         status = Status(Code.Unschedulable, (str(error),))
-        return ScheduleResult(pod, state, status=status, fit_error=error)
+        return ScheduleResult(pod, state, status=status, fit_error=error, explanation=explanation)
 
     # -- after the algorithm ----------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""An explanation (``ksched.io/explain``, see framework.explain) as readable tables, as
+kube-scheduler-simulator shows its results: a filter table (a row per node, a column
+per filter plugin) and a score table (a column per score plugin, and the totals).
+
+In the filter table a node rejected by a plugin shows the reasons under that plugin,
+``passed`` under the plugins before it and ``-`` under those after it (they did not
+run). A rejection by a plugin that is not a Filter plugin (PreFilter, or a node a
+PreFilterResult excluded) gets a column of its own. Score cells read
+``normalized (weighted)``; rows are ordered by total, the chosen node (marked ``*``)
+first among equals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+NOT_RUN = "-"
+
+
+def render(explanation: Mapping[str, Any], out: TextIO, chosen: str | None = None) -> None:
+    """Write the filter and score tables of ``explanation`` to ``out``."""
+    filters: dict[str, Any] = explanation.get("filter", {})
+    scores: dict[str, Any] = explanation.get("score", {})
+    out.write(
+        f"Filter: {explanation.get('evaluatedNodes', 0)} nodes evaluated, "
+        f"{explanation.get('feasibleNodes', 0)} feasible\n"
+    )
+    _write(out, filter_rows(explanation.get("filterPlugins", []), filters))
+    if scores:
+        out.write("Score: normalized (weighted)\n")
+        _write(out, score_rows(scores, chosen))
+    elif explanation.get("feasibleNodes", 0):
+        out.write("Score: not scored (a single candidate)\n")
+
+
+def filter_rows(plugins: Sequence[str], filters: Mapping[str, Any]) -> list[list[str]]:
+    """The filter table: a header, then one row per node."""
+    columns = list(plugins)
+    for verdict in filters.values():
+        if isinstance(verdict, Mapping) and verdict["plugin"] not in columns:
+            columns.append(verdict["plugin"])
+    rows = [["NODE", *columns]]
+    for node, verdict in filters.items():
+        if not isinstance(verdict, Mapping):
+            rows.append([node, *(str(verdict) for _ in columns)])
+            continue
+        at = columns.index(verdict["plugin"])
+        rejected = ", ".join(verdict["reasons"]) or verdict["status"]
+        cells = ["passed"] * at + [rejected] + [NOT_RUN] * (len(columns) - at - 1)
+        if verdict["plugin"] not in plugins:  # not a Filter plugin: the filters did not run
+            cells = [NOT_RUN] * at + [rejected] + [NOT_RUN] * (len(columns) - at - 1)
+        rows.append([node, *cells])
+    return rows
+
+
+def score_rows(scores: Mapping[str, Any], chosen: str | None = None) -> list[list[str]]:
+    """The score table: a header, then one row per scored node, best first."""
+    plugins: list[str] = []
+    for entry in scores.values():
+        plugins += [name for name in entry["plugins"] if name not in plugins]
+    rows = [["NODE", *plugins, "TOTAL"]]
+    ranked = sorted(
+        scores.items(), key=lambda item: (-item[1]["total"], item[0] != chosen, item[0])
+    )
+    for node, entry in ranked:
+        cells = []
+        for name in plugins:
+            score = entry["plugins"].get(name)
+            cells.append(f"{score['score']} ({score['weighted']})" if score else NOT_RUN)
+        marker = " *" if node == chosen else ""
+        rows.append([node + marker, *cells, str(entry["total"])])
+    return rows
+
+
+def _write(out: TextIO, rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        out.write(line.rstrip() + "\n")

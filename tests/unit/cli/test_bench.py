@@ -1,0 +1,106 @@
+"""ksched bench: the scheduler_perf workload shapes, cycle and embedded modes, small."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.cli.bench import bench_embedded
+from services.cli.bench_cycle import build_snapshot
+from services.cli.main import main
+from services.cli.workloads import WORKLOADS
+
+SHAPES = sorted(WORKLOADS)
+FIELDS = {
+    "workload",
+    "mode",
+    "nodes",
+    "init_pods",
+    "pods",
+    "pods_per_second",
+    "p50_ms",
+    "p99_ms",
+    "max_rss_mb",
+}
+
+
+def test_every_upstream_shape_is_offered() -> None:
+    assert SHAPES == sorted(
+        [
+            "SchedulingBasic",
+            "SchedulingNodeAffinity",
+            "TopologySpreading",
+            "SchedulingPodAntiAffinity",
+            "SchedulingPodAffinity",
+        ]
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cycle_mode_prints_the_report(shape: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", shape, "--nodes", "50", "--pods", "20", "--mode", "cycle"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert set(report) == FIELDS | {"unschedulable"}
+    assert (report["workload"], report["mode"], report["nodes"], report["pods"]) == (
+        shape,
+        "cycle",
+        50,
+        20,
+    )
+    assert report["init_pods"] == WORKLOADS[shape].counts(50)[0]
+    assert report["unschedulable"] == 0
+    assert report["pods_per_second"] > 0
+    assert 0 < report["p50_ms"] <= report["p99_ms"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_embedded_mode_schedules_every_shape(shape: str) -> None:
+    workload = WORKLOADS[shape]
+    init, _ = workload.counts(20)
+    report = await bench_embedded(workload, 20, init, 10)
+    assert set(report) == FIELDS
+    assert (report["mode"], report["pods"], report["init_pods"]) == ("embedded", 10, init)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected"),
+    [
+        (5000, {"SchedulingBasic": (1000, 10000), "SchedulingPodAntiAffinity": (1000, 2000)}),
+        (50, {"SchedulingBasic": (10, 100), "SchedulingPodAffinity": (50, 50)}),
+    ],
+)
+def test_counts_scale_upstream_s_5000_node_case(
+    nodes: int, expected: dict[str, tuple[int, int]]
+) -> None:
+    for shape, counts in expected.items():
+        assert WORKLOADS[shape].counts(nodes) == counts
+    assert WORKLOADS["SchedulingBasic"].counts(nodes, init=3, measured=7) == (3, 7)
+
+
+def test_templates_follow_upstream() -> None:
+    spreading = WORKLOADS["TopologySpreading"]
+    zones = [
+        spreading.node(i)["metadata"]["labels"]["topology.kubernetes.io/zone"] for i in range(4)
+    ]
+    assert zones == ["moon-1", "moon-2", "moon-3", "moon-1"]
+    constraint = spreading.measured(0)["spec"]["topologySpreadConstraints"][0]
+    assert (constraint["maxSkew"], constraint["whenUnsatisfiable"]) == (5, "DoNotSchedule")
+    anti = WORKLOADS["SchedulingPodAntiAffinity"].measured(3)
+    assert anti["metadata"]["namespace"] == "sched-1"
+    term = anti["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"] == {"matchLabels": {"color": "green"}}
+    node = WORKLOADS["SchedulingBasic"].node(7)
+    assert node["status"]["allocatable"] == {"pods": "110", "cpu": "4", "memory": "32Gi"}
+    requests = WORKLOADS["SchedulingNodeAffinity"].measured(0)["spec"]["containers"][0]
+    assert requests["resources"]["requests"] == {"cpu": "100m", "memory": "500Mi"}
+
+
+def test_init_pods_are_bound_round_robin() -> None:
+    snapshot = build_snapshot(WORKLOADS["SchedulingPodAffinity"], 4, 10)
+    table = snapshot.table()
+    assert table.requested[:, 3].tolist() == [3, 3, 2, 2]  # pods per node
