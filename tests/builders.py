@@ -28,6 +28,7 @@ from contracts.k8s import (
     Quantity,
     ResourceRequirements,
     Taint,
+    Volume,
 )
 
 Requests = Mapping[str, Quantity]
@@ -81,6 +82,7 @@ def make_pod(
     phase: str | None = None,
     nominated_node_name: str | None = None,
     deletion_timestamp: str | None = None,
+    volumes: Sequence[Volume] = (),
 ) -> Pod:
     """A pod. ``requests``: one container's requests, or one entry per container;
     ``containers=n`` adds n containers without requests. ``uid`` defaults to
@@ -108,6 +110,7 @@ def make_pod(
             containers=_containers(specs, "c"),
             init_containers=_containers(init, "i"),
             overhead=dict(overhead or {}),
+            volumes=list(volumes),
         ),
         status=PodStatus(phase=phase, nominated_node_name=nominated_node_name),
     )

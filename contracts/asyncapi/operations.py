@@ -177,6 +177,14 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         "Publish the Binding and its Scheduled event.",
     ),
     (
+        "binderSendVolumeEvents",
+        "send",
+        topology.EVENTS.name,
+        None,
+        "internal",
+        "PreBind: record the volumes and claims VolumeBinding bound, as watch events.",
+    ),
+    (
         "binderSendResults",
         "send",
         topology.RESULTS.name,

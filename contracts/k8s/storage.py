@@ -62,6 +62,7 @@ class PersistentVolumeClaimSpec(Wire, kw_only=True, frozen=True):
 class PersistentVolumeClaimStatus(Wire, kw_only=True, frozen=True):
     phase: str | None = None
     capacity: dict[str, Quantity] = {}
+    access_modes: list[str] = []
 
 
 class PersistentVolumeClaim(

@@ -10,7 +10,10 @@ the queue retries the pod after its backoff. If the publish fails the batch is
 redelivered; the claim holds, so the same pods are bound (at least once; the informer
 ignores a repeated Binding to the same node).
 
-Permit waits and PreBind/PostBind plugins join this cycle with the framework issue.
+PreBind: the volume bindings the scheduler decided (VolumeBinding) are published as
+watch events just before the Binding, in the same publish (see :mod:`.prebind`).
+Permit waits and the other PreBind/PostBind plugins join this cycle with the framework
+issue.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import msgspec
 from contracts import topology
 from contracts.k8s import namespaced_name
 from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
+from services.binder.prebind import volume_messages
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
@@ -87,10 +91,14 @@ class BinderService:
         with tracer.start_as_current_span("binding_cycle", context=context) as span:
             span.set_attribute("ksched.pod", namespaced_name(pod.metadata))
             span.set_attribute("ksched.node", request.node)
+            out: list[Message] = []
+            if request.volume_bindings:
+                with tracer.start_as_current_span("PreBind"):
+                    out.extend(volume_messages(request, telemetry.inject()))
             with tracer.start_as_current_span("Bind"):
                 headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
                 binding = binding_for(pod, request.node)
-                out = [decision_message(binding, _encoder.encode(binding), headers)]
+                out.append(decision_message(binding, _encoder.encode(binding), headers))
             if self._scheduled_events:
                 event = pod_event(
                     pod,

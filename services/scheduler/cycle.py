@@ -1,15 +1,17 @@
 """The scheduling cycle for a batch of requests: algorithm, local assume, one store assume.
 
 For each request, in order: run the profile's framework against the snapshot; a pod
-that fits is assumed in the snapshot at once (so the next pod of the batch sees it) and
-gets a store :class:`Reservation`. Then one ``store.assume`` call reserves the whole
-batch atomically per pod:
+that fits is assumed in the snapshot and reserved by the Reserve plugins at once (so the
+next pod of the batch sees both) and gets a store :class:`Reservation`. Then one
+``store.assume`` call reserves the whole batch atomically per pod:
 
-- ``assumed``: Reserve plugins run; the pod goes to the binder (BindRequest).
-- ``conflict``: another replica got there first. The local assumption is undone, the
-  node's view is corrected with the store's usage, and the pod is scheduled again
+- ``assumed``: the pod goes to the binder (a BindRequest, with VolumeBinding's decisions).
+- ``conflict``: another replica got there first. The local assumption and the
+  reservation are undone, the node's view is corrected with the store's usage, and
+  the pod is scheduled again
   (at most ``max_conflict_retries`` times, then the attempt ends with ``error``).
-- ``stale``: the attempt is no longer the pod's lease; the local assumption is undone.
+- ``stale``: the attempt is no longer the pod's lease; the local assumption and the
+  reservation are undone.
 
 Pods that fit nowhere end ``unschedulable`` with upstream's FitError message.
 
@@ -36,6 +38,7 @@ from services.scheduler.framework.interface import CycleState
 from services.scheduler.framework.runtime import Framework, ScheduleResult
 from services.scheduler.framework.snapshot import Snapshot
 from services.scheduler.framework.types import PodInfo, pod_uid
+from services.scheduler.plugins.volumebinding import claim_bindings
 
 
 @dataclass(slots=True)
@@ -186,7 +189,8 @@ class BatchScheduler:
             attempt.node = result.node
             deadline = self._clock.now() + self._ttl
             self._snapshot.assume(attempt.pod, result.node, deadline)
-            reserving.append(attempt)
+            if self._reserve(attempt, outcome):
+                reserving.append(attempt)
         if not reserving:
             return []
         reservations = [
@@ -203,6 +207,7 @@ class BatchScheduler:
             answers = await self._store.assume(reservations, self._clock.now())
         except BaseException:
             for attempt in reserving:  # the batch will be redelivered and redone
+                attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
                 self._snapshot.forget(attempt.pod.uid)
                 attempt.span.end()
             raise
@@ -211,6 +216,7 @@ class BatchScheduler:
             if answer.status == "assumed":
                 self._reserved(attempt, outcome)
                 continue
+            attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
             if answer.status == "stale":
                 self._finish(
@@ -230,12 +236,15 @@ class BatchScheduler:
                 )
         return retry
 
-    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome) -> None:
+    def _reserve(self, attempt: _Attempt, outcome: BatchOutcome) -> bool:
+        """Run the Reserve plugins right after the local assume, before the next pod
+        of the batch is scheduled, as upstream's scheduling cycle does: what a plugin
+        reserves (VolumeBinding's volumes) is seen by the pods after it. On failure the
+        pod is unreserved, forgotten and finished. Returns whether it is reserved."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         with trace.use_span(attempt.span, end_on_exit=False):
             status = framework.run_reserve(attempt.state, pod, node)
         if not status.is_success():
-            # The store reservation expires on its own; locally the pod is forgotten now.
             framework.run_unreserve(attempt.state, pod, node)
             self._snapshot.forget(pod.uid)
             outcome_kind: Outcome = "unschedulable" if status.is_rejected() else "error"
@@ -244,8 +253,11 @@ class BatchScheduler:
                 attempt.request, outcome_kind, status.message(), plugins=plugins
             )
             self._finish(attempt, outcome, result, event=True)
-            return
-        request = attempt.request
+            return False
+        return True
+
+    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome) -> None:
+        node, request = attempt.node, attempt.request
         outcome.binds.append(
             BindRequest(
                 pod=(
@@ -258,6 +270,7 @@ class BatchScheduler:
                 profile=request.profile,
                 at=request.at,
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
+                volume_bindings=claim_bindings(attempt.state),
             )
         )
         attempt.span.set_attribute("node", node)
