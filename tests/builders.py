@@ -17,17 +17,22 @@ from collections.abc import Mapping, Sequence
 
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
+    Affinity,
     Container,
+    ContainerImage,
+    ContainerPort,
     Node,
     NodeSpec,
     NodeStatus,
     ObjectMeta,
     Pod,
+    PodSchedulingGate,
     PodSpec,
     PodStatus,
     Quantity,
     ResourceRequirements,
     Taint,
+    Toleration,
     Volume,
 )
 
@@ -41,11 +46,22 @@ def container(
     limits: Requests | None = None,
     name: str = "",
     restart_policy: str | None = None,
+    image: str | None = None,
+    ports: Sequence[ContainerPort] = (),
 ) -> Container:
     return Container(
         name=name,
+        image=image,
         resources=ResourceRequirements(requests=dict(requests or {}), limits=dict(limits or {})),
+        ports=list(ports),
         restart_policy=restart_policy,
+    )
+
+
+def host_port(port: int, protocol: str = "TCP", host_ip: str = "") -> ContainerPort:
+    """A container port published on the node (``hostPort``)."""
+    return ContainerPort(
+        container_port=port, host_port=port, protocol=protocol, host_ip=host_ip or None
     )
 
 
@@ -83,6 +99,11 @@ def make_pod(
     nominated_node_name: str | None = None,
     deletion_timestamp: str | None = None,
     volumes: Sequence[Volume] = (),
+    tolerations: Sequence[Toleration] = (),
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Affinity | None = None,
+    scheduling_gates: Sequence[str] = (),
+    qos_class: str | None = None,
 ) -> Pod:
     """A pod. ``requests``: one container's requests, or one entry per container;
     ``containers=n`` adds n containers without requests. ``uid`` defaults to
@@ -111,8 +132,12 @@ def make_pod(
             init_containers=_containers(init, "i"),
             overhead=dict(overhead or {}),
             volumes=list(volumes),
+            tolerations=list(tolerations),
+            node_selector=dict(node_selector or {}),
+            affinity=affinity,
+            scheduling_gates=[PodSchedulingGate(name=g) for g in scheduling_gates],
         ),
-        status=PodStatus(phase=phase, nominated_node_name=nominated_node_name),
+        status=PodStatus(phase=phase, nominated_node_name=nominated_node_name, qos_class=qos_class),
     )
 
 
@@ -124,9 +149,11 @@ def make_node(
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Taint | tuple[str, str, str]] = (),
     unschedulable: bool = False,
+    images: Sequence[tuple[Sequence[str], int]] = (),
 ) -> Node:
     """A node. ``allocatable`` defaults to ``capacity`` (and both to 4 cpu, 32Gi, 110
-    pods when neither is given); ``taints`` as Taint or ``(key, value, effect)``."""
+    pods when neither is given); ``taints`` as Taint or ``(key, value, effect)``;
+    ``images`` as ``(names, sizeBytes)`` for ``status.images``."""
     if allocatable is None and capacity is None:
         allocatable = {"cpu": "4", "memory": "32Gi", "pods": 110}
     alloc = dict(allocatable if allocatable is not None else capacity or {})
@@ -140,6 +167,8 @@ def make_node(
             ],
         ),
         status=NodeStatus(
-            capacity=dict(capacity if capacity is not None else alloc), allocatable=alloc
+            capacity=dict(capacity if capacity is not None else alloc),
+            allocatable=alloc,
+            images=[ContainerImage(names=list(n), size_bytes=size) for n, size in images],
         ),
     )

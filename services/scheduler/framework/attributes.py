@@ -1,19 +1,27 @@
-"""Node labels as columns, for filters and scores that look at every node at once.
+"""Node attributes as columns, for filters and scores that look at every node at once.
 
 A :class:`NodeAttributes` belongs to one set of node objects: the snapshot builds a new
 one when a node is added, updated or removed, never when pods move, so what it caches
-(one column per label key asked for) lives across many scheduling cycles.
+(one column per label key asked for, the taint and image indexes, plugins' memos) lives
+across many scheduling cycles.
 
 ``label(key)`` is the column: ``codes[row]`` indexes ``values`` (the distinct values of
 that key, sorted), or is -1 where the node lacks the key. Selectors then become NumPy
 operations: ``In`` is ``np.isin(codes, wanted)``, ``Exists`` is ``codes >= 0``, and a
 topology domain is ``codes`` itself.
+
+``taints()`` lists every (node, taint) pair against the distinct taints, so a plugin
+decides once per distinct taint and spreads the answer over the nodes;
+``images()`` maps each image name of ``status.images`` to the nodes that have it.
+``memo(key, build)`` keeps any value derived from the nodes alone (a selector's mask)
+for as long as the nodes do not change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +29,13 @@ import numpy.typing as npt
 from contracts.k8s import Node
 
 Int32Array = npt.NDArray[np.int32]
+Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+T = TypeVar("T")
+
+MEMO_LIMIT: Final = 256
+"""Memo entries kept per NodeAttributes (each an array over the nodes, ~40 kB at 5000
+nodes for int64); past that the memo starts afresh."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +68,72 @@ class LabelColumn:
         """Rows whose value is one of ``values`` (``In``)."""
         return np.isin(self.codes, self.codes_of(values))
 
+    def where_value(self, keep: BoolArray) -> BoolArray:
+        """Rows whose value ``v`` has ``keep[code of v]``; rows without the label are
+        False. ``keep`` has one entry per value in ``values``."""
+        lookup = np.append(np.asarray(keep, dtype=np.bool_), False)
+        return lookup[self.codes]
+
     def value(self, row: int) -> str | None:
         code = int(self.codes[row])
         return self.values[code] if code >= 0 else None
+
+
+class TaintKey(NamedTuple):
+    """A taint as the scheduler compares it (``timeAdded`` plays no part)."""
+
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaintIndex:
+    """Every node's taints as entries ``(rows[i], ids[i])`` over the distinct taints."""
+
+    taints: tuple[TaintKey, ...]
+    """The distinct taints, in the order first seen."""
+    rows: Int32Array
+    """Per entry: the node row."""
+    ids: Int32Array
+    """Per entry: index into ``taints``."""
+    num_nodes: int
+
+    def rows_having(self, chosen: BoolArray) -> BoolArray:
+        """Per row: does the node have a taint ``t`` with ``chosen[t]``?"""
+        mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        mask[self.rows[chosen[self.ids]]] = True
+        return mask
+
+    def count(self, chosen: BoolArray) -> Int64Array:
+        """Per row: how many of the node's taints are ``chosen``."""
+        counts: Int64Array = np.bincount(
+            self.rows[chosen[self.ids]], minlength=self.num_nodes
+        ).astype(np.int64)
+        return counts
+
+
+@dataclass(frozen=True, slots=True)
+class ImageIndex:
+    """``status.images`` of every node, by image name (as the node reports it)."""
+
+    by_name: Mapping[str, tuple[Int64Array, Int64Array]]
+    """Name → (rows of the nodes that have it, its size on each of those nodes)."""
+
+    def num_nodes(self, name: str) -> int:
+        """How many nodes report ``name`` (``ImageStateSummary.NumNodes``)."""
+        found = self.by_name.get(name)
+        return 0 if found is None else len(found[0])
 
 
 class NodeAttributes:
     def __init__(self, nodes: Sequence[Node]) -> None:
         self._nodes = nodes
         self._labels: dict[str, LabelColumn] = {}
+        self._taints: TaintIndex | None = None
+        self._images: ImageIndex | None = None
+        self._unschedulable: BoolArray | None = None
+        self._memo: dict[Hashable, object] = {}
 
     @property
     def num_nodes(self) -> int:
@@ -81,6 +152,66 @@ class NodeAttributes:
             )
             column = self._labels[key] = LabelColumn(key, codes, values)
         return column
+
+    def taints(self) -> TaintIndex:
+        if self._taints is None:
+            distinct: dict[TaintKey, int] = {}
+            rows: list[int] = []
+            ids: list[int] = []
+            for row, node in enumerate(self._nodes):
+                for taint in node.spec.taints:
+                    key = TaintKey(taint.key, taint.value or "", taint.effect)
+                    rows.append(row)
+                    ids.append(distinct.setdefault(key, len(distinct)))
+            self._taints = TaintIndex(
+                tuple(distinct),
+                np.asarray(rows, dtype=np.int32),
+                np.asarray(ids, dtype=np.int32),
+                len(self._nodes),
+            )
+        return self._taints
+
+    def unschedulable(self) -> BoolArray:
+        """Per row: ``spec.unschedulable``."""
+        if self._unschedulable is None:
+            self._unschedulable = np.fromiter(
+                (node.spec.unschedulable for node in self._nodes),
+                dtype=np.bool_,
+                count=len(self._nodes),
+            )
+        return self._unschedulable
+
+    def images(self) -> ImageIndex:
+        if self._images is None:
+            found: dict[str, tuple[list[int], list[int]]] = {}
+            for row, node in enumerate(self._nodes):
+                sizes: dict[str, int] = {}
+                for image in node.status.images:
+                    for name in image.names:
+                        sizes[name] = image.size_bytes  # a later image wins, as a map
+                for name, size in sizes.items():
+                    rows, sizes_of = found.setdefault(name, ([], []))
+                    rows.append(row)
+                    sizes_of.append(size)
+            self._images = ImageIndex(
+                {
+                    name: (np.asarray(rows, dtype=np.int64), np.asarray(sz, dtype=np.int64))
+                    for name, (rows, sz) in found.items()
+                }
+            )
+        return self._images
+
+    def memo(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The value cached under ``key``, built by ``build()`` the first time. The
+        value must depend on the nodes only (not on pods): it lives until a node
+        changes. Keys should start with the caller's plugin name."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            value = self._memo[key] = build()
+            return value
 
     def take(self, rows: Sequence[int]) -> NodeAttributes:
         """The attributes of ``rows`` only, in that order."""

@@ -45,3 +45,49 @@ def test_rows_follow_a_removed_node() -> None:
     column = table.attributes.label("k")
     assert [column.value(table.index[name]) for name in ("b", "c")] == ["2", "3"]
     assert np.array_equal(column.present(), np.ones(2, dtype=bool))
+
+
+def test_taint_index_spreads_a_decision_per_distinct_taint() -> None:
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("a", taints=[("k", "v", "NoSchedule"), ("x", "", "NoExecute")]))
+    snapshot.add_node(make_node("b"))
+    snapshot.add_node(make_node("c", taints=[("k", "v", "NoSchedule")]))
+    index = snapshot.table().attributes.taints()
+    assert [t.key for t in index.taints] == ["k", "x"]
+    assert index.rows_having(np.array([True, False])).tolist() == [True, False, True]
+    assert index.rows_having(np.array([False, True])).tolist() == [True, False, False]
+    assert index.count(np.array([True, True])).tolist() == [2, 0, 1]
+
+
+def test_image_index_and_cordons() -> None:
+    snapshot = Snapshot()
+    snapshot.add_node(make_node("a", images=[(["img:1", "img:latest"], 10), (["img:1"], 20)]))
+    snapshot.add_node(make_node("b", images=[(["img:1"], 30)], unschedulable=True))
+    attributes = snapshot.table().attributes
+    rows, sizes = attributes.images().by_name["img:1"]
+    assert (rows.tolist(), sizes.tolist()) == ([0, 1], [20, 30])  # a later image wins
+    assert attributes.images().num_nodes("img:latest") == 1
+    assert attributes.images().num_nodes("other") == 0
+    assert attributes.unschedulable().tolist() == [False, True]
+
+
+def test_memo_lives_as_long_as_the_nodes() -> None:
+    snapshot = snapshot_with(("a", {"zone": "z1"}))
+    built: list[int] = []
+
+    def build() -> int:
+        built.append(1)
+        return len(built)
+
+    assert snapshot.table().attributes.memo(("test", 1), build) == 1
+    snapshot.assume(PodInfo.of(make_pod("p")), "a")
+    assert snapshot.table().attributes.memo(("test", 1), build) == 1
+    snapshot.add_node(make_node("b"))
+    assert snapshot.table().attributes.memo(("test", 1), build) == 2
+
+
+def test_where_value_maps_a_decision_per_value() -> None:
+    snapshot = snapshot_with(("a", {"v": "10"}), ("b", {}), ("c", {"v": "x"}))
+    column = snapshot.table().attributes.label("v")
+    assert column.values == ("10", "x")
+    assert column.where_value(np.array([True, False])).tolist() == [True, False, False]

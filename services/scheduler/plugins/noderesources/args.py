@@ -1,9 +1,10 @@
-"""``NodeResourcesFitArgs`` (kubescheduler.config.k8s.io/v1), defaults and validation."""
+"""``NodeResourcesFitArgs`` and ``NodeResourcesBalancedAllocationArgs``
+(kubescheduler.config.k8s.io/v1), defaults and validation."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Self
+from typing import Final, Self
 
 import msgspec
 
@@ -28,10 +29,23 @@ class ResourceSpec(_Args, kw_only=True, frozen=True):
     weight: int = 0
 
 
+class UtilizationShapePoint(_Args, kw_only=True, frozen=True):
+    utilization: int
+    """Percent of the node's capacity requested, 0 to 100."""
+    score: int
+    """Score at that utilization, 0 to 10 (scaled by 10 onto MaxNodeScore)."""
+
+
+class RequestedToCapacityRatioParam(_Args, kw_only=True, frozen=True):
+    shape: tuple[UtilizationShapePoint, ...] = ()
+    """Points of the broken-linear scoring function, by increasing utilization."""
+
+
 class ScoringStrategy(_Args, kw_only=True, frozen=True):
     type: str = ""
     resources: tuple[ResourceSpec, ...] = ()
-    requested_to_capacity_ratio: dict[str, Any] | None = None
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+    """The function shape, for the RequestedToCapacityRatio type."""
 
 
 DEFAULT_RESOURCES: Final = (
@@ -60,7 +74,7 @@ class NodeResourcesFitArgs(_Args, kw_only=True, frozen=True):
         )
 
     def validate(self, path: str) -> None:
-        """``ValidateNodeResourcesFitArgs``; RequestedToCapacityRatio is not supported yet."""
+        """``ValidateNodeResourcesFitArgs``."""
         for i, name in enumerate(self.ignored_resources):
             _label_name(name, join_path(path, f"ignoredResources[{i}]"))
         for i, group in enumerate(self.ignored_resource_groups):
@@ -80,10 +94,6 @@ class NodeResourcesFitArgs(_Args, kw_only=True, frozen=True):
                 join_path(spath, "type"),
                 f'Unsupported value: "{strategy.type}": supported values: {supported}',
             )
-        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
-            raise ConfigError(
-                join_path(spath, "type"), "RequestedToCapacityRatio is not supported by ksched yet"
-            )
         seen: set[str] = set()
         for i, resource in enumerate(strategy.resources):
             rpath = join_path(spath, f"resources[{i}]")
@@ -95,6 +105,66 @@ class NodeResourcesFitArgs(_Args, kw_only=True, frozen=True):
                     join_path(rpath, "weight"),
                     f"Invalid value: {resource.weight}: resource weight of {resource.name} "
                     "not in valid range [1, 100]",
+                )
+        ratio = strategy.requested_to_capacity_ratio
+        if ratio is not None:  # upstream reports a bad shape at scoringStrategy.shape
+            validate_function_shape(ratio.shape, join_path(spath, "shape"))
+        elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            # Upstream would dereference the missing parameter (a nil pointer) in NewFit.
+            raise ConfigError(join_path(spath, "requestedToCapacityRatio"), "Required value")
+
+
+MAX_CUSTOM_PRIORITY_SCORE: Final = 10
+"""``config.MaxCustomPriorityScore``: the top of a shape's score range."""
+
+
+def validate_function_shape(shape: tuple[UtilizationShapePoint, ...], path: str) -> None:
+    """``validateFunctionShape``: at least one point, utilizations strictly increasing
+    and within [0, 100], scores within [0, 10]."""
+    if not shape:
+        raise ConfigError(path, "Required value: at least one point must be specified")
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            raise ConfigError(
+                join_path(path, f"[{i}].utilization"),
+                f"Invalid value: {shape[i].utilization}: values must be sorted in increasing order",
+            )
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= 100:
+            raise ConfigError(
+                join_path(path, f"[{i}].utilization"),
+                f"Invalid value: {point.utilization}: not in valid range [0, 100]",
+            )
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ConfigError(
+                join_path(path, f"[{i}].score"),
+                f"Invalid value: {point.score}: "
+                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
+            )
+
+
+class NodeResourcesBalancedAllocationArgs(_Args, kw_only=True, frozen=True):
+    resources: tuple[ResourceSpec, ...] = ()
+    """Resources whose requested fractions should be balanced; cpu and memory by default."""
+
+    def defaulted(self) -> Self:
+        """``SetDefaults_NodeResourcesBalancedAllocationArgs``: cpu and memory when
+        empty; a weight of 0 means 1."""
+        resources = self.resources or DEFAULT_RESOURCES
+        resources = tuple(r if r.weight else ResourceSpec(name=r.name, weight=1) for r in resources)
+        return msgspec.structs.replace(self, resources=resources)
+
+    def validate(self, path: str) -> None:
+        """``ValidateNodeResourcesBalancedAllocationArgs``: names unique, weights 1."""
+        seen: set[str] = set()
+        for i, resource in enumerate(self.resources):
+            rpath = join_path(path, f"resources[{i}]")
+            if resource.name in seen:
+                raise ConfigError(join_path(rpath, "name"), f'Duplicate value: "{resource.name}"')
+            seen.add(resource.name)
+            if resource.weight != 1:
+                raise ConfigError(
+                    join_path(rpath, "weight"), f"Invalid value: {resource.weight}: must be 1"
                 )
 
 

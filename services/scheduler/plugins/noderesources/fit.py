@@ -5,8 +5,8 @@ pods, and with "Insufficient <resource>" for every resource the pod requests (am
 > 0, ignoring ``ignoredResources`` / ``ignoredResourceGroups`` extended resources) that
 exceeds ``allocatable - requested``. All reasons of a node are kept.
 
-Score: the configured strategy (LeastAllocated by default, or MostAllocated) over the
-configured resources, on non-zero requests.
+Score: the configured strategy (LeastAllocated by default, MostAllocated, or
+RequestedToCapacityRatio) over the configured resources, on non-zero requests.
 """
 
 from __future__ import annotations
@@ -40,11 +40,17 @@ from services.scheduler.plugins.noderesources import fit_hints
 from services.scheduler.plugins.noderesources.args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
 )
 from services.scheduler.plugins.noderesources.least_allocated import least_requested_score
 from services.scheduler.plugins.noderesources.most_allocated import most_requested_score
+from services.scheduler.plugins.noderesources.requested_to_capacity_ratio import (
+    RequestedToCapacityRatioScorer,
+    scaled_shape,
+)
 from services.scheduler.plugins.noderesources.resource_allocation import (
+    NodeScorer,
     ResourceAllocationScorer,
     ResourceScorer,
 )
@@ -99,9 +105,17 @@ class Fit:
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.defaulted().scoring_strategy
         assert strategy is not None  # defaulted() always sets one
-        self.scorer = ResourceAllocationScorer(
-            name=strategy.type, resources=strategy.resources, scorer=_STRATEGIES[strategy.type]
-        )
+        self.scorer: NodeScorer
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            ratio = strategy.requested_to_capacity_ratio
+            if ratio is None:
+                raise ValueError("RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
+            shape = scaled_shape(ratio.shape)
+            self.scorer = RequestedToCapacityRatioScorer(strategy.resources, shape)
+        else:
+            self.scorer = ResourceAllocationScorer(
+                name=strategy.type, resources=strategy.resources, scorer=_STRATEGIES[strategy.type]
+            )
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Pods going away (or shrinking) free room; nodes added or growing add room."""

@@ -16,6 +16,7 @@ from services.scheduler.plugins.noderesources.resource_allocation import go_div
 
 def least_requested_score(requested: Int64Array, capacity: Int64Array) -> Int64Array:
     """``leastRequestedScore`` over arrays (capacity is never 0 here)."""
-    return np.where(
-        requested > capacity, 0, go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
-    )
+    # An over-requested node has no room left: clamping it to 0 gives its 0 score and
+    # keeps the division on non-negative numbers (one floor division).
+    free = np.maximum(capacity - requested, 0)
+    return go_div(free * MAX_NODE_SCORE, capacity)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def go_div(a: Int64Array, b: Int64Array | int) -> Int64Array:
     """Integer division truncating toward zero, as Go's ``/`` on int64 (NumPy floors).
     The scores only divide non-negative numbers, where both agree: that case is a
     single floor division."""
-    b_negative = bool(np.min(b) < 0)
+    b_negative = b < 0 if isinstance(b, int) else bool(np.min(b) < 0)
     if not b_negative and (a.size == 0 or a.min() >= 0):
         floored: Int64Array = np.floor_divide(a, b)
         return floored
@@ -44,11 +45,27 @@ def go_div(a: Int64Array, b: Int64Array | int) -> Int64Array:
     return truncated
 
 
+class NodeScorer(Protocol):
+    """What NodeResourcesFit's Score needs from a scoring strategy."""
+
+    @property
+    def name(self) -> str:
+        """The strategy's type (``LeastAllocated``...)."""
+        ...
+
+    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]: ...
+
+    def score(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
     name: str
     resources: tuple[ResourceSpec, ...]
-    scorer: ResourceScorer
+    scorer: ResourceScorer | None = None
+    """The per-resource strategy :meth:`score` averages; None for strategies that
+    combine the resources themselves (RequestedToCapacityRatio, BalancedAllocation)
+    and use only :meth:`pod_requests` and :meth:`allocatable_requested`."""
     use_requested: bool = False
     """Score against Requested instead of NonZeroRequested for cpu and memory
     (BalancedAllocation does; Fit's strategies do not)."""
@@ -63,10 +80,12 @@ class ResourceAllocationScorer:
         """One score per row in ``rows``. Raises StatusError without resources."""
         if not self.resources:
             raise StatusError("resources not found")
+        if self.scorer is None:
+            raise StatusError(f"{self.name}: no per-resource scorer")
         total = np.zeros(len(rows), dtype=np.int64)
         weights: Int64Array | int = 0
         for spec, pod_request in zip(self.resources, pod_requests, strict=True):
-            pair = self._allocatable_requested(nodes, rows, spec.name, pod_request)
+            pair = self.allocatable_requested(nodes, rows, spec.name, pod_request)
             if pair is None:
                 continue
             allocatable, requested = pair
@@ -82,7 +101,7 @@ class ResourceAllocationScorer:
             return go_div(total, weights) if weights else total
         return np.where(weights == 0, 0, go_div(total, np.maximum(weights, 1)))
 
-    def _allocatable_requested(
+    def allocatable_requested(
         self, nodes: NodeTable, rows: Rows, resource: str, pod_request: int
     ) -> tuple[Int64Array, Int64Array] | None:
         """``calculateResourceAllocatableRequest``; None stands for upstream's (0, 0)."""
