@@ -1,7 +1,8 @@
-"""Upstream's v1 defaults for the plugins ksched implements (``getDefaultPlugins``).
+"""Upstream's v1 default plugins (``getDefaultPlugins`` in default_plugins.go).
 
-Upstream's default multiPoint list, restricted to the plugins ksched has today, in
-upstream's order: PrioritySort, NodeResourcesFit (score weight 1), DefaultBinder.
+The multiPoint list in upstream's order, with its score weights. DefaultPreemption
+(PostFilter) follows with the preemption issue; DynamicResources and the alpha plugins
+stay off, as their feature gates are off by default upstream.
 """
 
 from __future__ import annotations
@@ -10,22 +11,32 @@ from typing import Final
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
 from services.scheduler.framework.profile import PluginRef, Plugins, PluginSet, Profile
-from services.scheduler.plugins import defaultbinder
-from services.scheduler.plugins.noderesources import fit
-from services.scheduler.plugins.queuesort import priority_sort
 
 DEFAULT_PLUGINS: Final = Plugins(
     multi_point=PluginSet(
         enabled=(
-            PluginRef(priority_sort.NAME),
-            PluginRef(fit.NAME, weight=1),
-            PluginRef(defaultbinder.NAME),
+            PluginRef("SchedulingGates"),
+            PluginRef("PrioritySort"),
+            PluginRef("NodeUnschedulable"),
+            PluginRef("NodeName"),
+            PluginRef("TaintToleration", weight=3),
+            PluginRef("NodeAffinity", weight=2),
+            PluginRef("NodePorts"),
+            PluginRef("NodeResourcesFit", weight=1),
+            PluginRef("VolumeRestrictions"),
+            PluginRef("NodeVolumeLimits"),
+            PluginRef("VolumeBinding"),
+            PluginRef("VolumeZone"),
+            PluginRef("PodTopologySpread", weight=2),
+            PluginRef("InterPodAffinity", weight=2),
+            PluginRef("NodeResourcesBalancedAllocation", weight=1),
+            PluginRef("ImageLocality", weight=1),
+            PluginRef("DefaultBinder"),
         )
     )
 )
 
 
 def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
-    """The profile kube-scheduler runs when given no configuration (as far as ksched's
-    plugins go)."""
+    """The profile kube-scheduler runs when given no configuration."""
     return Profile(scheduler_name=scheduler_name, plugins=DEFAULT_PLUGINS)

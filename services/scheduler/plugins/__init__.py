@@ -3,17 +3,48 @@
 from __future__ import annotations
 
 from services.scheduler.framework.registry import PluginEntry, Registry
-from services.scheduler.plugins import defaultbinder
-from services.scheduler.plugins.noderesources import fit
+from services.scheduler.plugins import (
+    defaultbinder,
+    imagelocality,
+    interpodaffinity,
+    nodename,
+    nodeports,
+    nodeunschedulable,
+    nodevolumelimits,
+    podtopologyspread,
+    schedulinggates,
+    tainttoleration,
+    volumebinding,
+    volumerestrictions,
+    volumezone,
+)
+from services.scheduler.plugins.nodeaffinity import node_affinity
+from services.scheduler.plugins.noderesources import balanced_allocation, fit
 from services.scheduler.plugins.noderesources.args import NodeResourcesFitArgs
-from services.scheduler.plugins.queuesort import priority_sort
+from services.scheduler.plugins.queuesort import priority_sort, qos_sort
+
+ENTRIES: tuple[PluginEntry, ...] = (
+    schedulinggates.ENTRY,
+    PluginEntry(priority_sort.NAME, priority_sort.PrioritySort, priority_sort.new),
+    qos_sort.ENTRY,
+    nodeunschedulable.ENTRY,
+    nodename.ENTRY,
+    tainttoleration.ENTRY,
+    node_affinity.ENTRY,
+    nodeports.ENTRY,
+    PluginEntry(fit.NAME, fit.Fit, fit.new, NodeResourcesFitArgs),
+    volumerestrictions.ENTRY,
+    nodevolumelimits.ENTRY,
+    volumebinding.ENTRY,
+    volumezone.ENTRY,
+    podtopologyspread.ENTRY,
+    interpodaffinity.ENTRY,
+    balanced_allocation.ENTRY,
+    imagelocality.ENTRY,
+    PluginEntry(defaultbinder.NAME, defaultbinder.DefaultBinder, defaultbinder.new),
+)
 
 
 def in_tree_registry() -> Registry:
     """Every plugin ksched ships, by name."""
-    entries = (
-        PluginEntry(priority_sort.NAME, priority_sort.PrioritySort, priority_sort.new),
-        PluginEntry(fit.NAME, fit.Fit, fit.new, NodeResourcesFitArgs),
-        PluginEntry(defaultbinder.NAME, defaultbinder.DefaultBinder, defaultbinder.new),
-    )
-    return {entry.name: entry for entry in entries}
+    return {entry.name: entry for entry in ENTRIES}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.scheduler.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
+from services.scheduler.config import PluginRef, Plugins, PluginSet, Profile
 from services.scheduler.framework import CycleState, FilterResult, Framework, NodeTable, PodInfo
 from services.scheduler.framework.interface import PreFilterExtensions, PreFilterResult, Rows
 from services.scheduler.framework.nodeinfo import PODS_COL, Int64Array
@@ -82,6 +82,13 @@ class FixedScore:
         return np.array([self.scores.get(nodes.names[r], 0) for r in rows], dtype=np.int64)
 
 
+FIT_ONLY = Plugins(
+    multi_point=PluginSet(
+        (PluginRef("PrioritySort"), PluginRef("NodeResourcesFit", 1), PluginRef("DefaultBinder"))
+    )
+)
+
+
 def framework_with(
     *plugins: object,
     filter: Sequence[str] = (),
@@ -90,7 +97,8 @@ def framework_with(
     seed: int | None = 0,
     fit_score: bool = True,
 ) -> Framework:
-    """The default profile plus the given test plugins at the given points."""
+    """A minimal profile (PrioritySort, NodeResourcesFit, DefaultBinder — what these
+    framework tests reason about) plus the given test plugins at the given points."""
     registry = dict(in_tree_registry())
     for plugin in plugins:
         name = plugin.name  # type: ignore[attr-defined]
@@ -103,5 +111,5 @@ def framework_with(
             () if fit_score else (PluginRef("NodeResourcesFit"),),
         ),
     )
-    profile = Profile(plugins=merge_plugins(DEFAULT_PLUGINS, custom))
+    profile = Profile(plugins=merge_plugins(FIT_ONLY, custom))
     return Framework(profile, registry, rng=random.Random(seed))

@@ -35,11 +35,33 @@ def test_no_profiles_means_the_default_profile():
     assert [p.scheduler_name for p in loaded.profiles] == ["default-scheduler"]
     fw = Framework(loaded.profiles[0])
     assert fw.plugin_names(P.QueueSort) == ("PrioritySort",)
-    assert fw.plugin_names(P.PreFilter) == ("NodeResourcesFit",)
-    assert fw.plugin_names(P.Filter) == ("NodeResourcesFit",)
-    assert fw.plugin_names(P.Score) == ("NodeResourcesFit",)
+    # Upstream's getDefaultPlugins order, as multiPoint expands it per extension point.
+    assert fw.plugin_names(P.Filter) == (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    )
+    assert fw.plugin_names(P.PreFilter)[:3] == ("NodeAffinity", "NodePorts", "NodeResourcesFit")
     assert fw.plugin_names(P.Bind) == ("DefaultBinder",)
-    assert fw.score_weights == {"NodeResourcesFit": 1}
+    weights = {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
+        "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
+    }
+    assert {k: v for k, v in fw.score_weights.items() if k in weights} == weights
     assert (loaded.pod_initial_backoff_seconds, loaded.pod_max_backoff_seconds) == (1.0, 10.0)
     assert load_profiles(None) == (default_profile(),)
 
@@ -80,10 +102,11 @@ def test_score_weight_overrides_multi_point_and_disabling_one_point():
         ]
     )
     weighted, unscored = framework(raw, 0), framework(raw, 1)
-    assert weighted.score_weights == {"NodeResourcesFit": 5}
-    assert weighted.plugin_names(P.Score) == ("NodeResourcesFit",)
-    assert unscored.plugin_names(P.Score) == ()
-    assert unscored.plugin_names(P.Filter) == ("NodeResourcesFit",)
+    assert weighted.score_weights["NodeResourcesFit"] == 5
+    assert weighted.score_weights["TaintToleration"] == 3  # the other defaults keep theirs
+    assert "NodeResourcesFit" in weighted.plugin_names(P.Score)
+    assert "NodeResourcesFit" not in unscored.plugin_names(P.Score)
+    assert "NodeResourcesFit" in unscored.plugin_names(P.Filter)
 
 
 def test_merge_plugin_set_like_upstream():
