@@ -27,6 +27,9 @@ class NodeColumns:
         self._alloc = np.zeros((16, 8), dtype=np.int64)
         self._req = np.zeros((16, 8), dtype=np.int64)
         self._nonzero = np.zeros((16, 2), dtype=np.int64)
+        self._versions = np.zeros(16, dtype=np.int64)
+        """Per row: the value of ``_version`` when the row's pods last changed."""
+        self._version = 0
         self._table: NodeTable | None = None
         self._attributes: NodeAttributes | None = None
         """Rebuilt only when a node changes (not when pods do): see framework.attributes."""
@@ -45,6 +48,7 @@ class NodeColumns:
                 nonzero_requested=self._nonzero[:n],
                 pods=self._pods,
                 attributes=self._node_attributes(),
+                pod_versions=self._versions[:n],
             )
         return self._table
 
@@ -52,10 +56,6 @@ class NodeColumns:
         if self._attributes is None:
             self._attributes = NodeAttributes(list(self._nodes))
         return self._attributes
-
-    def changed(self) -> None:
-        """Drop the cached table (a row's pods changed without an array update)."""
-        self._table = None
 
     def column(self, resource: str) -> int:
         col = self._resources.get(resource)
@@ -76,6 +76,7 @@ class NodeColumns:
             grow = ((0, row), (0, 0))
             self._alloc, self._req = np.pad(self._alloc, grow), np.pad(self._req, grow)
             self._nonzero = np.pad(self._nonzero, grow)
+            self._versions = np.pad(self._versions, (0, row))
         self.names.append(name)
         self._nodes.append(node)
         self._pods.append(pods)
@@ -86,7 +87,7 @@ class NodeColumns:
         self._nonzero[row] = 0
         for pod in pods.values():
             self.charge(row, pod, 1)
-        self._table = None
+        self.pods_changed(row)
         return row
 
     def set_node(self, row: int, node: Node, allocatable: Mapping[str, int]) -> None:
@@ -108,6 +109,7 @@ class NodeColumns:
             self._alloc[row], self._req[row] = self._alloc[last], self._req[last]
             self._nonzero[row] = self._nonzero[last]
             self.index[moved] = row
+            self.pods_changed(row)
         self.names.pop()
         self._nodes.pop()
         self._pods.pop()
@@ -119,6 +121,13 @@ class NodeColumns:
             if resource not in self._resources:
                 self.column(resource)
         charge(self._req[row], self._nonzero[row], self._resources, pod, sign)
+        self.pods_changed(row)
+
+    def pods_changed(self, row: int | None) -> None:
+        """The pods counted on ``row`` changed (None: on a node the table lacks)."""
+        if row is not None:
+            self._version += 1
+            self._versions[row] = self._version
         self._table = None
 
     def add_requested(self, row: int, amounts: Mapping[str, int]) -> dict[str, int]:
@@ -131,10 +140,10 @@ class NodeColumns:
             if missing > 0:
                 added[resource] = missing
                 self._req[row, col] += missing
-        self._table = None
+        self.pods_changed(row)  # the row's usage moved: cached per-row results must see it
         return added
 
     def subtract_requested(self, row: int, amounts: Mapping[str, int]) -> None:
         for resource, amount in amounts.items():
             self._req[row, self._resources[resource]] -= amount
-        self._table = None
+        self.pods_changed(row)  # the row's usage moved: cached per-row results must see it

@@ -79,6 +79,10 @@ class NodeTable:
     """Per row: pod UID → PodInfo of every pod counted on the node (bound or assumed)."""
     attributes: NodeAttributes
     """Node labels as columns (see framework.attributes), cached across pod changes."""
+    pod_versions: Int64Array
+    """Per row: a number that changes whenever the pods counted on the row change (added,
+    removed, or replaced by a newer object of the same pod). An index over pods compares
+    it with the copy it saw last to find the rows to look at, instead of every pod."""
 
     @property
     def num_nodes(self) -> int:
@@ -129,4 +133,5 @@ class NodeTable:
             nonzero_requested=nonzero,
             pods=pods,
             attributes=self.attributes.take(rows),
+            pod_versions=np.full(len(rows), -1, dtype=np.int64),
         )

@@ -166,7 +166,7 @@ class Snapshot:
             old = self._pods_on[node][uid]
             if old.requests == info.requests and old.nonzero_requests == info.nonzero_requests:
                 self._pods_on[node][uid] = info
-                self._columns.changed()
+                self._columns.pods_changed(self._columns.index.get(node))
                 return
         self.forget(uid)
         self._unbind(uid)
@@ -200,7 +200,7 @@ class Snapshot:
         if row is not None:
             self._columns.charge(row, pod, sign)
         else:
-            self._columns.changed()
+            self._columns.pods_changed(None)
 
     # -- this replica's assumptions --------------------------------------------
 

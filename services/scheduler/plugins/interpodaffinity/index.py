@@ -27,7 +27,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from services.scheduler.framework.nodeinfo import PODS_COL, Int64Array, NodeTable
+from services.scheduler.framework.nodeinfo import Int64Array, NodeTable
 from services.scheduler.framework.types import PodInfo
 from services.scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
@@ -123,7 +123,10 @@ class PodIndex:
         self._pods: Sequence[Mapping[str, PodInfo]] | None = None
         self._names: list[str] = []
         self._seen: list[dict[str, PodInfo]] = []
-        self._counts: Int64Array = np.zeros(0, dtype=np.int64)
+        self._versions: Int64Array = np.zeros(0, dtype=np.int64)
+        """``NodeTable.pod_versions`` as last synced: rows whose value moved are diffed."""
+        self._attributes: object = None
+        """The NodeAttributes last seen (replaced by the snapshot when nodes change)."""
 
     @property
     def pods(self) -> Sequence[Mapping[str, PodInfo]] | None:
@@ -160,19 +163,19 @@ class PodIndex:
         """Bring the index up to date with ``nodes``."""
         if nodes is self._table:
             return
-        counts = nodes.requested[:, PODS_COL]
+        versions = nodes.pod_versions
         names = nodes.names if isinstance(nodes.names, list) else list(nodes.names)
-        if nodes.pods is not self._pods or len(counts) != len(self._counts) or names != self._names:
+        if (
+            nodes.pods is not self._pods
+            or len(versions) != len(self._versions)
+            or (nodes.attributes is not self._attributes and names != self._names)
+        ):
             self._rebuild(nodes)
         else:
-            pods = nodes.pods
-            for row in np.flatnonzero(counts != self._counts).tolist():
-                self._diff_row(pods, row)
-            if pods != self._seen:
-                for row, (live, seen) in enumerate(zip(pods, self._seen, strict=True)):
-                    if live != seen:
-                        self._diff_row(pods, row)
-        self._counts = counts.copy()
+            for row in np.flatnonzero(versions != self._versions).tolist():
+                self._diff_row(nodes.pods, row)
+        self._versions = versions.copy()
+        self._attributes = nodes.attributes
         self._table = nodes
 
     def _rebuild(self, nodes: NodeTable) -> None:

@@ -25,7 +25,10 @@ from services.scheduler.framework.registry import PluginEntry
 from services.scheduler.framework.status import SKIP, SUCCESS, Status, StatusError
 from services.scheduler.framework.types import MAX_NODE_SCORE, PodInfo
 from services.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
-from services.scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
+from services.scheduler.plugins.noderesources.resource_allocation import (
+    SCORES,
+    ResourceAllocationScorer,
+)
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
@@ -117,6 +120,14 @@ class BalancedAllocation:
                 return np.zeros(len(rows), dtype=np.int64)
         if not self.requests.resources:
             raise StatusError("resources not found")
+        return SCORES.values(
+            nodes,
+            rows,
+            (NAME, self.requests, requests),
+            lambda some: self._score_rows(nodes, some, requests),
+        )
+
+    def _score_rows(self, nodes: NodeTable, rows: Rows, requests: tuple[int, ...]) -> Int64Array:
         fractions = []
         for spec, pod_request in zip(self.requests.resources, requests, strict=True):
             pair = self.requests.allocatable_requested(nodes, rows, spec.name, pod_request)

@@ -24,9 +24,13 @@ from services.scheduler.framework.nodeinfo import (
     Int64Array,
     NodeTable,
 )
+from services.scheduler.framework.rowcache import RowCache
 from services.scheduler.framework.status import StatusError
 from services.scheduler.framework.types import PodInfo
 from services.scheduler.plugins.noderesources.args import ResourceSpec
+
+SCORES = RowCache()
+"""Scores per node of every strategy built on this scorer, by (scorer, pod requests)."""
 
 ResourceScorer = Callable[[Int64Array, Int64Array], Int64Array]
 """``(requested, capacity) -> score`` per node, for capacity ≠ 0 (zeros are masked)."""
@@ -77,11 +81,21 @@ class ResourceAllocationScorer:
         return tuple(source.get(r.name, 0) for r in self.resources)
 
     def score(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
-        """One score per row in ``rows``. Raises StatusError without resources."""
+        """One score per row in ``rows``. Raises StatusError without resources.
+        Rows whose node and pods did not change since the last pod with the same
+        requests keep their score (see framework.rowcache)."""
         if not self.resources:
             raise StatusError("resources not found")
         if self.scorer is None:
             raise StatusError(f"{self.name}: no per-resource scorer")
+        requests = tuple(pod_requests)
+        return SCORES.values(
+            nodes, rows, (self, requests), lambda some: self._score_rows(nodes, some, requests)
+        )
+
+    def _score_rows(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
+        scorer = self.scorer
+        assert scorer is not None  # checked by score()
         total = np.zeros(len(rows), dtype=np.int64)
         weights: Int64Array | int = 0
         for spec, pod_request in zip(self.resources, pod_requests, strict=True):
@@ -90,11 +104,11 @@ class ResourceAllocationScorer:
                 continue
             allocatable, requested = pair
             if allocatable.all():  # every node has the resource: no masking needed
-                total += self.scorer(requested, allocatable) * spec.weight
+                total += scorer(requested, allocatable) * spec.weight
                 weights = weights + spec.weight
                 continue
             present = allocatable != 0
-            resource_score = self.scorer(requested, np.where(present, allocatable, 1))
+            resource_score = scorer(requested, np.where(present, allocatable, 1))
             total += np.where(present, resource_score * spec.weight, 0)
             weights = weights + np.where(present, spec.weight, 0)
         if isinstance(weights, int):

@@ -20,14 +20,12 @@ Framework is.
 
 from __future__ import annotations
 
-import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from itertools import compress
 
 import numpy as np
 
-from services.scheduler.framework.nodeinfo import PODS_COL, Int64Array, NodeTable
+from services.scheduler.framework.nodeinfo import Int64Array, NodeTable
 from services.scheduler.framework.types import PodInfo
 from services.scheduler.plugins.podtopologyspread.selector import Selector
 
@@ -63,8 +61,8 @@ class PodIndex:
         """The NodeAttributes last seen: the snapshot replaces it when nodes change."""
         self._names: list[str] = []
         self._seen: list[dict[str, PodInfo]] = []
-        self._sizes: Int64Array = np.zeros(0, dtype=np.int64)
-        """Per row, ``requested[:, PODS_COL]`` when the row was last counted."""
+        self._versions: Int64Array = np.zeros(0, dtype=np.int64)
+        """Per row, ``NodeTable.pod_versions`` when the row was last counted."""
         self._counts: OrderedDict[PodMatcher, Int64Array] = OrderedDict()
 
     def row_counts(self, nodes: NodeTable, namespace: str, selector: Selector) -> Int64Array:
@@ -97,14 +95,12 @@ class PodIndex:
         if n > known:
             self._names.extend(nodes.names[known:])
             self._seen.extend({} for _ in range(n - known))
-            self._sizes = np.concatenate([self._sizes, np.full(n - known, -1, np.int64)])
+            self._versions = np.concatenate([self._versions, np.full(n - known, -1, np.int64)])
             for key, old in self._counts.items():
                 self._counts[key] = np.concatenate([old, np.zeros(n - known, np.int64)])
-        sizes = nodes.requested[:, PODS_COL]
-        self._recount(nodes, np.flatnonzero(sizes != self._sizes).tolist())
-        self._sizes = sizes.copy()
-        if nodes.pods != self._seen:
-            self._recount(nodes, list(compress(range(n), map(operator.ne, nodes.pods, self._seen))))
+        versions = nodes.pod_versions
+        self._recount(nodes, np.flatnonzero(versions != self._versions).tolist())
+        self._versions = versions.copy()
         self._table = nodes
 
     def _recount(self, nodes: NodeTable, rows: list[int]) -> None:
@@ -130,5 +126,5 @@ class PodIndex:
         self._attributes = nodes.attributes
         self._names = list(nodes.names)
         self._seen = list(map(dict, nodes.pods))
-        self._sizes = nodes.requested[:, PODS_COL].copy()
+        self._versions = nodes.pod_versions.copy()
         self._counts.clear()
