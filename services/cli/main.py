@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from services.common.settings import Settings, from_env
+from services.scheduler.framework.registry import ConfigError
 
 
 def _connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -138,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
+    except ConfigError as error:
+        print(
+            f"ksched: invalid configuration {getattr(args, 'config', '')}: {error}", file=sys.stderr
+        )
+        return 2
     except BrokenPipeError:  # the reader went away (ksched asyncapi | head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

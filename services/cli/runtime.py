@@ -28,7 +28,7 @@ from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.informer.service import InformerService
 from services.queue.service import QueueService
-from services.scheduler.config import Profile
+from services.scheduler.config import Profile, SchedulerConfig, default_profile, load_config
 from services.scheduler.service import SchedulerService
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
@@ -54,13 +54,16 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             Path(settings.event_log).parent.mkdir(parents=True, exist_ok=True)
         return InformerService(bus, store, open_event_log(settings.event_log), clock)
     if name == "queue":
+        config = scheduler_config(settings.config)
         return QueueService(
             bus,
             store,
             clock,
-            profiles=[p.scheduler_name for p in load_profiles(settings.config)],
+            profiles=[p.scheduler_name for p in config.profiles],
             max_in_flight=settings.max_in_flight,
             batch_size=settings.dispatch_batch,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
         )
     if name == "scheduler":
         replica = settings.replica or f"{socket.gethostname()}-{os.getpid()}"
@@ -80,9 +83,12 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
 
 
 def load_profiles(path: str | None) -> Sequence[Profile]:
-    from services.scheduler.config import load_profiles as load
+    return scheduler_config(path).profiles
 
-    return load(path)
+
+def scheduler_config(path: str | None) -> SchedulerConfig:
+    """The KubeSchedulerConfiguration at ``path`` (upstream's defaults when None)."""
+    return load_config(path) if path is not None else SchedulerConfig((default_profile(),))
 
 
 async def run_service(name: str, settings: Settings) -> None:

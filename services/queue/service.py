@@ -73,6 +73,11 @@ class QueueService:
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
+    def serves(self) -> frozenset[str]:
+        """The schedulerNames whose pods this queue takes."""
+        return self._profiles
+
+    @property
     def applied_seq(self) -> int:
         return self._seq
 

@@ -197,3 +197,34 @@ async def test_bad_input_is_reported_and_the_informer_keeps_serving(
         assert report["field"] == field
         assert report["reason"]
     assert processes.children["informer"].returncode is None
+
+
+async def test_the_default_plugins_decide_across_processes(
+    cluster: tuple[Processes, Client, RedisStore],
+) -> None:
+    """Taints, selectors and affinity filter the same way in the services as in simulate."""
+    _, client, _ = cluster
+    tainted = node("infra-1")
+    tainted["spec"] = {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}
+    ssd = node("ssd-1")
+    ssd["metadata"]["labels"]["disk"] = "ssd"
+    for n in (tainted, ssd, node("plain-1")):
+        await client.publish("node", n)
+    wants_ssd = pod("wants-ssd")
+    wants_ssd["spec"]["nodeSelector"] = {"disk": "ssd"}
+    infra = pod("infra-agent")
+    infra["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Equal", "value": "infra"}]
+    infra["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "infra-1"}
+    nowhere = pod("wants-nvme")
+    nowhere["spec"]["nodeSelector"] = {"disk": "nvme"}
+    for p in (wants_ssd, infra, nowhere):
+        await client.publish("pod", p)
+    await client.wait_for(
+        lambda: len(client.bindings()) >= 2 and bool(client.events_with("FailedScheduling"))
+    )
+    assert client.bindings() == {"e2e/wants-ssd": ["ssd-1"], "e2e/infra-agent": ["infra-1"]}
+    (failed,) = client.events_with("FailedScheduling")
+    assert failed["message"] == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+        "2 node(s) didn't match Pod's node affinity/selector."
+    )
