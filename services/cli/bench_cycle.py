@@ -18,10 +18,10 @@ import msgspec
 
 from contracts.k8s import Node, Pod
 from services.cli.workloads import Workload
-from services.scheduler.config import default_profile
-from services.scheduler.framework.runtime import Framework
-from services.scheduler.framework.snapshot import Snapshot
-from services.scheduler.framework.types import PodInfo
+from services.framework.config import default_profile
+from services.framework.runtime import Framework
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from services.cli.manifests import ManifestError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.eventlog import open_event_log
-from services.scheduler.config import Profile
+from services.framework.config import Profile
 
 
 def _profiles(config: str | None) -> Sequence[Profile]:

@@ -27,9 +27,9 @@ from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.k8s_events import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.store.memory import MemoryStore
+from services.framework.config import Profile, default_profile
 from services.informer.service import InformerService
 from services.queue.service import QueueService
-from services.scheduler.config import Profile, default_profile
 from services.scheduler.service import SchedulerService
 
 WATCH_QUEUE = topology.QueueSpec(

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from services.common.settings import Settings, from_env
-from services.scheduler.framework.registry import ConfigError
+from services.framework.registry import ConfigError
 
 
 def _connection_flags(parser: argparse.ArgumentParser) -> None:

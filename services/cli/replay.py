@@ -21,7 +21,7 @@ from contracts.k8s import namespaced_name
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
 from services.common.clock import FakeClock
-from services.scheduler.config import Profile
+from services.framework.config import Profile
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,9 @@ from services.common.clock import SystemClock
 from services.common.eventlog import open_event_log
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
+from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
 from services.informer.service import InformerService
 from services.queue.service import QueueService
-from services.scheduler.config import Profile, SchedulerConfig, default_profile, load_config
 from services.scheduler.service import SchedulerService
 
 SERVICES = ("informer", "queue", "scheduler", "binder")

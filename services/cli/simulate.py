@@ -19,7 +19,7 @@ from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common.clock import FakeClock
 from services.common.eventlog import EventLog
-from services.scheduler.config import Profile
+from services.framework.config import Profile
 
 # Objects others refer to go first, so a pod bound to a node never precedes the node.
 _KIND_ORDER = {

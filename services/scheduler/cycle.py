@@ -34,11 +34,11 @@ from services.common.clock import Clock
 from services.common.k8s_events import explain_requested, with_explanation
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
-from services.scheduler.framework.interface import CycleState
-from services.scheduler.framework.runtime import Framework, ScheduleResult
-from services.scheduler.framework.snapshot import Snapshot
-from services.scheduler.framework.types import PodInfo, pod_uid
-from services.scheduler.plugins.volumebinding import claim_bindings
+from services.framework.interface import CycleState
+from services.framework.plugins.volumebinding import claim_bindings
+from services.framework.runtime import Framework, ScheduleResult
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo, pod_uid
 
 
 @dataclass(slots=True)

@@ -41,14 +41,14 @@ from services.common.k8s_events import (
 )
 from services.common.resources import ResourceError
 from services.common.store import ClusterStore
-from services.scheduler.config import Profile, default_profile
+from services.framework.config import Profile, default_profile
+from services.framework.diagnosis import truncate_message
+from services.framework.listers import KINDS as LISTED_KINDS
+from services.framework.registry import Registry
+from services.framework.runtime import Framework
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo
 from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
-from services.scheduler.framework.diagnosis import truncate_message
-from services.scheduler.framework.listers import KINDS as LISTED_KINDS
-from services.scheduler.framework.registry import Registry
-from services.scheduler.framework.runtime import Framework
-from services.scheduler.framework.snapshot import Snapshot
-from services.scheduler.framework.types import PodInfo
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer

@@ -13,7 +13,7 @@ from services.cli.manifests import ManifestError
 from services.cli.replay import replay
 from services.cli.simulate import load_cluster, simulate
 from services.common.eventlog import open_event_log
-from services.scheduler.config import load_config
+from services.framework.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "ops" / "examples" / "cluster.yaml"

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.scheduler.config import PluginRef, Plugins, PluginSet, Profile
-from services.scheduler.framework import CycleState, FilterResult, Framework, NodeTable, PodInfo
-from services.scheduler.framework.interface import PreFilterExtensions, PreFilterResult, Rows
-from services.scheduler.framework.nodeinfo import PODS_COL, Int64Array
-from services.scheduler.framework.profile import merge_plugins
-from services.scheduler.framework.registry import PluginEntry
-from services.scheduler.framework.status import SUCCESS, Code, Status
-from services.scheduler.plugins import in_tree_registry
+from services.framework import CycleState, FilterResult, Framework, NodeTable, PodInfo
+from services.framework.config import PluginRef, Plugins, PluginSet, Profile
+from services.framework.interface import PreFilterExtensions, PreFilterResult, Rows
+from services.framework.nodeinfo import PODS_COL, Int64Array
+from services.framework.plugins import in_tree_registry
+from services.framework.profile import merge_plugins
+from services.framework.registry import PluginEntry
+from services.framework.status import SUCCESS, Code, Status
 
 TAINTED = Status(Code.UnschedulableAndUnresolvable, ("node(s) had untolerated taint",))
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from contracts.k8s import Node, Pod
-from services.scheduler.framework import CycleState, PodInfo, Snapshot
-from services.scheduler.framework.interface import Rows
+from services.framework import CycleState, PodInfo, Snapshot
+from services.framework.interface import Rows
 
 
 def snapshot_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:

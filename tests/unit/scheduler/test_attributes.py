@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.scheduler.framework.snapshot import Snapshot
-from services.scheduler.framework.types import PodInfo
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo
 from tests.builders import make_node, make_pod
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from services.scheduler.config import (
+from services.framework import ExtensionPoint, Framework
+from services.framework.config import (
     ConfigError,
     PluginRef,
     PluginSet,
@@ -14,9 +15,8 @@ from services.scheduler.config import (
     load_config,
     load_profiles,
 )
-from services.scheduler.framework import ExtensionPoint, Framework
-from services.scheduler.framework.profile import merge_plugin_set
-from services.scheduler.plugins.noderesources.fit import Fit
+from services.framework.plugins.noderesources.fit import Fit
+from services.framework.profile import merge_plugin_set
 
 P = ExtensionPoint
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import Code, CycleState, PodInfo
-from services.scheduler.plugins.noderesources.args import NodeResourcesFitArgs
-from services.scheduler.plugins.noderesources.fit import Fit
+from services.framework import Code, CycleState, PodInfo
+from services.framework.plugins.noderesources.args import NodeResourcesFitArgs
+from services.framework.plugins.noderesources.fit import Fit
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 

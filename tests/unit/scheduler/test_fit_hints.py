@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.config import default_profile
-from services.scheduler.framework import Framework
-from services.scheduler.framework.events import ActionType, ClusterEvent, EventResource
-from services.scheduler.framework.events import QueueingHint as Q
-from services.scheduler.plugins.noderesources.fit_hints import after_node_change, after_pod_event
+from services.framework import Framework
+from services.framework.config import default_profile
+from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.framework.events import QueueingHint as Q
+from services.framework.plugins.noderesources.fit_hints import after_node_change, after_pod_event
 from tests.builders import make_node, make_pod
 
 POD = make_pod("pending", requests={"cpu": "2"})

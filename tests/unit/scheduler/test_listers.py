@@ -6,7 +6,7 @@ import msgspec
 
 from contracts.events import NamespaceEvent, PersistentVolumeClaimEvent, StorageClassEvent
 from contracts.k8s import Namespace, ObjectMeta, PersistentVolumeClaim, StorageClass
-from services.scheduler.framework.snapshot import Snapshot
+from services.framework.snapshot import Snapshot
 
 
 def test_listers_follow_the_log_and_reload_from_the_store() -> None:

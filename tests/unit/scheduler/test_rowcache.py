@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-from services.scheduler.framework.interface import CycleState
-from services.scheduler.framework.snapshot import Snapshot
-from services.scheduler.framework.types import PodInfo
-from services.scheduler.plugins.noderesources.args import (
+from services.framework.interface import CycleState
+from services.framework.plugins.noderesources.args import (
     NodeResourcesBalancedAllocationArgs,
     ResourceSpec,
 )
-from services.scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
-from services.scheduler.plugins.noderesources.least_allocated import least_requested_score
-from services.scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
+from services.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
+from services.framework.plugins.noderesources.least_allocated import least_requested_score
+from services.framework.plugins.noderesources.resource_allocation import ResourceAllocationScorer
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo
 from tests.builders import make_node, make_pod
 
 LEAST = ResourceAllocationScorer(

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from services.scheduler.config import default_profile
-from services.scheduler.framework import Code, Framework, PodInfo, Status
-from services.scheduler.framework.interface import PreFilterResult
+from services.framework import Code, Framework, PodInfo, Status
+from services.framework.config import default_profile
+from services.framework.interface import PreFilterResult
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import (
     FixedPreFilter,

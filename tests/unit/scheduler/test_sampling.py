@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.scheduler.config import (
+from services.framework import Framework
+from services.framework.config import (
     DEFAULT_PLUGINS,
     PluginRef,
     Plugins,
@@ -17,10 +18,9 @@ from services.scheduler.config import (
     default_profile,
     load_config,
 )
-from services.scheduler.framework import Framework
-from services.scheduler.framework.interface import PreFilterResult
-from services.scheduler.framework.profile import merge_plugins
-from services.scheduler.framework.sampling import first_feasible, num_feasible_nodes_to_find
+from services.framework.interface import PreFilterResult
+from services.framework.profile import merge_plugins
+from services.framework.sampling import first_feasible, num_feasible_nodes_to_find
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import FixedPreFilter, framework_with
 from tests.unit.scheduler.helpers import snapshot_of
@@ -220,7 +220,7 @@ def test_profile_percentage_wins_over_the_global_one(
 
 @pytest.mark.parametrize("where", ["global", "profile"])
 def test_percentage_out_of_range_is_refused(where: str) -> None:
-    from services.scheduler.config import ConfigError
+    from services.framework.config import ConfigError
 
     raw: dict[str, Any] = {**HEAD, "profiles": [{"schedulerName": "s"}]}
     target = raw if where == "global" else raw["profiles"][0]

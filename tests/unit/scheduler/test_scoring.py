@@ -6,21 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.scheduler.framework import CycleState, PodInfo
-from services.scheduler.framework.registry import ConfigError
-from services.scheduler.framework.status import StatusError
-from services.scheduler.plugins import in_tree_registry
-from services.scheduler.plugins.noderesources.args import (
+from services.framework import CycleState, PodInfo
+from services.framework.plugins import in_tree_registry
+from services.framework.plugins.noderesources.args import (
     NodeResourcesFitArgs,
     ResourceSpec,
     ScoringStrategy,
 )
-from services.scheduler.plugins.noderesources.fit import Fit
-from services.scheduler.plugins.noderesources.least_allocated import least_requested_score
-from services.scheduler.plugins.noderesources.resource_allocation import (
+from services.framework.plugins.noderesources.fit import Fit
+from services.framework.plugins.noderesources.least_allocated import least_requested_score
+from services.framework.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     go_div,
 )
+from services.framework.registry import ConfigError
+from services.framework.status import StatusError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import all_rows, snapshot_of
 

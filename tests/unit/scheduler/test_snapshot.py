@@ -6,7 +6,7 @@ import msgspec
 
 from contracts.events import ClusterEvent, NamespaceEvent, NodeEvent, PodEvent
 from contracts.k8s import Namespace, ObjectMeta
-from services.scheduler.framework import PodInfo, Snapshot
+from services.framework import PodInfo, Snapshot
 from tests.builders import make_node, make_pod
 
 MI = 1024 * 1024

@@ -20,10 +20,9 @@ from contracts.k8s import (
     PreferredSchedulingTerm,
     Toleration,
 )
-from services.scheduler.config import load_config
-from services.scheduler.framework import CycleState, Framework, PodInfo, Status
-from services.scheduler.framework.registry import PluginEntry, Registry
-from services.scheduler.plugins import (
+from services.framework import CycleState, Framework, PodInfo, Status
+from services.framework.config import load_config
+from services.framework.plugins import (
     imagelocality,
     in_tree_registry,
     nodename,
@@ -32,9 +31,10 @@ from services.scheduler.plugins import (
     schedulinggates,
     tainttoleration,
 )
-from services.scheduler.plugins.nodeaffinity import node_affinity
-from services.scheduler.plugins.noderesources import balanced_allocation
-from services.scheduler.plugins.queuesort import qos_sort
+from services.framework.plugins.nodeaffinity import node_affinity
+from services.framework.plugins.noderesources import balanced_allocation
+from services.framework.plugins.queuesort import qos_sort
+from services.framework.registry import PluginEntry, Registry
 from tests.unit.scheduler.helpers import snapshot_of
 
 ENTRIES: tuple[PluginEntry, ...] = (

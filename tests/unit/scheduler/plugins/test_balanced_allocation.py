@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import Code, Status
-from services.scheduler.framework.registry import ConfigError
-from services.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
-from services.scheduler.plugins.noderesources.balanced_allocation import ENTRY, BalancedAllocation
+from services.framework import Code, Status
+from services.framework.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from services.framework.plugins.noderesources.balanced_allocation import ENTRY, BalancedAllocation
+from services.framework.registry import ConfigError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.plugins.basic_plugins import scores
 

@@ -3,8 +3,8 @@ default order: the FitError message aggregates every plugin's reasons per node."
 
 from __future__ import annotations
 
-from services.scheduler.framework import Code, PodInfo
-from services.scheduler.framework.interface import ExtensionPoint
+from services.framework import Code, PodInfo
+from services.framework.interface import ExtensionPoint
 from tests.builders import container, host_port, make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.basic_plugins import affinity, framework, req, term, tol

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.scheduler.plugins.imagelocality import (
+from services.framework.plugins.imagelocality import (
     ImageLocality,
     calculate_priority,
     normalized_image_name,

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import Code, CycleState, PodInfo, Status
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.framework.interface import PreFilterResult
-from services.scheduler.framework.registry import ConfigError
-from services.scheduler.plugins.nodeaffinity.args import NodeAffinityArgs
-from services.scheduler.plugins.nodeaffinity.node_affinity import (
+from services.framework import Code, CycleState, PodInfo, Status
+from services.framework.events import QueueingHint
+from services.framework.interface import PreFilterResult
+from services.framework.plugins.nodeaffinity.args import NodeAffinityArgs
+from services.framework.plugins.nodeaffinity.node_affinity import (
     ENTRY,
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,
     NodeAffinity,
 )
+from services.framework.registry import ConfigError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.basic_plugins import (

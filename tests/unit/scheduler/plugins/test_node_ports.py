@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import ContainerPort, Pod
-from services.scheduler.framework import Code, CycleState, PodInfo, Status
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.plugins.nodeports import ERR_REASON, NodePorts, after_pod_deleted, fits
+from services.framework import Code, CycleState, PodInfo, Status
+from services.framework.events import QueueingHint
+from services.framework.plugins.nodeports import ERR_REASON, NodePorts, after_pod_deleted, fits
 from tests.builders import container, make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.basic_plugins import filter_statuses

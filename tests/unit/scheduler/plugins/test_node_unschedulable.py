@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import Code, Status
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.plugins.nodeunschedulable import (
+from services.framework import Code, Status
+from services.framework.events import QueueingHint
+from services.framework.plugins.nodeunschedulable import (
     ERR_REASON_UNSCHEDULABLE,
     NodeUnschedulable,
     after_node_change,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import PodInfo, QueuedPodInfo
-from services.scheduler.plugins.queuesort.qos_sort import QOSSort, pod_qos
+from services.framework import PodInfo, QueuedPodInfo
+from services.framework.plugins.queuesort.qos_sort import QOSSort, pod_qos
 from tests.builders import container, make_pod
 
 GUARANTEED = container({"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1000m", "memory": "1Gi"})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import Code, PodInfo, Status
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.plugins.schedulinggates import SchedulingGates, after_gates_eliminated
+from services.framework import Code, PodInfo, Status
+from services.framework.events import QueueingHint
+from services.framework.plugins.schedulinggates import SchedulingGates, after_gates_eliminated
 from tests.builders import make_pod
 
 

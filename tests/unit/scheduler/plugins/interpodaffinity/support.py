@@ -21,8 +21,8 @@ from contracts.k8s import (
     PodAffinityTerm,
     WeightedPodAffinityTerm,
 )
-from services.scheduler.framework import CycleState, PodInfo, Snapshot, Status
-from services.scheduler.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
+from services.framework import CycleState, PodInfo, Snapshot, Status
+from services.framework.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from tests.builders import make_node, make_pod
 
 _names = itertools.count()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Namespace, ObjectMeta
-from services.scheduler.framework import Code, Status
-from services.scheduler.framework.status import SKIP, SUCCESS
+from services.framework import Code, Status
+from services.framework.status import SKIP, SUCCESS
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

@@ -7,18 +7,18 @@ import random
 
 import pytest
 
-from services.scheduler.config import DEFAULT_PLUGINS
-from services.scheduler.framework import Code, Framework, PodInfo
-from services.scheduler.framework import ExtensionPoint as P
-from services.scheduler.framework.profile import (
+from services.framework import Code, Framework, PodInfo
+from services.framework import ExtensionPoint as P
+from services.framework.config import DEFAULT_PLUGINS
+from services.framework.plugins import in_tree_registry
+from services.framework.plugins.interpodaffinity import ENTRY, NAME
+from services.framework.profile import (
     PluginRef,
     Plugins,
     PluginSet,
     Profile,
     merge_plugins,
 )
-from services.scheduler.plugins import in_tree_registry
-from services.scheduler.plugins.interpodaffinity import ENTRY, NAME
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

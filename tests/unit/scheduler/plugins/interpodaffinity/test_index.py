@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from contracts.k8s import Pod
-from services.scheduler.framework import CycleState, PodInfo, Snapshot
-from services.scheduler.plugins.interpodaffinity import InterPodAffinity
-from services.scheduler.plugins.interpodaffinity.filtering import PreFilterState
-from services.scheduler.plugins.interpodaffinity.plugin import (
+from services.framework import CycleState, PodInfo, Snapshot
+from services.framework.plugins.interpodaffinity import InterPodAffinity
+from services.framework.plugins.interpodaffinity.filtering import PreFilterState
+from services.framework.plugins.interpodaffinity.plugin import (
     PRE_FILTER_STATE_KEY,
     PRE_SCORE_STATE_KEY,
 )
-from services.scheduler.plugins.interpodaffinity.scoring import PreScoreState
+from services.framework.plugins.interpodaffinity.scoring import PreScoreState
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

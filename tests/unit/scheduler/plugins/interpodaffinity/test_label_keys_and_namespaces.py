@@ -6,9 +6,9 @@ from __future__ import annotations
 import msgspec
 
 from contracts.k8s import LabelSelector, Namespace, ObjectMeta
-from services.scheduler.framework import Code, CycleState, PodInfo, Status
-from services.scheduler.plugins.interpodaffinity.selectors import compile_selector
-from services.scheduler.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
+from services.framework import Code, CycleState, PodInfo, Status
+from services.framework.plugins.interpodaffinity.selectors import compile_selector
+from services.framework.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

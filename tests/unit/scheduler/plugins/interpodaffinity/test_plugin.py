@@ -7,22 +7,22 @@ import numpy as np
 import pytest
 
 from contracts.k8s import Pod
-from services.scheduler.framework.events import (
+from services.framework.events import (
     ActionType,
     ClusterEvent,
     EventResource,
     QueueingHint,
 )
-from services.scheduler.framework.interface import Handle
-from services.scheduler.framework.registry import ConfigError
-from services.scheduler.plugins.interpodaffinity import (
+from services.framework.interface import Handle
+from services.framework.plugins.interpodaffinity import (
     ENTRY,
     NAME,
     InterPodAffinity,
     InterPodAffinityArgs,
 )
-from services.scheduler.plugins.interpodaffinity.hints import after_node_change, after_pod_change
-from services.scheduler.plugins.interpodaffinity.scoring import normalize
+from services.framework.plugins.interpodaffinity.hints import after_node_change, after_pod_change
+from services.framework.plugins.interpodaffinity.scoring import normalize
+from services.framework.registry import ConfigError
 from tests.unit.scheduler.plugins.interpodaffinity.support import exists, in_, node, pod, term
 
 

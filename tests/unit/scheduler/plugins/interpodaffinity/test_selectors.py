@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import LabelSelector, LabelSelectorRequirement
-from services.scheduler.plugins.interpodaffinity.selectors import (
+from services.framework.plugins.interpodaffinity.selectors import (
     EVERYTHING,
     NOTHING,
     SelectorError,

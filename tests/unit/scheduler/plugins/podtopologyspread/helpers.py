@@ -22,10 +22,10 @@ from contracts.k8s import (
     Toleration,
     TopologySpreadConstraint,
 )
-from services.scheduler.framework import CycleState, NodeTable, PodInfo
-from services.scheduler.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
-from services.scheduler.plugins.podtopologyspread.args import DefaultConstraint
-from services.scheduler.plugins.podtopologyspread.filtering import read_state
+from services.framework import CycleState, NodeTable, PodInfo
+from services.framework.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
+from services.framework.plugins.podtopologyspread.args import DefaultConstraint
+from services.framework.plugins.podtopologyspread.filtering import read_state
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 

@@ -7,9 +7,9 @@ import random
 
 import msgspec
 
-from services.scheduler.framework import NodeTable, PodInfo, Snapshot
-from services.scheduler.plugins.podtopologyspread.podindex import PodIndex, count_in
-from services.scheduler.plugins.podtopologyspread.selector import (
+from services.framework import NodeTable, PodInfo, Snapshot
+from services.framework.plugins.podtopologyspread.podindex import PodIndex, count_in
+from services.framework.plugins.podtopologyspread.selector import (
     EVERYTHING,
     NOTHING,
     Selector,

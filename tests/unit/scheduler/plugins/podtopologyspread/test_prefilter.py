@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.framework import CycleState, PodInfo
-from services.scheduler.framework.status import Code
+from services.framework import CycleState, PodInfo
+from services.framework.status import Code
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.scheduler.framework import CycleState, PodInfo
+from services.framework import CycleState, PodInfo
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     UNSCHEDULABLE_TAINT,

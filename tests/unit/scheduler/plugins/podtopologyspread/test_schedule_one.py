@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from services.scheduler.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
-from services.scheduler.framework import Code, Framework, PodInfo, Snapshot
-from services.scheduler.framework.profile import merge_plugins
-from services.scheduler.plugins import in_tree_registry
-from services.scheduler.plugins.podtopologyspread import ENTRY
+from services.framework import Code, Framework, PodInfo, Snapshot
+from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
+from services.framework.plugins import in_tree_registry
+from services.framework.plugins.podtopologyspread import ENTRY
+from services.framework.profile import merge_plugins
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     FOO,

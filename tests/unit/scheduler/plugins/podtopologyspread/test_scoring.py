@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from services.scheduler.framework import CycleState, PodInfo
-from services.scheduler.framework.status import Code
-from services.scheduler.plugins.podtopologyspread.scoring import (
+from services.framework import CycleState, PodInfo
+from services.framework.plugins.podtopologyspread.scoring import (
     PRE_SCORE_STATE_KEY,
     PreScoreState,
     go_round,
 )
+from services.framework.status import Code
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,

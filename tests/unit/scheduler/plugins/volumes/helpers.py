@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from contracts.k8s import Node, Pod
-from services.scheduler.framework import CycleState, PodInfo
-from services.scheduler.framework.interface import FilterResult
-from services.scheduler.framework.listers import Listers
-from services.scheduler.framework.nodeinfo import NodeTable
-from services.scheduler.framework.status import Status
+from services.framework import CycleState, PodInfo
+from services.framework.interface import FilterResult
+from services.framework.listers import Listers
+from services.framework.nodeinfo import NodeTable
+from services.framework.status import Status
 from tests.builders import make_node
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.volume_builders import HOSTNAME

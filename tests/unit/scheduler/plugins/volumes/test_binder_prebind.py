@@ -21,13 +21,13 @@ from services.common.clock import FakeClock
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
-from services.informer.service import InformerService
-from services.scheduler.framework import CycleState, PodInfo
-from services.scheduler.plugins.volumebinding import (
+from services.framework import CycleState, PodInfo
+from services.framework.plugins.volumebinding import (
     VolumeBinding,
     VolumeBindingArgs,
     claim_bindings,
 )
+from services.informer.service import InformerService
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 from tests.volume_builders import claim_volume, make_pv, make_pvc, make_storage_class

@@ -9,15 +9,15 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Volume
-from services.scheduler.framework import PodInfo
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.framework.interface import CycleState
-from services.scheduler.framework.status import Code, Status, StatusError
-from services.scheduler.plugins.nodevolumelimits import (
+from services.framework import PodInfo
+from services.framework.events import QueueingHint
+from services.framework.interface import CycleState
+from services.framework.plugins.nodevolumelimits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     CSILimits,
     csi_attach_limit_key,
 )
+from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
 from tests.volume_builders import claim_volume, inline_volume, make_pv, make_pvc, make_storage_class

@@ -8,17 +8,17 @@ import pytest
 from msgspec.structs import replace
 
 from contracts.k8s import LabelSelector, Volume
-from services.scheduler.framework import PodInfo
-from services.scheduler.framework.interface import CycleState, PreFilterResult
-from services.scheduler.framework.registry import ConfigError
-from services.scheduler.framework.status import Code, Status, StatusError
-from services.scheduler.plugins.volumebinding import ENTRY, VolumeBinding, VolumeBindingArgs
-from services.scheduler.plugins.volumebinding.matching import (
+from services.framework import PodInfo
+from services.framework.interface import CycleState, PreFilterResult
+from services.framework.plugins.volumebinding import ENTRY, VolumeBinding, VolumeBindingArgs
+from services.framework.plugins.volumebinding.matching import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
 )
-from services.scheduler.plugins.volumebinding.plugin import StateData
+from services.framework.plugins.volumebinding.plugin import StateData
+from services.framework.registry import ConfigError
+from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
 from tests.volume_builders import (

@@ -11,22 +11,22 @@ from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
 from services.common.store import ProjectedEntry
 from services.common.store.memory import MemoryStore
-from services.scheduler.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
-from services.scheduler.cycle import BatchScheduler
-from services.scheduler.framework import CycleState, Framework, PodInfo, Snapshot
-from services.scheduler.framework.profile import merge_plugins
-from services.scheduler.plugins import (
+from services.framework import CycleState, Framework, PodInfo, Snapshot
+from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
+from services.framework.plugins import (
     in_tree_registry,
     nodevolumelimits,
     volumebinding,
     volumerestrictions,
     volumezone,
 )
-from services.scheduler.plugins.volumebinding import (
+from services.framework.plugins.volumebinding import (
     VolumeBinding,
     VolumeBindingArgs,
     claim_bindings,
 )
+from services.framework.profile import merge_plugins
+from services.scheduler.cycle import BatchScheduler
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 from tests.volume_builders import claim_volume, make_pv, make_pvc, make_storage_class

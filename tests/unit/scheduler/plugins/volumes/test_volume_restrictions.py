@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Volume
-from services.scheduler.framework import PodInfo
-from services.scheduler.framework.events import QueueingHint
-from services.scheduler.framework.status import Code, Status
-from services.scheduler.plugins.volumerestrictions import (
+from services.framework import PodInfo
+from services.framework.events import QueueingHint
+from services.framework.plugins.volumerestrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
 )
+from services.framework.status import Code, Status
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import (
     host,

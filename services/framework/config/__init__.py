@@ -1,0 +1,19 @@
+"""Scheduler configuration: KubeSchedulerConfiguration (v1) → validated profiles."""
+
+from services.framework.config.defaults import DEFAULT_PLUGINS, default_profile
+from services.framework.config.load import SchedulerConfig, load_config, load_profiles
+from services.framework.profile import PluginRef, Plugins, PluginSet, Profile
+from services.framework.registry import ConfigError
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "ConfigError",
+    "PluginRef",
+    "PluginSet",
+    "Plugins",
+    "Profile",
+    "SchedulerConfig",
+    "default_profile",
+    "load_config",
+    "load_profiles",
+]

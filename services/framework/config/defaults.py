@@ -1,0 +1,42 @@
+"""Upstream's v1 default plugins (``getDefaultPlugins`` in default_plugins.go).
+
+The multiPoint list in upstream's order, with its score weights. DefaultPreemption
+(PostFilter) follows with the preemption issue; DynamicResources and the alpha plugins
+stay off, as their feature gates are off by default upstream.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from contracts.k8s import DEFAULT_SCHEDULER_NAME
+from services.framework.profile import PluginRef, Plugins, PluginSet, Profile
+
+DEFAULT_PLUGINS: Final = Plugins(
+    multi_point=PluginSet(
+        enabled=(
+            PluginRef("SchedulingGates"),
+            PluginRef("PrioritySort"),
+            PluginRef("NodeUnschedulable"),
+            PluginRef("NodeName"),
+            PluginRef("TaintToleration", weight=3),
+            PluginRef("NodeAffinity", weight=2),
+            PluginRef("NodePorts"),
+            PluginRef("NodeResourcesFit", weight=1),
+            PluginRef("VolumeRestrictions"),
+            PluginRef("NodeVolumeLimits"),
+            PluginRef("VolumeBinding"),
+            PluginRef("VolumeZone"),
+            PluginRef("PodTopologySpread", weight=2),
+            PluginRef("InterPodAffinity", weight=2),
+            PluginRef("NodeResourcesBalancedAllocation", weight=1),
+            PluginRef("ImageLocality", weight=1),
+            PluginRef("DefaultBinder"),
+        )
+    )
+)
+
+
+def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
+    """The profile kube-scheduler runs when given no configuration."""
+    return Profile(scheduler_name=scheduler_name, plugins=DEFAULT_PLUGINS)

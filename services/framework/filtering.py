@@ -1,0 +1,206 @@
+"""PreFilter and Filter over the whole node table (``findNodesThatFitPod``).
+
+Filter plugins run in profile order over every candidate node at once; a node's status
+is that of the first plugin that rejects it, as upstream's per-node loop decides. With
+nominated pods (preemption), a node that has nominated pods of equal or higher priority
+is filtered twice, as ``RunFilterPluginsWithNominatedPods`` does: first as if those pods
+ran there (its status, if it fails, is that pass's), then as it is; it must pass both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from services.framework.diagnosis import Diagnosis
+from services.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    FilterResult,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from services.framework.nodeinfo import NodeTable
+from services.framework.status import SUCCESS, Code, Status, StatusError, as_status
+from services.framework.types import PodInfo
+
+NominatedPods = Callable[[str], Sequence[PodInfo]]
+"""Node name → pods nominated to it (``PodNominator.NominatedPodsForNode``)."""
+
+
+@dataclass(slots=True)
+class Verdicts:
+    """Per node: passed, and if not, which plugin (index) and which of its codes."""
+
+    passed: NDArray[np.bool_]
+    rejected_by: NDArray[np.int16]
+    codes: NDArray[np.int64]
+    results: list[FilterResult | None] = field(default_factory=list)
+
+
+def run_pre_filter(
+    plugins: Sequence[PreFilterPlugin], state: CycleState, pod: PodInfo, nodes: NodeTable
+) -> tuple[PreFilterResult, Status, set[str]]:
+    """``RunPreFilterPlugins``: the merged PreFilterResult, the status, and the plugins
+    that narrowed the nodes."""
+    result = PreFilterResult()
+    returned = SUCCESS
+    narrowing: list[str] = []
+    for plugin in plugins:
+        try:
+            narrowed, status = plugin.pre_filter(state, pod, nodes)
+        except Exception as err:
+            status, narrowed = as_status(err), None
+        if status.is_skip():
+            state.skip_filter_plugins.add(plugin.name)
+            continue
+        if not status.is_success():
+            status = status.with_plugin(plugin.name)
+            if status.code == Code.UnschedulableAndUnresolvable:
+                return result, status, set()
+            if status.code == Code.Unschedulable:
+                returned = status
+                continue
+            reason = f'running PreFilter plugin "{plugin.name}": {status.message()}'
+            return result, Status(Code.Error, (reason,), plugin.name), set()
+        if narrowed is not None and not narrowed.all_nodes():
+            narrowing.append(plugin.name)
+        result = result.merge(narrowed)
+        if result.node_names is not None and not result.node_names:
+            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
+            if len(narrowing) == 1:
+                msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
+            return result, Status(Code.UnschedulableAndUnresolvable, (msg,)), set(narrowing)
+    return result, returned, set(narrowing)
+
+
+def run_filters(
+    plugins: Sequence[FilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    nodes: NodeTable,
+    candidates: NDArray[np.bool_],
+) -> Verdicts:
+    """Every filter over every node; only nodes in ``candidates`` can pass. Raises
+    StatusError when a plugin fails internally."""
+    n = nodes.num_nodes
+    verdicts = Verdicts(candidates.copy(), np.full(n, -1, np.int16), np.zeros(n, np.int64))
+    for index, plugin in enumerate(plugins):
+        if plugin.name in state.skip_filter_plugins or not verdicts.passed.any():
+            verdicts.results.append(None)
+            continue
+        try:
+            result = plugin.filter_all(state, pod, nodes)
+        except Exception as err:
+            reason = f'running "{plugin.name}" filter plugin: {as_status(err).message()}'
+            raise StatusError(reason) from err
+        verdicts.results.append(result)
+        newly = verdicts.passed & ~result.passed
+        if newly.any():
+            verdicts.rejected_by[newly] = index
+            verdicts.codes[newly] = result.codes[newly]
+            verdicts.passed &= result.passed
+    return verdicts
+
+
+def status_of(verdicts: Verdicts, plugins: Sequence[FilterPlugin], row: int) -> Status | None:
+    index = int(verdicts.rejected_by[row])
+    result = verdicts.results[index] if index >= 0 else None
+    if result is None:
+        return None
+    return result.describe(int(verdicts.codes[row])).with_plugin(plugins[index].name)
+
+
+def nominated_pass(
+    plugins: Sequence[FilterPlugin],
+    pre_filters: Sequence[PreFilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    nodes: NodeTable,
+    rows: NDArray[np.intp],
+    nominated: NominatedPods,
+) -> dict[int, Status]:
+    """The first pass for candidate ``rows`` that have nominated pods of priority ≥ the
+    pod's: row → rejecting Status for the rows that fail with those pods added."""
+    failed: dict[int, Status] = {}
+    for row in rows.tolist():
+        name = nodes.names[row]
+        added = [p for p in nominated(name) if p.priority >= pod.priority and p.uid != pod.uid]
+        if not added:
+            continue
+        with_pods = state.clone()
+        for other in added:
+            for pre in pre_filters:
+                extensions = pre.pre_filter_extensions()
+                if extensions is None or pre.name in with_pods.skip_filter_plugins:
+                    continue
+                status = extensions.add_pod(with_pods, pod, other, name)
+                if not status.is_success():
+                    raise StatusError(status.message())
+        view = nodes.with_pods([row], {row: added})
+        verdicts = run_filters(plugins, with_pods, pod, view, np.ones(1, np.bool_))
+        rejection = status_of(verdicts, plugins, 0)
+        if rejection is not None:
+            failed[row] = rejection
+    return failed
+
+
+def diagnose(
+    verdicts: Verdicts,
+    plugins: Sequence[FilterPlugin],
+    overrides: dict[int, Status],
+    absent: Status | None,
+    diagnosis: Diagnosis,
+) -> Diagnosis:
+    """Fill ``diagnosis`` with every node's status and the reason histogram. Nodes the
+    PreFilterResult excluded (not candidates, not rejected by a filter) get ``absent``."""
+    counts: Counter[str] = Counter()
+    unresolvable = True
+    rejected = ~verdicts.passed
+    for row in overrides:
+        rejected[row] = False
+    for index, result in enumerate(verdicts.results):
+        mask = rejected & (verdicts.rejected_by == index)
+        if result is None or not mask.any():
+            continue
+        codes, numbers = np.unique(verdicts.codes[mask], return_counts=True)
+        for code, number in zip(codes.tolist(), numbers.tolist(), strict=True):
+            status = result.describe(code).with_plugin(plugins[index].name)
+            counts.update(dict.fromkeys(status.reasons, number))
+            diagnosis.add_plugin_status(status)
+            unresolvable &= status.code == Code.UnschedulableAndUnresolvable
+    for status in overrides.values():
+        counts.update(status.reasons)
+        diagnosis.add_plugin_status(status)
+        unresolvable &= status.code == Code.UnschedulableAndUnresolvable
+    outside = int(np.count_nonzero(rejected & (verdicts.rejected_by < 0)))
+    if absent is not None and outside:
+        counts.update(dict.fromkeys(absent.reasons, outside))
+    diagnosis.reason_counts = counts
+    diagnosis.all_unresolvable = unresolvable
+    diagnosis.node_status = node_statuses(verdicts, plugins, overrides, absent)
+    return diagnosis
+
+
+def node_statuses(
+    verdicts: Verdicts,
+    plugins: Sequence[FilterPlugin],
+    overrides: dict[int, Status],
+    absent: Status | None,
+) -> Callable[[int], Status | None]:
+    """Row → the Status that rejected that node (None if it passed): the nominated
+    pass's if it failed there, else the first rejecting filter's, else ``absent`` for
+    nodes the PreFilterResult excluded."""
+
+    def node_status(row: int) -> Status | None:
+        if row in overrides:
+            return overrides[row]
+        if verdicts.passed[row]:
+            return None
+        return status_of(verdicts, plugins, row) or absent
+
+    return node_status

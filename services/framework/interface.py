@@ -1,0 +1,274 @@
+"""The scheduling framework's extension points, as Protocols a plugin implements.
+
+A plugin is one class with a ``name`` and the methods of the points it serves; the
+framework finds the points by the method names in :data:`EXTENSION_POINTS`, as
+upstream checks which interfaces a plugin implements. Filter and Score are columnar:
+they see every node at once through a :class:`NodeTable` and answer with arrays.
+
+Contracts, per point (what the framework does with the answer):
+
+- PreFilter: Success continues; Skip skips this plugin's Filter for the pod;
+  Unschedulable* ends the attempt with a FitError whose message is the status
+  message; Error fails the attempt. A :class:`PreFilterResult` narrows the nodes.
+- Filter: a :class:`FilterResult` per node; the first plugin, in profile order, that
+  rejects a node decides its status. Raise (ideally :class:`StatusError`) on an
+  internal error: the attempt fails with Error.
+- PreScore: Skip skips this plugin's Score; anything else but Success is an Error.
+- Score: one int64 per given row; ``normalize_score`` (NormalizeScore) maps them into
+  [0, 100]; the framework multiplies by the plugin's weight and sums.
+- Reserve / Unreserve, Permit, PreBind, Bind, PostBind: as upstream, per pod and node.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from services.framework.diagnosis import Diagnosis
+from services.framework.events import ClusterEventWithHint
+from services.framework.listers import Listers
+from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.status import Status, StatusError
+from services.framework.types import PodInfo, QueuedPodInfo
+
+T = TypeVar("T")
+Rows = NDArray[np.intp]
+"""Row numbers into a :class:`NodeTable` (the feasible nodes, for Score)."""
+
+
+class ExtensionPoint(enum.StrEnum):
+    """Extension points, spelled as in ``KubeSchedulerConfiguration`` ``plugins``."""
+
+    PreEnqueue = "preEnqueue"
+    QueueSort = "queueSort"
+    PreFilter = "preFilter"
+    Filter = "filter"
+    PostFilter = "postFilter"
+    PreScore = "preScore"
+    Score = "score"
+    Reserve = "reserve"
+    Permit = "permit"
+    PreBind = "preBind"
+    Bind = "bind"
+    PostBind = "postBind"
+
+
+EXTENSION_POINTS: dict[ExtensionPoint, str] = {
+    ExtensionPoint.PreEnqueue: "pre_enqueue",
+    ExtensionPoint.QueueSort: "less",
+    ExtensionPoint.PreFilter: "pre_filter",
+    ExtensionPoint.Filter: "filter_all",
+    ExtensionPoint.PostFilter: "post_filter",
+    ExtensionPoint.PreScore: "pre_score",
+    ExtensionPoint.Score: "score_all",
+    ExtensionPoint.Reserve: "reserve",
+    ExtensionPoint.Permit: "permit",
+    ExtensionPoint.PreBind: "pre_bind",
+    ExtensionPoint.Bind: "bind",
+    ExtensionPoint.PostBind: "post_bind",
+}
+"""Extension point → the method that marks a plugin class as implementing it."""
+
+
+def implements(plugin: object, point: ExtensionPoint) -> bool:
+    """Whether a plugin (class or instance) serves ``point``."""
+    return callable(getattr(plugin, EXTENSION_POINTS[point], None))
+
+
+class CycleState:
+    """Scratch space for one scheduling attempt (``framework.CycleState``). Values that
+    have a ``clone()`` method are cloned by :meth:`clone`; others are shared."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, object] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str, kind: type[T]) -> T:
+        """The value under ``key``; raises StatusError if absent or not a ``kind``."""
+        value = self._data.get(key)
+        if not isinstance(value, kind):
+            raise StatusError(f'error reading "{key}" from cycleState: not found')
+        return value
+
+    def write(self, key: str, value: object) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        for key, value in self._data.items():
+            clone = getattr(value, "clone", None)
+            copy._data[key] = clone() if callable(clone) else value
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        return copy
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    """One Filter plugin's verdict on every node of the table it was given.
+
+    ``passed[i]`` says whether node ``i`` passes. For a rejected node, ``codes[i]`` is
+    a small int and ``describe(code)`` the Status (Unschedulable or
+    UnschedulableAndUnresolvable, with its reasons) that code stands for; nodes that
+    pass may hold any code. ``describe`` is called only for codes of rejected nodes, and
+    only when a message or diagnosis is needed.
+    """
+
+    passed: NDArray[np.bool_]
+    codes: Int64Array
+    describe: Callable[[int], Status]
+
+    @classmethod
+    def all_passed(cls, num_nodes: int) -> FilterResult:
+        return cls(np.ones(num_nodes, dtype=np.bool_), np.zeros(num_nodes, np.int64), _no_status)
+
+    @classmethod
+    def uniform(cls, passed: NDArray[np.bool_], status: Status) -> FilterResult:
+        """Every rejected node gets the same ``status``."""
+        return cls(passed, np.zeros(len(passed), np.int64), lambda _code: status)
+
+
+def _no_status(code: int) -> Status:
+    raise LookupError(f"no status for code {code}: every node passed")
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """Nodes a PreFilter plugin allows; ``None`` means all (``framework.PreFilterResult``)."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominated_node_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """What a plugin factory gets from the framework that builds it."""
+
+    profile_name: str
+    listers: Listers = field(default_factory=Listers)
+    """Cluster objects besides nodes and pods, kept current by the snapshot."""
+
+
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Events that may make a pod this plugin rejected schedulable again."""
+        ...
+
+
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Success lets the pod into activeQ; anything else parks it (gated)."""
+        ...
+
+
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """True if ``a`` should be scheduled before ``b``."""
+        ...
+
+    def sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
+        """A key consistent with :meth:`less` (``a`` before ``b`` ⇔ key(a) < key(b))."""
+        ...
+
+
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
+        """Update ``state`` as if ``to_add`` ran on ``node`` (nominated pods pass)."""
+        ...
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: str
+    ) -> Status: ...
+
+
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+class FilterPlugin(Plugin, Protocol):
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult: ...
+
+
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> Status: ...
+
+
+class ScorePlugin(Plugin, Protocol):
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> Int64Array: ...
+
+
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:
+        """Map the raw scores (one per scored row) into [0, MAX_NODE_SCORE]."""
+        ...
+
+
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Undo :meth:`reserve`; must be idempotent and never fail."""
+        ...
+
+
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, float]:
+        """Success, Wait (with a timeout in seconds) or a rejection."""
+        ...
+
+
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+class BindPlugin(Plugin, Protocol):
+    async def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Skip passes the pod to the next Bind plugin."""
+        ...
+
+
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None: ...

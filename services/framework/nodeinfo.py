@@ -1,0 +1,137 @@
+"""``NodeTable``: the snapshot's nodes in columns, what Filter and Score plugins read.
+
+Row ``i`` is node ``names[i]``. Resources are columns of ``allocatable`` and
+``requested`` (int64, cpu in millicores); the first four are fixed (:data:`CPU_COL`,
+:data:`MEMORY_COL`, :data:`EPHEMERAL_COL`, :data:`PODS_COL`) and extended resources get
+columns as they appear. ``requested[:, PODS_COL]`` is the number of pods on the node,
+``allocatable[:, PODS_COL]`` the pods it allows. ``nonzero_requested`` holds
+``NodeInfo.NonZeroRequested`` (cpu, memory) for scoring.
+
+A table is a read-only view: it is valid until the snapshot it came from changes.
+:class:`NodeInfo` is the per-node scalar form (explain output, tests, slow plugins);
+keep it out of the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contracts.k8s import Node
+from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from services.framework.attributes import NodeAttributes
+from services.framework.types import PodInfo
+
+CPU_COL: Final = 0
+MEMORY_COL: Final = 1
+EPHEMERAL_COL: Final = 2
+PODS_COL: Final = 3
+BUILTIN_RESOURCES: Final = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+Int64Array = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """One node as upstream's ``framework.NodeInfo`` shows it."""
+
+    name: str
+    node: Node
+    allocatable: Mapping[str, int]
+    requested: Mapping[str, int]
+    """Sum of the pods' requests, including ``pods`` (the pod count)."""
+    nonzero_requested: Mapping[str, int]
+    pods: tuple[PodInfo, ...]
+
+
+def charge(
+    requested: Int64Array,
+    nonzero: Int64Array,
+    resources: Mapping[str, int],
+    pod: PodInfo,
+    sign: int = 1,
+) -> None:
+    """Add (``sign=1``) or remove (``-1``) ``pod`` to one node's ``requested`` and
+    ``nonzero`` rows. Every requested resource must already have a column."""
+    for name, amount in pod.requests.items():
+        requested[resources[name]] += sign * amount
+    requested[PODS_COL] += sign
+    nonzero[0] += sign * pod.nonzero_cpu
+    nonzero[1] += sign * pod.nonzero_memory
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    names: Sequence[str]
+    index: Mapping[str, int]
+    """Node name → row."""
+    nodes: Sequence[Node]
+    resources: Mapping[str, int]
+    """Resource name → column."""
+    allocatable: Int64Array
+    requested: Int64Array
+    nonzero_requested: Int64Array
+    pods: Sequence[Mapping[str, PodInfo]]
+    """Per row: pod UID → PodInfo of every pod counted on the node (bound or assumed)."""
+    attributes: NodeAttributes
+    """Node labels as columns (see framework.attributes), cached across pod changes."""
+    pod_versions: Int64Array
+    """Per row: a number that changes whenever the pods counted on the row change (added,
+    removed, or replaced by a newer object of the same pod). An index over pods compares
+    it with the copy it saw last to find the rows to look at, instead of every pod."""
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.names)
+
+    def node_info(self, row: int) -> NodeInfo:
+        cols = self.resources.items()
+        return NodeInfo(
+            name=self.names[row],
+            node=self.nodes[row],
+            allocatable={r: int(self.allocatable[row, c]) for r, c in cols},
+            requested={r: int(self.requested[row, c]) for r, c in cols},
+            nonzero_requested={
+                CPU: int(self.nonzero_requested[row, 0]),
+                MEMORY: int(self.nonzero_requested[row, 1]),
+            },
+            pods=tuple(self.pods[row].values()),
+        )
+
+    def with_pods(self, rows: Sequence[int], added: Mapping[int, Sequence[PodInfo]]) -> NodeTable:
+        """A table of only ``rows`` (in that order), where each row also counts the pods
+        ``added[row]``: the view the nominated-pods pass filters against."""
+        resources = dict(self.resources)
+        for extra_pods in added.values():
+            for pod in extra_pods:
+                for name in pod.requests:
+                    resources.setdefault(name, len(resources))
+        take = np.asarray(rows, dtype=np.intp)
+        extra = len(resources) - len(self.resources)
+        allocatable = np.pad(self.allocatable[take], ((0, 0), (0, extra)))
+        requested = np.pad(self.requested[take], ((0, 0), (0, extra)))
+        nonzero = self.nonzero_requested[take].copy()
+        pods: list[Mapping[str, PodInfo]] = []
+        for i, row in enumerate(rows):
+            on_node = dict(self.pods[row])
+            for pod in added.get(row, ()):
+                on_node[pod.uid] = pod
+                charge(requested[i], nonzero[i], resources, pod)
+            pods.append(on_node)
+        names = [self.names[r] for r in rows]
+        return NodeTable(
+            names=names,
+            index={name: i for i, name in enumerate(names)},
+            nodes=[self.nodes[r] for r in rows],
+            resources=resources,
+            allocatable=allocatable,
+            requested=requested,
+            nonzero_requested=nonzero,
+            pods=pods,
+            attributes=self.attributes.take(rows),
+            pod_versions=np.full(len(rows), -1, dtype=np.int64),
+        )

@@ -1,0 +1,53 @@
+"""NodeName: a pod with ``spec.nodeName`` fits only the node of that name.
+
+Filter only; every other node is UnschedulableAndUnresolvable with "node(s) didn't
+match the requested node name". A pod without ``spec.nodeName`` fits everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+
+from services.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+)
+from services.framework.interface import CycleState, FilterResult, Handle
+from services.framework.nodeinfo import NodeTable
+from services.framework.registry import PluginEntry
+from services.framework.status import Code, Status
+from services.framework.types import PodInfo
+
+NAME: Final = "NodeName"
+ERR_REASON: Final = "node(s) didn't match the requested node name"
+_REJECTED: Final = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON,))
+
+
+class NodeName:
+    name: Final = NAME
+
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return FilterResult.all_passed(nodes.num_nodes)
+        passed = np.zeros(nodes.num_nodes, dtype=np.bool_)
+        row = nodes.index.get(wanted)
+        if row is not None:
+            passed[row] = True
+        return FilterResult.uniform(passed, _REJECTED)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Only a new node can be the one the pod names."""
+        return (ClusterEventWithHint(ClusterEvent(EventResource.Node, ActionType.Add)),)
+
+
+def new(args: None, handle: Handle) -> NodeName:
+    return NodeName()
+
+
+ENTRY: Final = PluginEntry(NAME, NodeName, new)

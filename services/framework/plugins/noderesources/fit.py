@@ -1,0 +1,190 @@
+"""NodeResourcesFit: does the node have room for the pod, and how full would it be.
+
+Filter: a node fails with "Too many pods" when it already runs ``allocatable.pods``
+pods, and with "Insufficient <resource>" for every resource the pod requests (amount
+> 0, ignoring ``ignoredResources`` / ``ignoredResourceGroups`` extended resources) that
+exceeds ``allocatable - requested``. All reasons of a node are kept.
+
+Score: the configured strategy (LeastAllocated by default, MostAllocated, or
+RequestedToCapacityRatio) over the configured resources, on non-zero requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+import numpy as np
+
+from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource_name
+from services.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+)
+from services.framework.interface import (
+    CycleState,
+    FilterResult,
+    Handle,
+    PreFilterExtensions,
+    PreFilterResult,
+    Rows,
+)
+from services.framework.nodeinfo import PODS_COL, Int64Array, NodeTable
+from services.framework.plugins.noderesources import fit_hints
+from services.framework.plugins.noderesources.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+)
+from services.framework.plugins.noderesources.least_allocated import least_requested_score
+from services.framework.plugins.noderesources.most_allocated import most_requested_score
+from services.framework.plugins.noderesources.requested_to_capacity_ratio import (
+    RequestedToCapacityRatioScorer,
+    scaled_shape,
+)
+from services.framework.plugins.noderesources.resource_allocation import (
+    NodeScorer,
+    ResourceAllocationScorer,
+    ResourceScorer,
+)
+from services.framework.status import SUCCESS, Code, Status, StatusError
+from services.framework.types import PodInfo
+
+NAME: Final = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+TOO_MANY_PODS: Final = "Too many pods"
+_STRATEGIES: dict[str, ResourceScorer] = {
+    LEAST_ALLOCATED: least_requested_score,
+    MOST_ALLOCATED: most_requested_score,
+}
+_MAX_CHECKED = 62  # reason bits per node: bit 0 is "Too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    """The requests Filter checks: positive, not ignored, in reason order."""
+
+    resources: tuple[str, ...]
+    amounts: tuple[int, ...]
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+@lru_cache(maxsize=4096)
+def _status(resources: tuple[str, ...], code: int) -> Status:
+    reasons = [TOO_MANY_PODS] if code & 1 else []
+    reasons += [f"Insufficient {r}" for i, r in enumerate(resources, 1) if code >> i & 1]
+    return Status(Code.Unschedulable, tuple(reasons))
+
+
+def _reason_order(resource: str) -> tuple[int, str]:
+    builtin = (CPU, MEMORY, EPHEMERAL_STORAGE)
+    return (builtin.index(resource), "") if resource in builtin else (3, resource)
+
+
+class Fit:
+    name: Final = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        strategy = args.defaulted().scoring_strategy
+        assert strategy is not None  # defaulted() always sets one
+        self.scorer: NodeScorer
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            ratio = strategy.requested_to_capacity_ratio
+            if ratio is None:
+                raise ValueError("RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
+            shape = scaled_shape(ratio.shape)
+            self.scorer = RequestedToCapacityRatioScorer(strategy.resources, shape)
+        else:
+            self.scorer = ResourceAllocationScorer(
+                name=strategy.type, resources=strategy.resources, scorer=_STRATEGIES[strategy.type]
+            )
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Pods going away (or shrinking) free room; nodes added or growing add room."""
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.Pod, ActionType.Delete | ActionType.UpdatePodScaleDown),
+                fit_hints.after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
+                fit_hints.after_node_change,
+            ),
+        )
+
+    def ignores(self, resource: str) -> bool:
+        """Whether Filter skips ``resource`` (an ignored extended resource or group)."""
+        if not is_extended_resource_name(resource):
+            return False
+        return resource in self._ignored or resource.split("/", 1)[0] in self._ignored_groups
+
+    # -- PreFilter / Filter ---------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        checked = sorted(
+            (r for r, amount in pod.requests.items() if amount > 0 and not self.ignores(r)),
+            key=_reason_order,
+        )
+        amounts = tuple(pod.requests[r] for r in checked)
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(tuple(checked), amounts))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        request = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
+        if len(request.resources) > _MAX_CHECKED:
+            raise StatusError(f"pod requests more than {_MAX_CHECKED} resources")
+        allocatable, requested = nodes.allocatable, nodes.requested
+        codes = (requested[:, PODS_COL] >= allocatable[:, PODS_COL]).astype(np.int64)
+        for bit, (resource, amount) in enumerate(
+            zip(request.resources, request.amounts, strict=True), 1
+        ):
+            col = nodes.resources.get(resource)
+            if col is None:  # no node has it: allocatable 0 everywhere
+                codes |= 1 << bit
+                continue
+            short = amount > allocatable[:, col] - requested[:, col]
+            codes |= short.astype(np.int64) << bit
+        resources = request.resources
+        return FilterResult(codes == 0, codes, lambda code: _status(resources, code))
+
+    # -- PreScore / Score -------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))
+        return SUCCESS
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> Int64Array:
+        try:
+            requests = state.read(PRE_SCORE_STATE_KEY, _PreScoreState).pod_requests
+        except StatusError:
+            requests = self.scorer.pod_requests(pod)
+        return self.scorer.score(nodes, rows, requests)
+
+
+def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:
+    return Fit(args or NodeResourcesFitArgs().defaulted())

@@ -1,0 +1,76 @@
+"""NodeResourcesFit's queueing hints: does this event free room for the rejected pod?
+
+``isSchedulableAfterPodEvent`` and ``isSchedulableAfterNodeChange`` upstream. They are
+scalar (one pod, one object) and run in the queue, not in the scheduling cycle.
+"""
+
+from __future__ import annotations
+
+from contracts.k8s import Node, Pod
+from services.common.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    ResourceError,
+    is_scalar_resource_name,
+    node_allocatable,
+    pod_requests,
+)
+from services.framework.events import QueueingHint
+
+
+def _scaled_down(target: Pod, old: Pod, new: Pod) -> bool:
+    """``isSchedulableAfterPodScaleDown``."""
+    if new.metadata.uid == target.metadata.uid:
+        return True
+    if not new.spec.node_name:
+        return False
+    before, after = pod_requests(old), pod_requests(new)
+    for resource, amount in pod_requests(target).items():
+        relevant = resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(resource)
+        if amount and relevant and before.get(resource, 0) > after.get(resource, 0):
+            return True
+    return False
+
+
+def after_pod_event(pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+    """A pod was deleted (``new`` is None) or modified."""
+    if not isinstance(old, Pod):
+        return QueueingHint.Queue
+    if new is None:
+        return QueueingHint.Queue if old.spec.node_name else QueueingHint.QueueSkip
+    if not isinstance(new, Pod):
+        return QueueingHint.Queue
+    try:
+        return QueueingHint.Queue if _scaled_down(pod, old, new) else QueueingHint.QueueSkip
+    except ResourceError:
+        return QueueingHint.Queue
+
+
+def _fits_empty(requests: dict[str, int], allocatable: dict[str, int]) -> bool:
+    """``isFit``: would the pod fit the node if it ran nothing?"""
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    return all(amount <= allocatable.get(r, 0) for r, amount in requests.items() if amount > 0)
+
+
+def after_node_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+    """A node was added (``old`` is None) or its allocatable changed."""
+    if not isinstance(new, Node):
+        return QueueingHint.Queue
+    try:
+        requests = pod_requests(pod)
+        now = node_allocatable(new)
+        if not _fits_empty(requests, now):
+            return QueueingHint.QueueSkip
+        if not isinstance(old, Node):
+            return QueueingHint.Queue
+        before = node_allocatable(old)
+    except ResourceError:
+        return QueueingHint.Queue
+    # haveAnyRequestedResourcesIncreased
+    if now.get(PODS, 0) > before.get(PODS, 0):
+        return QueueingHint.Queue
+    grew = any(amount > 0 and now.get(r, 0) > before.get(r, 0) for r, amount in requests.items())
+    return QueueingHint.Queue if grew else QueueingHint.QueueSkip

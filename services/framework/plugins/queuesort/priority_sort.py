@@ -1,0 +1,25 @@
+"""PrioritySort: higher ``spec.priority`` first, then the pod queued earlier."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from services.framework.interface import Handle
+from services.framework.types import QueuedPodInfo
+
+NAME: Final = "PrioritySort"
+
+
+class PrioritySort:
+    name: Final = NAME
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        pa, pb = a.pod_info.priority, b.pod_info.priority
+        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+    def sort_key(self, info: QueuedPodInfo) -> tuple[int, float]:
+        return (-info.pod_info.priority, info.timestamp)
+
+
+def new(args: None, handle: Handle) -> PrioritySort:
+    return PrioritySort()

@@ -1,0 +1,367 @@
+"""``Framework``: a profile's plugins, run in upstream's order for one pod.
+
+:meth:`Framework.schedule_one` is the algorithm part of the scheduling cycle
+(``schedulePod``): PreFilter → Filter → (no node: FitError) → PreScore → Score →
+NormalizeScore → weighted sum → the best node, ties broken by the framework's seeded
+``random.Random``. It reads the snapshot and changes nothing in it (the one state it
+keeps is the node sampling's start index, see framework.sampling), so the service,
+the embedded simulator and benchmarks all call it directly. Assuming the pod, Reserve
+and Permit are the caller's next steps. With ``explain=True`` the result also carries
+an :class:`Explanation` (framework.explain).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contracts.k8s import Pod
+from services.framework import filtering, sampling, scoring
+from services.framework.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
+from services.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+)
+from services.framework.explain import Explanation, filter_verdicts, node_scores
+from services.framework.interface import (
+    CycleState,
+    EnqueueExtensions,
+    ExtensionPoint,
+    FilterPlugin,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from services.framework.listers import Listers
+from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.profile import Profile, resolve_plugins
+from services.framework.registry import Registry, join_path
+from services.framework.snapshot import Snapshot
+from services.framework.status import SUCCESS, Code, Status, StatusError, as_status
+from services.framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+P = ExtensionPoint
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    """What one run of the algorithm decided for a pod.
+
+    - ``node`` set, status Success: the pod fits ``node`` (the caller assumes it).
+    - ``fit_error`` set, status Unschedulable: no node fits; ``message`` is upstream's
+      FailedScheduling text, ``unschedulable_plugins`` the plugins that rejected.
+    - status UnschedulableAndUnresolvable without a FitError: there are no nodes.
+    - status Error: a plugin failed; ``message`` says which and why.
+    """
+
+    pod: PodInfo
+    state: CycleState
+    node: str | None = None
+    status: Status = SUCCESS
+    fit_error: FitError | None = None
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    scores: Mapping[str, Int64Array] = field(default_factory=dict)
+    """Per Score plugin, normalized scores of the feasible nodes (only when explaining)."""
+    explanation: Explanation | None = None
+    """Per node filter verdicts and scores (only when explaining; not for errors)."""
+
+    @property
+    def message(self) -> str:
+        return str(self.fit_error) if self.fit_error is not None else self.status.message()
+
+    @property
+    def unschedulable_plugins(self) -> frozenset[str]:
+        if self.fit_error is None:
+            return frozenset()
+        return frozenset(self.fit_error.diagnosis.unschedulable_plugins)
+
+
+class Framework:
+    """The plugins of one profile, ready to run. Raises ConfigError when the profile
+    is invalid (unknown plugins, bad args, no queue sort or bind plugin)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Registry | None = None,
+        *,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
+        path: str = "",
+        listers: Listers | None = None,
+    ) -> None:
+        """``listers``: the snapshot's (``Snapshot.listers``), for plugins that read
+        namespaces, volumes or claims; an empty set when None."""
+        if registry is None:
+            from services.framework.plugins import in_tree_registry
+
+            registry = in_tree_registry()
+        resolved = resolve_plugins(profile, registry, path)
+        handle = Handle(profile.scheduler_name, listers or Listers())
+        self.profile = profile
+        self.rng = rng or random.Random()
+        self.tracer = tracer
+        self.plugins: dict[str, Plugin] = {}
+        for name in resolved.needed:
+            entry = registry[name]
+            args = profile.plugin_args.get(name)
+            if args is None:
+                args = entry.decode_args(None, join_path(path, f"pluginConfig[{name}]"))
+            self.plugins[name] = entry.factory(args, handle)
+        self.score_weights = dict(resolved.score_weights)
+        self.next_start_node_index = sampling.StartIndex()
+        """Where the next sampled Filter search starts (per profile here; upstream
+        keeps one per scheduler). Used only when ``percentageOfNodesToScore`` is set."""
+        self._points = resolved.points
+        self.queue_sort = cast(QueueSortPlugin, self._at(P.QueueSort)[0])
+        self.pre_filter_plugins = cast(list[PreFilterPlugin], self._at(P.PreFilter))
+        self.filter_plugins = cast(list[FilterPlugin], self._at(P.Filter))
+        self.pre_score_plugins = cast(list[PreScorePlugin], self._at(P.PreScore))
+        self.score_plugins = cast(list[ScorePlugin], self._at(P.Score))
+        self.reserve_plugins = cast(list[ReservePlugin], self._at(P.Reserve))
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile.scheduler_name
+
+    def _at(self, point: ExtensionPoint) -> list[Plugin]:
+        return [self.plugins[name] for name in self._points[point]]
+
+    def plugin_names(self, point: ExtensionPoint) -> tuple[str, ...]:
+        return self._points[point]
+
+    def events_to_register(self) -> dict[str, Sequence[ClusterEventWithHint]]:
+        """Plugin name → the events that may make a pod it rejected schedulable, for the
+        plugins that can reject (``fillEventToPluginMap``): a plugin that registers
+        nothing is woken by every event."""
+        rejecting = {*self._points[P.PreEnqueue], *self._points[P.PreFilter]}
+        rejecting |= {*self._points[P.Filter], *self._points[P.Reserve], *self._points[P.Permit]}
+        every = (ClusterEventWithHint(ClusterEvent(EventResource.WildCard, ActionType.All)),)
+        registered: dict[str, Sequence[ClusterEventWithHint]] = {}
+        for name in sorted(rejecting):
+            plugin = self.plugins[name]
+            if isinstance(plugin, EnqueueExtensions):
+                registered[name] = plugin.events_to_register()
+            else:
+                registered[name] = every
+        return registered
+
+    def _span(self, name: str) -> Any:
+        return nullcontext() if self.tracer is None else self.tracer.start_as_current_span(name)
+
+    # -- the algorithm ----------------------------------------------------------
+
+    def schedule_one(
+        self,
+        snapshot: Snapshot | NodeTable,
+        pod: Pod | PodInfo,
+        *,
+        state: CycleState | None = None,
+        nominated: filtering.NominatedPods | None = None,
+        explain: bool = False,
+    ) -> ScheduleResult:
+        """Find the node for ``pod`` (``schedulePod``); see :class:`ScheduleResult`.
+        ``nominated`` gives the pods nominated to a node, for the two-pass filter."""
+        info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
+        nodes = snapshot.table() if isinstance(snapshot, Snapshot) else snapshot
+        state = state if state is not None else CycleState()
+        if nodes.num_nodes == 0:
+            status = Status(Code.UnschedulableAndUnresolvable, (NO_NODES_AVAILABLE,))
+            return ScheduleResult(info, state, status=status)
+        try:
+            return self._schedule(state, info, nodes, nominated, explain)
+        except StatusError as err:
+            return ScheduleResult(info, state, status=err.status)
+
+    def _schedule(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        nominated: filtering.NominatedPods | None,
+        explain: bool,
+    ) -> ScheduleResult:
+        diagnosis = Diagnosis()
+        with self._span("PreFilter"):
+            narrowed, status, plugins = filtering.run_pre_filter(
+                self.pre_filter_plugins, state, pod, nodes
+            )
+        diagnosis.unschedulable_plugins = plugins
+        if not status.is_success():
+            if not status.is_rejected():
+                return ScheduleResult(pod, state, status=status)
+            return self._pre_filter_rejected(pod, state, nodes, diagnosis, status, explain)
+        candidates, absent = self._candidates(nodes, narrowed.node_names, plugins)
+        with self._span("Filter"):
+            verdicts = filtering.run_filters(self.filter_plugins, state, pod, nodes, candidates)
+            overrides: dict[int, Status] = {}
+            if nominated is not None:
+                rows = np.flatnonzero(candidates)
+                overrides = filtering.nominated_pass(
+                    self.filter_plugins, self.pre_filter_plugins, state, pod, nodes, rows, nominated
+                )
+                for row in overrides:
+                    verdicts.passed[row] = False
+        found = self._find(pod, nodes, candidates, verdicts.passed)
+        feasible, evaluated = found.feasible, len(found.processed)
+        explanation = None
+        if explain:
+            shown = found.processed.tolist()
+            if absent is not None:
+                shown += np.flatnonzero(~candidates).tolist()
+            statuses = filtering.node_statuses(verdicts, self.filter_plugins, overrides, absent)
+            rejected = filter_verdicts(nodes.names, shown, statuses, " ".join(sorted(plugins)))
+            filters = tuple(
+                p.name for p in self.filter_plugins if p.name not in state.skip_filter_plugins
+            )
+            explanation = Explanation(evaluated, len(feasible), filters, rejected, {})
+        if len(feasible) == 0:
+            filtering.diagnose(verdicts, self.filter_plugins, overrides, absent, diagnosis)
+            return self._unschedulable(pod, state, nodes, diagnosis, explanation)
+        if len(feasible) == 1:
+            node = nodes.names[int(feasible[0])]
+            return ScheduleResult(
+                pod, state, node, evaluated_nodes=evaluated, feasible_nodes=1,
+                explanation=explanation,
+            )  # fmt: skip
+        breakdown: dict[str, Int64Array] | None = {} if explain else None
+        totals = self._prioritize(state, pod, nodes, feasible, breakdown)
+        row = scoring.select_host(feasible, totals, self.rng)
+        if explanation is not None and breakdown is not None:
+            scored = node_scores(
+                nodes.names, feasible.tolist(), breakdown, self.score_weights, totals
+            )
+            explanation = replace(explanation, score=scored)
+        return ScheduleResult(
+            pod,
+            state,
+            nodes.names[row],
+            evaluated_nodes=evaluated,
+            feasible_nodes=len(feasible),
+            scores=breakdown or {},
+            explanation=explanation,
+        )
+
+    def _pre_filter_rejected(
+        self,
+        pod: PodInfo,
+        state: CycleState,
+        nodes: NodeTable,
+        diagnosis: Diagnosis,
+        status: Status,
+        explain: bool,
+    ) -> ScheduleResult:
+        """PreFilter rejected the pod: every node has that status (no node evaluated)."""
+        diagnosis.pre_filter_msg = status.message()
+        diagnosis.add_plugin_status(status)
+        diagnosis.node_status = lambda _row: status
+        diagnosis.all_unresolvable = status.code == Code.UnschedulableAndUnresolvable
+        explanation = None
+        if explain:
+            every = filter_verdicts(nodes.names, range(nodes.num_nodes), diagnosis.node_status)
+            explanation = Explanation(0, 0, (), every, {})
+        return self._unschedulable(pod, state, nodes, diagnosis, explanation)
+
+    def _find(
+        self,
+        pod: PodInfo,
+        nodes: NodeTable,
+        candidates: NDArray[np.bool_],
+        passed: NDArray[np.bool_],
+    ) -> sampling.Sample:
+        """The feasible nodes to score and the nodes processed to find them: the
+        pod's nominated node alone if it fits (``evaluateNominatedNode``), else every
+        candidate unless the profile sets ``percentageOfNodesToScore`` (see sampling)."""
+        nominated = nodes.index.get(pod.pod.status.nominated_node_name or "")
+        if nominated is not None and passed[nominated]:
+            only = np.array([nominated], dtype=np.intp)
+            return sampling.Sample(only, only)
+        rows = np.flatnonzero(candidates)
+        percentage = self.profile.percentage_of_nodes_to_score
+        if percentage is None:
+            return sampling.Sample(np.flatnonzero(passed), rows)
+        # Without Score plugins any feasible node will do (``hasScoring``).
+        k = sampling.num_feasible_nodes_to_find(percentage, len(rows)) if self.score_plugins else 1
+        found = sampling.first_feasible(rows, passed, self.next_start_node_index.value, k)
+        self.next_start_node_index.advance(len(found.processed), nodes.num_nodes)
+        return found
+
+    def _candidates(
+        self, nodes: NodeTable, allowed: frozenset[str] | None, plugins: set[str]
+    ) -> tuple[NDArray[np.bool_], Status | None]:
+        if allowed is None:
+            return np.ones(nodes.num_nodes, dtype=np.bool_), None
+        mask = np.zeros(nodes.num_nodes, dtype=np.bool_)
+        rows = [nodes.index[name] for name in allowed if name in nodes.index]
+        mask[rows] = True
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+        return mask, Status(Code.UnschedulableAndUnresolvable, (reason,))
+
+    def _prioritize(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
+        breakdown: dict[str, Int64Array] | None,
+    ) -> Int64Array:
+        """``prioritizeNodes``: without Score plugins every node scores 1."""
+        if not self.score_plugins:
+            return np.ones(len(rows), dtype=np.int64)
+        with self._span("PreScore"):
+            scoring.run_pre_score(self.pre_score_plugins, state, pod, nodes, rows)
+        with self._span("Score"):
+            return scoring.run_score(
+                self.score_plugins, self.score_weights, state, pod, nodes, rows, breakdown
+            )
+
+    def _unschedulable(
+        self,
+        pod: PodInfo,
+        state: CycleState,
+        nodes: NodeTable,
+        diagnosis: Diagnosis,
+        explanation: Explanation | None = None,
+    ) -> ScheduleResult:
+        # PostFilter (preemption) plugins come with the next issue: with none, upstream's
+        # RunPostFilterPlugins returns Unschedulable with no message.
+        error = FitError(pod.key, nodes.num_nodes, diagnosis)
+        status = Status(Code.Unschedulable, (str(error),))
+        return ScheduleResult(pod, state, status=status, fit_error=error, explanation=explanation)
+
+    # -- after the algorithm ----------------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``RunReservePluginsReserve``: the first failure, with its plugin."""
+        for plugin in self.reserve_plugins:
+            try:
+                status = plugin.reserve(state, pod, node)
+            except Exception as err:
+                status = as_status(err)
+            if not status.is_success():
+                if not status.is_rejected():
+                    reason = f'running Reserve plugin "{plugin.name}": {status.message()}'
+                    status = Status(Code.Error, (reason,))
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """``RunReservePluginsUnreserve``: in reverse order."""
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node)

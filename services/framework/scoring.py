@@ -1,0 +1,80 @@
+"""PreScore, Score, NormalizeScore and host selection (``prioritizeNodes``, ``selectHost``)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from services.framework.interface import (
+    CycleState,
+    PreScorePlugin,
+    Rows,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.status import StatusError, as_status
+from services.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, PodInfo
+
+
+def run_pre_score(
+    plugins: Sequence[PreScorePlugin], state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+) -> None:
+    """``RunPreScorePlugins``: Skip excludes the plugin's Score; other failures raise."""
+    for plugin in plugins:
+        try:
+            status = plugin.pre_score(state, pod, nodes, rows)
+        except Exception as err:
+            status = as_status(err)
+        if status.is_skip():
+            state.skip_score_plugins.add(plugin.name)
+        elif not status.is_success():
+            raise StatusError(f'running PreScore plugin "{plugin.name}": {status.message()}')
+
+
+def run_score(
+    plugins: Sequence[ScorePlugin],
+    weights: Mapping[str, int],
+    state: CycleState,
+    pod: PodInfo,
+    nodes: NodeTable,
+    rows: Rows,
+    breakdown: dict[str, Int64Array] | None = None,
+) -> Int64Array:
+    """``RunScorePlugins``: the weighted total per row. ``breakdown`` (if given) receives
+    each plugin's normalized, unweighted scores for ``--explain``."""
+    total = np.zeros(len(rows), dtype=np.int64)
+    for plugin in plugins:
+        if plugin.name in state.skip_score_plugins:
+            continue
+        try:
+            scores = np.asarray(plugin.score_all(state, pod, nodes, rows), dtype=np.int64)
+            normalize = getattr(plugin, "normalize_score", None)
+            if normalize is not None:
+                extension: ScoreExtensions = plugin  # type: ignore[assignment]
+                scores = np.asarray(extension.normalize_score(state, pod, scores), np.int64)
+        except Exception as err:
+            raise StatusError(
+                f'running Score plugin "{plugin.name}": {as_status(err).message()}'
+            ) from err
+        bad = (scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)
+        if bad.any():
+            value = int(scores[np.argmax(bad)])
+            raise StatusError(
+                f'plugin "{plugin.name}" returns an invalid score {value}, it should in the '
+                f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+            )
+        if breakdown is not None:
+            breakdown[plugin.name] = scores
+        total += scores * weights[plugin.name]
+    return total
+
+
+def select_host(rows: Rows, totals: Int64Array, rng: random.Random) -> int:
+    """The row with the highest total; ties are broken uniformly at random with ``rng``
+    (upstream samples the tied nodes with a reservoir: same distribution)."""
+    best = np.flatnonzero(totals == totals.max())
+    pick = best[0] if len(best) == 1 else best[rng.randrange(len(best))]
+    return int(rows[pick])

@@ -1,8 +1,0 @@
-"""InterPodAffinity (upstream ``plugins/interpodaffinity``): required and preferred pod
-affinity and anti-affinity, for the incoming pod and, symmetrically, for the pods
-already running."""
-
-from services.scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
-from services.scheduler.plugins.interpodaffinity.plugin import ENTRY, NAME, InterPodAffinity, new
-
-__all__ = ["ENTRY", "NAME", "InterPodAffinity", "InterPodAffinityArgs", "new"]
