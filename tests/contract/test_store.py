@@ -371,3 +371,10 @@ def test_open_store_picks_the_backend() -> None:
     assert isinstance(open_store("memory://"), MemoryStore)
     with pytest.raises(ValueError, match="unsupported store URL"):
         open_store("etcd://x")
+
+
+async def test_queue_view_is_replaced_and_read_back(store: ClusterStore) -> None:
+    assert await store.queue_view() is None
+    await store.put_queue_view(b'{"kind":"QueueView","at":1.0,"counts":{"active":1}}')
+    await store.put_queue_view(b'{"kind":"QueueView","at":2.0,"counts":{"active":0}}')
+    assert await store.queue_view() == b'{"kind":"QueueView","at":2.0,"counts":{"active":0}}'

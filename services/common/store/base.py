@@ -158,4 +158,10 @@ class ClusterStore(Protocol):
 
     async def nominations(self) -> dict[str, Nomination]: ...
 
+    async def put_queue_view(self, view: bytes) -> None:
+        """Replace the queue service's published view (a JSON contracts.queueview.QueueView)."""
+
+    async def queue_view(self) -> bytes | None:
+        """The last view the queue published, or None if it never did."""
+
     async def close(self) -> None: ...

@@ -44,6 +44,7 @@ class MemoryStore:
         self._assumed: dict[str, Assumed] = {}
         self._leases: dict[str, int] = {}
         self._nominations: dict[str, Nomination] = {}
+        self._queue_view: bytes | None = None
 
     async def applied_seq(self) -> int:
         return self._seq
@@ -165,6 +166,12 @@ class MemoryStore:
 
     async def nominations(self) -> dict[str, Nomination]:
         return dict(self._nominations)
+
+    async def put_queue_view(self, view: bytes) -> None:
+        self._queue_view = view
+
+    async def queue_view(self) -> bytes | None:
+        return self._queue_view
 
     async def close(self) -> None:
         pass

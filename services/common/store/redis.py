@@ -161,6 +161,13 @@ class RedisStore:
         if uids:
             await self._redis.hdel(self._p + "nominated", *uids)
 
+    async def put_queue_view(self, view: bytes) -> None:
+        await self._redis.set(self._p + "queueview", view)
+
+    async def queue_view(self) -> bytes | None:
+        value = await self._redis.get(self._p + "queueview")
+        return bytes(value) if value is not None else None
+
     async def nominations(self) -> dict[str, Nomination]:
         raw = await self._hgetall(self._p + "nominated")
         result = {}
