@@ -166,7 +166,9 @@ class RedisStore:
 
     async def queue_view(self) -> bytes | None:
         value = await self._redis.get(self._p + "queueview")
-        return bytes(value) if value is not None else None
+        if value is None:
+            return None
+        return value if isinstance(value, bytes) else value.encode()
 
     async def nominations(self) -> dict[str, Nomination]:
         raw = await self._hgetall(self._p + "nominated")
