@@ -48,6 +48,7 @@ from services.framework.interface import (
 from services.framework.listers import Listers
 from services.framework.nodeinfo import NodeTable
 from services.framework.plugins.volumehelpers.claims import (
+    Unresolvable,
     claim_class,
     claim_not_found,
     pod_claim_name,
@@ -94,12 +95,6 @@ def is_inline_migratable(volume: Volume) -> bool:
     )
 
 
-class _Unresolvable(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.status = Status(Code.UnschedulableAndUnresolvable, (reason,))
-
-
 class CSILimits:
     """Upstream's ``CSILimits``, registered as NodeVolumeLimits."""
 
@@ -144,7 +139,7 @@ class CSILimits:
             return FilterResult.all_passed(n)
         try:
             new_volumes = self.attachable_volumes(pod.pod, new_pod=True)
-        except _Unresolvable as err:
+        except Unresolvable as err:
             return FilterResult.uniform(np.zeros(n, np.bool_), err.status)
         if not new_volumes:
             return FilterResult.all_passed(n)
@@ -168,7 +163,7 @@ class CSILimits:
 
     def attachable_volumes(self, pod: Pod, *, new_pod: bool) -> dict[str, str]:
         """``filterAttachableVolumes``: unique volume name → its limit key. For the pod
-        being scheduled a missing claim raises _Unresolvable; other pods' unknown
+        being scheduled a missing claim raises Unresolvable; other pods' unknown
         claims are not counted."""
         result: dict[str, str] = {}
         namespace = pod.metadata.namespace or "default"
@@ -182,7 +177,7 @@ class CSILimits:
             claim = self._listers.claim(namespace, claim_name)
             if claim is None:
                 if new_pod:
-                    raise _Unresolvable(
+                    raise Unresolvable(
                         f"looking up PVC {namespace}/{claim_name}: {claim_not_found(claim_name)}"
                     )
                 continue

@@ -40,6 +40,7 @@ from services.framework.listers import Listers
 from services.framework.nodeinfo import NodeTable
 from services.framework.plugins.volumehelpers.claims import (
     WAIT_FOR_FIRST_CONSUMER,
+    Unresolvable,
     binding_mode,
     claim_class,
     claim_not_found,
@@ -92,14 +93,6 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
     return None if any(not zone for zone in zones) else frozenset(zones)
 
 
-class _Unresolvable(Exception):
-    """A claim, class or volume the pod needs is missing: the pod cannot be placed."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.status = Status(Code.UnschedulableAndUnresolvable, (reason,))
-
-
 class VolumeZone:
     name: Final = NAME
 
@@ -132,7 +125,7 @@ class VolumeZone:
         )
 
     def topologies(self, pod: Pod) -> tuple[PVTopology, ...]:
-        """``getPVbyPod``; raises _Unresolvable when a claim, class or volume is missing."""
+        """``getPVbyPod``; raises Unresolvable when a claim, class or volume is missing."""
         namespace = pod.metadata.namespace or "default"
         found: list[PVTopology] = []
         for volume in pod.spec.volumes:
@@ -140,10 +133,10 @@ class VolumeZone:
                 continue
             claim_name = volume.persistent_volume_claim.claim_name
             if not claim_name:
-                raise _Unresolvable("PersistentVolumeClaim had no name")
+                raise Unresolvable("PersistentVolumeClaim had no name")
             claim = self._listers.claim(namespace, claim_name)
             if claim is None:
-                raise _Unresolvable(claim_not_found(claim_name))
+                raise Unresolvable(claim_not_found(claim_name))
             pv = self._bound_volume(claim)
             if pv is None:
                 continue
@@ -159,16 +152,16 @@ class VolumeZone:
         if not pv_name:
             class_name = claim_class(claim)
             if not class_name:
-                raise _Unresolvable("PersistentVolumeClaim had no pv name and storageClass name")
+                raise Unresolvable("PersistentVolumeClaim had no pv name and storageClass name")
             mode = binding_mode(self._listers, class_name)
             if mode is None:
-                raise _Unresolvable(class_not_found(class_name))
+                raise Unresolvable(class_not_found(class_name))
             if mode == WAIT_FOR_FIRST_CONSUMER:
                 return None
-            raise _Unresolvable("PersistentVolume had no name")
+            raise Unresolvable("PersistentVolume had no name")
         pv = self._listers.persistent_volumes.get(pv_name)
         if pv is None:
-            raise _Unresolvable(volume_not_found(pv_name))
+            raise Unresolvable(volume_not_found(pv_name))
         return pv
 
     def pre_filter(
@@ -176,7 +169,7 @@ class VolumeZone:
     ) -> tuple[PreFilterResult | None, Status]:
         try:
             topologies = self.topologies(pod.pod)
-        except _Unresolvable as err:
+        except Unresolvable as err:
             return None, err.status
         if not topologies:
             return None, SKIP
@@ -194,7 +187,7 @@ class VolumeZone:
         except StatusError:
             try:
                 topologies = self.topologies(pod.pod)
-            except _Unresolvable as err:
+            except Unresolvable as err:
                 return FilterResult.uniform(np.zeros(nodes.num_nodes, np.bool_), err.status)
         attrs = nodes.attributes
         constrained = np.zeros(nodes.num_nodes, dtype=np.bool_)

@@ -19,6 +19,7 @@ from typing import Final
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod, Volume
 from contracts.quantity import QuantityError, parse_quantity
 from services.framework.listers import Listers
+from services.framework.status import Code, Status
 
 ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
@@ -142,3 +143,12 @@ def volume_is_for_pod(pod: Pod, claim: PersistentVolumeClaim) -> str | None:
             f"{pod_ns}/{pod.metadata.name} (pod is not owner)"
         )
     return None
+
+
+class Unresolvable(Exception):
+    """A claim, class or volume the pod needs is missing: the pod cannot be placed here
+    whatever happens to other pods (``UnschedulableAndUnresolvable``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.status = Status(Code.UnschedulableAndUnresolvable, (reason,))
