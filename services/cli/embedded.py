@@ -28,7 +28,9 @@ from services.common.eventlog.memory import MemoryEventLog
 from services.common.k8s_events import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.store.memory import MemoryStore
 from services.framework.config import Profile, default_profile
+from services.framework.runtime import Framework
 from services.informer.service import InformerService
+from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
 from services.scheduler.service import SchedulerService
 
@@ -123,7 +125,7 @@ class EmbeddedCluster:
             self.bus,
             self.store,
             self.clock,
-            profiles=[p.scheduler_name for p in profiles or (default_profile(),)],
+            profiles=[QueueProfile.of(Framework(p)) for p in profiles or (default_profile(),)],
             hold=hold,
             max_in_flight=max_in_flight,
             batch_size=dispatch_batch,

@@ -27,7 +27,9 @@ from services.common.eventlog import open_event_log
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
+from services.framework.runtime import Framework
 from services.informer.service import InformerService
+from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
 from services.scheduler.service import SchedulerService
 
@@ -59,11 +61,12 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             bus,
             store,
             clock,
-            profiles=[p.scheduler_name for p in config.profiles],
+            profiles=[QueueProfile.of(Framework(p)) for p in config.profiles],
             max_in_flight=settings.max_in_flight,
             batch_size=settings.dispatch_batch,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
+            metrics_port=settings.metrics_port,
         )
     if name == "scheduler":
         replica = settings.replica or f"{socket.gethostname()}-{os.getpid()}"

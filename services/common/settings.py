@@ -36,6 +36,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     """Pods the queue lets be in flight across all scheduler replicas (credit)."""
     dispatch_batch: int = 128
     """Most pods the queue puts in one ScheduleBatch message."""
+    metrics_port: int | None = None
+    """Port of the queue's Prometheus endpoint (``/metrics``: ``scheduler_pending_pods``,
+    ``scheduler_queue_incoming_pods_total``); 0 picks a free port. None (the default):
+    no endpoint, the metrics are only kept in the process."""
     explain: bool = False
     """Scheduler: attach an explanation to every decision (``--explain``); off, only
     pods annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the

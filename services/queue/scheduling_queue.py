@@ -1,92 +1,154 @@
-"""The scheduling queue, without I/O: activeQ, backoffQ, unschedulablePods, gated pods and
-the attempts in flight. Time comes from an injected clock.
+"""The scheduling queue without I/O: upstream's ``PriorityQueue``. Time comes from an
+injected clock; the service feeds it cluster events and attempt results.
 
 ::
 
-                 add (pending, no gates)                pop (dispatch)
-    ─────────────────────────────────▶ activeQ ─────────────────────────▶ in flight
-          gated ──gates removed──▶        ▲  ▲                               │
-                                          │  └── backoff expired ── backoffQ ◀┤ error, or failed
-                                          │                                   │ after a move event
-          unschedulablePods ──move event / 5-minute leftover flush──▶ ─┘       │
-                 ▲                                                             │
-                 └──────────────────────── unschedulable ─────────────────────┘
+  add ─▶ PreEnqueue ─ok─▶ activeQ ───────── pop ─────────▶ in flight ──── bound ────▶ gone
+             │ gate         ▲  ▲  ▲                            │
+             ▼              │  │  └─ backoff over ─ backoffQ ◀─┤ an error; or an event seen
+           gated ─ gates ───┘  │    (every second)     ▲       │ in flight may help and the
+                   removed     │                       │       │ pod is still backing off
+                               │  an event may help,   │       │
+                               │  still backing off ───┘       │ no event seen in flight
+                               │                       │       │ may help
+                               │                       │       ▼
+                               └── an event may help, ── unschedulablePods
+                                   backoff over; or
+                                   parked over 5 minutes
 
-A pod has at most one attempt in flight. A cluster event that could help arriving while
-the pod is in flight is remembered: if the attempt then fails, the pod goes to backoffQ
-instead of being parked (the modern form of upstream's receivedMoveRequest).
+"May help" is the queueing hint of a plugin that rejected the pod, for an event that
+plugin registered; a Queue from a Pending plugin skips backoff. With PopFromBackoffQ,
+an empty activeQ lets the head of backoffQ be popped before its backoff is over.
+
+- add / update / delete: a pending pod appeared, changed, left (bound elsewhere,
+  deleted). An update of a pod in activeQ or backoffQ only repositions it; an update of a
+  parked pod asks its rejecting plugins' hints about the update's events; an update of a
+  pod in flight is remembered for when its attempt ends.
+- pop: activeQ's head goes in flight (``attempts`` + 1).
+- done: the attempt bound the pod; it leaves the queue.
+- add_unschedulable_if_not_present: the attempt failed. Rejecting plugins (or none, for
+  an error) are recorded, the backoff counts grow, and the events that arrived while it
+  was in flight decide: parked (QueueSkip), backoffQ or activeQ.
+- move_all_to_active_or_backoff_queue: a cluster event; parked pods whose rejecting
+  plugins' hints say Queue move, and the event is remembered for the pods in flight.
+- flush_backoff_q_completed (every second), flush_unschedulable_pods_leftover (every
+  30 s, pods parked more than 5 minutes): the timers.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from enum import Enum
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import Final, Protocol
 
-from contracts.k8s import Pod
+from contracts.k8s import Pod, namespaced_name
+from services.common.resources import ResourceError
+from services.framework.events import ClusterEvent
+from services.framework.status import Status, as_status
+from services.framework.types import PodInfo
+from services.queue.backoff_queue import BackoffQueue
+from services.queue.changes import (
+    BACKOFF_COMPLETE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULED_POD_ADD,
+    is_wildcard,
+    label,
+    match_any,
+    pod_scheduling_properties_change,
+    same_requests,
+)
+from services.queue.heap import Key, KeyedHeap
+from services.queue.hints import QueueingHintMap, QueueingStrategy
+from services.queue.in_flight import InFlight
+from services.queue.profiles import QueueProfile
+from services.queue.types import QueuedPodInfo, Where
+from services.queue.unschedulable_pods import UnschedulablePods
 
-INITIAL_BACKOFF = 1.0
-"""podInitialBackoffSeconds: the first retry waits this long (seconds)."""
-MAX_BACKOFF = 10.0
-"""podMaxBackoffSeconds: the backoff doubles per attempt up to this (seconds)."""
-UNSCHEDULABLE_TIMEOUT = 300.0
-"""A parked pod is retried after this long even if no event moved it (seconds)."""
+INITIAL_BACKOFF: Final = 1.0
+"""podInitialBackoffSeconds (upstream ``DefaultPodInitialBackoffDuration``)."""
+MAX_BACKOFF: Final = 10.0
+"""podMaxBackoffSeconds (upstream ``DefaultPodMaxBackoffDuration``)."""
+MAX_IN_UNSCHEDULABLE: Final = 300.0
+"""``DefaultPodMaxInUnschedulablePodsDuration``: seconds a parked pod waits for an event
+before the leftover flush retries it anyway."""
+LEFTOVER_FLUSH_PERIOD: Final = 30.0
+"""Seconds between two leftover flushes (upstream runs it every 30 s)."""
+
+_PARKED: Final = (Where.UNSCHEDULABLE, Where.GATED)
+PreEnqueueCheck = Callable[[QueuedPodInfo], bool]
+"""Upstream's ``PreEnqueueCheck``: narrows the parked pods an event may move."""
 
 
-class Where(Enum):
-    ACTIVE = "active"
-    BACKOFF = "backoff"
-    UNSCHEDULABLE = "unschedulable"
-    GATED = "gated"
-    IN_FLIGHT = "inflight"
+def _oldest_first(info: QueuedPodInfo) -> tuple[float, int]:
+    return (info.timestamp, info.order)
 
 
-@dataclass(slots=True)
-class QueuedPodInfo:
-    pod: Pod
-    priority: int
-    timestamp: float
-    """When the pod was last added to the queue; PrioritySort's tie-breaker."""
-    order: int
-    """Arrival order (the log seq that added it), the tie-breaker below the timestamp."""
-    attempts: int = 0
-    where: Where = Where.ACTIVE
-    unschedulable_plugins: frozenset[str] = frozenset()
-    parked_at: float = 0.0
-    backoff_until: float = 0.0
-    moved_while_in_flight: bool = False
-    token: int = 0
-    last_message: str = field(default="")
+class Now(Protocol):
+    def now(self) -> float: ...
 
-    @property
-    def uid(self) -> str:
-        return self.pod.metadata.uid
 
-    def sort_key(self) -> tuple[int, float, int]:
-        """PrioritySort: higher priority first, then the earlier timestamp."""
-        return (-self.priority, self.timestamp, self.order)
+def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInfo:
+    """The pod's PodInfo with its resolved priority (what QueueSort compares); the
+    requests of ``previous`` (the pod's last PodInfo) are reused when they cannot have
+    changed."""
+    if previous is not None and same_requests(pod, previous.pod):
+        return replace(previous, pod=pod, priority=priority)
+    try:
+        info = PodInfo.of(pod)
+    except ResourceError:  # the informer refuses such pods; never fail the queue on one
+        info = PodInfo(pod, pod.metadata.uid, namespaced_name(pod.metadata), priority, {}, {})
+    return info if info.priority == priority else replace(info, priority=priority)
 
 
 class SchedulingQueue:
     def __init__(
         self,
+        profiles: Sequence[QueueProfile],
+        clock: Now,
         *,
         initial_backoff: float = INITIAL_BACKOFF,
         max_backoff: float = MAX_BACKOFF,
-        unschedulable_timeout: float = UNSCHEDULABLE_TIMEOUT,
+        max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE,
+        pop_from_backoff: bool = True,
     ) -> None:
+        """``profiles``: every profile the queue serves; they share the first one's
+        QueueSort (the configuration checks they are the same). ``pop_from_backoff``:
+        upstream's SchedulerPopFromBackoffQ feature (see backoff_queue)."""
+        if not profiles:
+            raise ValueError("the scheduling queue needs at least one profile")
+        self.clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
-        self.unschedulable_timeout = unschedulable_timeout
+        self.max_in_unschedulable = max_in_unschedulable
+        self._profiles = {p.scheduler_name: p for p in profiles}
+        self._sort = profiles[0].queue_sort
+        self.hints = QueueingHintMap({p.scheduler_name: p.events for p in profiles})
+        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(self._active_key)
+        self._backoff = BackoffQueue(
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            active_key=self._active_key,
+            pop_from_backoff=pop_from_backoff,
+        )
+        self._unschedulable = UnschedulablePods()
+        self._in_flight = InFlight()
         self._pods: dict[str, QueuedPodInfo] = {}
-        self._active: list[tuple[tuple[int, float, int], int, str]] = []
-        self._tokens = itertools.count(1)
+        self.incoming: Counter[tuple[str, str]] = Counter()
+        """(queue, event) → pods that entered that sub-queue because of that event:
+        ``scheduler_queue_incoming_pods_total``."""
+        self.version = 0
+        """Bumped by every change; the service republishes its view when it moved."""
 
-    # -- membership -------------------------------------------------------------------
+    def _active_key(self, info: QueuedPodInfo) -> Key:
+        return (*self._sort.sort_key(info), info.order)
 
-    def __contains__(self, uid: str) -> bool:
+    # -- reading ------------------------------------------------------------------------
+
+    def __contains__(self, uid: object) -> bool:
         return uid in self._pods
 
     def __len__(self) -> int:
@@ -95,144 +157,361 @@ class SchedulingQueue:
     def get(self, uid: str) -> QueuedPodInfo | None:
         return self._pods.get(uid)
 
-    def pods(self) -> Iterable[QueuedPodInfo]:
-        return self._pods.values()
+    def pods(self) -> Iterator[QueuedPodInfo]:
+        return iter(list(self._pods.values()))
+
+    @property
+    def serves(self) -> frozenset[str]:
+        return frozenset(self._profiles)
 
     def counts(self) -> dict[str, int]:
-        counts = {where.value: 0 for where in Where}
-        for info in self._pods.values():
-            counts[info.where.value] += 1
-        return counts
+        """Pods per sub-queue, keyed by :class:`Where` value."""
+        gated = self._unschedulable.gated
+        return {
+            Where.ACTIVE.value: len(self._active),
+            Where.BACKOFF.value: len(self._backoff),
+            Where.UNSCHEDULABLE.value: len(self._unschedulable) - gated,
+            Where.GATED.value: gated,
+            Where.IN_FLIGHT.value: len(self._in_flight),
+        }
 
-    def add(self, pod: Pod, priority: int, now: float, order: int, attempts: int = 0) -> None:
-        """A new pending pod (or one reloaded after a restart with its attempts so far)."""
-        info = QueuedPodInfo(pod, priority, now, order, attempts=attempts)
-        self._pods[info.uid] = info
-        self._place(info, Where.GATED if pod.spec.scheduling_gates else Where.ACTIVE)
-
-    def update(self, pod: Pod, priority: int, now: float) -> None:
-        """A pending pod changed. In activeQ/backoffQ it is updated in place; a gated pod
-        whose gates are gone, or a parked pod whose spec changed, becomes active."""
-        info = self._pods[pod.metadata.uid]
-        spec_changed = pod.spec != info.pod.spec or pod.metadata.labels != info.pod.metadata.labels
-        info.pod = pod
-        reordered = info.priority != priority
-        info.priority = priority
-        if info.where is Where.GATED and not pod.spec.scheduling_gates:
-            info.timestamp = now
-            self._place(info, Where.ACTIVE)
-        elif info.where is Where.UNSCHEDULABLE and spec_changed:
-            self._place(info, Where.BACKOFF if self._backing_off(info, now) else Where.ACTIVE)
-        elif info.where is Where.ACTIVE and reordered:
-            self._place(info, Where.ACTIVE)
-        elif info.where is Where.IN_FLIGHT and spec_changed:
-            info.moved_while_in_flight = True
-
-    def delete(self, uid: str) -> QueuedPodInfo | None:
-        """The pod is gone or assigned: it leaves every sub-queue (a stale heap entry is
-        skipped lazily)."""
-        return self._pods.pop(uid, None)
-
-    # -- dispatch ---------------------------------------------------------------------
-
-    def pop(self, limit: int) -> list[QueuedPodInfo]:
-        """Up to ``limit`` pods from the head of activeQ; they are now in flight."""
-        popped: list[QueuedPodInfo] = []
-        while self._active and len(popped) < limit:
-            _, token, uid = heapq.heappop(self._active)
-            info = self._pods.get(uid)
-            if info is None or info.token != token or info.where is not Where.ACTIVE:
-                continue
-            info.where = Where.IN_FLIGHT
-            info.attempts += 1
-            info.moved_while_in_flight = False
-            popped.append(info)
-        return popped
-
-    # -- outcomes ---------------------------------------------------------------------
-
-    def failed(
-        self, uid: str, now: float, plugins: Iterable[str], *, error: bool, message: str = ""
-    ) -> None:
-        """The attempt in flight ended without a binding."""
+    def in_flight_attempt(self, uid: str) -> int | None:
+        """The attempt number in flight for ``uid``, or None."""
         info = self._pods.get(uid)
-        if info is None or info.where is not Where.IN_FLIGHT:
-            return
-        info.timestamp = now
-        info.last_message = message
-        info.unschedulable_plugins = frozenset(plugins)
-        info.backoff_until = now + self.backoff_duration(info.attempts)
-        if error or info.moved_while_in_flight:
-            self._place(info, Where.BACKOFF)
-        else:
-            info.parked_at = now
-            self._place(info, Where.UNSCHEDULABLE)
-
-    def retry_now(self, uid: str) -> None:
-        """The attempt was lost (superseded or never ran): back to activeQ, same count."""
-        info = self._pods.get(uid)
-        if info is not None and info.where is Where.IN_FLIGHT:
-            info.attempts = max(0, info.attempts - 1)
-            self._place(info, Where.ACTIVE)
-
-    def backoff_duration(self, attempts: int) -> float:
-        duration = self.initial_backoff
-        for _ in range(1, attempts):
-            duration *= 2
-            if duration >= self.max_backoff:
-                return self.max_backoff
-        return min(duration, self.max_backoff)
-
-    # -- moves ------------------------------------------------------------------------
-
-    def move_all(self, now: float, helps: set[str] | None = None) -> int:
-        """A cluster event that could make pods schedulable: move parked pods rejected by
-        one of ``helps`` (all parked pods when None) to backoffQ or activeQ, and remember
-        it for pods in flight. Returns how many parked pods moved."""
-        moved = 0
-        for info in self._pods.values():
-            if (
-                helps is not None
-                and info.unschedulable_plugins
-                and not (info.unschedulable_plugins & helps)
-            ):
-                continue
-            if info.where is Where.UNSCHEDULABLE:
-                self._place(info, Where.BACKOFF if self._backing_off(info, now) else Where.ACTIVE)
-                moved += 1
-            elif info.where is Where.IN_FLIGHT:
-                info.moved_while_in_flight = True
-        return moved
-
-    def flush_backoff(self, now: float) -> int:
-        """Pods whose backoff has expired go to activeQ (upstream: every second)."""
-        ready = [
-            i for i in self._pods.values() if i.where is Where.BACKOFF and i.backoff_until <= now
-        ]
-        for info in ready:
-            self._place(info, Where.ACTIVE)
-        return len(ready)
-
-    def flush_leftover(self, now: float) -> int:
-        """Pods parked longer than the unschedulable timeout are retried (every 30 s)."""
-        stale = [
-            i
-            for i in self._pods.values()
-            if i.where is Where.UNSCHEDULABLE and now - i.parked_at > self.unschedulable_timeout
-        ]
-        for info in stale:
-            self._place(info, Where.BACKOFF if self._backing_off(info, now) else Where.ACTIVE)
-        return len(stale)
+        return info.attempts if info is not None and uid in self._in_flight else None
 
     def next_backoff_expiry(self) -> float | None:
-        expiries = [i.backoff_until for i in self._pods.values() if i.where is Where.BACKOFF]
-        return min(expiries) if expiries else None
+        """The earliest clock time a pod in backoffQ completes its backoff."""
+        return self._backoff.next_completion()
 
-    def _backing_off(self, info: QueuedPodInfo, now: float) -> bool:
-        return info.backoff_until > now
+    def backoff_time(self, info: QueuedPodInfo) -> float | None:
+        """When the pod's current backoff ends (None: it owes none)."""
+        return self._backoff.backoff_time(info)
 
-    def _place(self, info: QueuedPodInfo, where: Where) -> None:
-        info.where = where
-        info.token = next(self._tokens)
-        if where is Where.ACTIVE:
-            heapq.heappush(self._active, (info.sort_key(), info.token, info.uid))
+    def is_backing_off(self, info: QueuedPodInfo) -> bool:
+        return self._backoff.is_backing_off(info, self.clock.now())
+
+    def backoff_duration(self, count: int) -> float:
+        return self._backoff.backoff_duration(count)
+
+    def heads(self, n: int) -> dict[Where, list[QueuedPodInfo]]:
+        """The first ``n`` pods of each sub-queue in the order they would leave it:
+        activeQ by QueueSort, backoffQ by backoff end, parked and gated pods oldest
+        first (the leftover flush order), in-flight pods by dispatch."""
+        parked = [i for i in self._unschedulable if not i.gated]
+        gated = [i for i in self._unschedulable if i.gated]
+        return {
+            Where.ACTIVE: self._active.smallest(n),
+            Where.BACKOFF: self._backoff.smallest(n),
+            Where.UNSCHEDULABLE: heapq.nsmallest(n, parked, key=_oldest_first),
+            Where.GATED: heapq.nsmallest(n, gated, key=_oldest_first),
+            Where.IN_FLIGHT: [self._pods[uid] for uid in self._in_flight.uids()[:n]],
+        }
+
+    # -- pod lifecycle ----------------------------------------------------------------
+
+    def add(self, pod: Pod, *, priority: int, order: int, attempts: int = 0) -> None:
+        """``Add``: a new pending pod (or one reloaded after a restart, with the
+        attempts it had). PreEnqueue decides between activeQ and the gated pods."""
+        uid = pod.metadata.uid
+        existing = self._pods.get(uid)
+        if existing is not None:
+            self.update(existing.pod, pod, priority=priority)
+            return
+        now = self.clock.now()
+        info = QueuedPodInfo(
+            pod_info(pod, priority), now, attempts=attempts, uid=uid, order=order, since=now
+        )
+        self._pods[uid] = info
+        self._move_to_active_q(info, label(UNSCHEDULED_POD_ADD))
+
+    def update(self, old: Pod, new: Pod, *, priority: int) -> None:
+        """``Update``: the pending pod changed from ``old`` (the version the queue had)
+        to ``new``. Unknown pods are added."""
+        uid = new.metadata.uid
+        info = self._pods.get(uid)
+        if info is None:
+            self.add(new, priority=priority, order=0)
+            return
+        events = pod_scheduling_properties_change(new, old)
+        info.pod_info = pod_info(new, priority, info.pod_info)
+        self.version += 1
+        if uid in self._in_flight:
+            self._in_flight.add_events_if_pod(uid, events, old, new)
+        elif uid in self._active:
+            self._active.push(uid, info)
+        elif uid in self._backoff:
+            self._backoff.update(info)
+        elif uid in self._unschedulable:
+            for event in events:
+                strategy = self._strategy(info, event, old, new)
+                if self._requeue(info, strategy, label(event)) not in _PARKED:
+                    break
+
+    def set_priority(self, uid: str, priority: int) -> None:
+        """The pod's PriorityClass changed: reposition it."""
+        info = self._pods.get(uid)
+        if info is None or info.priority == priority:
+            return
+        info.pod_info = replace(info.pod_info, priority=priority)
+        self.version += 1
+        if uid in self._active:
+            self._active.push(uid, info)
+        elif uid in self._backoff:
+            self._backoff.update(info)
+
+    def delete(self, uid: str) -> QueuedPodInfo | None:
+        """``Delete``: the pod is gone, assigned, or no longer ours; it leaves every
+        sub-queue (an attempt still in flight is forgotten, its result ignored)."""
+        info = self._pods.pop(uid, None)
+        if info is not None:
+            self._leave(info)
+            self._in_flight.done(uid)
+            self.version += 1
+        return info
+
+    # -- attempts ---------------------------------------------------------------------
+
+    def pop(self, limit: int) -> list[QueuedPodInfo]:
+        """``Pop`` up to ``limit`` pods: activeQ's head first; with PopFromBackoffQ,
+        backoffQ's head when activeQ is empty. They are in flight until :meth:`done`,
+        :meth:`add_unschedulable_if_not_present` or :meth:`retry`."""
+        popped: list[QueuedPodInfo] = []
+        now = self.clock.now()
+        while len(popped) < limit:
+            info = self._active.pop()
+            if info is None:
+                if not self._backoff.pop_from_backoff:
+                    break
+                info = self._backoff.pop_backoff()
+                if info is None:
+                    break
+                self.incoming[(Where.ACTIVE.value, POP_FROM_BACKOFF_Q)] += 1
+            info.attempts += 1
+            info.where, info.since = Where.IN_FLIGHT, now
+            self._in_flight.add(info.uid)
+            popped.append(info)
+        if popped:
+            self.version += 1
+        return popped
+
+    def done(self, uid: str) -> None:
+        """The attempt ended with the pod bound: it leaves the queue."""
+        self.delete(uid)
+
+    def retry(self, uid: str) -> None:
+        """The attempt never reached a scheduler (dispatch failed): back to activeQ at
+        its place. Its attempt number stays used, so a copy that did get out is stale."""
+        info = self._pods.get(uid)
+        if info is None or uid not in self._in_flight:
+            return
+        self._in_flight.done(uid)
+        self._enter_active(info)
+
+    def add_unschedulable_if_not_present(
+        self,
+        uid: str,
+        unschedulable_plugins: Iterable[str],
+        pending_plugins: Iterable[str] = (),
+        *,
+        message: str = "",
+    ) -> Where | None:
+        """``AddUnschedulableIfNotPresent``: the attempt in flight failed, rejected by
+        ``unschedulable_plugins`` / ``pending_plugins``, or by none for an error.
+        Returns where the pod went; None if it was not in flight (stale result)."""
+        info = self._pods.get(uid)
+        if info is None or uid not in self._in_flight:
+            return None
+        info.unschedulable_plugins = set(unschedulable_plugins)
+        info.pending_plugins = set(pending_plugins)
+        if info.rejector_plugins:
+            info.unschedulable_count += 1
+            info.consecutive_errors_count = 0
+        else:
+            info.consecutive_errors_count += 1
+        info.timestamp = self.clock.now()
+        info.backoff_expiration = None
+        info.was_flushed_from_unschedulable = False
+        info.message = message
+        strategy = self._strategy_for_in_flight(info)
+        self._in_flight.done(uid)
+        return self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
+
+    def _strategy_for_in_flight(self, info: QueuedPodInfo) -> QueueingStrategy:
+        """``determineSchedulingHintForInFlightPod``: the most urgent strategy any event
+        seen while the pod was in flight gives."""
+        if not info.rejector_plugins:
+            return QueueingStrategy.QueueAfterBackoff
+        events = self._in_flight.events_for(info.uid)
+        if events is None:
+            return QueueingStrategy.QueueAfterBackoff
+        strategy = QueueingStrategy.QueueSkip
+        for seen in events:
+            found = self._strategy(info, seen.event, seen.old, seen.new)
+            if found is QueueingStrategy.QueueImmediately:
+                return found
+            if found is QueueingStrategy.QueueAfterBackoff:
+                strategy = found
+                if not info.pending_plugins:
+                    return strategy
+        return strategy
+
+    # -- cluster events ---------------------------------------------------------------
+
+    def move_all_to_active_or_backoff_queue(
+        self,
+        event: ClusterEvent,
+        old: object | None,
+        new: object | None,
+        pre_check: PreEnqueueCheck | None = None,
+    ) -> int:
+        """``MoveAllToActiveOrBackoffQueue``: parked pods the event may help move to
+        backoffQ or activeQ. Returns how many moved."""
+        if not self.hints.is_event_of_interest(event):
+            return 0
+        if is_wildcard(event):
+            candidates = list(self._unschedulable)
+        else:
+            candidates = self._unschedulable.rejected_by(self.hints.interested_plugins(event))
+        if pre_check is not None:
+            candidates = [c for c in candidates if pre_check(c)]
+        return self._move_pods(candidates, event, old, new)
+
+    def _move_pods(
+        self,
+        infos: Iterable[QueuedPodInfo],
+        event: ClusterEvent,
+        old: object | None,
+        new: object | None,
+    ) -> int:
+        """``movePodsToActiveOrBackoffQueue``."""
+        if not self.hints.is_event_of_interest(event):
+            return 0
+        moved = 0
+        event_label = label(event)
+        for info in infos:
+            if info.gated and not match_any(event, info.gating_plugin_events):
+                continue
+            strategy = self._strategy(info, event, old, new)
+            if strategy is QueueingStrategy.QueueSkip:
+                continue
+            if self._requeue(info, strategy, event_label) not in _PARKED:
+                moved += 1
+        self._in_flight.add_event_if_any(event, old, new)
+        return moved
+
+    def flush_backoff_q_completed(self) -> int:
+        """``flushBackoffQCompleted``: pods whose backoff is over go to activeQ."""
+        moved = 0
+        for info in self._backoff.pop_completed(self.clock.now()):
+            if self._move_to_active_q(info, BACKOFF_COMPLETE, from_backoff=True):
+                moved += 1
+        return moved
+
+    def flush_unschedulable_pods_leftover(self) -> int:
+        """``flushUnschedulablePodsLeftover``: pods parked longer than
+        ``max_in_unschedulable`` are moved as by a wildcard event (gated pods stay)."""
+        now = self.clock.now()
+        stale = [i for i in self._unschedulable if now - i.timestamp > self.max_in_unschedulable]
+        for info in stale:
+            info.was_flushed_from_unschedulable = True
+        if not stale:
+            return 0
+        return self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+
+    # -- moving between sub-queues ----------------------------------------------------
+
+    def _strategy(
+        self, info: QueuedPodInfo, event: ClusterEvent, old: object | None, new: object | None
+    ) -> QueueingStrategy:
+        return self.hints.strategy(
+            info.pod, info.unschedulable_plugins, info.pending_plugins, event, old, new
+        )
+
+    def _requeue(self, info: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> Where:
+        """``requeuePodWithQueueingStrategy``; returns where the pod is now."""
+        if strategy is QueueingStrategy.QueueSkip:
+            return self._park(info, event)
+        if strategy is QueueingStrategy.QueueAfterBackoff and self.is_backing_off(info):
+            self._move_to_backoff_q(info, event)
+        else:
+            self._move_to_active_q(info, event)
+        return info.where
+
+    def _move_to_active_q(
+        self, info: QueuedPodInfo, event: str, from_backoff: bool = False
+    ) -> bool:
+        """``moveToActiveQ``: PreEnqueue (skipped for pods straight from backoffQ, which
+        ran it on the way in) and activeQ, or the gated pods."""
+        if not (from_backoff and self._backoff.pop_from_backoff):
+            self._run_pre_enqueue(info)
+        uid = info.uid
+        if info.gated:
+            if uid not in self._active and uid not in self._backoff:
+                self._park(info, event)
+            return False
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self.clock.now()
+        self._enter_active(info)
+        self.incoming[(Where.ACTIVE.value, event)] += 1
+        return True
+
+    def _move_to_backoff_q(self, info: QueuedPodInfo, event: str) -> bool:
+        """``moveToBackoffQ`` (with PopFromBackoffQ, PreEnqueue runs here)."""
+        if self._backoff.pop_from_backoff:
+            self._run_pre_enqueue(info)
+            if info.gated:
+                self._park(info, event)
+                return False
+        self._leave(info)
+        self._backoff.add(info)
+        self._entered(info, Where.BACKOFF)
+        self.incoming[(Where.BACKOFF.value, event)] += 1
+        return True
+
+    def _park(self, info: QueuedPodInfo, event: str) -> Where:
+        """``unschedulablePods.addOrUpdate``."""
+        uid = info.uid
+        if uid not in self._unschedulable:
+            self._leave(info)
+        if self._unschedulable.add_or_update(info):
+            self.incoming[(Where.UNSCHEDULABLE.value, event)] += 1
+            self._entered(info, Where.GATED if info.gated else Where.UNSCHEDULABLE)
+        else:
+            info.where = Where.GATED if info.gated else Where.UNSCHEDULABLE
+        return info.where
+
+    def _enter_active(self, info: QueuedPodInfo) -> None:
+        self._leave(info)
+        self._active.push(info.uid, info)
+        self._entered(info, Where.ACTIVE)
+
+    def _entered(self, info: QueuedPodInfo, where: Where) -> None:
+        info.where, info.since = where, self.clock.now()
+        self.version += 1
+
+    def _leave(self, info: QueuedPodInfo) -> None:
+        uid = info.uid
+        if self._active.delete(uid) is None:
+            self._backoff.delete(uid)
+            self._unschedulable.delete(uid)
+
+    def _run_pre_enqueue(self, info: QueuedPodInfo) -> None:
+        """``runPreEnqueuePlugins``: the gating plugin first, then the others in
+        order; the first that does not return Success gates the pod."""
+        profile = self._profiles.get(info.profile)
+        plugins = profile.pre_enqueue if profile is not None else ()
+        if info.gating_plugin:
+            plugins = tuple(sorted(plugins, key=lambda p: p.name != info.gating_plugin))
+        for plugin in plugins:
+            try:
+                status: Status = plugin.pre_enqueue(info.pod_info)
+            except Exception as err:
+                status = as_status(err)
+            if not status.is_success():
+                info.unschedulable_plugins.add(plugin.name)
+                info.gating_plugin = plugin.name
+                info.gating_plugin_events = self.hints.plugin_events.get(plugin.name, ())
+                info.message = status.message()
+                return
+        info.gating_plugin = ""

@@ -1,14 +1,19 @@
-"""The queue service: keeps the SchedulingQueue fed from ``ksched.cluster`` and hands pods
-to the scheduler replicas on ``ksched.schedule``, at most ``max_in_flight`` at a time.
+"""The queue service: keeps the :class:`SchedulingQueue` fed from ``ksched.cluster`` and
+hands pods to the scheduler replicas on ``ksched.schedule``, at most ``max_in_flight``
+at a time.
 
 Bounded credit keeps the order under load: pods are popped from activeQ only when a
-slot is free, so a high-priority pod published behind a large backlog is among the next
-ones dispatched. Each dispatch records the attempt as the pod's lease in the store
-before it is published; a result for any other attempt is ignored.
+slot is free, so a high-priority pod published behind a large backlog is the next one
+dispatched. Each dispatch records the attempt as the pod's lease in the store before it
+is published; a result for any other attempt is ignored.
 
-After a restart (or a gap in the cluster stream) the queue reloads the pending pods and
-the leases from the store: a pod that had an attempt in flight is attempted again,
-once, with the next attempt number, and the older attempt can no longer reserve.
+After a restart (or a gap in the cluster stream) the queue converges on the store:
+pending pods, nodes, volumes, priority classes, leases and nominations. A pod that had
+an attempt in flight is attempted again, once, with the next attempt number, and the
+older attempt can no longer reserve.
+
+Every second (on the second) backoffQ is flushed and the view is republished if it
+changed; every 30 s pods parked for more than 5 minutes are retried.
 """
 
 from __future__ import annotations
@@ -16,28 +21,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Collection, Sequence
+from typing import Any, Final
 
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterBatch, ClusterEvent, NodeEvent, PodEvent, PriorityClassEvent
-from contracts.k8s import DEFAULT_SCHEDULER_NAME, Pod, PriorityClass, namespaced_name
+from contracts.events import ClusterBatch, PodEvent
+from contracts.k8s import (
+    DEFAULT_SCHEDULER_NAME,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PriorityClass,
+    StorageClass,
+    namespaced_name,
+)
 from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.store import ClusterStore
-from services.queue.priority import PriorityClasses
-from services.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
+from services.queue.metrics import MetricsEndpoint, registry_for
+from services.queue.nominator import Nominator
+from services.queue.profiles import QueueProfile
+from services.queue.scheduling_queue import (
+    LEFTOVER_FLUSH_PERIOD,
+    MAX_IN_UNSCHEDULABLE,
+    SchedulingQueue,
+)
+from services.queue.types import QueuedPodInfo
+from services.queue.view import queue_view
 
 log = logging.getLogger("ksched.queue")
 tracer = telemetry.tracer("queue")
 
 _encoder = msgspec.json.Encoder()
-_TERMINAL = frozenset({"Succeeded", "Failed"})
-LEFTOVER_FLUSH_EVERY = 30
-"""Seconds between checks for pods parked longer than the unschedulable timeout."""
+FLUSH_PERIOD: Final = 1.0
+"""Seconds between backoffQ flushes (and view publications), aligned to the second."""
+_VOLUME_KINDS: Final[dict[str, type[Volume]]] = {
+    "persistentvolume": PersistentVolume,
+    "persistentvolumeclaim": PersistentVolumeClaim,
+    "storageclass": StorageClass,
+}
 
 
 class QueueService:
@@ -47,35 +76,53 @@ class QueueService:
         store: ClusterStore,
         clock: Clock,
         *,
-        profiles: Collection[str] = (DEFAULT_SCHEDULER_NAME,),
+        profiles: Collection[str | QueueProfile] = (DEFAULT_SCHEDULER_NAME,),
         max_in_flight: int = 512,
         batch_size: int = 128,
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
+        max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE,
+        pop_from_backoff: bool = True,
         hold: bool = False,
+        metrics_port: int | None = None,
     ) -> None:
-        """``hold``: accept events but dispatch nothing until :meth:`release` (the embedded
-        simulator loads a whole cluster before the first attempt)."""
+        """``profiles``: the profiles served, each a QueueProfile built from the
+        profile's Framework, or a schedulerName standing for upstream's default plugins.
+        ``hold``: accept events but dispatch nothing until :meth:`release` (the embedded
+        simulator loads a whole cluster before the first attempt). ``metrics_port``:
+        serve ``/metrics`` there while running (0: any free port; None: no endpoint)."""
         self._bus = bus
         self._store = store
         self._clock = clock
-        self._profiles = frozenset(profiles)
+        resolved = [p if isinstance(p, QueueProfile) else QueueProfile.default(p) for p in profiles]
         self._max_in_flight = max_in_flight
         self._batch_size = batch_size
-        self.queue = SchedulingQueue(initial_backoff=initial_backoff, max_backoff=max_backoff)
-        self._classes = PriorityClasses()
+        self.queue = SchedulingQueue(
+            resolved,
+            clock,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            max_in_unschedulable=max_in_unschedulable,
+            pop_from_backoff=pop_from_backoff,
+        )
+        self.nominator = Nominator()
+        self.handlers = EventHandlers(self.queue, self.nominator)
+        self.registry = registry_for(self.queue)
+        """This service's Prometheus registry (``scheduler_pending_pods``…)."""
+        self._metrics_port = metrics_port
+        self.metrics: MetricsEndpoint | None = None
         self._seq = 0
-        self._in_flight: dict[str, int] = {}
         self._origin: dict[str, tuple[float, dict[str, str]]] = {}
         self._wake = asyncio.Event()
         self._held = hold
+        self._published: tuple[int, int] | None = None
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def serves(self) -> frozenset[str]:
         """The schedulerNames whose pods this queue takes."""
-        return self._profiles
+        return self.queue.serves
 
     @property
     def applied_seq(self) -> int:
@@ -83,7 +130,7 @@ class QueueService:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        return self.queue.counts()["inflight"]
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -96,6 +143,8 @@ class QueueService:
             asyncio.create_task(self._dispatch_loop(), name="queue-dispatch"),
             asyncio.create_task(self._timer_loop(), name="queue-timers"),
         ]
+        if self._metrics_port is not None:
+            self.metrics = MetricsEndpoint(self.registry, self._metrics_port)
         self._wake.set()
 
     async def stop(self) -> None:
@@ -106,6 +155,13 @@ class QueueService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._consumers, self._tasks = [], []
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
+        try:
+            await self._publish_view(force=True)
+        except Exception:
+            log.exception("could not publish the queue view on stop")
 
     @property
     def held(self) -> bool:
@@ -133,78 +189,37 @@ class QueueService:
                     if event.seq <= self._seq:
                         continue
                 self._seq = event.seq
-                self._apply(event)
+                self.handlers.handle(event)
+                if isinstance(event, PodEvent):
+                    self._note_origin(event)
+        await self.nominator.flush(self._store)
         self._wake.set()
 
-    def _apply(self, event: ClusterEvent) -> None:
-        now = self._clock.now()
-        match event:
-            case PodEvent(object=pod, type=type_):
-                uid = pod.metadata.uid
-                frees = bool(pod.spec.node_name) and (
-                    type_ == "DELETED" or pod.status.phase in _TERMINAL
-                )
-                if type_ != "DELETED" and self._pending(pod):
-                    priority = self._classes.priority_of(pod)
-                    if uid in self.queue:
-                        self.queue.update(pod, priority, now)
-                    else:
-                        self._origin[uid] = (event.at or now, event.trace)
-                        self.queue.add(pod, priority, now, event.seq)
-                else:
-                    self._forget(uid)
-                if frees:
-                    self.queue.move_all(now)
-            case NodeEvent(type=type_) if type_ != "DELETED":
-                self.queue.move_all(now)
-            case PriorityClassEvent(object=priority_class, type=type_):
-                if type_ == "DELETED":
-                    self._classes.delete(priority_class.metadata.name)
-                else:
-                    self._classes.put(priority_class)
-            case PodEvent() | NodeEvent() | PriorityClassEvent():
-                pass
-            case _:
-                self.queue.move_all(now)
-
-    def _pending(self, pod: Pod) -> bool:
-        return (
-            not pod.spec.node_name
-            and pod.spec.scheduler_name in self._profiles
-            and pod.status.phase not in _TERMINAL
-            and pod.metadata.deletion_timestamp is None
-        )
-
-    def _forget(self, uid: str) -> None:
-        self.queue.delete(uid)
-        self._in_flight.pop(uid, None)
-        self._origin.pop(uid, None)
+    def _note_origin(self, event: PodEvent) -> None:
+        uid = event.object.metadata.uid
+        if uid in self.queue:
+            self._origin.setdefault(uid, (event.at or self._clock.now(), event.trace))
+        else:
+            self._origin.pop(uid, None)
 
     async def _resync(self) -> None:
-        """Rebuild from the store: pending pods, priority classes, leases."""
+        """Converge on the store: objects, leases and nominations."""
         seq = await self._store.applied_seq()
-        classes = await self._store.objects("priorityclass")
-        pods = await self._store.objects("pod")
+        pods = _decode(await self._store.objects("pod"), Pod)
+        nodes = _decode(await self._store.objects("node"), Node)
+        classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
+        volumes: list[Volume] = []
+        for kind, cls in _VOLUME_KINDS.items():
+            volumes.extend(_decode(await self._store.objects(kind), cls))
         leases = await self._store.leases()
-        self._classes = PriorityClasses()
-        for body in classes.values():
-            self._classes.put(msgspec.json.decode(body, type=PriorityClass))
+        self.nominator.load(await self._store.nominations())
+        self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
         now = self._clock.now()
-        decoded = [msgspec.json.decode(body, type=Pod) for body in pods.values()]
-        decoded.sort(key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
-        pending = {p.metadata.uid: p for p in decoded if self._pending(p)}
-        for uid in [info.uid for info in self.queue.pods() if info.uid not in pending]:
-            self._forget(uid)
-        for order, (uid, pod) in enumerate(pending.items()):
-            priority = self._classes.priority_of(pod)
-            if uid in self.queue:
-                self.queue.update(pod, priority, now)
-            else:
-                self._origin.setdefault(uid, (now, {}))
-                self.queue.add(
-                    pod, priority, now, -len(pending) + order, attempts=leases.get(uid, 0)
-                )
+        self._origin = {
+            info.uid: self._origin.get(info.uid, (now, {})) for info in self.queue.pods()
+        }
         self._seq = max(self._seq, seq)
+        await self.nominator.flush(self._store)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -213,7 +228,7 @@ class QueueService:
             await self._wake.wait()
             self._wake.clear()
             while not self._held:
-                credit = self._max_in_flight - len(self._in_flight)
+                credit = self._max_in_flight - self.in_flight
                 batch = self.queue.pop(min(credit, self._batch_size)) if credit > 0 else []
                 if not batch:
                     break
@@ -222,8 +237,7 @@ class QueueService:
                 except Exception:
                     log.exception("dispatch of %d pods failed; they go back to activeQ", len(batch))
                     for info in batch:
-                        self._in_flight.pop(info.uid, None)
-                        self.queue.retry_now(info.uid)
+                        self.queue.retry(info.uid)
                     await self._clock.sleep(1.0)
 
     async def _dispatch(self, batch: Sequence[QueuedPodInfo]) -> None:
@@ -241,14 +255,13 @@ class QueueService:
                     ScheduleRequest(
                         pod=info.pod,
                         attempt=info.attempts,
-                        profile=info.pod.spec.scheduler_name,
+                        profile=info.profile,
                         seq=self._seq,
                         at=at,
                         trace=telemetry.inject(),
                     )
                 )
             leases[uid] = info.attempts
-            self._in_flight[uid] = info.attempts
         await self._store.set_leases(leases)
         body = _encoder.encode(ScheduleBatch(requests=requests))
         await self._bus.publish([Message(topology.SCHEDULE.name, topology.SCHEDULE_KEY, body)])
@@ -257,39 +270,59 @@ class QueueService:
 
     async def _on_results(self, deliveries: Sequence[Delivery]) -> None:
         decoder = msgspec.json.Decoder(ResultBatch)
-        now = self._clock.now()
         ended: list[str] = []
         for delivery in deliveries:
             for result in decoder.decode(delivery.body).results:
-                if self._in_flight.get(result.uid) != result.attempt:
+                uid = result.uid
+                if self.queue.in_flight_attempt(uid) != result.attempt:
                     continue
-                del self._in_flight[result.uid]
-                ended.append(result.uid)
+                ended.append(uid)
                 match result.outcome:
                     case "bound":
-                        self._forget(result.uid)
+                        self.queue.done(uid)
+                        self.nominator.forget(uid)
+                        self._origin.pop(uid, None)
                     case "unschedulable":
-                        self.queue.failed(
-                            result.uid, now, result.plugins, error=False, message=result.message
+                        self.queue.add_unschedulable_if_not_present(
+                            uid, result.plugins, message=result.message
                         )
                     case "error" | "stale":
-                        self.queue.failed(
-                            result.uid, now, result.plugins, error=True, message=result.message
-                        )
+                        # No plugin to blame: the pod backs off in the error backoffQ.
+                        self.queue.add_unschedulable_if_not_present(uid, (), message=result.message)
         if ended:
             await self._store.drop_leases(ended)
+            await self.nominator.flush(self._store)
         self._wake.set()
 
     # -- timers -----------------------------------------------------------------------
 
     async def _timer_loop(self) -> None:
-        tick = 0
+        ticks = 0
+        leftover_every = max(1, round(LEFTOVER_FLUSH_PERIOD / FLUSH_PERIOD))
         while True:
-            await self._clock.sleep(1.0)
-            tick += 1
             now = self._clock.now()
-            moved = self.queue.flush_backoff(now)
-            if tick % LEFTOVER_FLUSH_EVERY == 0:
-                moved += self.queue.flush_leftover(now)
-            if moved:
-                self._wake.set()
+            await self._clock.sleep((math.floor(now / FLUSH_PERIOD) + 1) * FLUSH_PERIOD - now)
+            ticks += 1
+            try:
+                moved = self.queue.flush_backoff_q_completed()
+                if ticks % leftover_every == 0:
+                    moved += self.queue.flush_unschedulable_pods_leftover()
+                if moved:
+                    self._wake.set()
+                await self._publish_view()
+            except Exception:
+                log.exception("queue timers failed; retrying on the next tick")
+
+    async def _publish_view(self, *, force: bool = False) -> None:
+        """Publish the view if anything changed since the last one."""
+        state = (self.queue.version, self._seq)
+        if state == self._published and not force:
+            return
+        view = queue_view(self.queue, at=self._clock.now(), applied_seq=self._seq)
+        await self._store.put_queue_view(_encoder.encode(view))
+        self._published = state
+
+
+def _decode(objects: dict[str, bytes], cls: type[Any]) -> list[Any]:
+    decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(cls)
+    return [decoder.decode(body) for body in objects.values()]

@@ -1,155 +1,414 @@
-"""The queue core: order, backoff, parking, moves, the in-flight rule, gates."""
+"""The queue core: order, updates, gates, the in-flight rule, moves and the leftover
+flush, with time driven by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from contracts.k8s import ObjectMeta, Pod, PodSchedulingGate, PodSpec
-from services.queue.scheduling_queue import SchedulingQueue, Where
+from contracts.k8s import Toleration
+from services.queue.changes import ASSIGNED_POD_DELETE, NODE_ADD
+from services.queue.types import Where
+from tests.builders import make_node, make_pod
+from tests.unit.queue.helpers import add, make_queue, names, park, qos_profile, where
 
-
-def pod(name: str, *, gates: tuple[str, ...] = (), labels: dict[str, str] | None = None) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=f"uid-{name}", labels=labels or {}),
-        spec=PodSpec(scheduling_gates=[PodSchedulingGate(name=g) for g in gates]),
-    )
-
-
-def names(infos: list) -> list[str]:  # type: ignore[type-arg]
-    return [i.pod.metadata.name for i in infos]
-
-
-@pytest.mark.parametrize(
-    ("attempts", "seconds"),
-    [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (6, 10.0), (20, 10.0)],
-)
-def test_backoff_doubles_from_one_second_up_to_ten(attempts: int, seconds: float) -> None:
-    assert SchedulingQueue().backoff_duration(attempts) == seconds
+# -- activeQ order ------------------------------------------------------------------------
 
 
 def test_higher_priority_first_then_earlier_timestamp_then_arrival() -> None:
-    q = SchedulingQueue()
-    q.add(pod("low-early"), 0, now=1.0, order=1)
-    q.add(pod("high-late"), 100, now=5.0, order=2)
-    q.add(pod("low-late"), 0, now=2.0, order=3)
-    q.add(pod("low-same-time"), 0, now=2.0, order=4)
-    assert names(q.pop(10)) == ["high-late", "low-early", "low-late", "low-same-time"]
+    queue, clock = make_queue()
+    add(queue, make_pod("low-early", priority=0), order=1)
+    clock.advance(5)
+    add(queue, make_pod("high-late", priority=100), order=2)
+    clock.advance(-3)  # an earlier timestamp than high-late, later than low-early
+    add(queue, make_pod("low-late", priority=0), order=3)
+    add(queue, make_pod("low-same-time", priority=0), order=4)
+    assert names(queue.pop(10)) == ["high-late", "low-early", "low-late", "low-same-time"]
 
 
-def test_pop_respects_the_limit_and_marks_in_flight() -> None:
-    q = SchedulingQueue()
-    for i in range(5):
-        q.add(pod(f"p{i}"), 0, now=0.0, order=i)
-    first = q.pop(2)
+def test_a_high_priority_pod_behind_a_10k_backlog_is_popped_next() -> None:
+    queue, _ = make_queue()
+    for i in range(10_000):
+        add(queue, make_pod(f"low-{i}", priority=0), order=i)
+    assert names(queue.pop(3)) == ["low-0", "low-1", "low-2"]
+    add(queue, make_pod("urgent", priority=1_000), order=10_000)
+    assert names(queue.pop(1)) == ["urgent"]
+    assert queue.counts()["active"] == 9_997
+
+
+def test_qos_sort_breaks_priority_ties_by_qos_class() -> None:
+    queue, _ = make_queue(profiles=[qos_profile()])
+    best_effort = make_pod("best-effort", containers=1)
+    burstable = make_pod("burstable", requests={"cpu": "1"})
+    guaranteed = make_pod("guaranteed", qos_class="Guaranteed")
+    add(queue, best_effort, burstable, guaranteed, make_pod("high", priority=5, containers=1))
+    assert names(queue.pop(4)) == ["high", "guaranteed", "burstable", "best-effort"]
+
+
+def test_pop_marks_pods_in_flight_and_counts_the_attempt() -> None:
+    queue, _ = make_queue()
+    add(queue, *[make_pod(f"p{i}") for i in range(5)])
+    first = queue.pop(2)
     assert names(first) == ["p0", "p1"]
     assert all(i.where is Where.IN_FLIGHT and i.attempts == 1 for i in first)
-    assert q.counts()["active"] == 3
+    assert queue.counts() == {
+        "active": 3,
+        "backoff": 0,
+        "unschedulable": 0,
+        "gated": 0,
+        "inflight": 2,
+    }
+    assert queue.in_flight_attempt("default-p0-uid") == 1
 
 
-def test_unschedulable_pod_is_parked_until_an_event_moves_it_then_backs_off() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.failed(info.uid, now=10.0, plugins=["NodeResourcesFit"], error=False)
-    assert info.where is Where.UNSCHEDULABLE
-    assert q.flush_backoff(now=100.0) == 0  # parked pods are not in backoffQ
-    assert q.move_all(now=10.5) == 1
-    assert info.where is Where.BACKOFF  # still inside its 1 s backoff
-    assert q.flush_backoff(now=10.9) == 0
-    assert q.flush_backoff(now=11.0) == 1
-    assert names(q.pop(1)) == ["a"]
+# -- updates and deletes --------------------------------------------------------------
 
 
-def test_move_after_backoff_expired_goes_straight_to_active() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.failed(info.uid, now=10.0, plugins=["NodeResourcesFit"], error=False)
-    q.move_all(now=20.0)
-    assert info.where is Where.ACTIVE
+def test_an_update_repositions_a_pod_in_active_q() -> None:
+    queue, _ = make_queue()
+    a, b = make_pod("a"), make_pod("b")
+    add(queue, a, b)
+    queue.update(b, make_pod("b", labels={"x": "y"}), priority=10)
+    popped = queue.pop(2)
+    assert names(popped) == ["b", "a"]
+    assert popped[0].pod.metadata.labels == {"x": "y"}
 
 
-def test_move_only_helps_pods_rejected_by_the_named_plugins() -> None:
-    q = SchedulingQueue()
-    for name in ("fit", "taint"):
-        q.add(pod(name), 0, now=0.0, order=1)
-    fit, taint = q.pop(2)
-    q.failed(fit.uid, now=0.0, plugins=["NodeResourcesFit"], error=False)
-    q.failed(taint.uid, now=0.0, plugins=["TaintToleration"], error=False)
-    assert q.move_all(now=50.0, helps={"TaintToleration"}) == 1
-    assert fit.where is Where.UNSCHEDULABLE and taint.where is Where.ACTIVE
-
-
-def test_event_while_in_flight_requeues_instead_of_parking() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.move_all(now=1.0)  # arrives while the attempt is running
-    q.failed(info.uid, now=2.0, plugins=["NodeResourcesFit"], error=False)
+def test_an_update_of_a_pod_in_backoff_q_keeps_it_there() -> None:
+    queue, _ = make_queue()
+    pod = make_pod("a")
+    info = park(queue, pod, "NodeResourcesFit")
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     assert info.where is Where.BACKOFF
+    queue.update(pod, make_pod("a", labels={"v": "2"}), priority=0)
+    assert info.where is Where.BACKOFF and info.pod.metadata.labels == {"v": "2"}
 
 
-def test_error_backs_off_and_attempts_grow_the_backoff() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    expected = [1.0, 2.0, 4.0, 8.0, 10.0]
-    now = 0.0
-    for wait in expected:
-        (info,) = q.pop(1)
-        q.failed(info.uid, now=now, plugins=[], error=True)
-        assert info.backoff_until == now + wait
-        now += wait
-        assert q.flush_backoff(now) == 1
-
-
-def test_leftover_flush_after_five_minutes() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.failed(info.uid, now=0.0, plugins=["NodeResourcesFit"], error=False)
-    assert q.flush_leftover(now=300.0) == 0
-    assert q.flush_leftover(now=300.5) == 1
-    assert info.where is Where.ACTIVE
-
-
-def test_gated_pod_waits_until_its_gates_are_removed() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a", gates=("example.com/wait",)), 0, now=0.0, order=1)
-    assert q.pop(1) == [] and q.counts()["gated"] == 1
-    q.update(pod("a"), 0, now=1.0)
-    assert names(q.pop(1)) == ["a"]
-
-
-def test_update_of_a_parked_pod_that_changed_moves_it_and_status_only_does_not() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.failed(info.uid, now=0.0, plugins=["NodeAffinity"], error=False)
-    q.update(pod("a"), 0, now=100.0)  # identical spec and labels: stays parked
+def test_status_or_annotation_updates_of_a_parked_pod_do_not_move_it() -> None:
+    queue, clock = make_queue()
+    pod = make_pod("a")
+    info = park(queue, pod, "TaintToleration")
+    clock.advance(60)
+    queue.update(pod, make_pod("a", phase="Pending", nominated_node_name=""), priority=0)
     assert info.where is Where.UNSCHEDULABLE
-    q.update(pod("a", labels={"tier": "web"}), 0, now=100.0)
+
+
+def test_an_update_that_may_help_moves_a_parked_pod() -> None:
+    queue, clock = make_queue()
+    pod = make_pod("a")
+    info = park(queue, pod, "TaintToleration")
+    clock.advance(60)  # backoff over: straight to activeQ
+    tolerant = make_pod("a", tolerations=[Toleration(key="k", operator="Exists")])
+    queue.update(pod, tolerant, priority=0)
+    assert info.where is Where.ACTIVE
+    assert queue.incoming[("active", "UnschedulablePodUpdatePodToleration")] == 1
+
+
+def test_an_update_of_a_pod_rejected_by_an_unrelated_plugin_keeps_it_parked() -> None:
+    queue, clock = make_queue()
+    pod = make_pod("a")
+    info = park(queue, pod, "NodeAffinity")
+    clock.advance(60)
+    queue.update(pod, make_pod("a", labels={"tier": "web"}), priority=0)
+    assert info.where is Where.UNSCHEDULABLE
+
+
+def test_deleting_a_pod_removes_it_from_every_sub_queue() -> None:
+    queue, _ = make_queue()
+    active, parked, flying = make_pod("active"), make_pod("parked"), make_pod("flying")
+    park(queue, parked, "NodeResourcesFit")
+    add(queue, flying)
+    queue.pop(1)
+    add(queue, active)
+    for pod in (active, parked, flying):
+        queue.delete(pod.metadata.uid)
+        assert pod.metadata.uid not in queue
+    assert queue.pop(5) == []
+    assert sum(queue.counts().values()) == 0
+    # The result of the forgotten attempt is ignored.
+    assert queue.add_unschedulable_if_not_present(flying.metadata.uid, ["X"]) is None
+
+
+def test_a_priority_change_repositions_the_pod() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"), make_pod("b"))
+    queue.set_priority("default-b-uid", 7)
+    assert names(queue.pop(2)) == ["b", "a"]
+
+
+# -- gates ----------------------------------------------------------------------------
+
+
+def test_a_gated_pod_waits_until_its_gates_are_removed() -> None:
+    queue, clock = make_queue()
+    gated = make_pod("a", scheduling_gates=("example.com/wait",))
+    add(queue, gated)
+    assert queue.pop(1) == [] and queue.counts()["gated"] == 1
+    info = queue.get("default-a-uid")
+    assert info is not None and info.gating_plugin == "SchedulingGates"
+    assert info.message == "waiting for scheduling gates: [example.com/wait]"
+    # Events never un-gate it, nor does the leftover flush.
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    clock.advance(3600)
+    queue.flush_unschedulable_pods_leftover()
+    assert info.where is Where.GATED
+    # A label change keeps it gated; removing the gates brings it in.
+    relabelled = make_pod("a", scheduling_gates=("example.com/wait",), labels={"x": "y"})
+    queue.update(gated, relabelled, priority=0)
+    assert info.where is Where.GATED
+    queue.update(relabelled, make_pod("a", labels={"x": "y"}), priority=0)
+    assert info.where is Where.ACTIVE and names(queue.pop(1)) == ["a"]
+    assert queue.incoming[("unschedulable", "UnschedulablePodAdd")] == 1
+    assert queue.incoming[("active", "UnschedulablePodUpdatePodSchedulingGatesEliminated")] == 1
+
+
+def test_removing_one_of_two_gates_keeps_the_pod_gated() -> None:
+    queue, _ = make_queue()
+    pod = make_pod("a", scheduling_gates=("one", "two"))
+    add(queue, pod)
+    queue.update(pod, make_pod("a", scheduling_gates=("two",)), priority=0)
+    assert where(queue, pod) is Where.GATED
+
+
+# -- failures and the in-flight rule --------------------------------------------------
+
+
+def test_a_rejected_pod_is_parked_with_its_plugins() -> None:
+    queue, _ = make_queue()
+    info = park(queue, make_pod("a"), "NodeResourcesFit", "TaintToleration")
+    assert info.unschedulable_plugins == {"NodeResourcesFit", "TaintToleration"}
+    assert info.unschedulable_count == 1 and info.consecutive_errors_count == 0
+    assert queue.counts()["unschedulable"] == 1
+    assert queue.incoming[("unschedulable", "ScheduleAttemptFailure")] == 1
+
+
+def test_an_error_backs_off_instead_of_parking() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"))
+    queue.pop(1)
+    assert queue.add_unschedulable_if_not_present("default-a-uid", []) is Where.BACKOFF
+    info = queue.get("default-a-uid")
+    assert info is not None and info.consecutive_errors_count == 1
+    assert queue.incoming[("backoff", "ScheduleAttemptFailure")] == 1
+
+
+def test_an_event_that_may_help_while_in_flight_requeues_instead_of_parking() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a", requests={"cpu": "2"}))
+    queue.pop(1)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("big"))
+    assert queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"]) in (
+        Where.BACKOFF,
+        Where.ACTIVE,
+    )
+
+
+def test_an_event_seen_in_flight_that_cannot_help_still_parks() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a", requests={"cpu": "8"}))
+    queue.pop(1)
+    # The node is too small for the pod even empty: NodeResourcesFit's hint says skip.
+    small = make_node("small", allocatable={"cpu": "1", "pods": 10})
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, small)
+    where_to = queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"])
+    assert where_to is Where.UNSCHEDULABLE
+
+
+def test_events_before_the_pop_do_not_count_for_the_attempt() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"), make_pod("b"))
+    queue.pop(1)  # a in flight
+    queue.move_all_to_active_or_backoff_queue(
+        ASSIGNED_POD_DELETE, make_pod("x", node_name="n"), None
+    )
+    queue.pop(1)  # b popped after the event
+    assert queue.add_unschedulable_if_not_present("default-b-uid", ["NodeResourcesFit"]) is (
+        Where.UNSCHEDULABLE
+    )
+    assert queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"]) is (
+        Where.BACKOFF
+    )
+
+
+def test_an_own_update_while_in_flight_counts_for_the_attempt() -> None:
+    queue, _ = make_queue()
+    pod = make_pod("a")
+    add(queue, pod)
+    queue.pop(1)
+    tolerant = make_pod("a", tolerations=[Toleration(key="k", operator="Exists")])
+    queue.update(pod, tolerant, priority=0)
+    info = queue.get("default-a-uid")
+    assert info is not None and info.pod is tolerant  # requeued as its latest version
+    assert queue.add_unschedulable_if_not_present(info.uid, ["TaintToleration"]) is Where.BACKOFF
+
+
+def test_a_pending_plugin_queue_hint_skips_backoff() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"))
+    queue.pop(1)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    where_to = queue.add_unschedulable_if_not_present(
+        "default-a-uid", [], pending_plugins=["NodeAffinity"]
+    )
+    assert where_to is Where.ACTIVE
+
+
+def test_a_stale_or_unknown_result_is_ignored() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"))
+    assert queue.add_unschedulable_if_not_present("default-a-uid", ["X"]) is None
+    assert queue.add_unschedulable_if_not_present("nobody", ["X"]) is None
+
+
+def test_done_removes_the_bound_pod() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"))
+    queue.pop(1)
+    queue.done("default-a-uid")
+    assert "default-a-uid" not in queue and queue.counts()["inflight"] == 0
+
+
+def test_retry_puts_a_lost_dispatch_back_without_reusing_its_attempt() -> None:
+    queue, _ = make_queue()
+    add(queue, make_pod("a"), make_pod("b"))
+    (info,) = queue.pop(1)
+    queue.retry(info.uid)
+    assert info.where is Where.ACTIVE
+    (again,) = queue.pop(1)
+    assert again is info and again.attempts == 2
+
+
+# -- moves ----------------------------------------------------------------------------
+
+
+def test_a_move_only_helps_pods_rejected_by_a_plugin_that_registered_the_event() -> None:
+    queue, clock = make_queue()
+    fit = park(queue, make_pod("fit", requests={"cpu": "1"}), "NodeResourcesFit")
+    ports = park(queue, make_pod("ports"), "NodePorts")
+    affinity = park(queue, make_pod("affinity"), "NodeAffinity")
+    clock.advance(60)
+    labelled = make_node("n", labels={"zone": "a"})
+    relabelled = make_node("n", labels={"zone": "b"})
+    from services.queue.changes import node_scheduling_properties_change
+
+    (event,) = node_scheduling_properties_change(relabelled, labelled)
+    moved = queue.move_all_to_active_or_backoff_queue(event, labelled, relabelled)
+    # NodeAffinity registered node label updates (its hint: the pod has no required
+    # affinity, so any node matches and did before → skip); Fit and NodePorts did not.
+    assert moved == 0
+    assert (fit.where, ports.where, affinity.where) == (Where.UNSCHEDULABLE,) * 3
+    moved = queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, labelled)
+    assert moved == 3
+
+
+def test_an_event_no_plugin_registered_moves_nothing() -> None:
+    from services.framework.events import ActionType, ClusterEvent, EventResource
+
+    queue, clock = make_queue()
+    info = park(queue, make_pod("a"), "NodeResourcesFit")
+    clock.advance(60)
+    heartbeat = ClusterEvent(EventResource.Node, ActionType.UpdateNodeCondition)
+    assert not queue.hints.is_event_of_interest(heartbeat)
+    assert queue.move_all_to_active_or_backoff_queue(heartbeat, None, None) == 0
+    assert info.where is Where.UNSCHEDULABLE
+
+
+def test_a_move_during_backoff_goes_to_backoff_q_then_flushes_after_it() -> None:
+    queue, clock = make_queue(pop_from_backoff=False)
+    info = park(queue, make_pod("a"), "NodeResourcesFit")
+    clock.advance(0.5)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    assert info.where is Where.BACKOFF
+    assert queue.flush_backoff_q_completed() == 0
+    clock.advance(0.5)  # exactly at the end of the 1 s backoff: still backing off
+    assert queue.flush_backoff_q_completed() == 0
+    clock.advance(0.01)
+    assert queue.flush_backoff_q_completed() == 1 and info.where is Where.ACTIVE
+    assert queue.incoming[("active", "BackoffComplete")] == 1
+
+
+def test_a_move_after_the_backoff_goes_straight_to_active_q() -> None:
+    queue, clock = make_queue()
+    info = park(queue, make_pod("a"), "NodeResourcesFit")
+    clock.advance(5)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    assert info.where is Where.ACTIVE
+    assert queue.incoming[("active", "NodeAdd")] == 1
+
+
+def test_a_hint_that_raises_counts_as_queue() -> None:
+    from services.framework.events import (
+        ActionType,
+        ClusterEvent,
+        ClusterEventWithHint,
+        EventResource,
+    )
+    from services.queue.profiles import QueueProfile
+    from tests.unit.queue.helpers import DEFAULT
+
+    def broken(pod: object, old: object, new: object) -> object:
+        raise RuntimeError("bug")
+
+    event = ClusterEvent(EventResource.Node, ActionType.Add)
+    profile = QueueProfile(
+        DEFAULT.scheduler_name,
+        DEFAULT.queue_sort,
+        DEFAULT.pre_enqueue,
+        {"Broken": [ClusterEventWithHint(event, broken)]},  # type: ignore[arg-type]
+    )
+    queue, clock = make_queue(profiles=[profile])
+    info = park(queue, make_pod("a"), "Broken")
+    clock.advance(5)
+    assert queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n")) == 1
     assert info.where is Where.ACTIVE
 
 
-def test_priority_update_reorders_active_pods() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    q.add(pod("b"), 0, now=0.0, order=2)
-    q.update(pod("b"), 10, now=0.0)
-    assert names(q.pop(2)) == ["b", "a"]
+def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
+    queue, clock = make_queue()
+    low = park(queue, make_pod("low", priority=1), "NodeResourcesFit")
+    high = park(queue, make_pod("high", priority=9), "NodeResourcesFit")
+    clock.advance(5)
+    gone = make_pod("victim", node_name="n")
+    queue.move_all_to_active_or_backoff_queue(
+        ASSIGNED_POD_DELETE, gone, None, pre_check=lambda i: i.priority <= 5
+    )
+    assert (low.where, high.where) == (Where.ACTIVE, Where.UNSCHEDULABLE)
 
 
-def test_deleted_pod_leaves_every_sub_queue() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    q.delete("uid-a")
-    assert q.pop(1) == [] and "uid-a" not in q
+# -- the leftover flush ---------------------------------------------------------------
 
 
-def test_retry_now_does_not_count_the_lost_attempt() -> None:
-    q = SchedulingQueue()
-    q.add(pod("a"), 0, now=0.0, order=1)
-    (info,) = q.pop(1)
-    q.retry_now(info.uid)
-    (again,) = q.pop(1)
-    assert again.attempts == 1
+def test_pods_parked_over_five_minutes_are_retried_by_the_leftover_flush() -> None:
+    queue, clock = make_queue()
+    info = park(queue, make_pod("a"), "NodeResourcesFit")
+    clock.advance(300)
+    assert queue.flush_unschedulable_pods_leftover() == 0  # not longer than 5 minutes yet
+    clock.advance(0.5)
+    assert queue.flush_unschedulable_pods_leftover() == 1
+    assert info.where is Where.ACTIVE and info.was_flushed_from_unschedulable
+    assert queue.incoming[("active", "UnschedulableTimeout")] == 1
+
+
+@pytest.mark.parametrize("rejectors", [("NodeResourcesFit",), ("SomeOutOfTreePlugin",)])
+def test_the_leftover_flush_moves_pods_whatever_rejected_them(rejectors: tuple[str, ...]) -> None:
+    queue, clock = make_queue()
+    info = park(queue, make_pod("a"), *rejectors)
+    clock.advance(301)
+    queue.flush_unschedulable_pods_leftover()
+    assert info.where is Where.ACTIVE
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def test_heads_show_each_sub_queue_in_leave_order() -> None:
+    queue, clock = make_queue()
+    park(queue, make_pod("parked-1"), "NodeResourcesFit")
+    clock.advance(1)
+    park(queue, make_pod("parked-2"), "NodeResourcesFit")
+    add(queue, make_pod("gated", scheduling_gates=("g",)))
+    add(queue, make_pod("low", priority=1), make_pod("high", priority=9))
+    heads = queue.heads(20)
+    assert names(heads[Where.ACTIVE]) == ["high", "low"]
+    assert names(heads[Where.UNSCHEDULABLE]) == ["parked-1", "parked-2"]
+    assert names(heads[Where.GATED]) == ["gated"]
+    assert names(queue.heads(1)[Where.ACTIVE]) == ["high"]

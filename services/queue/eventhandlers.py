@@ -1,0 +1,314 @@
+"""From log entries to queue calls: upstream's ``eventhandlers.go``.
+
+A log entry carries only the new object, so the handlers keep the old objects the hints
+need: nodes, assigned pods, volumes, claims and storage classes (pending pods are in the
+queue). Per kind:
+
+- Pod, pending and ours (no nodeName, one of our schedulerNames, not terminal, not
+  being deleted): added, or updated (``PodSchedulingPropertiesChange`` on the old and
+  new pod decides what the update may unblock). A nominatedNodeName that went away
+  moves the lower-or-equal priority pods as an ``AssignedPodDelete``.
+- Pod that becomes assigned: ``AssignedPodAdd``, and it leaves the queue (and the
+  nominator). An assigned pod's update: its ``PodSchedulingPropertiesChange`` events;
+  deleted or terminal (Succeeded/Failed): ``AssignedPodDelete``.
+- Pod deleted (or terminal, being deleted, no longer ours) while pending: it leaves
+  every sub-queue and the nominator.
+- Node: ``NodeAdd``; on update each ``NodeSchedulingPropertiesChange`` event (none for a
+  heartbeat); ``NodeDelete``.
+- PersistentVolume, PersistentVolumeClaim, StorageClass: Add, Update, Delete.
+- PriorityClass: pods that take their priority from it are repositioned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from contracts.events import (
+    ClusterEvent as LogEntry,
+)
+from contracts.events import (
+    EventType,
+    NodeEvent,
+    PersistentVolumeClaimEvent,
+    PersistentVolumeEvent,
+    PodEvent,
+    PriorityClassEvent,
+    StorageClassEvent,
+)
+from contracts.k8s import (
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PriorityClass,
+    StorageClass,
+    namespaced_name,
+)
+from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.queue.changes import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
+from services.queue.nominator import Nominator
+from services.queue.priority import PriorityClasses
+from services.queue.scheduling_queue import SchedulingQueue
+from services.queue.types import QueuedPodInfo
+
+TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+
+Volume = PersistentVolume | PersistentVolumeClaim | StorageClass
+
+
+def is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in TERMINAL
+
+
+def is_assigned(pod: Pod) -> bool:
+    """Bound and not terminal: it holds room on its node (upstream's informer drops
+    terminal pods, so they look deleted)."""
+    return bool(pod.spec.node_name) and not is_terminal(pod)
+
+
+@dataclass(slots=True)
+class ClusterState:
+    """Everything the handlers need to rebuild from (the store, after a restart or a
+    gap in the log)."""
+
+    pods: list[Pod] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    leases: Mapping[str, int] = field(default_factory=dict)
+    """Pod uid → attempt number in flight when the previous queue stopped."""
+
+
+class EventHandlers:
+    def __init__(self, queue: SchedulingQueue, nominator: Nominator) -> None:
+        self.queue = queue
+        self.nominator = nominator
+        self.classes = PriorityClasses()
+        self.nodes: dict[str, Node] = {}
+        self.assigned: dict[str, Pod] = {}
+        """Assigned pods by uid: the old objects of AssignedPod events."""
+        self._volumes: dict[EventResource, dict[str, Volume]] = {
+            EventResource.PersistentVolume: {},
+            EventResource.PersistentVolumeClaim: {},
+            EventResource.StorageClass: {},
+        }
+        self._uids: dict[str, str] = {}
+        """Pod ``namespace/name`` → uid: a pod re-created under its name is a new pod."""
+
+    def pending(self, pod: Pod) -> bool:
+        """Whether the queue schedules this pod."""
+        return (
+            not pod.spec.node_name
+            and pod.spec.scheduler_name in self.queue.serves
+            and not is_terminal(pod)
+            and pod.metadata.deletion_timestamp is None
+        )
+
+    def handle(self, entry: LogEntry) -> None:
+        match entry:
+            case PodEvent(object=pod, type=type_):
+                self.on_pod(type_, pod, order=entry.seq)
+            case NodeEvent(object=node, type=type_):
+                self.on_node(type_, node)
+            case PersistentVolumeEvent(object=obj, type=type_):
+                self.on_volume(EventResource.PersistentVolume, type_, obj)
+            case PersistentVolumeClaimEvent(object=obj, type=type_):
+                self.on_volume(EventResource.PersistentVolumeClaim, type_, obj)
+            case StorageClassEvent(object=obj, type=type_):
+                self.on_volume(EventResource.StorageClass, type_, obj)
+            case PriorityClassEvent(object=priority_class, type=type_):
+                self.on_priority_class(type_, priority_class)
+            case _:
+                pass  # namespaces and PDBs move no pod
+
+    # -- pods ---------------------------------------------------------------------------
+
+    def on_pod(self, type_: EventType, pod: Pod, *, order: int, attempts: int = 0) -> None:
+        uid, key = pod.metadata.uid, namespaced_name(pod.metadata)
+        previous = self._uids.get(key)
+        if previous is not None and previous != uid:
+            self._gone(previous)
+        if type_ == "DELETED":
+            self._gone(uid)
+            if self._uids.get(key) == uid:
+                del self._uids[key]
+            return
+        self._uids[key] = uid
+        if is_assigned(pod):
+            self._assigned(pod)
+        elif uid in self.assigned:
+            self._gone(uid)  # terminal
+        elif self.pending(pod):
+            self._pending(pod, order, attempts)
+        else:
+            self._leave_queue(uid)
+
+    def _pending(self, pod: Pod, order: int, attempts: int) -> None:
+        uid = pod.metadata.uid
+        priority = self.classes.priority_of(pod)
+        info = self.queue.get(uid)
+        if info is None:
+            self.queue.add(pod, priority=priority, order=order, attempts=attempts)
+            self.nominator.observe(pod, priority)
+            return
+        old = info.pod
+        if old == pod and info.priority == priority:
+            return
+        self.queue.update(old, pod, priority=priority)
+        self.nominator.observe(pod, priority, old)
+        nominated = old.status.nominated_node_name
+        if nominated and nominated != pod.status.nominated_node_name:
+            # Lower or equal priority pods counted it as if it ran there.
+            self._nomination_released(old, info.priority)
+
+    def _assigned(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        old = self.assigned.get(uid)
+        self.assigned[uid] = pod
+        if old is None:
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_ADD, None, pod)
+            self.queue.delete(uid)  # bound: it leaves the queue and the nominator
+            self.nominator.forget(uid)
+            return
+        if old == pod:
+            return
+        for event in pod_scheduling_properties_change(pod, old):
+            self.queue.move_all_to_active_or_backoff_queue(event, old, pod)
+
+    def _gone(self, uid: str) -> None:
+        """The pod was deleted (or is terminal, or was replaced under its name)."""
+        old = self.assigned.pop(uid, None)
+        if old is not None:
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, old, None)
+        else:
+            self._leave_queue(uid)
+
+    def _leave_queue(self, uid: str) -> None:
+        info = self.queue.delete(uid)
+        self.nominator.forget(uid)
+        if info is not None and info.pod.status.nominated_node_name:
+            self._nomination_released(info.pod, info.priority)
+
+    def _nomination_released(self, pod: Pod, priority: int) -> None:
+        def lower_or_equal(candidate: QueuedPodInfo) -> bool:
+            return candidate.priority <= priority
+
+        self.queue.move_all_to_active_or_backoff_queue(
+            ASSIGNED_POD_DELETE, pod, None, pre_check=lower_or_equal
+        )
+
+    # -- nodes and volumes ----------------------------------------------------------------
+
+    def on_node(self, type_: EventType, node: Node) -> None:
+        name = node.metadata.name
+        if type_ == "DELETED":
+            old = self.nodes.pop(name, node)
+            self.queue.move_all_to_active_or_backoff_queue(NODE_DELETE, old, None)
+            return
+        before = self.nodes.get(name)
+        self.nodes[name] = node
+        if before is None:
+            self.queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
+            return
+        for event in node_scheduling_properties_change(node, before):
+            self.queue.move_all_to_active_or_backoff_queue(event, before, node)
+
+    def on_volume(self, resource: EventResource, type_: EventType, obj: Volume) -> None:
+        cache = self._volumes[resource]
+        meta = obj.metadata
+        key = namespaced_name(meta) if isinstance(obj, PersistentVolumeClaim) else meta.name
+        if type_ == "DELETED":
+            old = cache.pop(key, obj)
+            event = ClusterEvent(resource, ActionType.Delete)
+            self.queue.move_all_to_active_or_backoff_queue(event, old, None)
+            return
+        before = cache.get(key)
+        cache[key] = obj
+        if before is None:
+            event = ClusterEvent(resource, ActionType.Add)
+            self.queue.move_all_to_active_or_backoff_queue(event, None, obj)
+        elif before != obj:
+            event = ClusterEvent(resource, ActionType.Update)
+            self.queue.move_all_to_active_or_backoff_queue(event, before, obj)
+
+    def on_priority_class(self, type_: EventType, priority_class: PriorityClass) -> None:
+        if type_ == "DELETED":
+            self.classes.delete(priority_class.metadata.name)
+        else:
+            self.classes.put(priority_class)
+        self._reprioritize()
+
+    def _reprioritize(self) -> None:
+        for info in self.queue.pods():
+            if info.pod.spec.priority is not None:
+                continue
+            priority = self.classes.priority_of(info.pod)
+            if priority != info.priority:
+                self.queue.set_priority(info.uid, priority)
+                self.nominator.observe(info.pod, priority, info.pod)
+
+    # -- rebuilding -------------------------------------------------------------------
+
+    def resync(self, state: ClusterState) -> None:
+        """Converge on ``state`` as if the missing log entries had been applied: what
+        disappeared is deleted, what changed is updated (so parked pods see the same
+        events), pending pods the queue lacks are added with the attempts their lease
+        says were made. Priority classes first, then nodes and volumes, then pods."""
+        self.classes = PriorityClasses()
+        for priority_class in state.priority_classes:
+            self.classes.put(priority_class)
+        self._reprioritize()
+        self._converge_nodes(state.nodes)
+        self._converge_volumes(state.volumes)
+        self._converge_pods(state.pods, state.leases)
+        for uid in [u for u in self.nominator.nominations if u not in self.queue]:
+            self.nominator.forget(uid)
+
+    def _converge_nodes(self, nodes: Iterable[Node]) -> None:
+        current = {n.metadata.name: n for n in nodes}
+        for name in [n for n in self.nodes if n not in current]:
+            self.on_node("DELETED", self.nodes[name])
+        for node in current.values():
+            self.on_node("MODIFIED", node)
+
+    def _converge_volumes(self, volumes: Iterable[Volume]) -> None:
+        resources = {
+            PersistentVolume: EventResource.PersistentVolume,
+            PersistentVolumeClaim: EventResource.PersistentVolumeClaim,
+            StorageClass: EventResource.StorageClass,
+        }
+        seen: dict[EventResource, set[str]] = {r: set() for r in self._volumes}
+        current: list[tuple[EventResource, Volume]] = []
+        for obj in volumes:
+            resource = resources[type(obj)]
+            meta = obj.metadata
+            key = namespaced_name(meta) if isinstance(obj, PersistentVolumeClaim) else meta.name
+            seen[resource].add(key)
+            current.append((resource, obj))
+        for resource, cache in self._volumes.items():
+            for key in [k for k in cache if k not in seen[resource]]:
+                self.on_volume(resource, "DELETED", cache[key])
+        for resource, obj in current:
+            self.on_volume(resource, "MODIFIED", obj)
+
+    def _converge_pods(self, pods: list[Pod], leases: Mapping[str, int]) -> None:
+        present = {p.metadata.uid for p in pods}
+        for uid in [u for u in self.assigned if u not in present]:
+            self._gone(uid)
+        for info in [i for i in self.queue.pods() if i.uid not in present]:
+            self._leave_queue(info.uid)
+        self._uids = {k: u for k, u in self._uids.items() if u in present}
+        ordered = sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
+        for position, pod in enumerate(ordered):
+            # Negative orders: reloaded pods go before anything the log adds later.
+            order = position - len(ordered)
+            self.on_pod("MODIFIED", pod, order=order, attempts=leases.get(pod.metadata.uid, 0))

@@ -1,0 +1,80 @@
+"""The queue's Prometheus metrics, with kube-scheduler's names and labels:
+
+- ``scheduler_pending_pods{queue}``: pods per sub-queue, ``queue`` one of ``active``,
+  ``backoff``, ``unschedulable``, ``gated``.
+- ``scheduler_queue_incoming_pods_total{queue,event}``: pods that entered ``active``,
+  ``backoff`` or ``unschedulable`` (gated pods included), by the event that moved them
+  (``NodeAdd``, ``AssignedPodDelete``, ``ScheduleAttemptFailure``, ``BackoffComplete``,
+  ``UnschedulableTimeout``…).
+
+Both are read from the queue when scraped, so recording costs the queue a dict
+increment. Each service owns its registry (no global state); :class:`MetricsEndpoint`
+serves one over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from threading import Thread
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from services.queue.scheduling_queue import SchedulingQueue
+from services.queue.types import Where
+
+PENDING_QUEUES = (Where.ACTIVE, Where.BACKOFF, Where.UNSCHEDULABLE, Where.GATED)
+
+
+class QueueCollector(Collector):
+    def __init__(self, queue: SchedulingQueue) -> None:
+        self._queue = queue
+
+    def collect(self) -> Iterator[Metric]:
+        pending = GaugeMetricFamily(
+            "scheduler_pending_pods",
+            "Pending pods by sub-queue: 'active' in activeQ, 'backoff' in backoffQ, "
+            "'unschedulable' parked after a failed attempt, 'gated' held back by a "
+            "PreEnqueue plugin before any attempt.",
+            labels=["queue"],
+        )
+        counts = self._queue.counts()
+        for where in PENDING_QUEUES:
+            pending.add_metric([where.value], counts[where.value])
+        yield pending
+        incoming = CounterMetricFamily(
+            "scheduler_queue_incoming_pods",
+            "Pods added to the scheduling sub-queues, by queue and by the event that moved them.",
+            labels=["queue", "event"],
+        )
+        # Scrapes run in the endpoint's thread: copy in one C-level step, then iterate.
+        for (queue, event), count in sorted(dict(self._queue.incoming).items()):
+            incoming.add_metric([queue, event], count)
+        yield incoming
+
+
+def registry_for(queue: SchedulingQueue) -> CollectorRegistry:
+    """A fresh registry exporting ``queue``'s metrics."""
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(QueueCollector(queue))
+    return registry
+
+
+class MetricsEndpoint:
+    """``/metrics`` on ``port`` (0: any free port) in a daemon thread."""
+
+    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
+        self._server: WSGIServer
+        self._thread: Thread
+        self._server, self._thread = start_http_server(port, addr=addr, registry=registry)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

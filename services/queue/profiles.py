@@ -1,0 +1,42 @@
+"""What the queue needs of a scheduling profile: its QueueSort, PreEnqueue plugins and
+the events its plugins registered (upstream hands the same to ``NewSchedulingQueue``:
+the less function, ``preEnqueuePluginMap`` and ``queueingHintMap``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from contracts.k8s import DEFAULT_SCHEDULER_NAME
+from services.framework.config import default_profile
+from services.framework.events import ClusterEventWithHint
+from services.framework.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
+from services.framework.runtime import Framework
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProfile:
+    scheduler_name: str
+    queue_sort: QueueSortPlugin
+    pre_enqueue: tuple[PreEnqueuePlugin, ...]
+    """In the order the profile runs them."""
+    events: Mapping[str, Sequence[ClusterEventWithHint]]
+    """Plugin → the events that may make a pod it rejected schedulable (every plugin
+    that can reject: PreEnqueue, PreFilter, Filter, Reserve, Permit)."""
+
+    @classmethod
+    def of(cls, framework: Framework) -> QueueProfile:
+        plugins = framework.plugins
+        names = framework.plugin_names(ExtensionPoint.PreEnqueue)
+        return cls(
+            scheduler_name=framework.profile_name,
+            queue_sort=framework.queue_sort,
+            pre_enqueue=tuple(cast(PreEnqueuePlugin, plugins[name]) for name in names),
+            events=framework.events_to_register(),
+        )
+
+    @classmethod
+    def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> QueueProfile:
+        """Upstream's default plugins under ``scheduler_name``."""
+        return cls.of(Framework(default_profile(scheduler_name)))

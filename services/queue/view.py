@@ -1,0 +1,41 @@
+"""The :class:`~contracts.queueview.QueueView` the service publishes to the store:
+counts per sub-queue and the first pods of each, in the order they would leave it."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from contracts.k8s import namespaced_name
+from contracts.queueview import QueuedPod, QueueView
+from services.queue.scheduling_queue import SchedulingQueue
+from services.queue.types import QueuedPodInfo, Where
+
+HEADS: Final = 20
+"""Pods shown per sub-queue."""
+
+
+def queue_view(queue: SchedulingQueue, *, at: float, applied_seq: int) -> QueueView:
+    heads = queue.heads(HEADS)
+    return QueueView(
+        at=at,
+        counts=queue.counts(),
+        heads={where.value: [_shown(queue, i) for i in infos] for where, infos in heads.items()},
+        applied_seq=applied_seq,
+    )
+
+
+def _shown(queue: SchedulingQueue, info: QueuedPodInfo) -> QueuedPod:
+    backoff_until = None
+    if info.where in (Where.BACKOFF, Where.UNSCHEDULABLE) and queue.is_backing_off(info):
+        backoff_until = queue.backoff_time(info)
+    rejected = info.where in (Where.BACKOFF, Where.UNSCHEDULABLE)
+    return QueuedPod(
+        pod=namespaced_name(info.pod.metadata),
+        uid=info.uid,
+        priority=info.priority,
+        attempts=info.attempts,
+        since=info.since,
+        backoff_until=backoff_until,
+        plugins=sorted(info.rejector_plugins) if rejected else [],
+        gates=[g.name for g in info.pod.spec.scheduling_gates] if info.where is Where.GATED else [],
+    )

@@ -1,0 +1,312 @@
+"""QueueService on the in-memory bus and store with a FakeClock: dispatch with bounded
+credit, results, the timers, the view, metrics, nominations and restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts import topology
+from contracts.events import ClusterBatch, EventType
+from contracts.kinds import kind_of
+from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
+from contracts.queueview import QueueView
+from services.common.bus import Delivery, Message
+from services.common.bus.memory import MemoryBus
+from services.common.clock import FakeClock
+from services.common.resources import node_allocatable, pod_requests
+from services.common.store import Nomination, PodCharge, ProjectedEntry
+from services.common.store.memory import MemoryStore
+from services.informer.validate import object_key
+from services.queue.service import QueueService
+from tests.builders import make_node, make_pod
+from tests.unit.queue.helpers import logged, with_
+
+
+class Harness:
+    """A queue service with a fake informer (log entries into the store and onto
+    ``ksched.cluster``) and a fake scheduler (collects requests, answers on demand)."""
+
+    def __init__(self, store: MemoryStore | None = None, **options: Any) -> None:
+        self.bus = MemoryBus()
+        self.store = store or MemoryStore()
+        self.clock = FakeClock()
+        self.options = {"max_in_flight": 4, "batch_size": 2, **options}
+        self.requests: list[ScheduleRequest] = []
+        self.queue = self.new_service()
+        self.seq = 0
+
+    def new_service(self) -> QueueService:
+        return QueueService(self.bus, self.store, self.clock, **self.options)
+
+    async def start(self) -> None:
+        await self.bus.declare(topology.QUEUES)
+        await self.bus.consume(topology.SCHEDULER_REQUESTS, self._collect)
+        await self.queue.start()
+        await self.settle()
+
+    async def _collect(self, deliveries: Sequence[Delivery]) -> None:
+        for d in deliveries:
+            self.requests.extend(msgspec.json.decode(d.body, type=ScheduleBatch).requests)
+
+    async def settle(self) -> None:
+        for _ in range(3):
+            await self.bus.wait_idle()
+            for _ in range(10):
+                await asyncio.sleep(0)
+
+    async def apply(self, *objects: Any, type_: EventType = "ADDED", publish: bool = True) -> None:
+        """Record ``objects`` as the next log entries; publish them unless told not to
+        (then the queue finds them on its next resync)."""
+        entries = []
+        events = []
+        for obj in objects:
+            self.seq += 1
+            event = logged(obj, type_)
+            event = msgspec.structs.replace(event, seq=self.seq)
+            events.append(event)
+            entries.append(_projected(event))
+        await self.store.apply(entries)
+        if publish:
+            body = msgspec.json.encode(ClusterBatch(events=events))
+            await self.bus.publish([Message(topology.CLUSTER.name, "", body)])
+        await self.settle()
+
+    async def answer(self, *results: tuple[ScheduleRequest, str, list[str]]) -> None:
+        body = msgspec.json.encode(
+            ResultBatch(
+                results=[
+                    AttemptResult(
+                        uid=r.pod.metadata.uid,
+                        namespace=r.pod.metadata.namespace or "default",
+                        name=r.pod.metadata.name,
+                        attempt=r.attempt,
+                        outcome=outcome,  # type: ignore[arg-type]
+                        plugins=plugins,
+                    )
+                    for r, outcome, plugins in results
+                ]
+            )
+        )
+        await self.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
+        await self.settle()
+
+    def names(self) -> list[str]:
+        return [r.pod.metadata.name for r in self.requests]
+
+    async def advance(self, seconds: float) -> None:
+        await self.clock.advance(seconds)
+        await self.settle()
+
+
+def _projected(event: Any) -> ProjectedEntry:
+    obj = event.object
+    kind = kind_of(obj)
+    deleted = event.type == "DELETED"
+    body = None if deleted else msgspec.json.encode(obj)
+    key = object_key(kind, obj.metadata)
+    if kind == "pod":
+        node = (
+            None if deleted or obj.status.phase in ("Succeeded", "Failed") else obj.spec.node_name
+        )
+        charge = PodCharge(obj.metadata.uid, node, {**pod_requests(obj), "pods": 1})
+        return ProjectedEntry(event.seq, kind, key, body, pod=charge)
+    if kind == "node":
+        return ProjectedEntry(
+            event.seq, kind, key, body, allocatable=None if deleted else node_allocatable(obj)
+        )
+    return ProjectedEntry(event.seq, kind, key, body)
+
+
+@pytest.fixture
+async def harness():
+    h = Harness()
+    await h.start()
+    yield h
+    await h.queue.stop()
+    await h.bus.close()
+
+
+async def test_dispatches_in_queue_order_with_bounded_credit(harness: Harness) -> None:
+    await harness.apply(*[make_pod(f"p{i}", priority=i % 2) for i in range(6)])
+    assert harness.names() == ["p1", "p3", "p5", "p0"]  # 4 slots, higher priority first
+    assert await harness.store.leases() == {f"default-{n}-uid": 1 for n in harness.names()}
+    assert harness.queue.in_flight == 4
+    await harness.answer((harness.requests[0], "bound", []))
+    assert harness.names()[4:] == ["p2"]
+    assert "default-p1-uid" not in await harness.store.leases()
+
+
+async def test_a_high_priority_pod_behind_a_10k_backlog_is_attempted_next() -> None:
+    h = Harness(max_in_flight=8, batch_size=8)
+    await h.start()
+    try:
+        await h.apply(*[make_pod(f"low-{i}") for i in range(10_000)])
+        assert len(h.requests) == 8
+        await h.apply(make_pod("urgent", priority=1_000_000))
+        await h.answer((h.requests[0], "unschedulable", ["NodeResourcesFit"]))
+        assert h.names()[8] == "urgent"
+    finally:
+        await h.queue.stop()
+        await h.bus.close()
+
+
+async def test_a_result_for_another_attempt_is_ignored(harness: Harness) -> None:
+    await harness.apply(make_pod("a"))
+    (request,) = harness.requests
+    stale = msgspec.structs.replace(request, attempt=request.attempt + 5)
+    await harness.answer((stale, "bound", []))
+    assert harness.queue.in_flight == 1 and "default-a-uid" in harness.queue.queue
+
+
+async def test_a_parked_pod_comes_back_on_an_event_its_plugin_registered(harness: Harness) -> None:
+    await harness.apply(make_pod("big", requests={"cpu": "2"}))
+    await harness.answer((harness.requests[0], "unschedulable", ["NodeResourcesFit"]))
+    assert harness.queue.queue.counts()["unschedulable"] == 1
+    await harness.apply(make_node("small", allocatable={"cpu": "1", "pods": 10}))
+    assert len(harness.requests) == 1  # the hint: too small even empty
+    await harness.apply(make_node("large", allocatable={"cpu": "4", "pods": 10}))
+    # Still inside its 1 s backoff, but activeQ is empty: PopFromBackoffQ takes it.
+    assert harness.names() == ["big", "big"]
+    assert harness.requests[1].attempt == 2
+
+
+async def test_error_backoff_is_flushed_on_the_one_second_ticks(harness: Harness) -> None:
+    await harness.apply(make_pod("a"))
+    await harness.answer((harness.requests[0], "error", []))
+    counts = harness.queue.queue.counts()
+    assert counts["backoff"] == 1 and len(harness.requests) == 1
+    await harness.advance(1.0)  # the backoff ends at t+1, in the window [t+1, t+2)
+    assert len(harness.requests) == 1
+    await harness.advance(1.0)
+    assert len(harness.requests) == 2 and harness.requests[1].attempt == 2
+    await harness.answer((harness.requests[1], "error", []))
+    await harness.advance(2.0)
+    assert len(harness.requests) == 2  # second error: 2 s, flushed at t+3
+    await harness.advance(1.0)
+    assert len(harness.requests) == 3
+
+
+async def test_a_parked_pod_is_retried_by_the_leftover_flush_after_five_minutes(
+    harness: Harness,
+) -> None:
+    await harness.apply(make_pod("a"))
+    await harness.answer((harness.requests[0], "unschedulable", ["NodeResourcesFit"]))
+    await harness.advance(329)  # checked every 30 s; parked exactly 300 s is not over
+    assert len(harness.requests) == 1
+    await harness.advance(1)
+    assert len(harness.requests) == 2
+    assert harness.queue.queue.incoming[("active", "UnschedulableTimeout")] == 1
+
+
+async def test_an_event_seen_while_in_flight_requeues_the_failed_pod(harness: Harness) -> None:
+    await harness.apply(make_pod("a", requests={"cpu": "1"}))
+    await harness.apply(make_node("n", allocatable={"cpu": "4", "pods": 10}))
+    await harness.answer((harness.requests[0], "unschedulable", ["NodeResourcesFit"]))
+    assert harness.names() == ["a", "a"]
+
+
+async def test_a_gated_pod_waits_for_its_gates_to_be_removed(harness: Harness) -> None:
+    pod = make_pod("a", scheduling_gates=("wait",))
+    await harness.apply(pod)
+    await harness.advance(400)
+    assert harness.requests == [] and harness.queue.queue.counts()["gated"] == 1
+    await harness.apply(make_pod("a"), type_="MODIFIED")
+    assert harness.names() == ["a"]
+
+
+async def test_nominations_follow_the_pods_into_the_store(harness: Harness) -> None:
+    pod = make_pod("a", priority=7, nominated_node_name="n1")
+    await harness.apply(pod)
+    assert await harness.store.nominations() == {"default-a-uid": Nomination("n1", 7)}
+    await harness.answer((harness.requests[0], "bound", []))
+    assert await harness.store.nominations() == {}
+
+
+async def test_the_view_is_published_once_a_second_when_it_changed(harness: Harness) -> None:
+    await harness.apply(make_pod("a", scheduling_gates=("g",)), make_pod("b"), make_pod("c"))
+    await harness.answer((harness.requests[0], "unschedulable", ["TaintToleration"]))
+    await harness.advance(1)
+    view = msgspec.json.decode(await harness.store.queue_view() or b"", type=QueueView)
+    assert view.counts == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 1, "inflight": 1}
+    assert [p.pod for p in view.heads["unschedulable"]] == ["default/b"]
+    assert view.heads["unschedulable"][0].plugins == ["TaintToleration"]
+    assert view.heads["gated"][0].gates == ["g"]
+    assert view.applied_seq == 3
+    await harness.advance(1)
+    again = msgspec.json.decode(await harness.store.queue_view() or b"", type=QueueView)
+    assert again.at == view.at  # nothing changed: not republished
+
+
+async def test_metrics_have_upstreams_names_and_labels(harness: Harness) -> None:
+    await harness.apply(make_pod("a"), make_pod("g", scheduling_gates=("x",)))
+    await harness.answer((harness.requests[0], "unschedulable", ["NodeResourcesFit"]))
+    registry = harness.queue.registry
+    value = registry.get_sample_value
+    assert value("scheduler_pending_pods", {"queue": "unschedulable"}) == 1
+    assert value("scheduler_pending_pods", {"queue": "gated"}) == 1
+    assert value("scheduler_pending_pods", {"queue": "active"}) == 0
+    assert value("scheduler_pending_pods", {"queue": "backoff"}) == 0
+    incoming = "scheduler_queue_incoming_pods_total"
+    assert value(incoming, {"queue": "active", "event": "UnschedulablePodAdd"}) == 1
+    assert value(incoming, {"queue": "unschedulable", "event": "UnschedulablePodAdd"}) == 1
+    assert value(incoming, {"queue": "unschedulable", "event": "ScheduleAttemptFailure"}) == 1
+
+
+async def test_the_metrics_endpoint_serves_the_registry() -> None:
+    h = Harness(metrics_port=0)
+    await h.start()
+    try:
+        assert h.queue.metrics is not None
+        url = f"http://127.0.0.1:{h.queue.metrics.port}/metrics"
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+        assert b'scheduler_pending_pods{queue="active"} 0.0' in text
+    finally:
+        await h.queue.stop()
+        await h.bus.close()
+    assert h.queue.metrics is None
+
+
+async def test_a_restarted_queue_attempts_pods_in_flight_again_exactly_once() -> None:
+    first = Harness(max_in_flight=2, batch_size=2)
+    await first.start()
+    await first.apply(make_pod("a"), make_pod("b"), make_pod("c"))
+    lost = list(first.requests)
+    assert [(r.pod.metadata.name, r.attempt) for r in lost] == [("a", 1), ("b", 1)]
+    await first.queue.stop()  # killed: no result ever comes for the attempts in flight
+    restarted = QueueService(first.bus, first.store, first.clock, max_in_flight=10)
+    await restarted.start()
+    await first.settle()
+    again = [(r.pod.metadata.name, r.attempt) for r in first.requests[len(lost) :]]
+    assert sorted(again) == [("a", 2), ("b", 2), ("c", 1)]
+    assert await first.store.leases() == {
+        "default-a-uid": 2,
+        "default-b-uid": 2,
+        "default-c-uid": 1,
+    }
+    # The old attempts' results are ignored.
+    await first.answer(*[(r, "bound", []) for r in lost])
+    assert len(restarted.queue) == 3 and restarted.in_flight == 3
+    await restarted.stop()
+    await first.bus.close()
+
+
+async def test_a_gap_in_the_cluster_stream_resyncs_from_the_store(harness: Harness) -> None:
+    await harness.apply(make_pod("a"))
+    await harness.apply(make_pod("b"), publish=False)  # lost on the way
+    await harness.apply(make_pod("c"))  # seq 3 after 1: a gap
+    assert sorted(harness.names()) == ["a", "b", "c"]
+    assert harness.queue.applied_seq == 3
+
+
+async def test_a_pod_bound_and_deleted_leaves_the_queue(harness: Harness) -> None:
+    pod = make_pod("a")
+    await harness.apply(pod, make_pod("b"))
+    await harness.apply(with_(pod, spec__node_name="n1"), type_="MODIFIED")
+    await harness.apply(make_pod("b"), type_="DELETED")
+    assert len(harness.queue.queue) == 0 and harness.queue.in_flight == 0
