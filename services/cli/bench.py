@@ -1,8 +1,8 @@
 """``ksched bench WORKLOAD``: upstream scheduler_perf's workload shapes, timed.
 
 The workloads (SchedulingBasic, SchedulingNodeAffinity, TopologySpreading,
-SchedulingPodAntiAffinity, SchedulingPodAffinity) and their templates are in
-cli.workloads. Modes:
+SchedulingPodAntiAffinity, SchedulingPodAffinity, Unschedulable) and their templates
+are in cli.workloads. Modes:
 
 - ``cycle``: the scheduling cycle alone in this process (cli.bench_cycle); latency is
   one pod's PodInfo + schedule_one + assume.
@@ -12,16 +12,24 @@ cli.workloads. Modes:
   (under a private namespace, removed afterwards), talked to over the bus only;
   latency is from publish to Binding.
 
+A workload with churn (Unschedulable) runs in the embedded and services modes only:
+while the measured pods are scheduled, cli.bench_churn publishes its churn pods in real
+time, and only the measured pods are timed.
+
 The scheduler runs the default profile, so every plugin registered there takes part.
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
 "pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus
-``"unschedulable"`` in cycle mode.
+``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn pods published)
+for a workload with churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
+queue's own benchmark returns (``services.queue.bench.queue_ops``: operations per
+second of the queue core, no bus or store), whatever ``--mode``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import resource
@@ -37,6 +45,7 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Decision
+from services.cli.bench_churn import ChurnOp
 from services.cli.bench_cycle import run_cycle
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
@@ -128,17 +137,40 @@ async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -
         timings.decision(record.pod, time.time())
 
     cluster = EmbeddedCluster(clock=SystemClock(), hold=False, seed=0, on_decision=seen)
+    churn = ChurnOp(workload.churn, cluster.publish) if workload.churn else None
     await cluster.start()
     try:
         await cluster.publish(setup_documents(workload, nodes, init))
         await cluster.bus.wait_idle()
-        started = await timings.publish(cluster.publish, workload, pods)
-        await timings.done.wait()
+        started = await _measure(timings, cluster.publish, workload, pods, churn)
     finally:
         await cluster.stop()
     elapsed = max(timings.decided.values()) - started
     counts = (nodes, init, len(timings.decided))
-    return summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
+    report = summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
+    return _with_churn(report, churn)
+
+
+async def _measure(
+    timings: Timings, publish: Publish, workload: Workload, pods: int, churn: ChurnOp | None
+) -> float:
+    """Publish the measured pods (and the churn, if any, until they are all decided) and
+    wait for their decisions; returns when the measurement started."""
+    if churn is not None:
+        await churn.start()
+    try:
+        started = await timings.publish(publish, workload, pods)
+        await timings.done.wait()
+    finally:
+        if churn is not None:
+            await churn.stop()
+    return started
+
+
+def _with_churn(report: dict[str, object], churn: ChurnOp | None) -> dict[str, object]:
+    if churn is not None:
+        report["unschedulable_churn"] = churn.published
+    return report
 
 
 async def bench_services(
@@ -172,6 +204,7 @@ async def bench_services(
     async def publish(chunk: Sequence[Document]) -> None:
         await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in chunk])
 
+    churn = ChurnOp(workload.churn, publish) if workload.churn else None
     children: list[asyncio.subprocess.Process] = []
     try:
         await bus.declare(topology.QUEUES)
@@ -185,8 +218,7 @@ async def bench_services(
         # Poll: the informer has projected the setup once the store has applied it all.
         while await store.applied_seq() < len(setup):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-        started = await timings.publish(publish, workload, pods)
-        await timings.done.wait()
+        started = await _measure(timings, publish, workload, pods, churn)
     finally:
         for child in children:
             child.terminate()
@@ -196,7 +228,8 @@ async def bench_services(
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
     counts = (nodes, init, len(timings.decided))
-    return summary(workload.name, "services", counts, timings.latencies_ms(), elapsed)
+    report = summary(workload.name, "services", counts, timings.latencies_ms(), elapsed)
+    return _with_churn(report, churn)
 
 
 async def _cleanup(bus: object, store: object) -> None:
@@ -215,9 +248,31 @@ def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[st
     return report
 
 
+def queue_ops_command(pods: int | None) -> int:
+    """``ksched bench QueueOps``: the queue core's operations per second, as
+    ``services.queue.bench.queue_ops`` measures them, printed as its JSON line."""
+    try:  # looked up when run: the queue's benchmark is the queue's to change
+        queue_ops = importlib.import_module("services.queue.bench").queue_ops
+    except (ImportError, AttributeError) as error:
+        print(f"ksched bench: QueueOps is not available: {error}", file=sys.stderr)
+        return 2
+    report = queue_ops() if pods is None else queue_ops(pods)
+    print(json.dumps(report))
+    return 0
+
+
 def bench_command(args: argparse.Namespace) -> int:
+    if args.workload == "QueueOps":
+        return queue_ops_command(args.pods)
     workload = WORKLOADS[args.workload]
     init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
+    if args.mode == "cycle" and workload.churn is not None:
+        print(
+            f"ksched bench: {workload.name} creates pods while it measures, in real time: "
+            "use --mode embedded or --mode services",
+            file=sys.stderr,
+        )
+        return 2
     if args.mode == "cycle":
         report = bench_cycle(workload, args.nodes, init, pods)
     elif args.mode == "embedded":

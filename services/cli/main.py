@@ -30,12 +30,21 @@ def _settings(args: argparse.Namespace) -> Settings:
         config=getattr(args, "config", None),
         seed=getattr(args, "seed", None),
         explain=getattr(args, "explain", None),
+        metrics_port=getattr(args, "metrics_port", None),  # passed only when given
     )
 
 
 def _settings_argv(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
-    for flag in ("amqp_url", "redis_url", "namespace", "event_log", "config", "seed"):
+    for flag in (
+        "amqp_url",
+        "redis_url",
+        "namespace",
+        "event_log",
+        "config",
+        "seed",
+        "metrics_port",
+    ):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
@@ -50,8 +59,11 @@ WORKLOAD_NAMES = [
     "TopologySpreading",
     "SchedulingPodAntiAffinity",
     "SchedulingPodAffinity",
+    "Unschedulable",
 ]
 """``ksched bench`` workloads (cli.workloads, imported only when the bench runs)."""
+QUEUE_OPS = "QueueOps"
+"""``ksched bench QueueOps``: the queue core's own benchmark (services.queue.bench)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -76,6 +88,12 @@ def parser() -> argparse.ArgumentParser:
             default=None,
             help="scheduler: explain every decision (annotation ksched.io/explain)",
         )
+        p.add_argument(
+            "--metrics-port",
+            type=int,
+            metavar="PORT",
+            help="serve Prometheus metrics (/metrics) on PORT; 0 picks a free one",
+        )
 
     p = sub.add_parser("publish", help="publish Kubernetes YAML/JSON as watch events")
     p.add_argument("file", help="a file, or - for standard input")
@@ -89,6 +107,12 @@ def parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="print the explanation a decision carries"
     )
     _connection_flags(p)
+
+    p = sub.add_parser("queue", help="show the scheduling queue the queue service published")
+    p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
+    p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
+    p.add_argument("--limit", type=int, default=10, help="pods shown per sub-queue (default 10)")
+    p.add_argument("--output", choices=["table", "json"], default="table")
 
     p = sub.add_parser("simulate", help="schedule a cluster snapshot in one process")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …")
@@ -112,10 +136,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("asyncapi", help="print the AsyncAPI document of the contracts")
 
     p = sub.add_parser("bench", help="run a scheduler_perf-shaped benchmark")
-    p.add_argument("workload", choices=WORKLOAD_NAMES)
+    p.add_argument("workload", choices=[*WORKLOAD_NAMES, QUEUE_OPS])
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument(
-        "--pods", type=int, help="measured pods (default: upstream's, scaled to --nodes)"
+        "--pods",
+        type=int,
+        help="measured pods (default: upstream's, scaled to --nodes); "
+        "QueueOps: pods pending in the queue (default: its own)",
     )
     p.add_argument("--init-pods", type=int, help="pods bound before measuring (default: as --pods)")
     p.add_argument(
@@ -169,6 +196,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                     _settings(args), errors=args.errors, limit=args.limit, explain=args.explain
                 )
             )
+        case "queue":
+            from services.cli.queueview import queue_command
+
+            return queue_command(args)
         case "simulate":
             from services.cli.commands import simulate_command
 

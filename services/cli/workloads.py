@@ -4,8 +4,10 @@ Each :class:`Workload` follows one test case of upstream's
 ``test/integration/scheduler_perf`` (``misc/``, ``affinity/`` and
 ``topology_spreading/performance-config.yaml``) with its templates: the node template
 (4 CPU, 32Gi, 110 pods), the ``labelNodePrepareStrategy`` zone labels, and the pod
-templates' labels, requests, affinity terms and spread constraints, in the namespaces
-upstream creates them in (``namespace-<op index>`` unless the test names one).
+templates' labels, priority, requests, affinity terms and spread constraints, in the
+namespaces upstream creates them in (``namespace-<op index>`` unless the test names one).
+A workload with a :class:`Churn` (upstream's ``churn`` op in ``create`` mode) also has
+pods created at a fixed interval while the measured pods are scheduled.
 
 Differences, all for a reproducible run: node ``i`` is ``node-i`` and carries
 ``kubernetes.io/hostname: node-i`` (as a kubelet would set it); the zone label cycles
@@ -33,12 +35,15 @@ HOSTNAME: Final = "kubernetes.io/hostname"
 
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
-    """A pod template: ``generateName`` prefix, labels and the spec fields beyond the
-    single ``pause`` container every template has."""
+    """A pod template: ``generateName`` prefix, labels, the spec fields beyond the single
+    ``pause`` container every template has, and that container's resources."""
 
     prefix: str
     labels: Mapping[str, str] = field(default_factory=dict)
     spec: Mapping[str, Any] = field(default_factory=dict)
+    requests: Mapping[str, str] = field(default_factory=lambda: dict(POD_REQUESTS))
+    limits: Mapping[str, str] | None = field(default_factory=lambda: dict(POD_REQUESTS))
+    """None: the template sets no limits."""
 
 
 DEFAULT_POD = PodTemplate("pod-")
@@ -100,6 +105,27 @@ AFFINITY_POD = PodTemplate(
     spec=_pod_affinity("podAffinity", "blue", ZONE),
 )
 """``templates/pod-with-pod-affinity.yaml``."""
+HIGH_PRIORITY_LARGE_CPU_POD = PodTemplate(
+    "pod-h-",
+    spec={"priority": 10},
+    requests={"cpu": "9", "memory": "500Mi"},
+    limits=None,
+)
+"""``templates/pod-high-priority-large-cpu.yaml``: 9 CPU fits no 4-CPU node, ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class Churn:
+    """Upstream's ``churn`` op in ``create`` mode: a pod from ``template`` every
+    ``interval`` seconds in ``namespace``, for as long as the measurement runs."""
+
+    template: PodTemplate
+    namespace: str
+    interval: float
+
+    def pod(self, i: int) -> dict[str, Any]:
+        """Churn pod ``i``, pending."""
+        return _pod(self.template, self.namespace, i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +141,8 @@ class Workload:
     """Measured pods of the same case."""
     zones: tuple[str, ...] = ()
     """``labelNodePrepareStrategy`` values for ``topology.kubernetes.io/zone``."""
+    churn: Churn | None = None
+    """Pods created during the measurement (None: none)."""
 
     def counts(
         self, nodes: int, init: int | None = None, measured: int | None = None
@@ -162,11 +190,14 @@ class Workload:
 
 def _pod(template: PodTemplate, namespace: str, i: int) -> dict[str, Any]:
     name = f"{template.prefix}{i}"
+    resources: dict[str, Any] = {"requests": dict(template.requests)}
+    if template.limits is not None:
+        resources["limits"] = dict(template.limits)
     container = {
         "name": "pause",
         "image": "registry.k8s.io/pause:3.10.1",
         "ports": [{"containerPort": 80}],
-        "resources": {"requests": POD_REQUESTS, "limits": POD_REQUESTS},
+        "resources": resources,
     }
     return {
         "apiVersion": "v1",
@@ -199,6 +230,11 @@ WORKLOADS: Final = {
         # affinity/performance-config.yaml, 5000Nodes_5000Pods.
         Workload("SchedulingPodAffinity", AFFINITY_POD, AFFINITY_POD, "sched-0", "sched-1",
                  5000, 5000, zones=("zone1",)),
+        # misc/performance-config.yaml, 5kNodes/100Init/10kPods: a pod that can never
+        # fit (priority 10, so it is tried before the measured pods) every 200 ms.
+        Workload("Unschedulable", DEFAULT_POD, DEFAULT_POD, "namespace-1", "namespace-3",
+                 100, 10000,
+                 churn=Churn(HIGH_PRIORITY_LARGE_CPU_POD, "namespace-2", 0.2)),
     )
 }  # fmt: skip
 """Every workload ``ksched bench`` runs, by upstream's test case name."""

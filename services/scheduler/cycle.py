@@ -15,6 +15,10 @@ next pod of the batch sees both) and gets a store :class:`Reservation`. Then one
 
 Pods that fit nowhere end ``unschedulable`` with upstream's FitError message.
 
+``nominated`` (the pods nominated to each node, see scheduler.nominated) makes every
+pod of the batch pass upstream's two-pass filter: a node must fit the pod both with
+and without the nominated pods of equal or higher priority.
+
 A pod annotated ``ksched.io/explain: "true"`` (or every pod, with ``explain=True``) is
 scheduled with an explanation, which goes with its BindRequest (on the pod's explain
 annotation, which the binder copies onto the Binding) or its FailedScheduling Event.
@@ -34,6 +38,7 @@ from services.common.clock import Clock
 from services.common.k8s_events import explain_requested, with_explanation
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
+from services.framework.filtering import NominatedPods
 from services.framework.interface import CycleState
 from services.framework.plugins.volumebinding import claim_bindings
 from services.framework.runtime import Framework, ScheduleResult
@@ -132,8 +137,11 @@ class BatchScheduler:
         self._tracer = tracer or telemetry.tracer("scheduler")
         self._explain = explain
 
-    async def run(self, requests: Sequence[ScheduleRequest]) -> BatchOutcome:
-        """Schedule every request; the caller publishes the outcome."""
+    async def run(
+        self, requests: Sequence[ScheduleRequest], nominated: NominatedPods | None = None
+    ) -> BatchOutcome:
+        """Schedule every request; the caller publishes the outcome. ``nominated``: the
+        pods nominated to each node (None: no nominations)."""
         outcome = BatchOutcome()
         pending: list[_Attempt] = []
         for request in requests:
@@ -141,7 +149,7 @@ class BatchScheduler:
             if attempt is not None:
                 pending.append(attempt)
         while pending:
-            pending = await self._round(pending, outcome)
+            pending = await self._round(pending, outcome, nominated)
         return outcome
 
     def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
@@ -172,7 +180,9 @@ class BatchScheduler:
         explain = self._explain or explain_requested(pod)
         return _Attempt(request, framework, info, span, explain=explain)
 
-    async def _round(self, pending: list[_Attempt], outcome: BatchOutcome) -> list[_Attempt]:
+    async def _round(
+        self, pending: list[_Attempt], outcome: BatchOutcome, nominated: NominatedPods | None
+    ) -> list[_Attempt]:
         """Schedule ``pending``, reserve the fitting ones; returns those to retry."""
         reserving: list[_Attempt] = []
         for attempt in pending:
@@ -180,7 +190,11 @@ class BatchScheduler:
             attempt.state = CycleState()
             with trace.use_span(attempt.span, end_on_exit=False):
                 result = attempt.framework.schedule_one(
-                    self._snapshot, attempt.pod, state=attempt.state, explain=attempt.explain
+                    self._snapshot,
+                    attempt.pod,
+                    state=attempt.state,
+                    nominated=nominated,
+                    explain=attempt.explain,
                 )
             attempt.explanation = _explanation(result)
             if result.node is None:

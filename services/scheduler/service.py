@@ -13,6 +13,11 @@ applying one again over a newer store read converges to the same state.
 A ScheduleBatch is served once the snapshot has applied every request's ``seq`` (or
 after ``catch_up_timeout``, failing the requests still ahead with ``error``). Its
 BindBatch, FailedScheduling Events and ResultBatch go out in one confirmed publish.
+
+Nominated pods: next to the snapshot (pods on nodes) the service keeps the pending
+pods of the same feed (scheduler.nominated.PendingPods). Each ScheduleBatch reads the
+store's nominations once and runs the framework's two-pass filter with the nominated
+pods that are still pending.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from services.framework.runtime import Framework
 from services.framework.snapshot import Snapshot
 from services.framework.types import PodInfo
 from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
+from services.scheduler.nominated import PendingPods, nominated_pods
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -86,6 +92,8 @@ class SchedulerService:
         rng = random.Random(seed)
         tracer = tracer or telemetry.tracer("scheduler")
         self.snapshot = Snapshot()
+        self.pending = PendingPods()
+        """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
             p.scheduler_name: Framework(
                 p,
@@ -135,6 +143,7 @@ class SchedulerService:
         others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
         assumed = await self._store.assumed()
         by_uid = self.snapshot.load(nodes, pods, seq, others)
+        self.pending.load(by_uid.values(), seq)
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
             if pod is not None and not self.snapshot.is_bound(uid):
@@ -142,6 +151,7 @@ class SchedulerService:
                     self.snapshot.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
         buffered, self._buffer = self._buffer or [], None
         self.snapshot.apply(buffered)
+        self.pending.apply(buffered)
         self._advanced.set()
         log.info(
             "snapshot loaded at seq %d: %d nodes",
@@ -170,8 +180,10 @@ class SchedulerService:
             )
             self._buffer = fresh
             await self._load()
-        elif self.snapshot.apply(fresh):
-            self._advanced.set()
+        else:
+            self.pending.apply(fresh)
+            if self.snapshot.apply(fresh):
+                self._advanced.set()
         return rejections
 
     async def _on_requests(self, deliveries: Sequence[Delivery]) -> list[Rejection]:
@@ -188,7 +200,11 @@ class SchedulerService:
         await self._catch_up(max(r.seq for r in requests))
         applied = self.snapshot.applied_seq
         ready = [r for r in requests if r.seq <= applied]
-        outcome = await self._cycle.run(ready)
+        nominated = None
+        if ready:
+            nominations = await self._store.nominations()
+            nominated = nominated_pods(nominations, self.pending, self.snapshot)
+        outcome = await self._cycle.run(ready, nominated)
         for request in requests:
             if request.seq > applied:
                 reason = (

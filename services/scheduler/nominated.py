@@ -1,0 +1,124 @@
+"""The pods nominated to each node, for upstream's two-pass filter.
+
+Upstream's scheduler asks its PodNominator (``NominatedPodsForNode``) for the pods that
+preemption nominated to a node; ``RunFilterPluginsWithNominatedPods`` then filters a node
+twice, once as if the nominated pods of equal or higher priority (not the pod itself)
+ran there, once as it is (framework.filtering.nominated_pass).
+
+Here the store holds the nominations (pod uid → node, priority) and the scheduler reads
+them once per ScheduleBatch. A nomination names a pod that is still pending, and the
+snapshot keeps only pods on nodes, so :class:`PendingPods` keeps the pending pods of
+the cluster feed by uid: it is fed the same log entries as the snapshot and loaded from
+the same store read. A :class:`PodInfo` is derived only for a pod that is nominated, and
+kept until the pod changes.
+
+A nominated pod stops counting on its node once it is bound or this replica assumed it
+(upstream's ``DeleteNominatedPodIfExists`` on assume); one no longer pending, or not yet
+seen on the feed, is ignored. Its priority is its own (``spec.priority``), compared with
+the pod being scheduled exactly as upstream's ``addGENominatedPods`` compares them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from contracts.events import ClusterEvent as LogEntry
+from contracts.events import PodEvent
+from contracts.k8s import Pod
+from services.common.resources import ResourceError
+from services.common.store import Nomination
+from services.framework.filtering import NominatedPods
+from services.framework.snapshot import Snapshot
+from services.framework.types import PodInfo, pod_uid
+
+log = logging.getLogger("ksched.scheduler")
+
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+def is_pending(pod: Pod) -> bool:
+    """Not on a node, not finished, not being deleted: a pod a nomination can name."""
+    return (
+        not pod.spec.node_name
+        and pod.status.phase not in _TERMINAL
+        and pod.metadata.deletion_timestamp is None
+    )
+
+
+class PendingPods:
+    """Pending pods by uid, a projection of the log like the snapshot (same ``seq``)."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, Pod] = {}
+        self._infos: dict[str, PodInfo | None] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def __contains__(self, uid: str) -> bool:
+        return uid in self._pods
+
+    def load(self, pods: Iterable[Pod], seq: int) -> None:
+        """Replace everything with the store's pods as of ``seq``."""
+        self._pods = {pod_uid(p): p for p in pods if is_pending(p)}
+        self._infos = {}
+        self._seq = seq
+
+    def apply(self, events: Iterable[LogEntry]) -> None:
+        """Apply log entries in order, skipping those with ``seq`` already applied."""
+        for event in events:
+            if event.seq <= self._seq:
+                continue
+            self._seq = event.seq
+            if not isinstance(event, PodEvent):
+                continue
+            uid = pod_uid(event.object)
+            self._infos.pop(uid, None)
+            if event.type != "DELETED" and is_pending(event.object):
+                self._pods[uid] = event.object
+            else:
+                self._pods.pop(uid, None)
+
+    def info(self, uid: str) -> PodInfo | None:
+        """The pending pod's PodInfo (None if not pending, or its requests are invalid)."""
+        if uid in self._infos:
+            return self._infos[uid]
+        pod = self._pods.get(uid)
+        if pod is None:
+            return None
+        try:
+            info: PodInfo | None = PodInfo.of(pod)
+        except ResourceError as err:
+            log.warning("nominated pod %s ignored: %s", uid, err)
+            info = None
+        self._infos[uid] = info
+        return info
+
+
+def nominated_pods(
+    nominations: Mapping[str, Nomination], pending: PendingPods, snapshot: Snapshot
+) -> NominatedPods | None:
+    """Node name → the pods nominated to it, for ``Framework.schedule_one``; None when
+    no pending pod is nominated (the filter then runs once, as upstream's does)."""
+    by_node: dict[str, list[PodInfo]] = {}
+    for uid, nomination in nominations.items():
+        info = pending.info(uid)
+        if info is not None:
+            by_node.setdefault(nomination.node, []).append(info)
+    if not by_node:
+        return None
+
+    def for_node(name: str) -> Sequence[PodInfo]:
+        pods = by_node.get(name)
+        if not pods:
+            return ()
+        return [
+            p for p in pods if snapshot.assumed_node(p.uid) is None and not snapshot.is_bound(p.uid)
+        ]
+
+    return for_node
+
+
+__all__ = ["PendingPods", "is_pending", "nominated_pods"]

@@ -1,0 +1,101 @@
+"""``ksched bench Unschedulable`` (upstream's churn op, at a small scale, no timing) and
+``ksched bench QueueOps``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from collections.abc import Sequence
+
+import msgspec
+import pytest
+
+from services.cli.bench import bench_embedded, bench_services
+from services.cli.bench_churn import ChurnOp
+from services.cli.main import main
+from services.cli.manifests import Document
+from services.cli.workloads import WORKLOADS
+from services.common.settings import from_env
+from tests.integration.harness import AMQP_URL, REDIS_URL
+
+UNSCHEDULABLE = WORKLOADS["Unschedulable"]
+
+
+def test_the_workload_follows_upstream() -> None:
+    assert UNSCHEDULABLE.counts(5000) == (100, 10000)
+    assert UNSCHEDULABLE.counts(50) == (1, 100)
+    churn = UNSCHEDULABLE.churn
+    assert churn is not None
+    assert (churn.namespace, churn.interval) == ("namespace-2", 0.2)
+    pod = churn.pod(4)
+    assert pod["metadata"]["name"] == "pod-h-4"
+    assert pod["spec"]["priority"] == 10
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"] == {"requests": {"cpu": "9", "memory": "500Mi"}}
+    measured = UNSCHEDULABLE.measured(0)
+    assert measured["metadata"]["namespace"] == "namespace-3"
+    assert "priority" not in measured["spec"]
+
+
+async def test_churn_publishes_one_pod_at_start_and_stops() -> None:
+    published: list[Document] = []
+
+    async def publish(documents: Sequence[Document]) -> None:
+        published.extend(documents)
+
+    assert UNSCHEDULABLE.churn is not None
+    churn = ChurnOp(UNSCHEDULABLE.churn, publish)
+    await churn.start()
+    assert await churn.stop() == 1
+    (document,) = published
+    event = msgspec.json.decode(document.body)
+    assert (document.routing_key, event["type"]) == ("pod.added", "ADDED")
+    assert event["object"]["metadata"]["namespace"] == "namespace-2"
+
+
+async def test_embedded_mode_binds_every_measured_pod_under_churn() -> None:
+    report = await bench_embedded(UNSCHEDULABLE, 20, 2, 30)
+    assert (report["workload"], report["mode"], report["pods"]) == ("Unschedulable", "embedded", 30)
+    assert report["unschedulable_churn"] >= 1
+
+
+def test_cycle_mode_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "Unschedulable", "--nodes", "10", "--mode", "cycle"]) == 2
+    assert "use --mode embedded or --mode services" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+async def test_services_mode_binds_every_measured_pod_under_churn() -> None:
+    settings = from_env(amqp_url=AMQP_URL, redis_url=REDIS_URL)
+    report = await bench_services(UNSCHEDULABLE, 20, 2, 30, settings)
+    assert (report["mode"], report["pods"]) == ("services", 30)
+    assert report["unschedulable_churn"] >= 1
+    json.dumps(report)
+
+
+def test_queue_ops_prints_what_the_queue_bench_returns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def queue_ops(pods: int = 100_000) -> dict[str, float]:
+        calls.append(pods)
+        return {"add": 1.5, "pop": 2.0}
+
+    fake = types.ModuleType("services.queue.bench")
+    fake.queue_ops = queue_ops
+    monkeypatch.setitem(sys.modules, "services.queue.bench", fake)
+    assert main(["bench", "QueueOps", "--pods", "500"]) == 0
+    assert main(["bench", "QueueOps"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [{"add": 1.5, "pop": 2.0}] * 2
+    assert calls == [500, 100_000]
+
+
+def test_queue_ops_says_so_when_the_queue_has_no_bench(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "services.queue.bench", None)
+    assert main(["bench", "QueueOps"]) == 2
+    assert "QueueOps is not available" in capsys.readouterr().err
