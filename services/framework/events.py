@@ -21,7 +21,7 @@ class EventResource(enum.StrEnum):
 
     Pod = "Pod"
     AssignedPod = "AssignedPod"
-    UnscheduledPod = "UnscheduledPod"
+    UnschedulablePod = "UnschedulablePod"
     Node = "Node"
     PersistentVolume = "PersistentVolume"
     PersistentVolumeClaim = "PersistentVolumeClaim"
@@ -82,15 +82,29 @@ class ClusterEvent:
         """``NodeAdd``, ``PodDelete``…: the label upstream uses in metrics."""
         return self.custom_label or f"{self.resource}{self.action_type.name or ''}"
 
-    def matches(self, other: ClusterEvent) -> bool:
-        """True if this registered event covers the incoming event ``other``."""
-        if self.resource == EventResource.WildCard:
-            return bool(self.action_type & other.action_type)
-        same = self.resource == other.resource or (
-            self.resource == EventResource.Pod
-            and other.resource in (EventResource.AssignedPod, EventResource.UnscheduledPod)
+    def is_wildcard(self) -> bool:
+        """``ClusterEventIsWildCard``: every resource, every action."""
+        return self.resource == EventResource.WildCard and self.action_type == ActionType.All
+
+    def matches(self, incoming: ClusterEvent) -> bool:
+        """``MatchClusterEvents``: this registered event covers ``incoming`` if it is the
+        same event or a more specific one. A generic ``Update`` only matches a
+        registration of every update (``incoming <= registered``); ``Pod`` covers
+        assigned and unschedulable pods; an incoming wildcard matches only the wildcard
+        registration."""
+        if self.is_wildcard():
+            return True
+        resource = self.resource
+        same = (
+            resource == EventResource.WildCard
+            or resource == incoming.resource
+            or (
+                resource == EventResource.Pod
+                and incoming.resource in (EventResource.AssignedPod, EventResource.UnschedulablePod)
+            )
         )
-        return same and bool(self.action_type & other.action_type)
+        action, wanted = incoming.action_type, self.action_type
+        return same and bool(wanted & action) and int(action) <= int(wanted)
 
 
 class QueueingHint(enum.IntEnum):

@@ -10,7 +10,7 @@ ran there (its status, if it fails, is that pass's), then as it is; it must pass
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,8 +28,20 @@ from services.framework.nodeinfo import NodeTable
 from services.framework.status import SUCCESS, Code, Status, StatusError, as_status
 from services.framework.types import PodInfo
 
-NominatedPods = Callable[[str], Sequence[PodInfo]]
-"""Node name → pods nominated to it (``PodNominator.NominatedPodsForNode``)."""
+
+@dataclass(frozen=True, slots=True)
+class NominatedPods:
+    """The pods nominated to nodes (``PodNominator``): ``nodes`` names the nodes that have
+    any, so the first filter pass visits only those; ``pods_for(node)`` gives them
+    (``NominatedPodsForNode``), as of the moment it is called."""
+
+    nodes: Collection[str]
+    pods_for: Callable[[str], Sequence[PodInfo]]
+
+    @classmethod
+    def of(cls, by_node: Mapping[str, Sequence[PodInfo]]) -> NominatedPods:
+        """Fixed pods per node."""
+        return cls(tuple(by_node), lambda name: by_node.get(name, ()))
 
 
 @dataclass(slots=True)
@@ -127,9 +139,14 @@ def nominated_pass(
     """The first pass for candidate ``rows`` that have nominated pods of priority ≥ the
     pod's: row → rejecting Status for the rows that fail with those pods added."""
     failed: dict[int, Status] = {}
-    for row in rows.tolist():
+    candidate = np.zeros(nodes.num_nodes, dtype=np.bool_)
+    candidate[rows] = True
+    visit = [nodes.index[n] for n in nominated.nodes if n in nodes.index]
+    for row in sorted(r for r in visit if candidate[r]):
         name = nodes.names[row]
-        added = [p for p in nominated(name) if p.priority >= pod.priority and p.uid != pod.uid]
+        added = [
+            p for p in nominated.pods_for(name) if p.priority >= pod.priority and p.uid != pod.uid
+        ]
         if not added:
             continue
         with_pods = state.clone()

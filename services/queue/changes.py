@@ -26,15 +26,13 @@ UNSCHEDULABLE_TIMEOUT: Final = "UnschedulableTimeout"
 
 ASSIGNED_POD_ADD: Final = ClusterEvent(R.AssignedPod, A.Add)
 ASSIGNED_POD_DELETE: Final = ClusterEvent(R.AssignedPod, A.Delete)
-UNSCHEDULED_POD_ADD: Final = ClusterEvent(R.UnscheduledPod, A.Add)
-UNSCHEDULED_POD_UPDATE: Final = ClusterEvent(R.UnscheduledPod, A.Update)
+UNSCHEDULED_POD_ADD: Final = ClusterEvent(R.UnschedulablePod, A.Add)
+UNSCHEDULED_POD_UPDATE: Final = ClusterEvent(R.UnschedulablePod, A.Update)
 NODE_ADD: Final = ClusterEvent(R.Node, A.Add)
 NODE_DELETE: Final = ClusterEvent(R.Node, A.Delete)
 EVENT_UNSCHEDULABLE_TIMEOUT: Final = ClusterEvent(R.WildCard, A.All, UNSCHEDULABLE_TIMEOUT)
 """The leftover flush: a wildcard event, so it moves every pod it is given."""
 EVENT_FORCE_ACTIVATE: Final = ClusterEvent(R.WildCard, A.All, FORCE_ACTIVATE)
-
-_RESOURCE_LABEL: Final = {R.UnscheduledPod: "UnschedulablePod"}
 
 
 def label(event: ClusterEvent) -> str:
@@ -42,7 +40,7 @@ def label(event: ClusterEvent) -> str:
     ``NodeUpdateNodeLabel``…: upstream's ``ClusterEvent.Label()``."""
     if event.custom_label:
         return event.custom_label
-    resource = _RESOURCE_LABEL.get(event.resource, str(event.resource))
+    resource = str(event.resource)
     action = event.action_type
     name = "Update" if action in (A.UpdateOther, A.Update) else action.name
     return f"{resource}{name}"
@@ -50,24 +48,12 @@ def label(event: ClusterEvent) -> str:
 
 def is_wildcard(event: ClusterEvent) -> bool:
     """``ClusterEventIsWildCard``."""
-    return event.resource == R.WildCard and event.action_type == A.All
+    return event.is_wildcard()
 
 
 def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
-    """``MatchClusterEvents``: the incoming event is the registered one or a more
-    specific one. A generic ``Update`` only matches registrations of every update
-    (``incoming <= registered``); ``Pod`` covers assigned and unscheduled pods; a
-    wildcard incoming event matches only the wildcard registration."""
-    if is_wildcard(registered):
-        return True
-    resource = registered.resource
-    same = (
-        resource == R.WildCard
-        or resource == incoming.resource
-        or (resource == R.Pod and incoming.resource in (R.AssignedPod, R.UnscheduledPod))
-    )
-    action, wanted = incoming.action_type, registered.action_type
-    return same and bool(wanted & action) and int(action) <= int(wanted)
+    """``MatchClusterEvents`` (see ClusterEvent.matches)."""
+    return registered.matches(incoming)
 
 
 def match_any(incoming: ClusterEvent, registered: tuple[ClusterEvent, ...]) -> bool:
@@ -128,9 +114,9 @@ _POD_EXTRACTORS: Final[tuple[Callable[[Pod, Pod], ActionType | None], ...]] = (
 
 def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
     """``PodSchedulingPropertiesChange``: one event per specific change, on
-    ``AssignedPod`` or ``UnscheduledPod`` after the new pod's nodeName; a generic
+    ``AssignedPod`` or ``UnschedulablePod`` after the new pod's nodeName; a generic
     ``Update`` when none applies (status, annotations, other spec fields)."""
-    resource = R.AssignedPod if new.spec.node_name else R.UnscheduledPod
+    resource = R.AssignedPod if new.spec.node_name else R.UnschedulablePod
     events = [
         ClusterEvent(resource, action)
         for extract in _POD_EXTRACTORS

@@ -118,7 +118,7 @@ def nominated_pods(
             p for p in pods if snapshot.assumed_node(p.uid) is None and not snapshot.is_bound(p.uid)
         ]
 
-    return for_node
+    return NominatedPods(tuple(by_node), for_node)
 
 
 __all__ = ["PendingPods", "is_pending", "nominated_pods"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from services.cli.main import _settings, _settings_argv, parser
-from services.common.settings import Settings
 
 
 @pytest.mark.parametrize("command", [["run", "queue"], ["up"]])
@@ -16,9 +15,6 @@ def test_metrics_port_is_forwarded_to_the_service_processes(command: list[str]) 
     assert "--metrics-port" not in _settings_argv(parser().parse_args(command))
 
 
-@pytest.mark.skipif(
-    "metrics_port" not in Settings.__struct_fields__, reason="Settings has no metrics_port yet"
-)
 def test_metrics_port_reaches_the_settings() -> None:
     args = parser().parse_args(["run", "queue", "--metrics-port", "0"])
     assert _settings(args).metrics_port == 0

@@ -46,18 +46,18 @@ NODE = make_node("n", labels={"zone": "a"})
 )
 def test_pod_updates_become_the_most_specific_events(new, actions) -> None:  # type: ignore[no-untyped-def]
     events = pod_scheduling_properties_change(new, POD)
-    assert events == [ClusterEvent(R.UnscheduledPod, a) for a in actions]
+    assert events == [ClusterEvent(R.UnschedulablePod, a) for a in actions]
 
 
 def test_gates_eliminated_only_when_the_last_gate_goes() -> None:
     gated = make_pod("p", scheduling_gates=("a", "b"))
     one_left = make_pod("p", scheduling_gates=("b",))
     assert pod_scheduling_properties_change(one_left, gated) == [
-        ClusterEvent(R.UnscheduledPod, A.Update)
+        ClusterEvent(R.UnschedulablePod, A.Update)
     ]
     free = make_pod("p")
     assert pod_scheduling_properties_change(free, one_left) == [
-        ClusterEvent(R.UnscheduledPod, A.UpdatePodSchedulingGatesEliminated)
+        ClusterEvent(R.UnschedulablePod, A.UpdatePodSchedulingGatesEliminated)
     ]
 
 
@@ -124,10 +124,10 @@ def test_uncordoning_is_a_taint_update_cordoning_is_not() -> None:
         (ClusterEvent(R.Node, A.Add), ClusterEvent(R.Node, A.UpdateNodeLabel), False),
         (ClusterEvent(R.Node, A.Update), ClusterEvent(R.Node, A.UpdateNodeLabel), True),
         # A generic update only matches who registered every update.
-        (ClusterEvent(R.Pod, A.UpdatePodLabel), ClusterEvent(R.UnscheduledPod, A.Update), False),
-        (ClusterEvent(R.Pod, A.Add | A.Update), ClusterEvent(R.UnscheduledPod, A.Update), True),
+        (ClusterEvent(R.Pod, A.UpdatePodLabel), ClusterEvent(R.UnschedulablePod, A.Update), False),
+        (ClusterEvent(R.Pod, A.Add | A.Update), ClusterEvent(R.UnschedulablePod, A.Update), True),
         (ClusterEvent(R.Pod, A.Delete), ClusterEvent(R.AssignedPod, A.Delete), True),
-        (ClusterEvent(R.AssignedPod, A.Delete), ClusterEvent(R.UnscheduledPod, A.Delete), False),
+        (ClusterEvent(R.AssignedPod, A.Delete), ClusterEvent(R.UnschedulablePod, A.Delete), False),
         (ClusterEvent(R.WildCard, A.All), ClusterEvent(R.Node, A.UpdateNodeCondition), True),
         (ClusterEvent(R.Node, A.All), EVENT_UNSCHEDULABLE_TIMEOUT, False),
         (ClusterEvent(R.WildCard, A.Add), ClusterEvent(R.Node, A.Add), True),
@@ -143,7 +143,7 @@ def test_match_cluster_events(registered, incoming, matches) -> None:  # type: i
         (NODE_ADD, "NodeAdd"),
         (ASSIGNED_POD_DELETE, "AssignedPodDelete"),
         (UNSCHEDULED_POD_ADD, "UnschedulablePodAdd"),
-        (ClusterEvent(R.UnscheduledPod, A.Update), "UnschedulablePodUpdate"),
+        (ClusterEvent(R.UnschedulablePod, A.Update), "UnschedulablePodUpdate"),
         (ClusterEvent(R.Node, A.UpdateNodeLabel), "NodeUpdateNodeLabel"),
         (ClusterEvent(R.PersistentVolumeClaim, A.Add), "PersistentVolumeClaimAdd"),
         (ClusterEvent(R.StorageClass, A.Update), "storage.k8s.io/StorageClassUpdate"),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from contracts.k8s import PodStatus
 from services.framework import Framework
 from services.framework.config import default_profile
 from services.framework.events import ActionType, ClusterEvent, EventResource
@@ -32,6 +34,15 @@ def test_registered_events():
     [
         pytest.param(make_pod("gone", node_name="n"), None, Q.Queue, id="bound pod deleted"),
         pytest.param(make_pod("gone"), None, Q.QueueSkip, id="pending pod deleted"),
+        pytest.param(
+            msgspec.structs.replace(
+                make_pod("gone"),
+                status=PodStatus(nominated_node_name="n"),
+            ),
+            None,
+            Q.Queue,
+            id="nominated pod deleted",
+        ),
         pytest.param(
             make_pod("x", node_name="n", requests={"cpu": "3"}),
             make_pod("x", node_name="n", requests={"cpu": "1"}),

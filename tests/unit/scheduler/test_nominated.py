@@ -168,5 +168,6 @@ class TestPendingPods:
         pending.load([make_pod("a")], seq=1)
         nominated = nominated_pods({"default-a-uid": Nomination("n1", 5)}, pending, Snapshot())
         assert nominated is not None
-        assert [p.key for p in nominated("n1")] == ["default/a"]
-        assert list(nominated("n2")) == []
+        assert [p.key for p in nominated.pods_for("n1")] == ["default/a"]
+        assert list(nominated.pods_for("n2")) == []
+        assert list(nominated.nodes) == ["n1"]

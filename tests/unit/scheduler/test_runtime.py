@@ -9,6 +9,7 @@ import pytest
 
 from services.framework import Code, Framework, PodInfo, Status
 from services.framework.config import default_profile
+from services.framework.filtering import NominatedPods
 from services.framework.interface import PreFilterResult
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import (
@@ -167,8 +168,11 @@ class TestNominatedPods:
     nominated to it that have at least the pod's priority."""
 
     def nominated(self, *pods):
-        infos = [PodInfo.of(p) for p in pods]
-        return lambda name: [i for i in infos if i.pod.status.nominated_node_name == name]
+        by_node: dict[str, list[PodInfo]] = {}
+        for pod in pods:
+            info = PodInfo.of(pod)
+            by_node.setdefault(info.pod.status.nominated_node_name or "", []).append(info)
+        return NominatedPods.of(by_node)
 
     def test_higher_priority_nominated_pod_keeps_its_room(self):
         snapshot = snapshot_of([node("a", cpu="2")])

@@ -39,7 +39,9 @@ def after_pod_event(pod: Pod, old: object | None, new: object | None) -> Queuein
     if not isinstance(old, Pod):
         return QueueingHint.Queue
     if new is None:
-        return QueueingHint.Queue if old.spec.node_name else QueueingHint.QueueSkip
+        # A deleted pod frees room where it ran, or where it was nominated to run.
+        held_room = old.spec.node_name or old.status.nominated_node_name
+        return QueueingHint.Queue if held_room else QueueingHint.QueueSkip
     if not isinstance(new, Pod):
         return QueueingHint.Queue
     try:

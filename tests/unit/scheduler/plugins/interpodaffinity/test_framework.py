@@ -10,6 +10,7 @@ import pytest
 from services.framework import Code, Framework, PodInfo
 from services.framework import ExtensionPoint as P
 from services.framework.config import DEFAULT_PLUGINS
+from services.framework.filtering import NominatedPods
 from services.framework.plugins import in_tree_registry
 from services.framework.plugins.interpodaffinity import ENTRY, NAME
 from services.framework.profile import (
@@ -136,7 +137,5 @@ def test_nominated_pod_matching_the_incoming_anti_affinity_blocks_its_node(where
     fw = framework(snap)
     nominee = PodInfo.of(pod("nominee", labels={"app": "web"}))
     incoming = pod(labels={"app": "web"}, anti=[term("host", exists("app"))])
-    result = fw.schedule_one(
-        snap, incoming, nominated=lambda name: [nominee] if name == where else []
-    )
+    result = fw.schedule_one(snap, incoming, nominated=NominatedPods.of({where: [nominee]}))
     assert result.node is not None and result.node != where

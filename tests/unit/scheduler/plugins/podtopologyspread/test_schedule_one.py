@@ -7,6 +7,7 @@ from collections import Counter
 
 from services.framework import Code, Framework, PodInfo, Snapshot
 from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
+from services.framework.filtering import NominatedPods
 from services.framework.plugins import in_tree_registry
 from services.framework.plugins.podtopologyspread import ENTRY
 from services.framework.profile import merge_plugins
@@ -131,7 +132,7 @@ def test_nominated_pods_count_on_their_node():
     incoming = spread(pod("late", foo=""), 1, ZONE, DNS, FOO)
     for seed in range(5):
         fw = framework(seed)
-        result = fw.schedule_one(snapshot, incoming, nominated=lambda n: [nominee] * (n == "c1"))
+        result = fw.schedule_one(snapshot, incoming, nominated=NominatedPods.of({"c1": [nominee]}))
         assert result.node == "b1"
-        result = fw.schedule_one(snapshot, incoming, nominated=lambda n: [nominee] * (n == "b1"))
+        result = fw.schedule_one(snapshot, incoming, nominated=NominatedPods.of({"b1": [nominee]}))
         assert result.node == "c1"
