@@ -9,45 +9,18 @@ message ``labels.NewRequirement`` gives, e.g.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from contracts.k8s import LabelSelector
+from services.framework.plugins.helper.names import label_value_errors, qualified_name_errors
 
 IN: Final = "In"
 NOT_IN: Final = "NotIn"
 EXISTS: Final = "Exists"
 DOES_NOT_EXIST: Final = "DoesNotExist"
 _OPERATORS: Final = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
-
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME_MSG: Final = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
-    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-_QUALIFIED_MSG: Final = (
-    "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-    "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') "
-    "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-)
-_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-    "'my_value',  or '12345', regex used for validation is "
-    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
 
 
 class SelectorError(ValueError):
@@ -139,40 +112,3 @@ def _requirement(key: str, operator: str, values: Sequence[str]) -> Requirement:
     if errors:
         raise SelectorError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
     return Requirement(key, operator, frozenset(values))
-
-
-def qualified_name_errors(name: str) -> list[str]:
-    """``validation.IsQualifiedName``."""
-    parts = name.split("/")
-    if len(parts) == 1:
-        prefix, short = None, parts[0]
-    elif len(parts) == 2:
-        prefix, short = parts
-    else:
-        return [_QUALIFIED_MSG]
-    errors: list[str] = []
-    if prefix is not None:
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errors.append("prefix part must be no more than 253 characters")
-            if not _SUBDOMAIN.match(prefix):
-                errors.append("prefix part " + _SUBDOMAIN_MSG)
-    if not short:
-        errors.append("name part must be non-empty")
-    elif len(short) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if short and not _NAME.match(short):
-        errors.append(_NAME_MSG)
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _VALUE.match(value):
-        errors.append(_VALUE_MSG)
-    return errors

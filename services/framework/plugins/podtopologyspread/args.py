@@ -7,12 +7,12 @@ from typing import Any, Final, Self
 import msgspec
 
 from contracts.k8s import TopologySpreadConstraint
+from services.framework.plugins.helper.names import qualified_name_errors
 from services.framework.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULT_CONSTRAINTS,
 )
-from services.framework.plugins.podtopologyspread.names import qualified_name_errors
 from services.framework.registry import ConfigError, join_path
 
 SYSTEM_DEFAULTING: Final = "System"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from contracts.k8s import LabelSelector, ObjectMeta, OwnerReference
-from services.framework.plugins.podtopologyspread.names import (
+from services.framework.plugins.helper.names import (
     label_value_errors,
     qualified_name_errors,
 )

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from contracts.k8s import Node, Taint, Toleration
-from services.framework.attributes import BoolArray, Int32Array, NodeAttributes
+from services.framework.attributes import BoolArray, Int32Array, NodeAttributes, TaintKey
 from services.framework.nodeinfo import NodeTable
+from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 _FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 TaintSet = tuple[tuple[str, str, str], ...]
@@ -29,24 +30,10 @@ def _taint_set(taints: Sequence[Taint]) -> TaintSet:
     return tuple(sorted(kept))
 
 
-def tolerates(toleration: Toleration, key: str, value: str, effect: str) -> bool:
-    """``Toleration.ToleratesTaint`` (comparison operators are an alpha feature: off)."""
-    if toleration.effect and toleration.effect != effect:
-        return False
-    if toleration.key and toleration.key != key:
-        return False
-    match toleration.operator:
-        case None | "" | "Equal":
-            return (toleration.value or "") == value
-        case "Exists":
-            return True
-        case _:
-            return False
-
-
 def tolerates_all(tolerations: Sequence[Toleration], taints: TaintSet) -> bool:
     """``FindMatchingUntoleratedTaint`` finds nothing."""
-    return all(any(tolerates(t, *taint) for t in tolerations) for taint in taints)
+    keys = tolerations_of(tolerations)
+    return all(tolerations_tolerate(keys, TaintKey(*taint)) for taint in taints)
 
 
 def node_tolerated(tolerations: Sequence[Toleration], node: Node) -> bool:
