@@ -228,3 +228,21 @@ async def test_the_default_plugins_decide_across_processes(
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
         "2 node(s) didn't match Pod's node affinity/selector."
     )
+
+
+async def test_kill_9_of_the_informer_loses_no_event_and_binds_each_pod_once(
+    cluster: tuple[Processes, Client, RedisStore],
+) -> None:
+    """The single writer dies mid-run: the durable inbound queue keeps what it had not
+    acknowledged, and on restart it repairs the store from its log and republishes."""
+    processes, client, store = cluster
+    await publish_cluster(client, 150)
+    await client.wait_for(lambda: len(client.recorded) >= 30)
+    await processes.kill9("informer")
+    for i in range(150, 200):  # published while the informer is down
+        await client.publish("pod", pod(f"p-{i}", cpu=CPU_PER_POD))
+    await processes.start("informer")
+    await client.wait_for(lambda: len(client.bindings()) >= 200, within=120)
+    await assert_bound_exactly_once(client, store, 200)
+    await assert_no_overcommit(client, store)
+    assert await store.assumed() == {}
