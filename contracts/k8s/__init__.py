@@ -25,6 +25,7 @@ from contracts.k8s.node import (
 )
 from contracts.k8s.pod import (
     DEFAULT_SCHEDULER_NAME,
+    TERMINAL_PHASES,
     Affinity,
     Container,
     ContainerPort,
@@ -61,6 +62,7 @@ from contracts.k8s.storage import (
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
+    "TERMINAL_PHASES",
     "Affinity",
     "Binding",
     "Container",

@@ -14,6 +14,8 @@ from contracts.k8s.base import (
 )
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+"""Pod phases after which a pod holds no resources and is never scheduled again."""
 
 
 class ResourceRequirements(Wire, kw_only=True, frozen=True):

@@ -26,7 +26,7 @@ import msgspec
 
 from contracts.events import ClusterEvent as LogEntry
 from contracts.events import NodeEvent, PodEvent
-from contracts.k8s import Node, Pod, namespaced_name
+from contracts.k8s import TERMINAL_PHASES, Node, Pod, namespaced_name
 from services.common.resources import ResourceError, node_allocatable
 from services.framework.columns import NodeColumns
 from services.framework.listers import Listers
@@ -35,7 +35,6 @@ from services.framework.types import PodInfo, pod_priority, pod_uid
 
 log = logging.getLogger(__name__)
 
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 _node_decoder = msgspec.json.Decoder(Node)
 _pod_decoder = msgspec.json.Decoder(Pod)
 
@@ -154,7 +153,7 @@ class Snapshot:
         """Add or update a pod (``AddPod`` / ``UpdatePod``). It counts on
         ``spec.nodeName`` unless terminal; a binding replaces this replica's assumption."""
         uid = pod_uid(pod)
-        terminal = pod.status.phase in _TERMINAL
+        terminal = pod.status.phase in TERMINAL_PHASES
         node = None if terminal else pod.spec.node_name
         if node is None:
             self._unbind(uid)

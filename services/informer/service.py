@@ -28,7 +28,7 @@ from opentelemetry import trace
 from contracts import topology
 from contracts.errors import ErrorReport
 from contracts.events import EVENT_FOR_KIND, ClusterBatch, ClusterEvent, Origin, PodEvent
-from contracts.k8s import Binding, Pod
+from contracts.k8s import TERMINAL_PHASES, Binding, Pod
 from contracts.kinds import KINDS, KubeObject
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
@@ -44,7 +44,6 @@ tracer = telemetry.tracer("informer")
 
 _encoder = msgspec.json.Encoder()
 _binding_decoder = msgspec.json.Decoder(Binding)
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 REPUBLISH_TAIL = 512
 """Log entries republished at start even if already applied (see InformerService.catch_up)."""
 
@@ -238,7 +237,7 @@ def _projected(event: ClusterEvent) -> ProjectedEntry:
     body = None if deleted else _encoder.encode(obj)
     if isinstance(event, PodEvent):
         pod = event.object
-        node = None if deleted or pod.status.phase in _TERMINAL else pod.spec.node_name
+        node = None if deleted or pod.status.phase in TERMINAL_PHASES else pod.spec.node_name
         requests = {**pod_requests(pod), PODS: 1}
         return ProjectedEntry(
             event.seq, "pod", key, body, pod=PodCharge(pod.metadata.uid, node, requests)

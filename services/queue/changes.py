@@ -46,19 +46,9 @@ def label(event: ClusterEvent) -> str:
     return f"{resource}{name}"
 
 
-def is_wildcard(event: ClusterEvent) -> bool:
-    """``ClusterEventIsWildCard``."""
-    return event.is_wildcard()
-
-
-def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
-    """``MatchClusterEvents`` (see ClusterEvent.matches)."""
-    return registered.matches(incoming)
-
-
 def match_any(incoming: ClusterEvent, registered: tuple[ClusterEvent, ...]) -> bool:
     """``MatchAnyClusterEvent``."""
-    return any(match_cluster_events(r, incoming) for r in registered)
+    return any(r.matches(incoming) for r in registered)
 
 
 # -- pods ------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
 
 from contracts.events import (
     ClusterEvent as LogEntry,
@@ -38,6 +37,7 @@ from contracts.events import (
     StorageClassEvent,
 )
 from contracts.k8s import (
+    TERMINAL_PHASES,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -60,13 +60,11 @@ from services.queue.priority import PriorityClasses
 from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import QueuedPodInfo
 
-TERMINAL: Final = frozenset({"Succeeded", "Failed"})
-
 Volume = PersistentVolume | PersistentVolumeClaim | StorageClass
 
 
 def is_terminal(pod: Pod) -> bool:
-    return pod.status.phase in TERMINAL
+    return pod.status.phase in TERMINAL_PHASES
 
 
 def is_assigned(pod: Pod) -> bool:

@@ -21,7 +21,7 @@ from services.framework.events import (
     QueueingHint,
     QueueingHintFn,
 )
-from services.queue.changes import is_wildcard, label, match_cluster_events
+from services.queue.changes import label
 
 log = logging.getLogger("ksched.queue")
 
@@ -79,7 +79,7 @@ class QueueingHintMap:
             for profile, registrations in self._registered.items():
                 hints: dict[str, list[QueueingHintFn | None]] = {}
                 for r in registrations:
-                    if match_cluster_events(r.event, event):
+                    if r.event.matches(event):
                         hints.setdefault(r.plugin, []).append(r.hint)
                 found[profile] = {plugin: tuple(fns) for plugin, fns in hints.items()}
             self._matching[event] = found
@@ -87,7 +87,7 @@ class QueueingHintMap:
 
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
         """``isEventOfInterest``: a wildcard event, or one some plugin registered."""
-        return is_wildcard(event) or any(self.matching(event).values())
+        return event.is_wildcard() or any(self.matching(event).values())
 
     def interested_plugins(self, event: ClusterEvent) -> frozenset[str]:
         """The plugins (of any profile) whose registrations match ``event``."""
@@ -108,7 +108,7 @@ class QueueingHintMap:
         as Queue, so that a bug never strands a pod."""
         if not unschedulable and not pending:
             return QueueingStrategy.QueueAfterBackoff
-        if is_wildcard(event):
+        if event.is_wildcard():
             if isinstance(new, Pod) and new.metadata.uid != pod.metadata.uid:
                 return QueueingStrategy.QueueSkip
             return QueueingStrategy.QueueAfterBackoff

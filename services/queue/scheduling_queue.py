@@ -55,7 +55,6 @@ from services.queue.changes import (
     POP_FROM_BACKOFF_Q,
     SCHEDULE_ATTEMPT_FAILURE,
     UNSCHEDULED_POD_ADD,
-    is_wildcard,
     label,
     match_any,
     pod_scheduling_properties_change,
@@ -369,7 +368,7 @@ class SchedulingQueue:
         backoffQ or activeQ. Returns how many moved."""
         if not self.hints.is_event_of_interest(event):
             return 0
-        if is_wildcard(event):
+        if event.is_wildcard():
             candidates = list(self._unschedulable)
         else:
             candidates = self._unschedulable.rejected_by(self.hints.interested_plugins(event))

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from contracts.events import ClusterEvent as LogEntry
 from contracts.events import PodEvent
-from contracts.k8s import Pod
+from contracts.k8s import TERMINAL_PHASES, Pod
 from services.common.resources import ResourceError
 from services.common.store import Nomination
 from services.framework.filtering import NominatedPods
@@ -34,14 +34,12 @@ from services.framework.types import PodInfo, pod_uid
 
 log = logging.getLogger("ksched.scheduler")
 
-_TERMINAL = frozenset({"Succeeded", "Failed"})
-
 
 def is_pending(pod: Pod) -> bool:
     """Not on a node, not finished, not being deleted: a pod a nomination can name."""
     return (
         not pod.spec.node_name
-        and pod.status.phase not in _TERMINAL
+        and pod.status.phase not in TERMINAL_PHASES
         and pod.metadata.deletion_timestamp is None
     )
 

@@ -22,7 +22,7 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Node, Pod
-from services.framework.attributes import BoolArray, TaintKey
+from services.framework.attributes import TaintKey
 from services.framework.events import (
     ActionType,
     ClusterEvent,
@@ -39,6 +39,7 @@ from services.framework.plugins.helper.taints import (
     TolerationKey,
     tolerations_of,
     tolerations_tolerate,
+    untolerated_rows,
 )
 from services.framework.registry import PluginEntry
 from services.framework.status import SUCCESS, Code, Status, StatusError
@@ -77,20 +78,7 @@ class TaintToleration:
         index = nodes.attributes.taints()
         if not index.taints:
             return FilterResult.all_passed(nodes.num_nodes)
-        tolerations = tolerations_of(pod.pod.spec.tolerations)
-
-        def untolerated_rows() -> BoolArray:
-            bad = np.fromiter(
-                (
-                    t.effect in DO_NOT_SCHEDULE and not tolerations_tolerate(tolerations, t)
-                    for t in index.taints
-                ),
-                dtype=np.bool_,
-                count=len(index.taints),
-            )
-            return index.rows_having(bad)
-
-        rejected = nodes.attributes.memo((NAME, "filter", tolerations), untolerated_rows)
+        rejected = untolerated_rows(tolerations_of(pod.pod.spec.tolerations), nodes.attributes)
         return FilterResult.uniform(~rejected, _REJECTED)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:

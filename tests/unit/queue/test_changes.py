@@ -13,7 +13,6 @@ from services.queue.changes import (
     NODE_ADD,
     UNSCHEDULED_POD_ADD,
     label,
-    match_cluster_events,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
@@ -134,7 +133,7 @@ def test_uncordoning_is_a_taint_update_cordoning_is_not() -> None:
     ],
 )
 def test_match_cluster_events(registered, incoming, matches) -> None:  # type: ignore[no-untyped-def]
-    assert match_cluster_events(registered, incoming) is matches
+    assert registered.matches(incoming) is matches
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+import numpy as np
+
 from contracts.k8s import Toleration
-from services.framework.attributes import TaintKey
+from services.framework.attributes import BoolArray, NodeAttributes, TaintKey
 
 NO_SCHEDULE: Final = "NoSchedule"
 PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
@@ -55,3 +57,24 @@ def tolerates(toleration: TolerationKey, taint: TaintKey) -> bool:
 def tolerations_tolerate(tolerations: Sequence[TolerationKey], taint: TaintKey) -> bool:
     """``TolerationsTolerateTaint``: does any toleration tolerate ``taint``?"""
     return any(tolerates(t, taint) for t in tolerations)
+
+
+def untolerated_rows(tolerations: Sequence[TolerationKey], nodes: NodeAttributes) -> BoolArray:
+    """Per row: the node has a NoSchedule/NoExecute taint none of ``tolerations``
+    tolerates (``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``).
+    Cached on the node attributes, so TaintToleration's Filter and PodTopologySpread's
+    ``nodeTaintsPolicy: Honor`` share one answer per set of tolerations."""
+
+    def build() -> BoolArray:
+        index = nodes.taints()
+        bad = np.fromiter(
+            (
+                t.effect in DO_NOT_SCHEDULE and not tolerations_tolerate(tolerations, t)
+                for t in index.taints
+            ),
+            dtype=np.bool_,
+            count=len(index.taints),
+        )
+        return index.rows_having(bad)
+
+    return nodes.memo(("helper.taints.untolerated", tuple(tolerations)), build)

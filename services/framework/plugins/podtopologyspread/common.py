@@ -17,6 +17,7 @@ import numpy as np
 from contracts.k8s import Pod, TopologySpreadConstraint
 from services.framework.attributes import BoolArray
 from services.framework.nodeinfo import NodeTable
+from services.framework.plugins.helper.taints import tolerations_of, untolerated_rows
 from services.framework.plugins.podtopologyspread.nodeaffinity import required_affinity_rows
 from services.framework.plugins.podtopologyspread.selector import (
     Selector,
@@ -24,7 +25,6 @@ from services.framework.plugins.podtopologyspread.selector import (
     from_label_selector,
     with_match_labels,
 )
-from services.framework.plugins.podtopologyspread.taints import tolerated_rows
 
 NAME: Final = "PodTopologySpread"
 
@@ -165,7 +165,9 @@ def included_rows(pod: Pod, constraints: Sequence[Constraint], nodes: NodeTable)
             mask = mask & affinity
         if c.honors_taints:
             if tolerated is None:
-                tolerated = tolerated_rows(pod.spec.tolerations, nodes)
+                tolerated = ~untolerated_rows(
+                    tolerations_of(pod.spec.tolerations), nodes.attributes
+                )
             mask = mask & tolerated
         result.append(mask)
     return result
