@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -113,9 +113,11 @@ async def run_service(name: str, settings: Settings) -> None:
         await store.close()
 
 
-def up(settings_args: Sequence[str]) -> int:
-    """Start every service as its own process; restart one that dies; stop all on a signal."""
+def up(settings_args: Sequence[str], only: Mapping[str, Sequence[str]] | None = None) -> int:
+    """Start every service as its own process; restart one that dies; stop all on a signal.
+    ``only[name]`` are flags for that service alone (``--metrics-port`` for the queue)."""
     command = [sys.executable, "-m", "services.cli.main", "run"]
+    argv = {n: [*command, n, *settings_args, *(only or {}).get(n, ())] for n in SERVICES}
     children: dict[str, subprocess.Popen[bytes]] = {}
     stopping = False
 
@@ -126,13 +128,13 @@ def up(settings_args: Sequence[str]) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     for name in SERVICES:
-        children[name] = subprocess.Popen([*command, name, *settings_args])
+        children[name] = subprocess.Popen(argv[name])
     while not stopping:
         for name, child in list(children.items()):
             code = child.poll()
             if code is not None and not stopping:
                 log.warning("%s exited with %s; restarting", name, code)
-                children[name] = subprocess.Popen([*command, name, *settings_args])
+                children[name] = subprocess.Popen(argv[name])
         with contextlib.suppress(subprocess.TimeoutExpired):
             next(iter(children.values())).wait(timeout=0.5)
     for child in children.values():
