@@ -14,7 +14,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Protocol
 
 from contracts import topology
@@ -44,16 +43,14 @@ class Service(Protocol):
 
 
 def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
-    bus = open_bus(settings.amqp_url, namespace=settings.namespace)
-    store = open_store(settings.redis_url, namespace=settings.store_namespace)
+    bus = open_bus(settings.amqp_url, namespace=settings.namespace, tls=settings.tls)
+    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
     return bus, store
 
 
 def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
     clock = SystemClock()
     if name == "informer":
-        if settings.event_log != "memory://":
-            Path(settings.event_log).parent.mkdir(parents=True, exist_ok=True)
         return InformerService(bus, store, open_event_log(settings.event_log), clock)
     if name == "queue":
         config = scheduler_config(settings.config)

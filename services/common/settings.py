@@ -11,12 +11,25 @@ from collections.abc import Mapping
 
 import msgspec
 
+from services.common.tls import TLSFiles
+
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
     """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus."""
     redis_url: str = "redis://127.0.0.1:6379/0"
     """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store."""
+    tls_ca: str | None = None
+    """PEM file of the CA(s) that sign the broker's and Redis's server certificates
+    (``KSCHED_TLS_CA``). Used by ``amqps://`` and ``rediss://`` URLs only; None: the
+    system's trust store. The server's host name is always verified."""
+    tls_cert: str | None = None
+    """PEM file of this process's client certificate (``KSCHED_TLS_CERT``), for servers
+    that require mutual TLS (RabbitMQ ``fail_if_no_peer_cert``, Redis ``tls-auth-clients``).
+    May hold the private key too. None: no client certificate."""
+    tls_key: str | None = None
+    """PEM file of the client certificate's private key (``KSCHED_TLS_KEY``) when it is
+    not in ``tls_cert``. Keep it 0600: ksched reads it, never logs or copies it."""
     event_log: str = "var/ksched-events.jsonl"
     """The informer's event log (``KSCHED_EVENT_LOG``): a file path, or ``memory://``.
     Only the informer opens it."""
@@ -45,9 +58,27 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     pods annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the
     nodes and a large annotation per decision)."""
 
+    def __post_init__(self) -> None:
+        for name, path in (
+            ("tls_ca", self.tls_ca),
+            ("tls_cert", self.tls_cert),
+            ("tls_key", self.tls_key),
+        ):
+            if path is not None and not os.path.isfile(path):
+                raise ValueError(f"{name} ({ENV[name]}): no such file: {path}")
+        if self.tls_key is not None and self.tls_cert is None:
+            raise ValueError(
+                f"tls_key ({ENV['tls_key']}) is set but tls_cert ({ENV['tls_cert']}) is not"
+            )
+
     @property
     def store_namespace(self) -> str:
         return self.namespace or "ksched"
+
+    @property
+    def tls(self) -> TLSFiles:
+        """The TLS files both edges use for ``amqps://`` and ``rediss://``."""
+        return TLSFiles(ca=self.tls_ca, cert=self.tls_cert, key=self.tls_key)
 
 
 ENV = {
@@ -55,6 +86,9 @@ ENV = {
     "redis_url": "KSCHED_REDIS_URL",
     "event_log": "KSCHED_EVENT_LOG",
     "namespace": "KSCHED_NAMESPACE",
+    "tls_ca": "KSCHED_TLS_CA",
+    "tls_cert": "KSCHED_TLS_CERT",
+    "tls_key": "KSCHED_TLS_KEY",
 }
 
 

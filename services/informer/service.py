@@ -34,6 +34,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog
+from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, PodCharge, ProjectedEntry
 from services.informer.state import Change, ClusterObjects
@@ -205,7 +206,11 @@ class InformerService:
                 )
             )
         messages = [
-            Message(topology.ERRORS.name, topology.error_key(r.object_kind), _encoder.encode(r))
+            Message(
+                topology.ERRORS.name,
+                topology.error_key(r.object_kind),
+                _encoder.encode(redact_report(r)),
+            )
             for r in reports
         ]
         try:

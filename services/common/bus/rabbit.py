@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import aio_pika
 import aiormq
@@ -23,14 +23,19 @@ from aio_pika.abc import (
     AbstractRobustConnection,
 )
 
-from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, QueueSpec
+from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, ExchangeSpec, QueueSpec
+from services.common import redact as redaction
 from services.common.bus.base import BatchHandler, BusError, Consumer, Delivery, Message
+from services.common.redact import redact
+from services.common.tls import NO_TLS_FILES, TLSFiles, client_context, is_tls_url
 
 log = logging.getLogger(__name__)
 
 _DURABLE = {spec.name: spec.durable for spec in EXCHANGES}
 _TRANSIENT = aio_pika.DeliveryMode.NOT_PERSISTENT
 _JSON = "application/json"
+_Declare = Callable[[AbstractChannel, bool], Awaitable[object]]
+"""Declares one exchange or queue on a channel, passively or not."""
 _BROKER_ERRORS = (aiormq.exceptions.AMQPError, ConnectionError, OSError, asyncio.TimeoutError)
 
 
@@ -49,10 +54,21 @@ class RabbitBus:
 
     ``publish`` uses ``mandatory=False``: a message no queue is bound for is dropped, as
     on ``MemoryBus``; refusals (nack) and broker errors raise :class:`BusError`.
+
+    ``amqps://`` connects over TLS with ``tls`` (CA, client certificate and key; the
+    server's certificate and host name are verified). Error messages never carry the
+    URL's password (:func:`services.common.redact.redact`).
+
+    Least privilege: an exchange or queue this user may not configure (declare) is
+    expected to exist already (``ops/rabbitmq/definitions.json`` declares the durable
+    topology): it is declared passively and its bindings are left to the definitions.
     """
 
-    def __init__(self, url: str, *, namespace: str = "") -> None:
+    def __init__(self, url: str, *, namespace: str = "", tls: TLSFiles = NO_TLS_FILES) -> None:
+        redaction.install()
         self._url = url
+        self._tls = tls
+        self._probe: AbstractChannel | None = None
         self.namespace = namespace
         self._connection: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
@@ -68,8 +84,9 @@ class RabbitBus:
 
     async def declare(self, queues: Iterable[QueueSpec]) -> None:
         channel = await self._open()
+        assert self._connection is not None
         for spec in queues:
-            await self._declare_queue(channel, spec)
+            await self._declare_queue(self._connection, channel, spec)
 
     async def publish(self, messages: Sequence[Message]) -> None:
         await self._open()
@@ -82,7 +99,8 @@ class RabbitBus:
         failures = [result for result in results if isinstance(result, BaseException)]
         if failures:
             raise BusError(
-                f"{len(failures)} of {len(messages)} messages not confirmed: {failures[0]!r}"
+                f"{len(failures)} of {len(messages)} messages not confirmed: "
+                + redact(repr(failures[0]))
             ) from failures[0]
 
     async def consume(
@@ -100,11 +118,11 @@ class RabbitBus:
         try:
             channel = await self._connection.channel(publisher_confirms=False)
             await channel.set_qos(prefetch_count=prefetch)
-            declared = await self._declare_queue(channel, queue)
+            declared = await self._declare_queue(self._connection, channel, queue)
             consumer = _RabbitConsumer(self, queue, channel, declared, handler, max_batch)
             await consumer.start()
         except _BROKER_ERRORS as exc:
-            raise BusError(f"cannot consume {queue.name!r}: {exc!r}") from exc
+            raise BusError(f"cannot consume {queue.name!r}: {redact(repr(exc))}") from exc
         self._consumers.append(consumer)
         return consumer
 
@@ -134,35 +152,76 @@ class RabbitBus:
         async with self._lock:
             if self._channel is None:
                 try:
-                    connection = await aio_pika.connect_robust(self._url)
+                    connection = await self._connect()
                     channel = await connection.channel(publisher_confirms=True)
                     for spec in EXCHANGES:
-                        self._exchanges[spec.name] = await channel.declare_exchange(
-                            self.broker_name(spec.name),
-                            aio_pika.ExchangeType(spec.type),
-                            durable=spec.durable,
+                        self._exchanges[spec.name] = await self._declare_exchange(
+                            connection, channel, spec
                         )
                 except _BROKER_ERRORS as exc:
-                    raise BusError(f"cannot connect to the broker: {exc!r}") from exc
+                    raise BusError(
+                        f"cannot connect to the broker at {redact(self._url)}: " + redact(repr(exc))
+                    ) from exc
                 self._connection, self._channel = connection, channel
             return self._channel
 
-    async def _declare_queue(self, channel: AbstractChannel, spec: QueueSpec) -> AbstractQueue:
+    async def _connect(self) -> AbstractRobustConnection:
+        if is_tls_url(self._url):
+            context = await asyncio.to_thread(client_context, self._tls)
+            return await aio_pika.connect_robust(self._url, ssl_context=context)
+        return await aio_pika.connect_robust(self._url)
+
+    async def _may_configure(self, connection: AbstractRobustConnection, declare: _Declare) -> bool:
+        """Whether this user may declare the object ``declare`` declares: tried on a
+        throwaway channel, since a refusal (403) closes the channel it happens on."""
+        if self._probe is None or self._probe.is_closed:
+            self._probe = await connection.channel(publisher_confirms=False)
+        try:
+            await declare(self._probe, False)
+        except aiormq.exceptions.ChannelAccessRefused:
+            self._probe = None
+            return False
+        return True
+
+    async def _declare_exchange(
+        self, connection: AbstractRobustConnection, channel: AbstractChannel, spec: ExchangeSpec
+    ) -> AbstractExchange:
+        async def declare(on: AbstractChannel, passive: bool) -> AbstractExchange:
+            return await on.declare_exchange(
+                self.broker_name(spec.name),
+                aio_pika.ExchangeType(spec.type),
+                durable=spec.durable,
+                passive=passive,
+            )
+
+        return await declare(channel, not await self._may_configure(connection, declare))
+
+    async def _declare_queue(
+        self, connection: AbstractRobustConnection, channel: AbstractChannel, spec: QueueSpec
+    ) -> AbstractQueue:
         arguments: dict[str, int | str] = dict(spec.arguments)
         if spec.dead_letter:
             arguments["x-dead-letter-exchange"] = self.broker_name(DEAD.name)
-        try:
-            queue = await channel.declare_queue(
+
+        async def declare(on: AbstractChannel, passive: bool) -> AbstractQueue:
+            return await on.declare_queue(
                 self.broker_name(spec.name),
                 durable=spec.durable,
                 exclusive=spec.exclusive,
                 auto_delete=spec.auto_delete,
+                passive=passive,
                 arguments=dict(arguments),
             )
-            for binding in spec.bindings:
-                await queue.bind(self.broker_name(binding.exchange), binding.routing_key)
+
+        try:
+            if await self._may_configure(connection, declare):
+                queue = await declare(channel, False)
+                for binding in spec.bindings:
+                    await queue.bind(self.broker_name(binding.exchange), binding.routing_key)
+            else:  # the operator's (definitions file), bindings included
+                queue = await declare(channel, True)
         except _BROKER_ERRORS as exc:
-            raise BusError(f"cannot declare {spec.name!r}: {exc!r}") from exc
+            raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}") from exc
         self._queue_names.add(spec.name)
         return queue
 

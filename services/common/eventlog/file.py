@@ -2,7 +2,9 @@
 
 Open it with ``FileEventLog(path)`` (blocking: it scans the file) or, from async code,
 ``await FileEventLog.open(path)`` (the same scan in a worker thread). The file is created
-if missing. Opening recovers from a crash mid-append:
+if missing, owner-only (0600; an existing log is tightened to 0600), and so is every
+directory on its path that does not exist yet (0700). Opening recovers from a crash
+mid-append:
 
 - a last line without its newline that does not parse (torn by the crash) is truncated
   away; the append that wrote it never returned, so no one has seen that entry;
@@ -33,6 +35,9 @@ from services.common.eventlog._sequence import check_sequence
 from services.common.eventlog.base import LogSequenceError
 
 _INDEX_EVERY = 1024
+_FILE_MODE = 0o600
+"""The log holds every object users sent (annotations, env of pods): owner only."""
+_DIR_MODE = 0o700
 
 
 class FileEventLog:
@@ -43,8 +48,10 @@ class FileEventLog:
         self._decoder = msgspec.json.Decoder(ClusterEvent)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
+        _make_private_dirs(self.path.parent)
         created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
+        os.fchmod(self._fd, _FILE_MODE)  # a log created before (or by hand) is tightened
         if created:
             _fsync_dir(self.path.parent)
         self._last_seq = 0
@@ -149,6 +156,19 @@ class FileEventLog:
                     os.fsync(self._fd)
                     offset += 1
         self._size = offset
+
+
+def _make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and any missing parent owner-only (0700, whatever the umask);
+    directories that exist already (``/tmp``, a shared ``var/``) are left as they are."""
+    if directory.is_dir():
+        return
+    _make_private_dirs(directory.parent)
+    try:
+        directory.mkdir(mode=_DIR_MODE)
+    except FileExistsError:
+        return  # created under us: not ours to change
+    os.chmod(directory, _DIR_MODE)  # mkdir's mode is masked by the umask
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -5,6 +5,7 @@ redis is imported only when a Redis store is opened, so services that run embedd
 load it.
 """
 
+from services.common.redact import redact
 from services.common.store.base import (
     PODS,
     Assumed,
@@ -18,21 +19,27 @@ from services.common.store.base import (
     Reservation,
 )
 from services.common.store.memory import MemoryStore
+from services.common.tls import NO_TLS_FILES, TLSFiles
 
 
-def open_store(url: str, *, namespace: str = "ksched") -> ClusterStore:
+def open_store(
+    url: str, *, namespace: str = "ksched", tls: TLSFiles = NO_TLS_FILES
+) -> ClusterStore:
     """A store for ``url``: ``memory://`` (private to this process) or a Redis URL.
 
     ``namespace`` prefixes every Redis key, so several clusters (or tests) can share one
-    Redis. Raises ValueError for any other scheme.
+    Redis. ``tls`` (CA, client certificate and key) is used by ``rediss://``. Raises
+    ValueError for any other scheme.
     """
     if url.startswith("memory://"):
         return MemoryStore(namespace)
     if url.startswith(("redis://", "rediss://")):
         from services.common.store.redis import RedisStore
 
-        return RedisStore(url, namespace=namespace)
-    raise ValueError(f"unsupported store URL {url!r}: expected memory:// or redis://")
+        return RedisStore(url, namespace=namespace, tls=tls)
+    raise ValueError(
+        f"unsupported store URL {redact(url)!r}: expected memory://, redis:// or rediss://"
+    )
 
 
 __all__ = [

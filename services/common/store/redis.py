@@ -30,6 +30,7 @@ from typing import cast
 import redis.asyncio as aioredis
 from redis.typing import EncodableT
 
+from services.common import redact
 from services.common.store._charges import normalize
 from services.common.store._lua import APPLY, ASSUME, BEGIN_BIND, FORGET, READ_NODES
 from services.common.store.base import (
@@ -41,6 +42,7 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
 )
+from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
 
 _FORBIDDEN = frozenset("|,=")
 _STATUSES: dict[bytes, AssumeStatus] = {
@@ -53,10 +55,14 @@ _STATUSES: dict[bytes, AssumeStatus] = {
 class RedisStore:
     """A ClusterStore on the Redis at ``url``; ``namespace`` prefixes every key."""
 
-    def __init__(self, url: str, *, namespace: str = "ksched") -> None:
+    def __init__(
+        self, url: str, *, namespace: str = "ksched", tls: TLSFiles = NO_TLS_FILES
+    ) -> None:
+        redact.install()
         self.namespace = namespace
         self._p = f"{namespace}:"
-        self._redis = aioredis.from_url(url, decode_responses=False)
+        ssl_options = redis_ssl_options(tls) if is_tls_url(url) else {}
+        self._redis = aioredis.from_url(url, decode_responses=False, **ssl_options)
         self._apply = self._redis.register_script(APPLY)
         self._assume = self._redis.register_script(ASSUME)
         self._begin_bind = self._redis.register_script(BEGIN_BIND)
