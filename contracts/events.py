@@ -24,6 +24,10 @@ from contracts.k8s import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     StorageClass,
     Wire,
 )
@@ -85,6 +89,22 @@ class StorageClassEvent(_Logged, kw_only=True, frozen=True, tag="storageclass"):
     object: StorageClass
 
 
+class ServiceEvent(_Logged, kw_only=True, frozen=True, tag="service"):
+    object: Service
+
+
+class ReplicationControllerEvent(_Logged, kw_only=True, frozen=True, tag="replicationcontroller"):
+    object: ReplicationController
+
+
+class ReplicaSetEvent(_Logged, kw_only=True, frozen=True, tag="replicaset"):
+    object: ReplicaSet
+
+
+class StatefulSetEvent(_Logged, kw_only=True, frozen=True, tag="statefulset"):
+    object: StatefulSet
+
+
 ClusterEvent = (
     PodEvent
     | NodeEvent
@@ -94,6 +114,10 @@ ClusterEvent = (
     | PersistentVolumeEvent
     | PersistentVolumeClaimEvent
     | StorageClassEvent
+    | ServiceEvent
+    | ReplicationControllerEvent
+    | ReplicaSetEvent
+    | StatefulSetEvent
 )
 
 EVENT_FOR_KIND: dict[str, type[ClusterEvent]] = {
@@ -105,6 +129,10 @@ EVENT_FOR_KIND: dict[str, type[ClusterEvent]] = {
     "persistentvolume": PersistentVolumeEvent,
     "persistentvolumeclaim": PersistentVolumeClaimEvent,
     "storageclass": StorageClassEvent,
+    "service": ServiceEvent,
+    "replicationcontroller": ReplicationControllerEvent,
+    "replicaset": ReplicaSetEvent,
+    "statefulset": StatefulSetEvent,
 }
 
 

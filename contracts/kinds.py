@@ -13,6 +13,10 @@ from contracts.k8s import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     StorageClass,
 )
 
@@ -25,6 +29,10 @@ KubeObject = (
     | PersistentVolume
     | PersistentVolumeClaim
     | StorageClass
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
 )
 
 KINDS: Final[dict[str, type[KubeObject]]] = {
@@ -36,13 +44,28 @@ KINDS: Final[dict[str, type[KubeObject]]] = {
     "persistentvolume": PersistentVolume,
     "persistentvolumeclaim": PersistentVolumeClaim,
     "storageclass": StorageClass,
+    "service": Service,
+    "replicationcontroller": ReplicationController,
+    "replicaset": ReplicaSet,
+    "statefulset": StatefulSet,
 }
 """Routing-key kind → struct. ``binding`` is accepted too: see BINDING_KIND."""
 
 BINDING_KIND: Final = "binding"
 BINDING_TYPE: Final = Binding
 
-NAMESPACED: Final = frozenset({"pod", "poddisruptionbudget", "persistentvolumeclaim", "binding"})
+NAMESPACED: Final = frozenset(
+    {
+        "pod",
+        "poddisruptionbudget",
+        "persistentvolumeclaim",
+        "binding",
+        "service",
+        "replicationcontroller",
+        "replicaset",
+        "statefulset",
+    }
+)
 
 EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED")
 

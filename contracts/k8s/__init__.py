@@ -59,6 +59,16 @@ from contracts.k8s.storage import (
     StorageClass,
     VolumeNodeAffinity,
 )
+from contracts.k8s.workloads import (
+    ReplicaSet,
+    ReplicaSetSpec,
+    ReplicationController,
+    ReplicationControllerSpec,
+    Service,
+    ServiceSpec,
+    StatefulSet,
+    StatefulSetSpec,
+)
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -103,7 +113,15 @@ __all__ = [
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Quantity",
+    "ReplicaSet",
+    "ReplicaSetSpec",
+    "ReplicationController",
+    "ReplicationControllerSpec",
     "ResourceRequirements",
+    "Service",
+    "ServiceSpec",
+    "StatefulSet",
+    "StatefulSetSpec",
     "StorageClass",
     "Taint",
     "Toleration",

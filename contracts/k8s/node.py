@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from contracts.k8s.base import ObjectMeta, Quantity, Wire
 
 
@@ -15,8 +17,8 @@ class Taint(Wire, kw_only=True, frozen=True):
 class NodeSpec(Wire, kw_only=True, frozen=True):
     unschedulable: bool = False
     taints: list[Taint] = []
-    pod_cidr: str | None = None
-    provider_id: str | None = None
+    pod_cidr: str | None = msgspec.field(default=None, name="podCIDR")
+    provider_id: str | None = msgspec.field(default=None, name="providerID")
 
 
 class NodeCondition(Wire, kw_only=True, frozen=True):

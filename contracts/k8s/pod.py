@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from contracts.k8s.base import (
     LabelSelector,
     NodeSelector,
@@ -26,7 +28,7 @@ class ResourceRequirements(Wire, kw_only=True, frozen=True):
 class ContainerPort(Wire, kw_only=True, frozen=True):
     container_port: int = 0
     host_port: int | None = None
-    host_ip: str | None = None
+    host_ip: str | None = msgspec.field(default=None, name="hostIP")
     protocol: str = "TCP"
     name: str | None = None
 
@@ -116,7 +118,7 @@ class Volume(Wire, kw_only=True, frozen=True):
     config_map: dict[str, Any] | None = None
     secret: dict[str, Any] | None = None
     projected: dict[str, Any] | None = None
-    downward_api: dict[str, Any] | None = None
+    downward_api: dict[str, Any] | None = msgspec.field(default=None, name="downwardAPI")
 
 
 class PodSchedulingGate(Wire, kw_only=True, frozen=True):

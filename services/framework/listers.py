@@ -1,7 +1,9 @@
 """Cluster objects other than nodes and pods, as plugins read them (upstream's listers):
 namespaces (InterPodAffinity's namespaceSelector), PersistentVolumes, claims and
 StorageClasses (the volume plugins), PodDisruptionBudgets and PriorityClasses
-(preemption). The snapshot keeps them current from the same log entries it applies."""
+(preemption), Services, ReplicationControllers, ReplicaSets and StatefulSets
+(PodTopologySpread's default selector). The snapshot keeps them current from the same
+log entries it applies."""
 
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ from contracts.k8s import (
     PersistentVolumeClaim,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     StorageClass,
 )
 
@@ -27,6 +33,10 @@ KINDS: Mapping[str, type] = {
     "storageclass": StorageClass,
     "poddisruptionbudget": PodDisruptionBudget,
     "priorityclass": PriorityClass,
+    "service": Service,
+    "replicationcontroller": ReplicationController,
+    "replicaset": ReplicaSet,
+    "statefulset": StatefulSet,
 }
 """The kinds the listers hold, by routing-key kind: what the scheduler loads at start."""
 
@@ -45,9 +55,19 @@ class Listers:
         self.pod_disruption_budgets: dict[str, PodDisruptionBudget] = {}
         """By ``namespace/name``."""
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.services: dict[str, Service] = {}
+        """By ``namespace/name``, as the controllers below."""
+        self.replication_controllers: dict[str, ReplicationController] = {}
+        self.replica_sets: dict[str, ReplicaSet] = {}
+        self.stateful_sets: dict[str, StatefulSet] = {}
 
     def claim(self, namespace: str | None, name: str) -> PersistentVolumeClaim | None:
         return self.persistent_volume_claims.get(_key(namespace, name))
+
+    def services_in(self, namespace: str | None) -> list[Service]:
+        """``ServiceLister.Services(namespace).List(labels.Everything())``."""
+        prefix = _key(namespace, "")
+        return [s for key, s in self.services.items() if key.startswith(prefix)]
 
     def apply(self, event: ClusterEvent) -> None:
         """Apply one log entry (entries of kinds the listers do not hold are ignored)."""
@@ -67,6 +87,14 @@ class Listers:
                 _put(self.pod_disruption_budgets, _key(meta.namespace, meta.name), obj, deleted)
             case PriorityClass(metadata=meta):
                 _put(self.priority_classes, meta.name, obj, deleted)
+            case Service(metadata=meta):
+                _put(self.services, _key(meta.namespace, meta.name), obj, deleted)
+            case ReplicationController(metadata=meta):
+                _put(self.replication_controllers, _key(meta.namespace, meta.name), obj, deleted)
+            case ReplicaSet(metadata=meta):
+                _put(self.replica_sets, _key(meta.namespace, meta.name), obj, deleted)
+            case StatefulSet(metadata=meta):
+                _put(self.stateful_sets, _key(meta.namespace, meta.name), obj, deleted)
             case _:
                 pass
 
@@ -89,6 +117,10 @@ class Listers:
             self.storage_classes,
             self.pod_disruption_budgets,
             self.priority_classes,
+            self.services,
+            self.replication_controllers,
+            self.replica_sets,
+            self.stateful_sets,
         )
 
 

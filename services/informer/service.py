@@ -2,7 +2,8 @@
 
 For every batch of watch events (and of Bindings the binder published):
 
-1. validate each (a bad one becomes an ErrorReport on ``ksched.errors``);
+1. validate each (a bad one becomes an ErrorReport on ``ksched.errors``, as does a pod
+   bound to an unknown node or an object whose uid another live object has);
 2. reconcile it with the current view (duplicates and stale versions change nothing);
 3. give each change the next seq and append them to the log (durable);
 4. apply them to the store projection (one atomic call);
@@ -166,6 +167,17 @@ class InformerService:
 
     def _check_references(self, accepted: Accepted) -> ErrorReport | None:
         obj = accepted.object
+        owner = self._objects.uid_owner(obj.metadata.uid)
+        if accepted.type != "DELETED" and owner not in (None, (accepted.kind, accepted.key)):
+            # The API server guarantees unique uids: a second object with one is refused.
+            other_kind, other_key = owner
+            return ErrorReport(
+                object_kind=accepted.kind,
+                namespace=obj.metadata.namespace,
+                name=obj.metadata.name,
+                field="metadata.uid",
+                reason=f"uid {obj.metadata.uid!r} is already used by {other_kind} {other_key}",
+            )
         if (
             isinstance(obj, Pod)
             and accepted.type != "DELETED"

@@ -8,6 +8,9 @@ Reconcile rules for an accepted watch event against the current object:
 - ADDED of a known object is a MODIFIED, MODIFIED of an unknown one an ADDED (a relist).
 - ``spec.nodeName`` is sticky, as in the API server: once ksched has bound a pod, a late
   copy of its pending version (a redelivery, a replayed watch) keeps the node.
+
+The view also indexes every live object by ``metadata.uid`` (:meth:`ClusterObjects.uid_owner`),
+so the informer can refuse a different object that arrives with a uid already in use.
 """
 
 from __future__ import annotations
@@ -43,6 +46,18 @@ class ClusterObjects:
     def __init__(self) -> None:
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._bytes: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
+        self._uids: dict[str, tuple[str, str]] = {}
+        """uid → (kind, key) of the live object that has it."""
+
+    def uid_owner(self, uid: str) -> tuple[str, str] | None:
+        """The (kind, key) of the live object with this uid, if any."""
+        return self._uids.get(uid)
+
+    def _index(self, kind: str, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if old is not None and self._uids.get(old.metadata.uid) == (kind, key):
+            del self._uids[old.metadata.uid]
+        if new is not None:
+            self._uids[new.metadata.uid] = (kind, key)
 
     def get(self, kind: str, key: str) -> KubeObject | None:
         return self._objects[kind].get(key)
@@ -52,6 +67,7 @@ class ClusterObjects:
 
     def load(self, kind: str, items: Iterable[tuple[str, KubeObject]]) -> None:
         for key, obj in items:
+            self._index(kind, key, self._objects[kind].get(key), obj)
             self._objects[kind][key] = obj
             self._bytes[kind][key] = _encoder.encode(obj)
 
@@ -66,6 +82,7 @@ class ClusterObjects:
                 return None
             del self._objects[kind][key]
             del self._bytes[kind][key]
+            self._index(kind, key, current, None)
             return Change(kind, key, "DELETED", current)
         if current is not None:
             obj = _keep_binding(current, obj)
@@ -77,6 +94,7 @@ class ClusterObjects:
             return None
         self._objects[kind][key] = obj
         self._bytes[kind][key] = encoded
+        self._index(kind, key, current, obj)
         return Change(kind, key, "ADDED" if current is None else "MODIFIED", obj)
 
 

@@ -16,21 +16,12 @@ Counting is columnar: a topology domain is a code of the node label column, the 
 selector counts are kept per node by :class:`~.podindex.PodIndex` across cycles, and
 per-domain counts are a ``bincount`` over nodes; no per-node Python loop per cycle.
 
-**Default constraints and their selector (a deliberate approximation).** A pod without
-constraints gets the args' default constraints (System: hostname maxSkew 3 and zone
-maxSkew 5, both ScheduleAnyway; or the List given). Upstream applies them with a
-selector merged from the Services, ReplicationControllers, ReplicaSets and StatefulSets
-that select the pod (``helper.DefaultSelector``), and applies none when that selector is
-empty. ksched does not ingest those kinds, so the default selector here is "pods with
-the same controller": if the pod's controller owner reference is a ReplicationController
-(v1), ReplicaSet or StatefulSet (apps/v1) — the kinds upstream consults — the selector
-counts the pods (of the same namespace) whose controller is that same object (kind,
-name, uid); otherwise the pod gets no default constraints. This matches upstream
-whenever the controller's selector selects exactly its own pods and Services only
-narrow it (their selectors are ANDed with the controller's), which is the usual case.
-It differs for pods selected by a Service but owned by no such controller (upstream
-spreads them by the Service's selector; ksched does not spread them) and for
-controllers whose selector also matches other pods.
+**Default constraints.** A pod without constraints gets the args' default constraints
+(System: hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway; or the List given)
+with upstream's default selector (``helper.DefaultSelector``,
+:func:`~.selector.default_selector`): the selectors of the Services selecting the pod,
+plus the selector of its ReplicationController, ReplicaSet or StatefulSet, read from
+the listers; a pod whose default selector is empty gets no default constraints.
 """
 
 from services.framework.plugins.podtopologyspread.args import PodTopologySpreadArgs

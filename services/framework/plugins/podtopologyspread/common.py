@@ -16,12 +16,13 @@ import numpy as np
 
 from contracts.k8s import Pod, TopologySpreadConstraint
 from services.framework.attributes import BoolArray
+from services.framework.listers import Listers
 from services.framework.nodeinfo import NodeTable
 from services.framework.plugins.helper.taints import tolerations_of, untolerated_rows
 from services.framework.plugins.podtopologyspread.nodeaffinity import required_affinity_rows
 from services.framework.plugins.podtopologyspread.selector import (
     Selector,
-    controller_selector,
+    default_selector,
     from_label_selector,
     with_match_labels,
 )
@@ -102,23 +103,24 @@ def _or(value: str | None, default: str) -> str:
 
 
 def pod_constraints(
-    pod: Pod, action: str, defaults: Sequence[TopologySpreadConstraint]
+    pod: Pod, action: str, defaults: Sequence[TopologySpreadConstraint], listers: Listers
 ) -> list[Constraint]:
     """``getConstraints`` / ``initPreScoreState``'s choice for ``action``. Raises
     SelectorError."""
     if pod.spec.topology_spread_constraints:
         return filter_constraints(pod.spec.topology_spread_constraints, pod.metadata.labels, action)
-    return default_constraints(pod, action, defaults)
+    return default_constraints(pod, action, defaults, listers)
 
 
 def default_constraints(
-    pod: Pod, action: str, defaults: Sequence[TopologySpreadConstraint]
+    pod: Pod, action: str, defaults: Sequence[TopologySpreadConstraint], listers: Listers
 ) -> list[Constraint]:
-    """``buildDefaultConstraints``: none when the pod's default selector is empty."""
+    """``buildDefaultConstraints``: the defaults with the pod's default selector
+    (Services and controller that select it); none when that selector is empty."""
     constraints = filter_constraints(defaults, pod.metadata.labels, action)
     if not constraints:
         return []
-    selector = controller_selector(pod.metadata)
+    selector = default_selector(pod, listers)
     if selector.empty():
         return []
     return [

@@ -20,6 +20,7 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
+from services.framework.listers import Listers
 from services.framework.nodeinfo import Int64Array, NodeTable
 from services.framework.plugins.podtopologyspread import filtering, scoring
 from services.framework.plugins.podtopologyspread.args import (
@@ -46,7 +47,9 @@ _NODE_EVENTS: Final = ActionType.Add | ActionType.UpdateNodeLabel | ActionType.U
 class PodTopologySpread:
     name: Final = NAME
 
-    def __init__(self, args: PodTopologySpreadArgs) -> None:
+    def __init__(self, args: PodTopologySpreadArgs, listers: Listers | None = None) -> None:
+        self.listers = listers if listers is not None else Listers()
+        """Services and controllers, for the default constraints' selector."""
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = args.constraints()
         self._pods = PodIndex()
@@ -68,7 +71,7 @@ class PodTopologySpread:
 
     def hard_constraints(self, pod: Pod) -> list[Constraint]:
         """``getConstraints``: the DoNotSchedule constraints. Raises SelectorError."""
-        return pod_constraints(pod, DO_NOT_SCHEDULE, self.default_constraints)
+        return pod_constraints(pod, DO_NOT_SCHEDULE, self.default_constraints, self.listers)
 
     # -- PreFilter / Filter -----------------------------------------------------
 
@@ -114,7 +117,9 @@ class PodTopologySpread:
             return SKIP
         own = bool(pod.pod.spec.topology_spread_constraints)
         try:
-            constraints = pod_constraints(pod.pod, SCHEDULE_ANYWAY, self.default_constraints)
+            constraints = pod_constraints(
+                pod.pod, SCHEDULE_ANYWAY, self.default_constraints, self.listers
+            )
         except SelectorError as err:
             where = "obtaining pod's" if own else "setting default"
             reason = f"calculating preScoreState: {where} soft topology spread constraints: {err}"
@@ -136,4 +141,4 @@ class PodTopologySpread:
 
 
 def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:
-    return PodTopologySpread(args or PodTopologySpreadArgs().defaulted())
+    return PodTopologySpread(args or PodTopologySpreadArgs().defaulted(), handle.listers)

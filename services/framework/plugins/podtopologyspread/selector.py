@@ -7,8 +7,9 @@ else the AND of its requirements. ``matchLabelKeys`` add ``key=value`` requireme
 taken from the incoming pod's labels (:func:`with_match_labels`), as upstream's
 ``mergeLabelSetWithSelector``: a :data:`NOTHING` selector stays NOTHING.
 
-The system default constraints use :func:`controller_selector` instead of a label
-selector; see the package docstring for why.
+The default constraints use :func:`default_selector`, upstream's
+``helper.DefaultSelector``: the selectors of the Services that select the pod, plus its
+controller's (ReplicationController, ReplicaSet or StatefulSet) selector.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from contracts.k8s import LabelSelector, ObjectMeta, OwnerReference
+from contracts.k8s import LabelSelector, ObjectMeta, OwnerReference, Pod, Service
+from services.framework.listers import Listers
 from services.framework.plugins.helper.names import (
     label_value_errors,
     qualified_name_errors,
@@ -57,38 +59,26 @@ class Requirement:
 
 
 @dataclass(frozen=True, slots=True)
-class ControllerRef:
-    """The controller (ReplicaSet, StatefulSet, ReplicationController) a pod belongs to."""
-
-    kind: str
-    name: str
-    uid: str
-
-
-@dataclass(frozen=True, slots=True)
 class Selector:
     """Hashable, so it keys the per-selector pod counts of the pod index."""
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
-    controller: ControllerRef | None = None
 
     def empty(self) -> bool:
         """``Selector.Empty()``: an empty selector counts no pod (``countPodsMatchSelector``)."""
-        return not self.nothing and not self.requirements and self.controller is None
+        return not self.nothing and not self.requirements
 
     def matches(self, meta: ObjectMeta) -> bool:
-        """``Selector.Matches(pod labels)``; a controller selector compares owners."""
+        """``Selector.Matches(pod labels)``."""
         if self.nothing:
-            return False
-        if self.controller is not None and controller_of(meta) != self.controller:
             return False
         labels = meta.labels
         return all(r.matches(labels) for r in self.requirements)
 
     def with_requirements(self, extra: Iterable[Requirement]) -> Selector:
         merged = tuple(sorted({*self.requirements, *extra}))
-        return Selector(merged, self.nothing, self.controller)
+        return Selector(merged, self.nothing)
 
 
 NOTHING: Final = Selector(nothing=True)
@@ -135,11 +125,21 @@ def with_match_labels(selector: Selector, labels: Mapping[str, str]) -> Selector
     return selector.with_requirements(Requirement(k, EQUALS, (v,)) for k, v in labels.items())
 
 
-_CONTROLLER_KINDS: Final = {
-    ("", "v1", "ReplicationController"),
-    ("apps", "v1", "ReplicaSet"),
-    ("apps", "v1", "StatefulSet"),
-}
+def _from_set(labels: Mapping[str, str]) -> Selector:
+    """``labels.Set.AsSelector()``: ``key=value`` for each pair, not validated."""
+    return Selector(tuple(sorted(Requirement(k, EQUALS, (v,)) for k, v in labels.items())))
+
+
+def pod_services(pod: Pod, listers: Listers) -> list[Service]:
+    """``GetPodServices``: the Services of the pod's namespace whose selector matches its
+    labels; a Service without a selector selects nothing, one with ``{}`` every pod."""
+    labels = pod.metadata.labels
+    return [
+        s
+        for s in listers.services_in(pod.metadata.namespace)
+        if s.spec.selector is not None
+        and all(labels.get(k) == v for k, v in s.spec.selector.items())
+    ]
 
 
 def _controller_ref(meta: ObjectMeta) -> OwnerReference | None:
@@ -147,19 +147,35 @@ def _controller_ref(meta: ObjectMeta) -> OwnerReference | None:
     return next((ref for ref in meta.owner_references if ref.controller), None)
 
 
-def controller_of(meta: ObjectMeta) -> ControllerRef | None:
-    ref = _controller_ref(meta)
-    return None if ref is None else ControllerRef(ref.kind, ref.name, ref.uid)
-
-
-def controller_selector(meta: ObjectMeta) -> Selector:
-    """The default selector of a pod (see the package docstring): the pods with the
-    same controller, if that controller is a ReplicationController (v1), ReplicaSet or
-    StatefulSet (apps/v1) as upstream's ``DefaultSelector`` accepts; else empty."""
-    ref = _controller_ref(meta)
+def default_selector(pod: Pod, listers: Listers) -> Selector:
+    """``helper.DefaultSelector``: the selectors of the Services selecting the pod,
+    merged (later Services win on a shared key, as ``labels.Merge``), AND the selector of
+    its controller when that is a ReplicationController (v1), ReplicaSet or StatefulSet
+    (apps/v1) the listers hold in the pod's namespace. A controller selector that does
+    not parse is ignored, as upstream ignores the error."""
+    merged: dict[str, str] = {}
+    for service in pod_services(pod, listers):
+        merged.update(service.spec.selector or {})
+    selector = _from_set(merged)
+    ref = _controller_ref(pod.metadata)
     if ref is None:
-        return EVERYTHING
+        return selector
     group, _, version = ref.api_version.rpartition("/")
-    if (group, version, ref.kind) not in _CONTROLLER_KINDS:
-        return EVERYTHING
-    return Selector(controller=ControllerRef(ref.kind, ref.name, ref.uid))
+    key = f"{pod.metadata.namespace or 'default'}/{ref.name}"
+    match (group, version, ref.kind):
+        case ("", "v1", "ReplicationController"):
+            rc = listers.replication_controllers.get(key)
+            if rc is not None:
+                return _from_set({**merged, **(rc.spec.selector or {})})
+        case ("apps", "v1", "ReplicaSet" | "StatefulSet"):
+            table = listers.replica_sets if ref.kind == "ReplicaSet" else listers.stateful_sets
+            owner = table.get(key)
+            if owner is not None:
+                try:
+                    other = from_label_selector(owner.spec.selector)
+                except SelectorError:
+                    return selector
+                return selector.with_requirements(other.requirements)
+        case _:
+            pass  # not owned by a supported controller
+    return selector

@@ -23,6 +23,7 @@ from contracts.k8s import (
     TopologySpreadConstraint,
 )
 from services.framework import CycleState, NodeTable, PodInfo
+from services.framework.listers import Listers
 from services.framework.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from services.framework.plugins.podtopologyspread.args import DefaultConstraint
 from services.framework.plugins.podtopologyspread.filtering import read_state
@@ -130,6 +131,7 @@ def toleration(target: Pod, key: str) -> Pod:
 
 
 def owned_by(target: Pod, kind: str, name: str, api_version: str = "apps/v1") -> Pod:
+    """``OwnerReference(name, gvk)``: a controller owner reference."""
     ref = OwnerReference(
         api_version=api_version, kind=kind, name=name, uid=f"{name}-uid", controller=True
     )
@@ -137,15 +139,27 @@ def owned_by(target: Pod, kind: str, name: str, api_version: str = "apps/v1") ->
     return msgspec.structs.replace(target, metadata=meta)
 
 
+def listers_of(objects: Iterable[object]) -> Listers:
+    """Listers holding ``objects`` (Services, ReplicaSets, …), as upstream's informers."""
+    listers = Listers()
+    for obj in objects:
+        listers.put(obj)
+    return listers
+
+
 def plugin(
-    defaulting: str = "List", defaults: Sequence[Mapping[str, object]] = ()
+    defaulting: str = "List",
+    defaults: Sequence[Mapping[str, object]] = (),
+    objects: Iterable[object] = (),
 ) -> PodTopologySpread:
+    """The plugin with these args; ``objects`` are the Services and controllers its
+    listers hold (upstream's ``objs``)."""
     args = PodTopologySpreadArgs(
         defaulting_type=defaulting,
         default_constraints=tuple(msgspec.convert(d, DefaultConstraint) for d in defaults),
     )
     args.validate("")
-    return PodTopologySpread(args)
+    return PodTopologySpread(args, listers_of(objects))
 
 
 def table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> NodeTable:

@@ -26,6 +26,12 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     toleration,
     zoned,
 )
+from tests.workload_builders import (
+    make_replica_set,
+    make_replication_controller,
+    make_service,
+    make_stateful_set,
+)
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 FOUR_NODES = [
@@ -364,37 +370,87 @@ def test_only_soft_constraints_skip():
     assert _status(plugin(), spread(FOO_POD, 1, "zone", SA, FOO))[1].code == Code.Skip
 
 
-def test_list_default_constraints_with_the_pods_controller():
-    defaults = [
-        {"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
-        {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "ScheduleAnyway"},
-        {"maxSkew": 5, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule"},
-    ]
-    incoming = owned_by(pod(foo="bar"), "ReplicaSet", "rs1")
-    nodes = [node("n1", node="n1", rack="r1"), node("n2", node="n2", rack="r1")]
-    existing = [
-        owned_by(pod("mate", "n1", foo="bar"), "ReplicaSet", "rs1"),
-        owned_by(pod("stranger", "n1", foo="bar"), "ReplicaSet", "rs2"),
-        pod("orphan", "n2", foo="bar"),
-    ]
-    state, status = _status(plugin("List", defaults), incoming, nodes, existing)
+DEFAULTS = [
+    {"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
+    {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule"},
+]
+RACK_NODES = [node("n1", node="n1", rack="r1"), node("n2", node="n2", rack="r1")]
+RACK_PODS = [
+    pod("match", "n1", foo="bar"),
+    owned_by(pod("owned-elsewhere", "n1", foo="bar"), "ReplicaSet", "rs2"),
+    pod("other", "n2", foo="baz"),
+]
+
+
+@pytest.mark.parametrize(
+    ("incoming", "objects", "counts"),
+    [
+        pytest.param(
+            pod(foo="bar", baz="kar"),
+            [make_service("s1", {"foo": "bar"})],
+            [{"n1": 2, "n2": 0}, {"r1": 2}],
+            id="default constraints and a service",
+        ),
+        pytest.param(
+            owned_by(pod(foo="bar"), "ReplicaSet", "rs1"),
+            [make_replica_set("rs1", labels(foo="bar"))],
+            [{"n1": 2, "n2": 0}, {"r1": 2}],
+            id="default constraints and a replicaset",
+        ),
+        pytest.param(
+            owned_by(pod(foo="bar"), "StatefulSet", "ss1"),
+            [make_stateful_set("ss1", exists("foo"))],
+            [{"n1": 2, "n2": 1}, {"r1": 3}],
+            id="default constraints and a statefulset",
+        ),
+        pytest.param(
+            owned_by(pod(foo="bar"), "ReplicationController", "rc1", api_version="v1"),
+            [make_replication_controller("rc1", {"foo": "baz"}), make_service("s", {})],
+            [{"n1": 0, "n2": 1}, {"r1": 1}],
+            id="default constraints and a replication controller",
+        ),
+    ],
+)
+def test_default_constraints_take_the_default_selector(incoming, objects, counts):
+    pl = plugin("List", DEFAULTS, objects)
+    state, status = _status(pl, incoming, RACK_NODES, RACK_PODS)
     assert status.is_success()
     assert [c.max_skew for c in state.read("PreFilterPodTopologySpread", object).constraints] == [
         3,
         5,
     ]
-    assert domain_counts(state) == [{"n1": 1, "n2": 0}, {"r1": 1}]
+    assert domain_counts(state) == counts
 
 
-def test_default_constraints_without_a_controller_skip():
-    defaults = [{"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}]
-    assert _status(plugin("List", defaults), pod(foo="bar"))[1].code == Code.Skip
-
-
-def test_default_constraints_with_an_unsupported_owner_skip():
-    defaults = [{"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}]
-    incoming = owned_by(pod(foo="bar"), "Job", "j1", api_version="batch/v1")
-    assert _status(plugin("List", defaults), incoming)[1].code == Code.Skip
+@pytest.mark.parametrize(
+    ("incoming", "objects"),
+    [
+        pytest.param(
+            pod(foo="bar", baz="kar"),
+            [make_service("s1", {"baz": "kep"})],
+            id="default constraints and a service that doesn't match",
+        ),
+        pytest.param(pod(foo="bar"), [], id="no service and no controller"),
+        pytest.param(
+            owned_by(pod(foo="bar"), "ReplicaSet", "rs1"),
+            [make_replica_set("rs1", labels(foo="bar"), namespace="other")],
+            id="the replicaset is in another namespace",
+        ),
+        pytest.param(
+            owned_by(pod(foo="bar"), "Job", "j1", api_version="batch/v1"),
+            [],
+            id="an owner upstream does not consult",
+        ),
+        pytest.param(
+            pod(foo="bar"),
+            [make_service("s1", None)],
+            id="a service without a selector selects nothing",
+        ),
+    ],
+)
+def test_default_constraints_with_an_empty_default_selector_skip(incoming, objects):
+    assert _status(plugin("List", DEFAULTS, objects), incoming)[1].code == Code.Skip
 
 
 def test_pod_constraints_win_over_defaults():
@@ -417,7 +473,8 @@ def test_pod_constraints_win_over_defaults():
 
 def test_system_defaults_are_soft_so_pre_filter_skips():
     incoming = owned_by(pod(foo="bar"), "ReplicaSet", "rs1")
-    assert _status(plugin("System"), incoming)[1].code == Code.Skip
+    objects = [make_replica_set("rs1", labels(foo="bar"))]
+    assert _status(plugin("System", objects=objects), incoming)[1].code == Code.Skip
 
 
 def test_invalid_selector_is_an_error():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 from services.framework import Code, Framework, PodInfo, Snapshot
 from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
@@ -17,23 +18,30 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     ZONE,
     labels,
+    listers_of,
     node,
     owned_by,
     pod,
     spread,
 )
+from tests.workload_builders import make_replica_set
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 
 
-def framework(seed: int = 0, args: dict[str, object] | None = None) -> Framework:
+WEB_RS = [make_replica_set("rs1", labels(app="web"))]
+
+
+def framework(
+    seed: int = 0, args: dict[str, object] | None = None, objects: Sequence[object] = ()
+) -> Framework:
     registry = {**in_tree_registry(), ENTRY.name: ENTRY}
     plugins = merge_plugins(
         DEFAULT_PLUGINS, Plugins(multi_point=PluginSet((PluginRef(ENTRY.name, 2),)))
     )
     plugin_args = {} if args is None else {ENTRY.name: ENTRY.decode_args(args, "args")}
     profile = Profile(plugins=plugins, plugin_args=plugin_args)
-    return Framework(profile, registry, rng=random.Random(seed))
+    return Framework(profile, registry, rng=random.Random(seed), listers=listers_of(objects))
 
 
 def zone_node(name: str, zone: str):
@@ -98,7 +106,7 @@ def test_soft_hostname_constraint_prefers_the_node_with_fewest_matching_pods():
 
 def test_system_defaults_spread_the_pods_of_one_replica_set():
     snapshot = snapshot_of(NODES)
-    fw = framework()
+    fw = framework(objects=WEB_RS)
     placed: Counter[str] = Counter()
     for i in range(8):
         incoming = PodInfo.of(owned_by(pod(f"p{i}", app="web"), "ReplicaSet", "rs1"))
@@ -120,7 +128,9 @@ def test_list_defaults_apply_hard_constraints_to_pods_without_their_own():
         for i, n in enumerate(("a1", "b1"))
     ]
     incoming = owned_by(pod(app="web"), "ReplicaSet", "rs1")
-    result = framework(args=args).schedule_one(snapshot_of(NODES, existing), incoming)
+    result = framework(args=args, objects=WEB_RS).schedule_one(
+        snapshot_of(NODES, existing), incoming
+    )
     assert result.node == "c1"
 
 

@@ -14,6 +14,7 @@ from services.framework.plugins.podtopologyspread.scoring import (
     PreScoreState,
     go_round,
 )
+from services.framework.plugins.podtopologyspread.selector import from_label_selector
 from services.framework.status import Code
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
@@ -21,6 +22,7 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     UNSCHEDULABLE_TAINT,
     ZONE,
+    exists,
     labels,
     node,
     node_affinity,
@@ -31,9 +33,11 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     spread,
     table,
 )
+from tests.workload_builders import make_replica_set, make_service
 
 SA, DNS = "ScheduleAnyway", "DoNotSchedule"
 FOO_POD = pod(foo="")
+RS1_FOO = make_replica_set("rs1", FOO)
 
 
 def host(name: str, **extra: str) -> object:
@@ -128,14 +132,6 @@ SCORES = [
         [],
         [44, 66, 77, 100],
         id="one constraint on node, all 4 nodes are candidates, maxSkew=3",
-    ),
-    pytest.param(
-        owned_by(FOO_POD, "ReplicaSet", "rs1"),
-        [owned_by(p, "ReplicaSet", "rs1") for p in pods_on(a=4, b=3, c=2, d=1)],
-        HOSTS,
-        [],
-        [44, 66, 77, 100],
-        id="system defaulting, nodes don't have zone, pods of the same controller",
     ),
     pytest.param(
         spread(FOO_POD, 1, HOSTNAME, SA, FOO),
@@ -355,29 +351,41 @@ def test_pre_score_state_weights_and_ignored_nodes():
     assert [p.weight for p in built.parts] == [weight(1), weight(2)]
 
 
+def test_system_defaulting_nodes_without_zone_pods_match_service():
+    """Upstream's "system defaulting, nodes don't have zone, pods match service": the
+    Service's selector spreads the pod, with the scores of one spreading constraint."""
+    objects = [make_service("s1", {"foo": ""})]
+    existing = pods_on(a=4, b=3, c=2, d=1)
+    _, _, normalized = scored(plugin("System", objects=objects), FOO_POD, existing, HOSTS, [])
+    assert normalized.tolist() == [44, 66, 77, 100]
+
+
 def test_system_defaults_count_nodes_without_a_zone_as_one_more_zone():
-    incoming = owned_by(pod(foo="tar"), "ReplicaSet", "rs1")
+    """Upstream's "system default constraints and a replicaset"."""
+    incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
     nodes = [
         node("node-a", **{HOSTNAME: "node-a", ZONE: "mars"}),
         node("node-b", **{HOSTNAME: "node-b", ZONE: "mars"}),
         host("node-c"),
         host("node-d"),
     ]
-    built = pre_score_state(plugin("System"), incoming, nodes)
+    built = pre_score_state(plugin("System", objects=[RS1_FOO]), incoming, nodes)
     assert [(c.topology_key, c.max_skew) for c in built.constraints] == [(HOSTNAME, 3), (ZONE, 5)]
+    assert {c.selector for c in built.constraints} == {from_label_selector(FOO)}
     assert built.ignored.tolist() == [False] * 4
     assert [p.weight for p in built.parts] == [weight(4), weight(2)]
 
 
 def test_list_defaults_keep_their_soft_constraints():
+    """Upstream's "default constraints and a replicaset"."""
     defaults = [
         {"maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": SA},
         {"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": DNS},
         {"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": SA},
     ]
-    incoming = owned_by(pod(foo="tar"), "ReplicaSet", "rs1")
+    incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
     nodes = [node("node-a", rack="rack1", planet="mars", **{HOSTNAME: "node-a"})]
-    built = pre_score_state(plugin("List", defaults), incoming, nodes)
+    built = pre_score_state(plugin("List", defaults, [RS1_FOO]), incoming, nodes)
     assert [(c.topology_key, c.max_skew) for c in built.constraints] == [
         (HOSTNAME, 1),
         ("planet", 2),
@@ -390,12 +398,16 @@ def test_list_defaults_keep_their_soft_constraints():
     [
         pytest.param(pod(), id="the pod doesn't have soft topology spread constraints"),
         pytest.param(pod(foo="bar"), id="default constraints and no controller"),
+        pytest.param(
+            owned_by(pod(foo="bar", baz="sup"), "ReplicaSet", "rs2"),
+            id="default constraints and a replicaset that doesn't match",
+        ),
         pytest.param(spread(FOO_POD, 1, "zone", DNS, FOO), id="only hard constraints"),
     ],
 )
 def test_pre_score_skip(incoming):
     defaults = [{"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": SA}]
-    pl = plugin("List", defaults)
+    pl = plugin("List", defaults, [make_replica_set("rs1", exists("tar"))])
     nodes = table([host("node-a"), host("node-b")])
     rows = np.arange(2, dtype=np.intp)
     assert pl.pre_score(CycleState(), PodInfo.of(incoming), nodes, rows).code == Code.Skip
