@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
 from services.framework.interface import ExtensionPoint, implements
-from services.framework.registry import ConfigError, Registry, join_path
+from services.framework.registry import ConfigError, Registry, join_path, missing_plugin
 from services.framework.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 
 
@@ -120,15 +120,17 @@ class ResolvedPlugins:
 
 
 def resolve_plugins(profile: Profile, registry: Registry, path: str = "") -> ResolvedPlugins:
-    """Raises ConfigError for unknown plugins, plugins at points they do not implement,
-    double registration, a missing/extra queue sort or a missing bind plugin."""
+    """Raises ConfigError for unknown (or not implemented) plugins, plugins at points
+    they do not implement, double registration, a missing/extra queue sort or a
+    missing bind plugin."""
     plugins, ppath = profile.plugins, join_path(path, "plugins")
     needed: list[str] = []
     for name in _ALL_FIELDS:
         for i, ref in enumerate(getattr(plugins, name).enabled):
             if ref.name not in registry:
-                field_path = join_path(ppath, f"{_camel(name)}.enabled[{i}].name")
-                raise ConfigError(field_path, f'Invalid value: "{ref.name}": unknown plugin')
+                raise missing_plugin(
+                    ref.name, join_path(ppath, f"{_camel(name)}.enabled[{i}].name")
+                )
             if ref.name not in needed:
                 needed.append(ref.name)
     points = {p: _expand(p, plugins, registry, join_path(ppath, p.value)) for p in ExtensionPoint}

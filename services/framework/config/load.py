@@ -1,23 +1,30 @@
 """``load_config``: a KubeSchedulerConfiguration file (or mapping) → :class:`SchedulerConfig`.
 
-Decoding is strict and every problem is a :class:`ConfigError` naming the field path
-(``profiles[0].plugins.filter.enabled[1].name``). Defaulting follows upstream's v1
-rules: no profiles means one default profile, a single profile without a name is
-``default-scheduler``, the default plugins are merged with the user's, and plugins
-without a ``pluginConfig`` entry get their default args.
+Decoding is strict and every problem is one :class:`ConfigError` naming the file, the
+line and the field path (``config.yaml:12: profiles[0].plugins.filter.enabled[1].name:
+…``). Defaulting follows upstream's v1 rules: no profiles means one default profile, a
+single profile without a name is ``default-scheduler``, the default plugins are merged
+with the user's, and plugins without a ``pluginConfig`` entry get their default args.
+Fields that mean nothing to ksched are validated, then ignored with one warning each
+on logger ``ksched.config`` (see :mod:`.ignored`).
+
+Upstream in-tree plugins ksched does not implement yet (DefaultPreemption…) may be
+disabled, and DefaultPreemption's args are validated, so real configurations load;
+enabling one is refused as "not implemented in ksched".
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, Final
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
 from services.framework.config.defaults import DEFAULT_PLUGINS, default_profile
+from services.framework.config.ignored import WHY_IGNORED, check_ignored
+from services.framework.config.source import Source, read_source
 from services.framework.config.v1 import (
     API_VERSION,
     KIND,
@@ -28,6 +35,7 @@ from services.framework.config.v1 import (
 )
 from services.framework.interface import ExtensionPoint
 from services.framework.plugins import in_tree_registry
+from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from services.framework.profile import (
     PluginRef,
     Plugins,
@@ -36,7 +44,30 @@ from services.framework.profile import (
     merge_plugins,
     resolve_plugins,
 )
-from services.framework.registry import ConfigError, Registry, convert_strict
+from services.framework.registry import (
+    ConfigError,
+    PluginArgs,
+    Registry,
+    convert_strict,
+    decode_args,
+    is_not_implemented,
+    missing_plugin,
+)
+
+logger = logging.getLogger("ksched.config")
+
+NOT_IMPLEMENTED_ARGS: Final[Mapping[str, type[PluginArgs]]] = {
+    "DefaultPreemption": DefaultPreemptionArgs
+}
+"""Args of upstream plugins ksched does not implement yet, decoded and validated so
+that configurations tuning them load. Args of the other unimplemented plugins are
+refused: ksched cannot check them."""
+PLACEMENT_POINTS: Final = (
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
+    "podGroupPostFilter",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +87,24 @@ class SchedulerConfig:
 def load_config(
     source: str | Path | Mapping[str, Any], registry: Registry | None = None
 ) -> SchedulerConfig:
-    """Load and validate; ``source`` is a YAML/JSON file path or an already parsed mapping."""
+    """Load and validate; ``source`` is a YAML/JSON file path or an already parsed
+    mapping. Raises ConfigError whose message names the file, line and field."""
     registry = registry if registry is not None else in_tree_registry()
+    where = Source()
     raw: object = source
     if isinstance(source, str | Path):
-        raw = yaml.safe_load(Path(source).read_text())
+        raw, where = read_source(source)
+    notes: list[tuple[str, str]] = []
+    try:
+        config = _config(raw, registry, notes)
+    except ConfigError as error:
+        raise where.locate(error) from None
+    for field, why in sorted(notes, key=lambda note: where.line_of(note[0]) or 0):
+        logger.warning("%s", where.locate(ConfigError(field, f"ignored: {why}")))
+    return config
+
+
+def _config(raw: object, registry: Registry, notes: list[tuple[str, str]]) -> SchedulerConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError("", "the configuration must be a mapping")
     config = convert_strict(raw, KubeSchedulerConfigurationV1, "")
@@ -71,6 +115,7 @@ def load_config(
         )
     if config.kind != KIND:
         raise ConfigError("kind", f'Unsupported value: "{config.kind}": supported values: "{KIND}"')
+    notes += check_ignored(config)
     _check_percentage(config.percentage_of_nodes_to_score, "percentageOfNodesToScore")
     initial = (
         config.pod_initial_backoff_seconds if config.pod_initial_backoff_seconds is not None else 1
@@ -89,14 +134,24 @@ def load_config(
     single = len(raw_profiles) == 1
     profiles: list[Profile] = []
     for i, raw_profile in enumerate(raw_profiles):
-        profile = _profile(
-            raw_profile, f"profiles[{i}]", registry, single, config.percentage_of_nodes_to_score
-        )
+        path = f"profiles[{i}]"
+        profile = _profile(raw_profile, path, registry, single, config.percentage_of_nodes_to_score)
+        if raw_profile.percentage_of_placements_to_score is not None:
+            _check_percentage(
+                raw_profile.percentage_of_placements_to_score,
+                f"{path}.percentageOfPlacementsToScore",
+            )
+            notes.append(
+                (
+                    f"{path}.percentageOfPlacementsToScore",
+                    WHY_IGNORED["percentageOfPlacementsToScore"],
+                )
+            )
         if any(p.scheduler_name == profile.scheduler_name for p in profiles):
             raise ConfigError(
-                f"profiles[{i}].schedulerName", f'Duplicate value: "{profile.scheduler_name}"'
+                f"{path}.schedulerName", f'Duplicate value: "{profile.scheduler_name}"'
             )
-        _check_queue_sort(profiles, profile, f"profiles[{i}].plugins.queueSort", registry)
+        _check_queue_sort(profiles, profile, f"{path}.plugins.queueSort", registry)
         profiles.append(profile)
     return SchedulerConfig(
         tuple(profiles), config.percentage_of_nodes_to_score, float(initial), float(maximum)
@@ -129,11 +184,9 @@ def _profile(
     args: dict[str, object] = {}
     for j, entry in enumerate(raw.plugin_config):
         where = f"{path}.pluginConfig[{j}]"
-        if entry.name not in registry:
-            raise ConfigError(f"{where}.name", f'Invalid value: "{entry.name}": unknown plugin')
         if entry.name in args:
             raise ConfigError(f"{where}.name", f'Duplicate value: "{entry.name}"')
-        args[entry.name] = registry[entry.name].decode_args(entry.args, f"{where}.args")
+        args[entry.name] = _plugin_args(entry.name, entry.args, where, registry)
     if raw.percentage_of_nodes_to_score is not None:
         percentage = raw.percentage_of_nodes_to_score
     profile = Profile(name, merge_plugins(DEFAULT_PLUGINS, custom), args, percentage)
@@ -141,25 +194,56 @@ def _profile(
     return profile
 
 
+def _plugin_args(
+    name: str, raw: Mapping[str, Any] | None, where: str, registry: Registry
+) -> object | None:
+    """One ``pluginConfig`` entry's args, decoded by the plugin's registry entry; for an
+    upstream plugin ksched does not implement, by :data:`NOT_IMPLEMENTED_ARGS`."""
+    if name in registry:
+        return registry[name].decode_args(raw, f"{where}.args")
+    if not is_not_implemented(name, registry):
+        raise missing_plugin(name, f"{where}.name")
+    if name in NOT_IMPLEMENTED_ARGS:
+        return decode_args(name, NOT_IMPLEMENTED_ARGS[name], raw, f"{where}.args")
+    if raw:
+        raise ConfigError(
+            f"{where}.args",
+            f"not supported: {name} is not implemented in ksched, so its args cannot be checked",
+        )
+    return None
+
+
 def _plugins(raw: PluginsV1 | None, path: str, registry: Registry) -> Plugins | None:
     if raw is None:
         return None
     sets: dict[str, PluginSet] = {}
-    for point in (*ExtensionPoint, "multiPoint"):
+    for point in (*ExtensionPoint, "multiPoint", *PLACEMENT_POINTS):
         field = "".join("_" + c.lower() if c.isupper() else c for c in point)
         value: PluginSetV1 | None = getattr(raw, field)
-        if value is not None:
-            sets[field] = _plugin_set(value, f"{path}.{point}", registry)
+        if value is None:
+            continue
+        if point in PLACEMENT_POINTS and value.enabled:
+            raise ConfigError(
+                f"{path}.{point}.enabled[0].name",
+                f'Invalid value: "{value.enabled[0].name}": not supported: ksched has no '
+                "placement (workload) scheduling",
+            )
+        plugin_set = _plugin_set(value, f"{path}.{point}", registry)
+        if point not in PLACEMENT_POINTS:
+            sets[field] = plugin_set
     return Plugins(**sets)
 
 
 def _plugin_set(raw: PluginSetV1, path: str, registry: Registry) -> PluginSet:
+    """Enabled plugins must be registered; disabled ones registered, ``*``, or an
+    upstream plugin ksched does not implement (disabling it changes nothing)."""
     for kind, refs in (("enabled", raw.enabled), ("disabled", raw.disabled)):
         for k, ref in enumerate(refs):
-            if ref.name not in registry and not (kind == "disabled" and ref.name == "*"):
-                raise ConfigError(
-                    f"{path}.{kind}[{k}].name", f'Invalid value: "{ref.name}": unknown plugin'
-                )
+            if ref.name in registry or (
+                kind == "disabled" and (ref.name == "*" or is_not_implemented(ref.name, registry))
+            ):
+                continue
+            raise missing_plugin(ref.name, f"{path}.{kind}[{k}].name")
     return PluginSet(
         tuple(PluginRef(p.name, p.weight or 0) for p in raw.enabled),
         tuple(PluginRef(p.name) for p in raw.disabled),

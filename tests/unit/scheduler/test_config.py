@@ -123,7 +123,10 @@ def test_merge_plugin_set_like_upstream():
     ("raw", "field", "reason"),
     [
         pytest.param(
-            config(leaderElection={}), "leaderElection", "unknown field", id="unknown top field"
+            config(healthzBindAddress=""),
+            "healthzBindAddress",
+            "unknown field",
+            id="unknown top field",
         ),
         pytest.param(
             {"kind": "KubeSchedulerConfiguration"},
