@@ -222,6 +222,18 @@ class FilterPlugin(Plugin, Protocol):
     def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult: ...
 
 
+@runtime_checkable
+class ResourceFilter(Protocol):
+    """A Filter plugin that compares a pod's requests with what each node has left
+    (NodeResourcesFit). The scheduler's store reservation re-checks exactly these
+    resources atomically (``Framework.checked_resources``), so replicas never overcommit
+    what the profile filters on, and never veto on what it does not."""
+
+    def checked_resources(self, pod: PodInfo) -> frozenset[str]:
+        """The resources of ``pod`` this Filter checks; ``pods`` for the pod count."""
+        ...
+
+
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis

@@ -42,6 +42,7 @@ from services.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
+    ResourceFilter,
     ScorePlugin,
 )
 from services.framework.listers import Listers
@@ -135,6 +136,7 @@ class Framework:
         self.pre_score_plugins = cast(list[PreScorePlugin], self._at(P.PreScore))
         self.score_plugins = cast(list[ScorePlugin], self._at(P.Score))
         self.reserve_plugins = cast(list[ReservePlugin], self._at(P.Reserve))
+        self._resource_filters = [p for p in self.filter_plugins if isinstance(p, ResourceFilter)]
 
     @property
     def profile_name(self) -> str:
@@ -145,6 +147,17 @@ class Framework:
 
     def plugin_names(self, point: ExtensionPoint) -> tuple[str, ...]:
         return self._points[point]
+
+    def checked_resources(self, pod: PodInfo) -> frozenset[str]:
+        """The resources of ``pod`` the enabled Filter plugins compare with what a node
+        has left (``ResourceFilter``; ``pods`` for the pod count): what the store's
+        reservation must re-check. Empty when no enabled filter checks any (for example
+        NodeResourcesFit's filter disabled): the reservation then never vetoes, as
+        upstream's AssumePod never does."""
+        checked: frozenset[str] = frozenset()
+        for plugin in self._resource_filters:
+            checked |= plugin.checked_resources(pod)
+        return checked
 
     def events_to_register(self) -> dict[str, Sequence[ClusterEventWithHint]]:
         """Plugin name → the events that may make a pod it rejected schedulable, for the

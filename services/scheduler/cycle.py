@@ -2,7 +2,8 @@
 
 For each request, in order: run the profile's framework against the snapshot; a pod
 that fits is assumed in the snapshot and reserved by the Reserve plugins at once (so the
-next pod of the batch sees both) and gets a store :class:`Reservation`. Then one
+next pod of the batch sees both) and gets a store :class:`Reservation` that re-checks
+only what the profile filters on (``Framework.checked_resources``). Then one
 ``store.assume`` call reserves the whole batch atomically per pod:
 
 - ``assumed``: the pod goes to the binder (a BindRequest, with VolumeBinding's decisions).
@@ -101,15 +102,11 @@ def _explanation(result: ScheduleResult) -> str | None:
     return _encoder.encode(result.explanation.to_json()).decode()
 
 
-def charged_requests(framework: Framework, pod: PodInfo) -> dict[str, int]:
-    """What the store checks and charges: the pod's positive requests except extended
-    resources NodeResourcesFit ignores (the node need not have them), plus ``pods: 1``."""
-    ignores = [getattr(p, "ignores", None) for p in framework.filter_plugins]
-    charged = {
-        name: amount
-        for name, amount in pod.requests.items()
-        if amount > 0 and not any(ignore(name) for ignore in ignores if ignore is not None)
-    }
+def charged_requests(pod: PodInfo) -> dict[str, int]:
+    """What the store charges the node for the pod: its positive requests plus
+    ``pods: 1``, as the bound pod is charged (``Reservation.checked`` says which of them
+    the store checks)."""
+    charged = {name: amount for name, amount in pod.requests.items() if amount > 0}
     charged[PODS] = 1
     return charged
 
@@ -212,8 +209,9 @@ class BatchScheduler:
                 uid=a.pod.uid,
                 node=a.node,
                 attempt=a.request.attempt,
-                requests=charged_requests(a.framework, a.pod),
+                requests=charged_requests(a.pod),
                 ttl=self._ttl,
+                checked=a.framework.checked_resources(a.pod),
             )
             for a in reserving
         ]

@@ -88,9 +88,18 @@ def pod(
     return ProjectedEntry(seq=seq, kind="pod", key=f"default/{name}", body=body, pod=charge)
 
 
-def res(name: str, on: str, attempt: int = 1, ttl: float = TTL, **req: int) -> Reservation:
+def res(
+    name: str,
+    on: str,
+    attempt: int = 1,
+    ttl: float = TTL,
+    checked: frozenset[str] | None = None,
+    **req: int,
+) -> Reservation:
     requests = {**req, "pods": 1}
-    return Reservation(uid=f"uid-{name}", node=on, attempt=attempt, requests=requests, ttl=ttl)
+    return Reservation(
+        uid=f"uid-{name}", node=on, attempt=attempt, requests=requests, ttl=ttl, checked=checked
+    )
 
 
 def claim(name: str, on: str, attempt: int = 1) -> BindClaim:
@@ -184,6 +193,48 @@ async def test_assume_conflict_returns_usage_and_reason(store: ClusterStore) -> 
         assert result == AssumeResult("conflict", {"cpu": 700, "pods": 1}, reason)
     assert await store.assumed() == {}
     assert await usage(store, "n1") == {"cpu": 700, "pods": 1}
+
+
+@pytest.mark.parametrize(
+    ("checked", "requests", "reason"),
+    [
+        (frozenset(), {"cpu": 400, "memory": 101, "example.com/gpu": 1}, ""),
+        (frozenset({"memory"}), {"cpu": 400, "memory": 50}, ""),
+        (frozenset({"memory"}), {"cpu": 400, "memory": 101}, "Insufficient memory"),
+        (frozenset({"cpu"}), {"cpu": 400, "example.com/gpu": 1}, "Insufficient cpu"),
+        (frozenset({"cpu"}), {"cpu": 300, "example.com/gpu": 1}, ""),
+        (frozenset({"pods"}), {"cpu": 300}, "Too many pods"),
+        (frozenset({"pods", "cpu"}), {"cpu": 400}, "Too many pods, Insufficient cpu"),
+        (frozenset({"example.com/gpu"}), {"example.com/gpu": 1}, "Insufficient example.com/gpu"),
+    ],
+    ids=[
+        "nothing-checked",
+        "unchecked-pods-and-cpu-over",
+        "checked-memory-over",
+        "checked-cpu-over-unchecked-extended",
+        "unchecked-extended",
+        "pod-count-checked",
+        "pod-count-and-cpu-checked",
+        "checked-extended",
+    ],
+)
+async def test_assume_vetoes_only_on_the_checked_resources(
+    store: ClusterStore, checked: frozenset[str], requests: dict[str, int], reason: str
+) -> None:
+    """The profile's filters decide what the reservation may refuse on: a resource they
+    do not check is charged in full but never vetoes (upstream's AssumePod never does)."""
+    full = [node(1, "n1", cpu=1000, memory=100, pods=2), pod(2, "a", "n1", cpu=700, pods=1)]
+    await store.apply([*full, pod(3, "b", "n1")])
+    await store.set_leases({"uid-p": 1})
+    result = await assume_one(store, res("p", "n1", checked=checked, **requests))
+    before = {"cpu": 700, "pods": 2}
+    if reason:
+        assert result == AssumeResult("conflict", before, reason)
+        assert await usage(store, "n1") == before
+    else:
+        assert result == AssumeResult("assumed")
+        charged = {name: before.get(name, 0) + requests.get(name, 0) for name in before}
+        assert await usage(store, "n1") == {**requests, **charged, "pods": 3}
 
 
 async def test_assume_on_unknown_or_deleted_node(store: ClusterStore) -> None:
@@ -345,16 +396,30 @@ async def test_leases_and_nominations(store: ClusterStore) -> None:
     assert await store.nominations() == {"b": Nomination("n2", -5)}
 
 
-async def test_racing_clients_never_overcommit(clients: Clients) -> None:
+@pytest.mark.parametrize(
+    ("checked", "requests"),
+    [
+        (None, {"cpu": 1000}),
+        (frozenset({"pods", "cpu"}), {"cpu": 1000, "memory": 1}),
+        (frozenset({"cpu"}), {"cpu": 1000, "memory": 1}),
+    ],
+    ids=["every-resource", "profile-checks-cpu-and-pods", "profile-checks-cpu-only"],
+)
+async def test_racing_clients_never_overcommit(
+    clients: Clients, checked: frozenset[str] | None, requests: dict[str, int]
+) -> None:
+    """What the profile checks (cpu) is never overcommitted by racing replicas; memory,
+    which the pods request but the profile does not check, is charged past the node's."""
     first, second = clients.open(), clients.open()
-    await first.apply([node(1, "n1", cpu=60_000, pods=110)])
+    await first.apply([node(1, "n1", cpu=60_000, memory=10, pods=110)])
     names = {c: [f"{c}{i}" for i in range(50)] for c in "ab"}
     await first.set_leases({f"uid-{n}": 1 for group in names.values() for n in group})
 
     async def race(store: ClusterStore, group: list[str]) -> list[str]:
         statuses: list[str] = []
         for name in group:
-            statuses.append((await assume_one(store, res(name, "n1", cpu=1000))).status)
+            reservation = res(name, "n1", checked=checked, **requests)
+            statuses.append((await assume_one(store, reservation)).status)
             assert (await usage(store, "n1")).get("cpu", 0) <= 60_000
             await anyio.lowlevel.checkpoint()  # let the other client in (memory)
         return statuses
@@ -363,7 +428,8 @@ async def test_racing_clients_never_overcommit(clients: Clients) -> None:
     statuses = results[0] + results[1]
     assert statuses.count("assumed") == 60
     assert statuses.count("conflict") == 40
-    assert await usage(second, "n1") == {"cpu": 60_000, "pods": 60}
+    charged = {name: amount * 60 for name, amount in requests.items()}
+    assert await usage(second, "n1") == {**charged, "pods": 60}
     assert len(await first.assumed()) == 60
 
 

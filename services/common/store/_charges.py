@@ -6,7 +6,7 @@ holds the two to the same answers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from services.common.store.base import PODS
 
@@ -20,15 +20,25 @@ def normalize(requests: Mapping[str, int]) -> dict[str, int]:
 
 
 def fit_reasons(
-    requests: Mapping[str, int], usage: Mapping[str, int], allocatable: Mapping[str, int]
+    requests: Mapping[str, int],
+    usage: Mapping[str, int],
+    allocatable: Mapping[str, int],
+    checked: Collection[str] | None = None,
 ) -> list[str]:
     """Why a normalised request does not fit (empty when it fits), as NodeResourcesFit says
     it: ``pods`` always counts one, every other resource is checked only when requested;
-    a resource the node does not list has an allocatable of 0."""
+    a resource the node does not list has an allocatable of 0. Only the resources in
+    ``checked`` are looked at (None: all of them)."""
+
+    def checks(name: str) -> bool:
+        return checked is None or name in checked
+
     reasons = []
-    if usage.get(PODS, 0) + 1 > allocatable.get(PODS, 0):
+    if checks(PODS) and usage.get(PODS, 0) + 1 > allocatable.get(PODS, 0):
         reasons.append("Too many pods")
     for name, amount in requests.items():
-        if name != PODS and usage.get(name, 0) + amount > allocatable.get(name, 0):
+        if name == PODS or not checks(name):
+            continue
+        if usage.get(name, 0) + amount > allocatable.get(name, 0):
             reasons.append(f"Insufficient {name}")
     return reasons

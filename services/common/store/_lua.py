@@ -106,7 +106,8 @@ return 0
 ASSUME = (
     _HELPERS
     + """
--- ARGV: P, now, count, then per reservation: uid, node, attempt, deadline, reqs
+-- ARGV: P, now, count, then per reservation: uid, node, attempt, deadline, reqs, checked
+-- (checked: '*' for every resource, else the comma-separated resources to check).
 -- Returns per reservation {status, reason, usage as a flat field/value list}.
 local now = tonumber(ARGV[2])
 local swept = {}
@@ -131,7 +132,11 @@ local function sweep(node)
   end
 end
 
-local function assume(uid, node, attempt, deadline, reqs)
+local function checks(checked, name)
+  return checked == '*' or string.find(',' .. checked .. ',', ',' .. name .. ',', 1, true) ~= nil
+end
+
+local function assume(uid, node, attempt, deadline, reqs, checked)
   if redis.call('HGET', P .. 'lease', uid) ~= attempt then
     return {'stale', "attempt is not the pod's lease", {}}
   end
@@ -158,11 +163,12 @@ local function assume(uid, node, attempt, deadline, reqs)
   local usage = tomap(flat)
   local alloc = tomap(redis.call('HGETALL', P .. 'alloc:' .. node))
   local reasons = {}
-  if (usage['pods'] or 0) + 1 > (alloc['pods'] or 0) then
+  if checks(checked, 'pods') and (usage['pods'] or 0) + 1 > (alloc['pods'] or 0) then
     table.insert(reasons, 'Too many pods')
   end
   for name, amt in string.gmatch(reqs, '([^,=]+)=([^,]+)') do
-    if name ~= 'pods' and (usage[name] or 0) + tonumber(amt) > (alloc[name] or 0) then
+    if name ~= 'pods' and checks(checked, name)
+        and (usage[name] or 0) + tonumber(amt) > (alloc[name] or 0) then
       table.insert(reasons, 'Insufficient ' .. name)
     end
   end
@@ -176,8 +182,8 @@ end
 local out = {}
 local i = 4
 for k = 1, tonumber(ARGV[3]) do
-  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
-  i = i + 5
+  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+  i = i + 6
 end
 return out
 """

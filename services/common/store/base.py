@@ -11,8 +11,11 @@ State of a pod in the store (upstream's cache draws the same machine)::
 
 - The node's *usage* is the sum of the requests of its bound pods (from the event log)
   plus those of pods assumed or binding on it. ``assume`` adds a pod to a node's usage
-  only if every requested resource still fits under the node's allocatable, in one
-  atomic step: two schedulers racing for the last slot cannot both win.
+  only if every resource the profile's filters check (``Reservation.checked``) still
+  fits under the node's allocatable, in one atomic step: two schedulers racing for the
+  last slot cannot both win. A resource no enabled filter checks never vetoes (as
+  upstream's AssumePod never does): what the profile does not filter on, it may
+  overcommit.
 - An assumption expires at its deadline (a scheduler that died after assume must not
   hold the capacity forever); ``begin_bind`` freezes it (no expiry) until the binding is
   recorded in the log. When ``apply`` sees the pod bound to the node it was assumed on,
@@ -67,8 +70,15 @@ class Reservation:
     node: str
     attempt: int
     requests: Mapping[str, int]
+    """What the pod is charged: resource → amount, every one added to the node's usage."""
     ttl: float
     """Seconds until the assumption expires unless a binder begins binding."""
+    checked: frozenset[str] | None = None
+    """The resources the profile's Filter plugins compare with what the node has left
+    (``Framework.checked_resources``; ``pods`` stands for the pod count): the store
+    refuses the reservation only when one of these no longer fits. Empty: nothing is
+    checked (a profile without NodeResourcesFit's filter). None: every requested
+    resource and ``pods``."""
 
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
@@ -127,8 +137,10 @@ class ClusterStore(Protocol):
 
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         """Reserve each pod on its node, one atomic check-and-reserve per reservation,
-        in order. Re-assuming the same (uid, node, attempt) returns ``assumed`` again
-        without charging twice; a pod assumed elsewhere by an older attempt is moved.
+        in order: ``conflict`` when the node is gone or a resource of
+        ``Reservation.checked`` no longer fits, else the whole request is charged.
+        Re-assuming the same (uid, node, attempt) returns ``assumed`` again without
+        charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""
 
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:

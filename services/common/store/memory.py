@@ -120,7 +120,7 @@ class MemoryStore:
         if r.node not in self._alloc:
             return AssumeResult("conflict", dict(usage), "node not found")
         requests = normalize(r.requests)
-        reasons = fit_reasons(requests, usage, self._alloc[r.node])
+        reasons = fit_reasons(requests, usage, self._alloc[r.node], r.checked)
         if reasons:
             return AssumeResult("conflict", dict(usage), ", ".join(reasons))
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding

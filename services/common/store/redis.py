@@ -11,6 +11,8 @@ Details the Protocol leaves open (the in-memory store behaves the same):
 - A charge is the pod's positive requests plus ``pods: 1``, whatever ``requests["pods"]``
   says. Resource and node names must not contain ``|``, ``,`` or ``=`` (Kubernetes names
   never do); :class:`ValueError` otherwise.
+- ``assume`` checks only the resources of ``Reservation.checked`` (all when None) and
+  charges the whole request.
 - ``node_usage(nodes)`` answers every node asked for (``{}`` when nothing is charged);
   ``node_usage()`` covers every node in the log plus any node still charged.
   ``allocatable(nodes)`` leaves out nodes that are not in the log.
@@ -112,7 +114,8 @@ class RedisStore:
         for r in reservations:
             deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
             reqs = _encode(normalize(r.requests))
-            args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs]
+            checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
+            args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
         replies = await self._assume(keys=[], args=args)
         return [
             AssumeResult(_STATUSES[status], _pairs(usage), reason.decode())

@@ -18,7 +18,13 @@ from typing import Final
 
 import numpy as np
 
-from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource_name
+from services.common.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource_name,
+)
 from services.framework.events import (
     ActionType,
     ClusterEvent,
@@ -136,15 +142,20 @@ class Fit:
             return False
         return resource in self._ignored or resource.split("/", 1)[0] in self._ignored_groups
 
+    def checked_resources(self, pod: PodInfo) -> frozenset[str]:
+        """What Filter checks for ``pod`` (``ResourceFilter``): the pod count and every
+        positive request it does not ignore."""
+        return frozenset((PODS, *self._checked(pod)))
+
+    def _checked(self, pod: PodInfo) -> list[str]:
+        return [r for r, amount in pod.requests.items() if amount > 0 and not self.ignores(r)]
+
     # -- PreFilter / Filter ---------------------------------------------------
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
-        checked = sorted(
-            (r for r, amount in pod.requests.items() if amount > 0 and not self.ignores(r)),
-            key=_reason_order,
-        )
+        checked = sorted(self._checked(pod), key=_reason_order)
         amounts = tuple(pod.requests[r] for r in checked)
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(tuple(checked), amounts))
         return None, SUCCESS
