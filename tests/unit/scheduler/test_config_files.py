@@ -431,3 +431,12 @@ def test_a_registered_plugin_is_simply_accepted(tmp_path):
     plugin = framework.plugins["DefaultPreemption"]
     assert isinstance(plugin, _Preemption)
     assert plugin.args.min_candidate_nodes_percentage == 20
+
+
+def test_the_example_config_loads(caplog):
+    path = Path(__file__).parents[3] / "ops" / "examples" / "scheduler-config.yaml"
+    with caplog.at_level(logging.WARNING, logger="ksched.config"):
+        loaded = load_config(path)
+    assert [p.scheduler_name for p in loaded.profiles] == ["default-scheduler", "bin-packer"]
+    fields = [m.split(": ")[1] for m in warnings(caplog)]
+    assert fields == ["clientConnection", "leaderElection", "parallelism"]
