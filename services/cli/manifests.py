@@ -1,10 +1,20 @@
-"""Reading Kubernetes manifests (YAML or JSON, one or many documents, ``kind: List``)
-into watch events, validated exactly as the informer will validate them."""
+"""Reading Kubernetes manifests (YAML or JSON, one or many documents, ``kind: List`` or
+any ``*List`` such as ``kubectl get pods -o yaml`` prints) into watch events, validated
+exactly as the informer will validate them.
+
+Objects of kinds ksched does not use (Deployments, ConfigMaps, …, or a known kind from
+another API group) are skipped with one summary line; two documents with the same
+``metadata.uid`` but different objects are an error, as the API server never hands out a
+uid twice. :func:`check` also warns about the fields of a Pod or Node that Kubernetes
+does not define (``spec.nodeSelecter``), as kubectl does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -12,8 +22,19 @@ import yaml
 
 from contracts import topology
 from contracts.errors import ErrorReport
-from contracts.kinds import KINDS
+from contracts.k8s.fields import unknown_fields
+from contracts.kinds import KINDS, NAMESPACED
 from services.informer.validate import Accepted, validate
+
+Warn = Callable[[str], None]
+"""Where a warning line goes (standard error unless a caller says otherwise)."""
+
+_WARNED_KINDS = ("pod", "node")
+"""Kinds whose unknown fields are warned about: the objects users write by hand."""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 class ManifestError(ValueError):
@@ -28,6 +49,8 @@ class Document:
     body: bytes
     """The watch event ``{"type": ..., "object": ...}`` as JSON."""
     routing_key: str
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The object as written, for :func:`check`'s unknown-field warnings."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -39,47 +62,118 @@ _Loader.yaml_implicit_resolvers = {
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
 }
 
+_API_GROUPS = {kind: cls().api_version.rpartition("/")[0] for kind, cls in KINDS.items()}
+"""The API group of each kind (``""`` for core/v1): a Knative ``Service`` is not a Service."""
+
 
 def read_documents(
-    text: str, *, event_type: str = "ADDED", source: str = "<input>"
+    text: str, *, event_type: str = "ADDED", source: str = "<input>", warn: Warn = _stderr
 ) -> list[Document]:
-    """Every object in ``text`` as a watch event, or ManifestError for the first bad one."""
-    try:
-        raw = [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+    """Every object in ``text`` as a watch event, or ManifestError for the first bad one.
+    Objects of kinds ksched does not use are skipped, summed up in one ``warn`` line."""
     documents: list[Document] = []
-    for index, obj in enumerate(_flatten(raw), start=1):
+    skipped: Counter[str] = Counter()
+    uids: dict[str, tuple[int, str]] = {}
+    for index, obj in enumerate(_flatten(_parse(text, source)), start=1):
         if not isinstance(obj, dict):
             raise ManifestError(f"{source}: document {index}: not an object")
-        kind_name = str(obj.get("kind", ""))
+        kind_name = obj.get("kind")
+        if not kind_name or not isinstance(kind_name, str):
+            raise ManifestError(f"{source}: document {index}: field kind: is required")
         kind = kind_name.lower()
+        api_version = obj.get("apiVersion")
         if kind not in KINDS:
-            raise ManifestError(
-                f"{source}: document {index}: field kind: unknown kind {kind_name!r} "
-                f"(known: {', '.join(sorted(KINDS))})"
-            )
+            skipped[kind_name] += 1
+            continue
+        if isinstance(api_version, str) and api_version.rpartition("/")[0] != _API_GROUPS[kind]:
+            skipped[f"{kind_name} ({api_version})"] += 1
+            continue
+        _check_uid(obj, kind, index, uids, source)
         body = msgspec.json.encode({"type": event_type, "object": obj})
-        documents.append(Document(index, kind, body, topology.event_key(kind, event_type)))
+        documents.append(Document(index, kind, body, topology.event_key(kind, event_type), obj))
+    if skipped:
+        total = sum(skipped.values())
+        counts = ", ".join(f"{name} {n}" for name, n in sorted(skipped.items()))
+        warn(f"{source}: skipped {total} object{'s' if total != 1 else ''}: {counts}")
     return documents
 
 
-def check(document: Document, *, source: str = "<input>") -> Accepted:
-    """Validate one document as the informer would; ManifestError names the field."""
+def check(document: Document, *, source: str = "<input>", warn: Warn = _stderr) -> Accepted:
+    """Validate one document as the informer would; ManifestError names the field. For a
+    Pod or Node, ``warn`` each field Kubernetes does not define (the informer ignores it)."""
     result = validate(document.body, document.routing_key)
     if isinstance(result, ErrorReport):
-        name = "/".join(part for part in (result.namespace, result.name) if part)
-        where = f"{result.object_kind} {name}".strip()
+        where = _where(result.object_kind, result.namespace, result.name)
         field = f"field {result.field}: " if result.field else ""
         raise ManifestError(
             f"{source}: document {document.index} ({where}): {field}{result.reason}"
         )
+    if result.kind in _WARNED_KINDS and document.raw:
+        meta = result.object.metadata
+        where = _where(result.kind, meta.namespace, meta.name)
+        for path in unknown_fields(document.raw, KINDS[result.kind]):
+            warn(f'{source}: document {document.index} ({where}): unknown field "{path}"')
     return result
 
 
-def _flatten(docs: list[Any]) -> Iterator[Any]:
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "List":
-            yield from doc.get("items") or []
+def _where(kind: str, namespace: str | None, name: str | None) -> str:
+    named = "/".join(part for part in (namespace, name) if part)
+    return f"{kind} {named}".strip()
+
+
+def _check_uid(
+    obj: Mapping[str, Any],
+    kind: str,
+    index: int,
+    uids: dict[str, tuple[int, str]],
+    source: str,
+) -> None:
+    """ManifestError if ``obj`` has a uid an earlier, different object of the file has.
+    The same object twice (a later version of it) is not a duplicate."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("uid"), str) or not meta["uid"]:
+        return
+    name = str(meta.get("name", ""))
+    namespace = meta.get("namespace")
+    if kind in NAMESPACED:
+        namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    what = _where(kind, namespace if kind in NAMESPACED else None, name)
+    uid = meta["uid"]
+    first = uids.setdefault(uid, (index, what))
+    if first[1] != what:
+        raise ManifestError(
+            f"{source}: document {index} ({what}): field metadata.uid: uid {uid!r} is "
+            f"already used by document {first[0]} ({first[1]}); uids must be unique"
+        )
+
+
+def _parse(text: str, source: str) -> list[Any]:
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            parsed = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            pass  # not JSON after all: YAML (a flow mapping) or an error it names
         else:
+            return parsed if isinstance(parsed, list) else [parsed]
+    try:
+        return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
+    except yaml.YAMLError as error:
+        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+
+
+def _flatten(docs: list[Any]) -> Iterator[Any]:
+    """Documents, with the items of a ``List`` / ``PodList`` / … in their place."""
+    for doc in docs:
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if not (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
             yield doc
+            continue
+        # The API server's PodList leaves out each item's kind; kubectl fills it in.
+        implied = {"kind": kind[: -len("List")]}
+        if isinstance(doc.get("apiVersion"), str):
+            implied["apiVersion"] = doc["apiVersion"]
+        for item in doc.get("items") or []:
+            if isinstance(item, dict) and "kind" not in item and kind != "List":
+                yield {**implied, **item}
+            else:
+                yield item

@@ -30,6 +30,10 @@ _KIND_ORDER = {
     "persistentvolumeclaim": 4,
     "node": 5,
     "poddisruptionbudget": 6,
+    "service": 6,
+    "replicationcontroller": 6,
+    "replicaset": 6,
+    "statefulset": 6,
     "pod": 7,
 }
 

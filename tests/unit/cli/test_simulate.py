@@ -82,8 +82,8 @@ def test_replay_reports_a_decision_that_differs(tmp_path: Path) -> None:
             "document 1 (pod default/p): field spec.containers[0].resources.requests.cpu",
         ),
         (
-            "kind: Node\nmetadata: {name: n}\n---\nkind: Deployment\nmetadata: {name: d}\n",
-            "document 2: field kind: unknown kind 'Deployment'",
+            "kind: Node\nmetadata: {name: n}\n---\nmetadata: {name: d}\n",
+            "document 2: field kind: is required",
         ),
         (
             "kind: Pod\nmetadata: {name: p}\nspec: {priority: high}\n",
@@ -91,7 +91,7 @@ def test_replay_reports_a_decision_that_differs(tmp_path: Path) -> None:
         ),
         ("kind: Pod\nmetadata: [unclosed\n", "not valid YAML"),
     ],
-    ids=["bad-quantity", "unknown-kind", "wrong-type", "broken-yaml"],
+    ids=["bad-quantity", "missing-kind", "wrong-type", "broken-yaml"],
 )
 def test_a_bad_file_names_the_document_and_field(text: str, words: str) -> None:
     with pytest.raises(ManifestError) as error:
