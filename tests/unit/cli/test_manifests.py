@@ -190,3 +190,35 @@ def test_a_duplicate_uid_is_an_error_naming_both_documents(objects, error):
     with pytest.raises(ManifestError) as raised:
         read_documents(text, source="f.yaml")
     assert error in str(raised.value)
+
+
+def spread_cluster(with_service: bool) -> str:
+    """node-a holds 6 other pods, node-b 3 web pods: LeastAllocated alone prefers node-b,
+    the system default spread of the web Service prefers node-a."""
+    nodes = [
+        {
+            "kind": "Node",
+            "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "20"}},
+        }
+        for n in ("node-a", "node-b")
+    ]
+    bound = [
+        {
+            "kind": "Pod",
+            "metadata": {"name": f"{app}-{i}", "labels": {"app": app}},
+            "spec": {"nodeName": node},
+        }
+        for app, node, count in (("other", "node-a", 6), ("web", "node-b", 3))
+        for i in range(count)
+    ]
+    service = {"kind": "Service", "metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}}
+    pending = {"kind": "Pod", "metadata": {"name": "web-new", "labels": {"app": "web"}}}
+    objects = [*nodes, *bound, *([service] if with_service else []), pending]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+
+
+@pytest.mark.parametrize(("with_service", "node"), [(False, "node-b"), (True, "node-a")])
+async def test_a_service_in_the_file_spreads_its_pods_by_system_defaults(with_service, node):
+    records = await simulate(load_cluster(spread_cluster(with_service), "c.json"), seed=0)
+    assert [(r.pod, r.node) for r in records] == [("default/web-new", node)]
