@@ -19,6 +19,7 @@ from typing import Protocol
 from contracts import topology
 from services.binder.service import BinderService
 from services.cli.manifests import read_documents
+from services.cli.output import render_object
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
@@ -154,11 +155,16 @@ async def publish(settings: Settings, text: str, *, delete: bool, source: str) -
 
 
 async def watch(
-    settings: Settings, *, errors: bool, limit: int | None, explain: bool = False
+    settings: Settings,
+    *,
+    errors: bool,
+    limit: int | None,
+    explain: bool = False,
+    output: str = "json",
 ) -> int:
-    """Print every decision (and, with ``errors``, every error report) as a JSON line;
-    with ``explain``, each decision that carries an explanation (annotation
-    ``ksched.io/explain``) is followed by it as tables."""
+    """Print every decision (and, with ``errors``, every error report) as a JSON line
+    (``output="yaml"``: a YAML document); with ``explain``, each decision that carries
+    an explanation (annotation ``ksched.io/explain``) is followed by it as tables."""
     bindings = [topology.Binding(topology.DECISIONS.name, "#")]
     if errors:
         bindings.append(topology.Binding(topology.ERRORS.name, "#"))
@@ -178,7 +184,7 @@ async def watch(
         nonlocal seen
         for delivery in deliveries:
             decision = json.loads(delivery.body)
-            print(json.dumps(decision), flush=True)
+            print(render_object(decision, output), end="", flush=True)
             if explain:
                 _print_explanation(decision)
             seen += 1
