@@ -1,21 +1,32 @@
-"""``simulate`` and ``replay``: argument handling, errors and output."""
+"""``simulate`` and ``replay``: argument handling and output. Their failures are raised,
+and ``main`` turns them into one line and an exit code (cli.errors)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import msgspec
-
 from services.cli.embedded import DecisionRecord
-from services.cli.manifests import ManifestError
+from services.cli.errors import InputError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.eventlog import open_event_log
 from services.framework.config import Profile
+
+STDIN = "-"
+"""The file name that means standard input (``ksched publish -``, ``ksched simulate -``)."""
+
+
+def read_input(path: str) -> tuple[str, str]:
+    """The text of ``path`` (standard input for ``-``) and its name for messages."""
+    if path == STDIN:
+        return sys.stdin.read(), "<stdin>"
+    return Path(path).read_text(), path
 
 
 def _profiles(config: str | None) -> Sequence[Profile]:
@@ -25,13 +36,9 @@ def _profiles(config: str | None) -> Sequence[Profile]:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    try:
-        text = Path(args.cluster).read_text()
-        documents = load_cluster(text, args.cluster)
-        profiles = _profiles(args.config)
-    except (OSError, ManifestError, ValueError) as error:
-        print(f"ksched simulate: {error}", file=sys.stderr)
-        return 2
+    text, source = read_input(args.cluster)
+    documents = load_cluster(text, source)
+    profiles = _profiles(args.config)
     event_log = None
     if args.record:
         Path(args.record).unlink(missing_ok=True)
@@ -53,12 +60,13 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    profiles = _profiles(args.config)
+    if not Path(args.log).is_file():  # open_event_log would create it
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.log)
     try:
-        profiles = _profiles(args.config)
         events = list(open_event_log(args.log).read())
-    except (OSError, ValueError, msgspec.DecodeError) as error:
-        print(f"ksched replay: {error}", file=sys.stderr)
-        return 2
+    except ValueError as error:  # a corrupt entry: the message names the file and line
+        raise InputError(f"{error} (not a log of simulate --record or the informer?)") from error
     result = asyncio.run(replay(events, seed=args.seed, profiles=profiles))
     records: list[DecisionRecord] = result.decisions
     if args.output == "json":

@@ -8,16 +8,23 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
+import traceback
+from importlib import metadata
 
-from services.common.settings import Settings, from_env
-from services.framework.registry import ConfigError
+from services.cli.errors import EXIT_CODES, InputError, explain
+from services.cli.output import OBJECT_FORMATS
+from services.common import redact
+from services.common.settings import ENV, Settings, from_env
+
+METRICS_SERVICES = ("queue",)
+"""The services that export Prometheus metrics (``--metrics-port``)."""
 
 
-def _connection_flags(parser: argparse.ArgumentParser) -> None:
+def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
     parser.add_argument("--amqp-url", help="RabbitMQ URL (env KSCHED_AMQP_URL)")
     parser.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
-    parser.add_argument("--namespace", help="prefix of exchanges, queues and keys")
+    if namespace:
+        parser.add_argument("--namespace", help="prefix of exchanges, queues and keys")
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -35,22 +42,39 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _settings_argv(args: argparse.Namespace) -> list[str]:
+    """The flags ``ksched up`` gives every service (see :func:`_service_argv`)."""
     argv: list[str] = []
-    for flag in (
-        "amqp_url",
-        "redis_url",
-        "namespace",
-        "event_log",
-        "config",
-        "seed",
-        "metrics_port",
-    ):
+    for flag in ("amqp_url", "redis_url", "namespace", "event_log", "config", "seed"):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     if getattr(args, "explain", None):
         argv.append("--explain")
     return argv
+
+
+def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The flags ``ksched up`` gives one service only: ``--metrics-port`` to the queue."""
+    port = getattr(args, "metrics_port", None)
+    return (
+        {} if port is None else {name: ["--metrics-port", str(port)] for name in METRICS_SERVICES}
+    )
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ksched")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _epilog() -> str:
+    rows = "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
+    return (
+        f"exit codes:\n{rows}\n\n"
+        "A failure is one line on stderr naming what failed and how to fix it; "
+        "-v adds the traceback."
+    )
 
 
 WORKLOAD_NAMES = [
@@ -68,13 +92,27 @@ QUEUE_OPS = "QueueOps"
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
-        prog="ksched", description="kube-scheduler as asyncio services on RabbitMQ and Redis"
+        prog="ksched",
+        description="kube-scheduler as asyncio services on RabbitMQ and Redis",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    root.add_argument("-v", "--verbose", action="store_true")
+    root.add_argument(
+        "-v", "--verbose", action="store_true", help="log more; on a failure, the traceback"
+    )
+    root.add_argument("--version", action="version", version=f"ksched {_version()}")
+    # -v after the command too (ksched watch -v); SUPPRESS keeps the root's value otherwise.
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     sub = root.add_subparsers(dest="command", required=True)
 
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, parents=[verbose])
+
     for name, text in (("run", "run one service"), ("up", "run every service as a process")):
-        p = sub.add_parser(name, help=text)
+        p = command(name, text)
         if name == "run":
             p.add_argument("service", choices=["informer", "queue", "scheduler", "binder"])
             p.add_argument("--replica", help="scheduler replica name")
@@ -92,33 +130,41 @@ def parser() -> argparse.ArgumentParser:
             "--metrics-port",
             type=int,
             metavar="PORT",
-            help="serve Prometheus metrics (/metrics) on PORT; 0 picks a free one",
+            help="the queue serves Prometheus metrics (/metrics) on PORT; 0 picks a free "
+            "one (the other services export none)",
         )
 
-    p = sub.add_parser("publish", help="publish Kubernetes YAML/JSON as watch events")
+    p = command("publish", "publish Kubernetes YAML/JSON as watch events")
     p.add_argument("file", help="a file, or - for standard input")
     p.add_argument("--delete", action="store_true", help="publish DELETED events")
     _connection_flags(p)
 
-    p = sub.add_parser("watch", help="print decisions as they arrive")
+    p = command("watch", "print decisions as they arrive")
     p.add_argument("--errors", action="store_true", help="also print ksched.errors")
     p.add_argument("--limit", type=int, help="exit after this many messages")
     p.add_argument(
         "--explain", action="store_true", help="print the explanation a decision carries"
     )
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=OBJECT_FORMATS,
+        default="json",
+        help="json: one object per line (default); yaml: one document per object",
+    )
     _connection_flags(p)
 
-    p = sub.add_parser("queue", help="show the scheduling queue the queue service published")
+    p = command("queue", "show the scheduling queue the queue service published")
     p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
     p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
     p.add_argument("--limit", type=int, default=10, help="pods shown per sub-queue (default 10)")
-    p.add_argument("--output", choices=["table", "json"], default="table")
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
-    p = sub.add_parser("simulate", help="schedule a cluster snapshot in one process")
-    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …")
+    p = command("simulate", "schedule a cluster snapshot in one process")
+    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
-    p.add_argument("--output", choices=["json", "table"], default="table")
+    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
     p.add_argument("--record", help="write the event log of the run to this file")
     p.add_argument(
         "--explain",
@@ -126,16 +172,20 @@ def parser() -> argparse.ArgumentParser:
         help="explain each decision: filter verdicts and scores per node and plugin",
     )
 
-    p = sub.add_parser("replay", help="replay a recorded event log and compare decisions")
+    p = command("replay", "replay a recorded event log and compare decisions")
     p.add_argument("log", help="an event log file (see simulate --record, run informer)")
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", choices=["json", "table"], default="table")
+    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
     p.add_argument("--check", action="store_true", help="exit 1 if any decision differs")
 
-    sub.add_parser("asyncapi", help="print the AsyncAPI document of the contracts")
+    command("asyncapi", "print the AsyncAPI document of the contracts")
 
-    p = sub.add_parser("bench", help="run a scheduler_perf-shaped benchmark")
+    p = command(
+        "bench",
+        "run a scheduler_perf-shaped benchmark (--mode services: under a private "
+        "namespace, removed afterwards)",
+    )
     p.add_argument("workload", choices=[*WORKLOAD_NAMES, QUEUE_OPS])
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument(
@@ -152,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
         help="cycle: the scheduling cycle alone; embedded: the pipeline in this "
         "process; services: a process per service on RabbitMQ and Redis",
     )
-    _connection_flags(p)
+    _connection_flags(p, namespace=False)
     return root
 
 
@@ -162,18 +212,37 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose or args.command in ("run", "up") else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    if not args.verbose:  # a failed connection is reported once, as main's one line
+        logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
     try:
         return _dispatch(args)
-    except KeyboardInterrupt:
-        return 130
-    except ConfigError as error:
-        print(
-            f"ksched: invalid configuration {getattr(args, 'config', '')}: {error}", file=sys.stderr
-        )
-        return 2
     except BrokenPipeError:  # the reader went away (ksched asyncapi | head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (Exception, KeyboardInterrupt) as error:
+        failure = explain(
+            error,
+            command=_command(args),
+            amqp_url=_url(args, "amqp_url"),
+            redis_url=_url(args, "redis_url"),
+        )
+        if args.verbose or failure.internal:
+            sys.stderr.write(redact.redact("".join(traceback.format_exception(error))))
+        if failure.line:
+            print(failure.line, file=sys.stderr)
+        return failure.code
+
+
+def _url(args: argparse.Namespace, field: str) -> str:
+    """The URL the command used: the flag, else the environment, else the default (not
+    from_env: the settings themselves may be what failed)."""
+    default: str = getattr(Settings(), field)
+    return getattr(args, field, None) or os.environ.get(ENV[field]) or default
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command as the user typed it, for messages: ``run scheduler``, ``watch``."""
+    return f"run {args.service}" if args.command == "run" else str(args.command)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -181,19 +250,30 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     match args.command:
         case "run":
+            if args.metrics_port is not None and args.service not in METRICS_SERVICES:
+                raise InputError(
+                    f"--metrics-port: the {args.service} exports no metrics, only the queue "
+                    "does (ksched run queue --metrics-port PORT)"
+                )
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0
         case "up":
-            return runtime.up(_settings_argv(args))
+            return runtime.up(_settings_argv(args), _service_argv(args))
         case "publish":
-            text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+            from services.cli.commands import read_input
+
+            text, source = read_input(args.file)
             return asyncio.run(
-                runtime.publish(_settings(args), text, delete=args.delete, source=args.file)
+                runtime.publish(_settings(args), text, delete=args.delete, source=source)
             )
         case "watch":
             return asyncio.run(
                 runtime.watch(
-                    _settings(args), errors=args.errors, limit=args.limit, explain=args.explain
+                    _settings(args),
+                    errors=args.errors,
+                    limit=args.limit,
+                    explain=args.explain,
+                    output=args.output,
                 )
             )
         case "queue":

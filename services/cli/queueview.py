@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import msgspec
 
 from contracts.queueview import QueuedPod, QueueView
+from services.common.redact import redact
 from services.common.settings import Settings, from_env
 from services.common.store import open_store
 
@@ -175,14 +176,11 @@ def show(raw: bytes | None, *, now: float, limit: int, output: str, where: str) 
 
 
 def queue_command(args: argparse.Namespace) -> int:
-    """``ksched queue``: 0 when a view was shown, 1 when there is none to show."""
+    """``ksched queue``: 0 when a view was shown, 1 when there is none to show. A store
+    that cannot be reached raises (main reports it, exit code 3)."""
     settings = from_env(redis_url=args.redis_url, namespace=args.namespace)
-    where = f"{settings.redis_url} (namespace {settings.store_namespace!r})"
-    try:
-        raw = asyncio.run(read_view(settings))
-    except Exception as error:  # the store's own errors (redis is not imported here)
-        print(f"ksched queue: cannot read the queue view from {where}: {error}", file=sys.stderr)
-        return 1
+    where = f"{redact(settings.redis_url)} (namespace {settings.store_namespace!r})"
+    raw = asyncio.run(read_view(settings))
     return show(raw, now=time.time(), limit=args.limit, output=args.output, where=where)
 
 

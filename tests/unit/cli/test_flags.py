@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
-from services.cli.main import _settings, _settings_argv, parser
+from services.cli.main import _service_argv, _settings, _settings_argv, parser
 
 
-@pytest.mark.parametrize("command", [["run", "queue"], ["up"]])
-def test_metrics_port_is_forwarded_to_the_service_processes(command: list[str]) -> None:
-    args = parser().parse_args([*command, "--metrics-port", "9100", "--namespace", "x"])
-    argv = _settings_argv(args)
-    assert argv[argv.index("--metrics-port") + 1] == "9100"
-    assert "--metrics-port" not in _settings_argv(parser().parse_args(command))
+def test_metrics_port_is_forwarded_to_the_queue_process_only() -> None:
+    args = parser().parse_args(["up", "--metrics-port", "9100", "--namespace", "x"])
+    assert _service_argv(args) == {"queue": ["--metrics-port", "9100"]}
+    assert "--metrics-port" not in _settings_argv(args)  # not every child's
+    assert _service_argv(parser().parse_args(["up"])) == {}
 
 
 def test_metrics_port_reaches_the_settings() -> None:
