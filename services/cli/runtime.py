@@ -12,18 +12,22 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Protocol
 
 from contracts import topology
 from services.binder.service import BinderService
+from services.cli.backoff import Backoff
 from services.cli.manifests import read_documents
 from services.cli.output import render_object
+from services.cli.shutdown import STOP_BOUND, Shutdown
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
 from services.common.eventlog import open_event_log
+from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
@@ -92,54 +96,181 @@ def scheduler_config(path: str | None) -> SchedulerConfig:
     return load_config(path) if path is not None else SchedulerConfig((default_profile(),))
 
 
+STARTUP_PATIENCE = 30.0
+"""Seconds a starting service keeps retrying an unreachable broker or Redis (with
+backoff, logging each attempt) before it gives up with the last error; a broker that
+boots alongside ksched (compose) has this long."""
+STEP_BOUND = 3.0
+"""Seconds each step of stopping (the service, the bus, the store) may take."""
+
+
 async def run_service(name: str, settings: Settings) -> None:
-    """Run one service until SIGTERM or SIGINT."""
+    """Run one service until SIGTERM or SIGINT, then stop it within the bound (see
+    services.cli.shutdown), whatever it was doing: starting, connecting, mid-batch."""
     telemetry.configure(name)
+    shutdown = Shutdown(f"ksched run {name}")
+    shutdown.install()
     bus, store = edges(settings)
     service = build(name, settings, bus, store)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await service.start()
-    log.info("%s started", name)
+    log.info("%s starting", name)
     try:
-        await stop.wait()
+        if await _unless_stopped(shutdown, _start(name, service, bus, store)):
+            log.info("%s started", name)
+            await shutdown.requested.wait()
     finally:
-        await service.stop()
-        await bus.close()
-        await store.close()
+        shutdown.arm()  # however the run ended, the process ends within the bound
+        await _stop(name, service, bus, store)
+
+
+async def _unless_stopped(shutdown: Shutdown, start: Coroutine[None, None, None]) -> bool:
+    """Run ``start`` unless a signal comes first: then cancel it and return False."""
+    task = asyncio.create_task(start, name="start")
+    stopped = asyncio.create_task(shutdown.requested.wait(), name="stop-requested")
+    try:
+        await asyncio.wait([task, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=STEP_BOUND)
+    if task.cancelled() or not task.done():
+        return False
+    task.result()  # start's own failure
+    return True
+
+
+async def _start(name: str, service: Service, bus: Bus, store: ClusterStore) -> None:
+    """Reach the broker and Redis (retrying with backoff for STARTUP_PATIENCE), then
+    start the service."""
+    clock = SystemClock()
+    backoff = Backoff(clock)
+    give_up = clock.now() + STARTUP_PATIENCE
+    while True:
+        try:
+            await bus.declare(())
+            await store.applied_seq()
+            break
+        except Exception as error:
+            delay = backoff.failed()
+            if clock.now() + delay > give_up:
+                raise
+            log.warning(
+                "%s: cannot reach the broker or Redis: %s; retrying in %g s",
+                name,
+                redact(str(error) or type(error).__name__),
+                delay,
+            )
+            await clock.sleep(delay)
+    await service.start()
+
+
+async def _stop(name: str, service: Service, bus: Bus, store: ClusterStore) -> None:
+    """Stop the service, then close the bus and the store: each step bounded, each done
+    even if the one before failed (an unclosed robust connection keeps a task alive)."""
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+        ("stop the service", service.stop),
+        ("close the bus", bus.close),
+        ("close the store", store.close),
+    ]
+    for what, step in steps:
+        try:
+            async with asyncio.timeout(STEP_BOUND):
+                await step()
+        except Exception:
+            log.warning("%s: could not %s within %g s", name, what, STEP_BOUND, exc_info=True)
+    log.info("%s stopped", name)
+
+
+UP_POLL = 0.2
+"""Seconds between ``ksched up``'s looks at its children."""
+
+
+class _Child:
+    """One service process of ``ksched up`` and its restart backoff."""
+
+    def __init__(self, name: str, argv: Sequence[str], clock: SystemClock) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.backoff = Backoff(clock)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restart_at = 0.0
+
+    def spawn(self) -> None:
+        # Its own process group: a Ctrl-C in the terminal reaches `up` only, which
+        # stops the children once (a second signal would make them exit at once).
+        self.process = subprocess.Popen(self.argv, process_group=0)
+        self.backoff.started()
+        log.info("started %s (pid %d)", self.name, self.process.pid)
 
 
 def up(settings_args: Sequence[str], only: Mapping[str, Sequence[str]] | None = None) -> int:
-    """Start every service as its own process; restart one that dies; stop all on a signal.
-    ``only[name]`` are flags for that service alone (``--metrics-port`` for the queue)."""
+    """Start every service as its own process; restart one that exits, after an
+    exponential backoff (services.cli.backoff), saying so; on SIGTERM or SIGINT stop them
+    all (SIGTERM, then SIGKILL for any still running after the bound), on a second
+    signal kill them at once. ``only[name]`` are flags for that service alone
+    (``--metrics-port`` for the queue)."""
     command = [sys.executable, "-m", "services.cli.main", "run"]
-    argv = {n: [*command, n, *settings_args, *(only or {}).get(n, ())] for n in SERVICES}
-    children: dict[str, subprocess.Popen[bytes]] = {}
-    stopping = False
+    clock = SystemClock()
+    children = [
+        _Child(n, [*command, n, *settings_args, *(only or {}).get(n, ())], clock) for n in SERVICES
+    ]
+    signals: list[int] = []
 
-    def stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
+    def on_signal(signum: int, _frame: object) -> None:
+        signals.append(signum)
+        if len(signals) > 1:
+            _kill(children)
+            os.write(
+                sys.stderr.fileno(),
+                f"ksched up: {signal.Signals(signum).name} while stopping: "
+                "killed every service\n".encode(),
+            )
+            os._exit(128 + signum)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    for name in SERVICES:
-        children[name] = subprocess.Popen(argv[name])
-    while not stopping:
-        for name, child in list(children.items()):
-            code = child.poll()
-            if code is not None and not stopping:
-                log.warning("%s exited with %s; restarting", name, code)
-                children[name] = subprocess.Popen(argv[name])
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            next(iter(children.values())).wait(timeout=0.5)
-    for child in children.values():
-        child.terminate()
-    for child in children.values():
-        child.wait()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for child in children:
+        child.spawn()
+    while not signals:
+        for child in children:
+            if child.process is None:
+                if clock.now() >= child.restart_at:
+                    child.spawn()
+                continue
+            code = child.process.poll()
+            if code is None:
+                continue
+            delay = child.backoff.failed()
+            child.process, child.restart_at = None, clock.now() + delay
+            log.warning(
+                "%s exited with code %d; restarting in %g s (restart %d)",
+                child.name,
+                code,
+                delay,
+                child.backoff.failures,
+            )
+        time.sleep(UP_POLL)
+    log.info("ksched up: %s: stopping every service", signal.Signals(signals[0]).name)
+    running = [c.process for c in children if c.process is not None]
+    for process in running:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+    deadline = clock.now() + STOP_BOUND
+    for process in running:
+        try:
+            process.wait(timeout=max(0.0, deadline - clock.now()))
+        except subprocess.TimeoutExpired:
+            log.warning("pid %d did not stop within %g s: killing it", process.pid, STOP_BOUND)
+            process.kill()
+            process.wait()
     return 0
+
+
+def _kill(children: Sequence[_Child]) -> None:
+    for child in children:
+        if child.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                child.process.kill()
 
 
 async def publish(settings: Settings, text: str, *, delete: bool, source: str) -> int:

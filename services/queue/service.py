@@ -19,7 +19,6 @@ changed; every 30 s pods parked for more than 5 minutes are retried.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections.abc import Collection, Sequence
@@ -152,8 +151,8 @@ class QueueService:
             await consumer.cancel()
         for task in self._tasks:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:  # not `await task`: suppressing its CancelledError would swallow ours
+            await asyncio.wait(self._tasks)
         self._consumers, self._tasks = [], []
         if self.metrics is not None:
             self.metrics.close()

@@ -26,8 +26,10 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, Redi
         await client.open()
         yield processes, client, store
     finally:
-        await processes.stop_all()
-        await delete_namespace(connection, namespace)
-        await connection.close()
-        await store.flush_namespace()
-        await store.close()
+        try:
+            await processes.stop_all()  # fails the test if a service outlives SIGTERM
+        finally:
+            await delete_namespace(connection, namespace)
+            await connection.close()
+            await store.flush_namespace()
+            await store.close()

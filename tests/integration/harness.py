@@ -22,6 +22,8 @@ from contracts import topology
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REDIS_URL = os.environ.get("KSCHED_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 START_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+"""Seconds a service has to exit after SIGTERM."""
 
 
 class Processes:
@@ -33,6 +35,7 @@ class Processes:
         self.children: dict[str, asyncio.subprocess.Process] = {}
         self._logs: dict[str, list[str]] = defaultdict(list)
         self._readers: list[asyncio.Task[None]] = []
+        self._line = asyncio.Event()
 
     def flags(self) -> list[str]:
         return [
@@ -50,15 +53,34 @@ class Processes:
 
     async def start(self, name: str) -> None:
         """Start ``name`` and return once it logged that it started (no sleeping)."""
-        command = [sys.executable, "-m", "services.cli.main", "run", name, *self.flags()]
-        child = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
-        self.children[name] = child
-        started = asyncio.Event()
-        self._readers.append(asyncio.create_task(self._read(name, child, started)))
+        started = await self.spawn(name)
         try:
             await asyncio.wait_for(started.wait(), START_TIMEOUT)
         except TimeoutError:
             raise AssertionError(f"{name} did not start:\n" + "\n".join(self._logs[name])) from None
+
+    async def spawn(self, name: str, *flags: str) -> asyncio.Event:
+        """Start ``name`` (``flags`` override ``self.flags()``); the event is set once it
+        logged that it started."""
+        command = [sys.executable, "-m", "services.cli.main", "run", name, *self.flags(), *flags]
+        child = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+        self.children[name] = child
+        self._logs[name].append(f"--- pid {child.pid}")
+        started = asyncio.Event()
+        self._readers.append(asyncio.create_task(self._read(name, child, started)))
+        return started
+
+    async def logged(self, name: str, text: str, within: float = START_TIMEOUT) -> None:
+        """Wait until the current process of ``name`` logged a line containing ``text``."""
+        async with asyncio.timeout(within):
+            while not any(text in line for line in self._current_log(name)):
+                self._line.clear()
+                await self._line.wait()
+
+    def _current_log(self, name: str) -> list[str]:
+        lines = self._logs[name]
+        starts = [i for i, line in enumerate(lines) if line.startswith("--- pid ")]
+        return lines[starts[-1] :] if starts else lines
 
     async def _read(
         self, name: str, child: asyncio.subprocess.Process, started: asyncio.Event
@@ -67,8 +89,24 @@ class Processes:
         async for raw in child.stderr:
             line = raw.decode(errors="replace").rstrip()
             self._logs[name].append(line)
+            self._line.set()
             if f"{name} started" in line:
                 started.set()
+
+    async def terminate(self, name: str, sig: int = signal.SIGTERM) -> int:
+        """Send ``sig`` to ``name``; its exit code, which must come within STOP_TIMEOUT."""
+        child = self.children[name]
+        child.send_signal(sig)
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                return await child.wait()
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+            raise AssertionError(
+                f"{name} did not exit within {STOP_TIMEOUT:g} s of {signal.Signals(sig).name}:\n"
+                + "\n".join(self._current_log(name)[-30:])
+            ) from None
 
     async def kill9(self, name: str) -> None:
         child = self.children.pop(name)
@@ -76,13 +114,17 @@ class Processes:
         await child.wait()
 
     async def stop_all(self) -> None:
-        for child in self.children.values():
-            if child.returncode is None:
-                child.terminate()
-        for child in self.children.values():
-            await child.wait()
+        """SIGTERM every service; each must exit within STOP_TIMEOUT (else it is killed
+        and this fails, naming it)."""
+        running = [name for name, child in self.children.items() if child.returncode is None]
+        results = await asyncio.gather(
+            *(self.terminate(name) for name in running), return_exceptions=True
+        )
         for reader in self._readers:
             reader.cancel()
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     def log(self, name: str) -> str:
         return "\n".join(self._logs[name])

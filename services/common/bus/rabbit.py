@@ -21,6 +21,7 @@ from aio_pika.abc import (
     AbstractIncomingMessage,
     AbstractQueue,
     AbstractRobustConnection,
+    TimeoutType,
 )
 
 from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, ExchangeSpec, QueueSpec
@@ -37,6 +38,11 @@ _JSON = "application/json"
 _Declare = Callable[[AbstractChannel, bool], Awaitable[object]]
 """Declares one exchange or queue on a channel, passively or not."""
 _BROKER_ERRORS = (aiormq.exceptions.AMQPError, ConnectionError, OSError, asyncio.TimeoutError)
+CONNECT_TIMEOUT = 10.0
+"""Seconds for the connection handshake (a broker that accepts and never answers)."""
+CLOSE_TIMEOUT = 2.0
+"""Seconds each step of closing (a consumer's handler and channel, the connection) may
+take before it is abandoned; the broker requeues whatever was not acknowledged."""
 
 
 class RabbitBus:
@@ -127,12 +133,16 @@ class RabbitBus:
         return consumer
 
     async def close(self) -> None:
+        """Cancel every consumer, then close the connection, each within CLOSE_TIMEOUT;
+        the connection is closed even if a cancel failed."""
         self._closed = True
-        for consumer in list(self._consumers):
-            await consumer.cancel()
-        if self._connection is not None:
-            await self._connection.close()
-        self._connection, self._channel = None, None
+        try:
+            for consumer in list(self._consumers):
+                await consumer.cancel()
+        finally:
+            connection, self._connection, self._channel = self._connection, None, None
+            if connection is not None:
+                await _close(connection)
 
     async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
         """Delete this namespace's exchanges, every queue this bus declared and ``queues``
@@ -152,7 +162,9 @@ class RabbitBus:
         async with self._lock:
             if self._channel is None:
                 try:
-                    connection = await self._connect()
+                    if self._connection is None:
+                        self._connection = await self._connect()
+                    connection = self._connection
                     channel = await connection.channel(publisher_confirms=True)
                     for spec in EXCHANGES:
                         self._exchanges[spec.name] = await self._declare_exchange(
@@ -162,14 +174,23 @@ class RabbitBus:
                     raise BusError(
                         f"cannot connect to the broker at {redact(self._url)}: " + redact(repr(exc))
                     ) from exc
-                self._connection, self._channel = connection, channel
+                self._channel = channel
             return self._channel
 
     async def _connect(self) -> AbstractRobustConnection:
-        if is_tls_url(self._url):
-            context = await asyncio.to_thread(client_context, self._tls)
-            return await aio_pika.connect_robust(self._url, ssl_context=context)
-        return await aio_pika.connect_robust(self._url)
+        context = (
+            await asyncio.to_thread(client_context, self._tls) if is_tls_url(self._url) else None
+        )
+        connection = await aio_pika.connect_robust(
+            self._url,
+            ssl_context=context,
+            timeout=CONNECT_TIMEOUT,
+            connection_class=_Connection,
+        )
+        if self._closed:  # close() ran while this was connecting
+            await _close(connection)
+            raise BusError("bus is closed")
+        return connection
 
     async def _may_configure(self, connection: AbstractRobustConnection, declare: _Declare) -> bool:
         """Whether this user may declare the object ``declare`` declares: tried on a
@@ -244,6 +265,31 @@ class RabbitBus:
         )
 
 
+class _Connection(aio_pika.RobustConnection):
+    """aio-pika's robust connection, except that a first connect that fails, times out
+    or is cancelled closes the connection. aio-pika leaves its reconnection task running
+    then, and that task swallows the cancellation ``asyncio.run`` sends at exit ("Connection
+    attempt cancelled. Reconnecting after 5 seconds"), so the process never ends: a
+    service stopped while connecting sat idle in its event loop until killed."""
+
+    async def connect(self, timeout: TimeoutType = None) -> None:  # noqa: ASYNC109 (aio-pika's)
+        try:
+            await super().connect(timeout)
+        except BaseException:
+            await _close(self)
+            raise
+
+
+async def _close(connection: AbstractRobustConnection) -> None:
+    """Close ``connection`` within CLOSE_TIMEOUT. A robust connection is marked closed
+    first thing, so its reconnection task ends even if the broker never answers."""
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await connection.close()
+    except _BROKER_ERRORS:
+        log.warning("unclean close of the broker connection", exc_info=True)
+
+
 class _RabbitConsumer:
     """One subscription on its own channel; never runs the handler concurrently."""
 
@@ -272,7 +318,8 @@ class _RabbitConsumer:
         self._task = asyncio.create_task(self._run(), name=f"consume:{self._spec.name}")
 
     async def cancel(self) -> None:
-        """Stop the handler, close the channel: the broker requeues every unacked one."""
+        """Stop the handler (a batch it was handling is not acknowledged), close the
+        channel: the broker requeues every unacked one. Each step within CLOSE_TIMEOUT."""
         if self._cancelled:
             return
         self._cancelled = True
@@ -280,9 +327,12 @@ class _RabbitConsumer:
         if self._task is not None:
             self._task.cancel()
             if self._task is not asyncio.current_task():
-                await asyncio.wait([self._task])
+                done, _ = await asyncio.wait([self._task], timeout=CLOSE_TIMEOUT)
+                if not done:
+                    log.warning("handler of %s ignored its cancellation", self._spec.name)
         try:
-            await self._channel.close()
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                await self._channel.close()
             if (
                 self._spec.exclusive
                 and not self._bus._closed

@@ -1,0 +1,138 @@
+"""Clean shutdown against the real RabbitMQ and Redis: SIGTERM at random moments of each
+service's life, under load, exits within the bound every time and loses no pod; a
+service that cannot reach its broker still stops, and a second signal ends it at once."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import signal
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from services.common.store.redis import RedisStore
+from tests.integration.harness import Client, Processes, node, pod
+from tests.integration.test_end_to_end import assert_bound_exactly_once, assert_no_overcommit
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+SERVICES = ("informer", "queue", "scheduler", "binder")
+MOMENTS = ("spawned", "starting", "running")
+"""spawned: right after the process exists (it may not have its handlers yet);
+starting: inside start() (connecting, declaring, catching up); running: mid-batch, after
+a random number of further bindings (idle once every published pod is bound)."""
+PODS_PER_ROUND = 20
+SEED = 20240607
+
+
+async def test_sigterm_at_random_moments_under_load_exits_in_time_and_loses_no_pod(
+    cluster: tuple[Processes, Client, RedisStore],
+) -> None:
+    processes, client, store = cluster
+    rng = random.Random(SEED)
+    rounds = list(itertools.product(SERVICES, MOMENTS))  # 12: every service at every moment
+    rng.shuffle(rounds)
+    for name in ("node-a", "node-b", "node-c", "node-d"):  # 4 x 8 cpu for 240 x 100m
+        await client.publish("node", node(name, cpu="8"))
+    published = 0
+    for number, (name, moment) in enumerate(rounds):
+        load = asyncio.create_task(publish_pods(client, published, PODS_PER_ROUND))
+        published += PODS_PER_ROUND
+        if moment == "running":
+            target = min(len(client.bindings()) + rng.randint(1, 15), published)
+            await client.wait_for(lambda target=target: len(client.bindings()) >= target)
+            assert await processes.terminate(name) == 0, processes.log(name)
+        else:
+            assert await processes.terminate(name) == 0, processes.log(name)
+            await processes.spawn(name)
+            if moment == "starting":
+                await processes.logged(name, f"{name} starting")
+            code = await processes.terminate(name)
+            # Before its handlers exist (interpreter start-up) SIGTERM's default ends it.
+            allowed = {0, -signal.SIGTERM} if moment == "spawned" else {0}
+            assert code in allowed, f"round {number} ({name}, {moment}): exit {code}"
+        await processes.start(name)
+        await load
+    await client.wait_for(lambda: len(client.bindings()) >= published, within=60)
+    await assert_bound_exactly_once(client, store, published)
+    await assert_no_overcommit(client, store)
+    assert await store.assumed() == {}, "no reservation is left behind"
+    assert await store.leases() == {}, "no attempt is left in flight"
+
+
+async def publish_pods(client: Client, first: int, count: int) -> None:
+    for i in range(first, first + count):
+        await client.publish("pod", pod(f"p-{i}", cpu="100m"))
+
+
+@pytest.fixture
+async def unreachable(tmp_path: Path) -> AsyncIterator[Processes]:
+    """Service processes of a namespace of their own (spawn them with ``no_broker()``)."""
+    processes = Processes(f"e2e{uuid.uuid4().hex[:8]}", tmp_path)
+    try:
+        yield processes
+    finally:
+        await processes.stop_all()
+
+
+async def test_a_service_that_cannot_reach_its_broker_stops_on_sigterm(
+    unreachable: Processes,
+) -> None:
+    for name in SERVICES:
+        await unreachable.spawn(name, *no_broker())
+    for name in SERVICES:
+        await unreachable.logged(name, "cannot reach the broker")
+        assert await unreachable.terminate(name) == 0, unreachable.log(name)
+
+
+async def test_a_service_whose_broker_never_answers_stops_on_sigterm(
+    unreachable: Processes,
+) -> None:
+    """The broker accepts the connection and says nothing: start() is stuck in the AMQP
+    handshake when SIGTERM comes (once, this left an informer idle for 14 minutes)."""
+    connected = asyncio.Event()
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        connected.set()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for name in SERVICES:
+            connected.clear()
+            await unreachable.spawn(name, "--amqp-url", f"amqp://guest:guest@127.0.0.1:{port}/")
+            await asyncio.wait_for(connected.wait(), 60)
+            assert await unreachable.terminate(name) == 0, unreachable.log(name)
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_second_signal_while_stopping_exits_at_once(unreachable: Processes) -> None:
+    """SIGINT and SIGTERM delivered together (held back by SIGSTOP): the first starts
+    the stop, the second ends the process at once, with its own exit code and one line."""
+    await unreachable.spawn("informer", *no_broker())
+    await unreachable.logged("informer", "cannot reach the broker")
+    child = unreachable.children["informer"]
+    for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM):
+        child.send_signal(sig)
+    assert await unreachable.terminate("informer", signal.SIGCONT) == 128 + signal.SIGTERM
+    await unreachable.logged("informer", "informer: SIGTERM while stopping: exiting now", 5)
+    assert "informer stopped" not in unreachable.log("informer")
+
+
+def no_broker() -> list[str]:
+    """The flag pointing a service at a port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    return ["--amqp-url", f"amqp://guest:guest@127.0.0.1:{port}/"]
