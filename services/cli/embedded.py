@@ -3,7 +3,8 @@ in one process. ``simulate``, ``replay`` and the embedded benchmark run on it.
 
 With a FakeClock the run is deterministic: :meth:`EmbeddedCluster.settle` waits until
 nothing moves, and when only pods in backoff are left it advances the clock to their
-expiry instead of sleeping.
+expiry instead of sleeping, as long as one of them may still make progress (see
+cli.progress): a pod that nothing could help is not retried for ever.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contracts import topology
 from contracts.k8s import Binding, Decision, Event, namespaced_name
 from services.binder.service import BinderService
 from services.cli.manifests import Document
+from services.cli.progress import MAX_SAME_FAILURES, Progress
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import Clock, FakeClock
@@ -112,9 +114,12 @@ class EmbeddedCluster:
         dispatch_batch: int = 128,
         on_decision: Callable[[DecisionRecord], None] | None = None,
         explain: bool = False,
+        max_same_failures: int = MAX_SAME_FAILURES,
     ) -> None:
-        """``explain``: the scheduler explains every decision (``--explain``)."""
+        """``explain``: the scheduler explains every decision (``--explain``).
+        ``max_same_failures``: see cli.progress.MAX_SAME_FAILURES."""
         self.clock = clock or FakeClock()
+        self.progress = Progress(max_same_failures)
         self.bus = MemoryBus()
         self.store = MemoryStore()
         self.log = event_log or MemoryEventLog()
@@ -175,15 +180,23 @@ class EmbeddedCluster:
 
     async def settle(self) -> None:
         """Return when no message, attempt or expired backoff is left to process. With a
-        FakeClock, time jumps to the next backoff expiry while anything is backing off."""
+        FakeClock, time jumps to the next backoff expiry while a pod backing off may
+        still make progress (cli.progress); pods that cannot stay where they are."""
+        queue = self.queue.queue
         while True:
             await self.bus.wait_idle()
-            counts = self.queue.queue.counts()
+            counts = queue.counts()
             if self.queue.in_flight or (counts["active"] and not self.queue.held):
                 await asyncio.sleep(0)
                 continue
-            expiry = self.queue.queue.next_backoff_expiry()
-            if expiry is not None and not self.queue.held and isinstance(self.clock, FakeClock):
+            self.progress.quiet(queue.pods(), self.queue.applied_seq)
+            expiry = queue.next_backoff_expiry()
+            if (
+                expiry is not None
+                and not self.queue.held
+                and isinstance(self.clock, FakeClock)
+                and self.progress.any_may_progress(queue.pods())
+            ):
                 await self.clock.advance(max(expiry - self.clock.now(), 0.0) + 1.0)
                 continue
             return

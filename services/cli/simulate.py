@@ -1,10 +1,17 @@
 """``ksched simulate CLUSTER.yaml``: schedule the pending pods of a cluster snapshot on
-the embedded pipeline and print the decisions in the order they were made.
+the embedded pipeline and print the decisions.
 
 Nodes and bound pods of the file are the cluster; every pending pod is in the queue
 before the first attempt, so the queue's order (priority, then file order) decides.
-With ``explain`` every decision carries the scheduler's explanation (framework.explain),
-which the table output renders per decision (cli.explain_table).
+The run always ends: once no pending pod can make progress (cli.progress), what is
+left stays unscheduled, and a decision is a result, not an error (exit code 0).
+
+Output: ``json`` prints every decision as it is made, one line each (a pod attempted
+again after a change prints each attempt); ``table`` prints each pod once with its last
+decision (its Binding, or for a pod left pending its last FailedScheduling and the
+attempts it took), then how many pods were bound and how many were not. With
+``explain`` every decision carries the scheduler's explanation (framework.explain),
+which the table output renders for each pod's last decision (cli.explain_table).
 """
 
 from __future__ import annotations
@@ -81,9 +88,17 @@ def print_json(record: DecisionRecord, out: TextIO | None = None) -> None:
     out.flush()
 
 
+def last_decisions(records: Sequence[DecisionRecord]) -> list[DecisionRecord]:
+    """Each pod's last decision, in the order those were made."""
+    last = {r.pod: (i, r) for i, r in enumerate(records)}
+    return [r for _, r in sorted(last.values(), key=lambda item: item[0])]
+
+
 def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) -> None:
-    """The decisions as a table; first, for each explained one, its explanation."""
+    """Each pod's last decision as a table, then the counts of bound and unscheduled
+    pods; first, for each explained decision of the table, its explanation."""
     out = out or sys.stdout
+    records = last_decisions(records)
     for r in records:
         if r.explain is not None:
             print_explanation(r, out)

@@ -18,7 +18,12 @@ from services.framework.types import PodInfo
 from services.scheduler.cycle import BatchScheduler
 from tests.builders import make_node, make_pod
 
-REQUESTS = {"cpu": "1", "memory": "1Gi", "example.com/gpu": 1, "other.io/fpga": 1}
+REQUESTS: dict[str, str | int] = {
+    "cpu": "1",
+    "memory": "1Gi",
+    "example.com/gpu": 1,
+    "other.io/fpga": 1,
+}
 
 
 def profile(**fields: Any) -> Any:
@@ -104,7 +109,7 @@ async def test_the_reservation_carries_what_the_profile_checks(
     request = ScheduleRequest(pod=pod, attempt=1, profile="default-scheduler", seq=0, at=0.0)
     await scheduler.run([request])
     [reservation] = store.reservations
-    assert reservation.checked == checked
+    assert reservation.checked == frozenset(checked)
     assert dict(reservation.requests) == {"cpu": 1000, "memory": 1 << 30, "pods": 1}
 
 
