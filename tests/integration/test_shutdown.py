@@ -40,29 +40,49 @@ async def test_sigterm_at_random_moments_under_load_exits_in_time_and_loses_no_p
     for name in ("node-a", "node-b", "node-c", "node-d"):  # 4 x 8 cpu for 240 x 100m
         await client.publish("node", node(name, cpu="8"))
     published = 0
-    for number, (name, moment) in enumerate(rounds):
-        load = asyncio.create_task(publish_pods(client, published, PODS_PER_ROUND))
-        published += PODS_PER_ROUND
-        if moment == "running":
-            target = min(len(client.bindings()) + rng.randint(1, 15), published)
-            await client.wait_for(lambda target=target: len(client.bindings()) >= target)
-            assert await processes.terminate(name) == 0, processes.log(name)
-        else:
-            assert await processes.terminate(name) == 0, processes.log(name)
-            await processes.spawn(name)
-            if moment == "starting":
-                await processes.logged(name, f"{name} starting")
-            code = await processes.terminate(name)
-            # Before its handlers exist (interpreter start-up) SIGTERM's default ends it.
-            allowed = {0, -signal.SIGTERM} if moment == "spawned" else {0}
-            assert code in allowed, f"round {number} ({name}, {moment}): exit {code}"
-        await processes.start(name)
-        await load
-    await client.wait_for(lambda: len(client.bindings()) >= published, within=60)
+    try:
+        for number, (name, moment) in enumerate(rounds):
+            load = asyncio.create_task(publish_pods(client, published, PODS_PER_ROUND))
+            published += PODS_PER_ROUND
+            stage = f"round {number} ({name}, {moment})"
+            await signal_at(processes, client, name, moment, rng, published)
+            await processes.start(name)
+            await load
+        stage = "after every round"
+        # As the kill -9 tests: a reservation left by a stopped scheduler lives its TTL (30 s).
+        await client.wait_for(lambda: len(client.bindings()) >= published, within=120)
+    except TimeoutError:
+        missing = sorted({f"e2e/p-{i}" for i in range(published)} - set(client.bindings()))
+        logs = "\n".join(
+            f"--- {n}\n" + "\n".join(processes.log(n).splitlines()[-15:]) for n in SERVICES
+        )
+        raise AssertionError(
+            f"{stage}: {len(missing)} pods unbound {missing[:5]}\n{logs}"
+        ) from None
     await assert_bound_exactly_once(client, store, published)
     await assert_no_overcommit(client, store)
     assert await store.assumed() == {}, "no reservation is left behind"
     assert await store.leases() == {}, "no attempt is left in flight"
+
+
+async def signal_at(
+    processes: Processes, client: Client, name: str, moment: str, rng: random.Random, published: int
+) -> None:
+    """SIGTERM ``name`` at ``moment``; it must exit within the bound, cleanly once it
+    has its handlers."""
+    if moment == "running":
+        target = min(len(client.bindings()) + rng.randint(1, 15), published)
+        await client.wait_for(lambda: len(client.bindings()) >= target)
+        assert await processes.terminate(name) == 0, processes.log(name)
+        return
+    assert await processes.terminate(name) == 0, processes.log(name)
+    await processes.spawn(name)
+    if moment == "starting":
+        await processes.logged(name, f"{name} starting")
+    code = await processes.terminate(name)
+    # Before its handlers exist (interpreter start-up) SIGTERM's default ends it.
+    allowed = {0, -signal.SIGTERM} if moment == "spawned" else {0}
+    assert code in allowed, f"{name} at {moment}: exit {code}\n{processes.log(name)}"
 
 
 async def publish_pods(client: Client, first: int, count: int) -> None:
