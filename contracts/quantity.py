@@ -17,7 +17,7 @@ import math
 import re
 from fractions import Fraction
 
-__all__ = ["CPU", "QuantityError", "parse_quantity", "to_int", "to_millis"]
+__all__ = ["CPU", "MAX_QUANTITY", "QuantityError", "parse_quantity", "to_int", "to_millis"]
 
 CPU = "cpu"
 
@@ -34,12 +34,19 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+# ASCII digits only, as upstream's parser ('0'..'9'): Python's \d would take full-width digits.
 _QUANTITY = re.compile(
-    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$"
+    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)"
 )
 # Upstream caps exponents far below this; a bound keeps "1e999999" from eating memory.
 _MAX_EXPONENT = 100
+MAX_QUANTITY = 2**63 - 1
+"""The largest magnitude accepted: ``Quantity.Value()`` is an int64 upstream, and every
+integer ksched stores (bytes, counts) must fit one."""
+_MAX_TEXT = 128
+"""Longer strings are refused before parsing (the longest valid int64 quantity with nine
+fractional digits is far shorter)."""
 
 
 class QuantityError(ValueError):
@@ -55,6 +62,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if isinstance(text, bool):
         raise QuantityError(f"quantities must be strings or numbers, not {text!r}")
     if isinstance(text, int):
+        if abs(text) > MAX_QUANTITY:
+            raise QuantityError(f"quantity {text} is out of range (at most {MAX_QUANTITY})")
         return Fraction(text)
     if isinstance(text, float):
         if not math.isfinite(text):
@@ -69,10 +78,10 @@ def parse_quantity(text: str | int | float) -> Fraction:
 def _parse_text(text: str) -> Fraction:
     """Parse the string form. Cached: clusters repeat a handful of quantities endlessly,
     and a Fraction is immutable."""
-    match = _QUANTITY.match(text.strip())
-    if match is None or not text.strip():
+    match = _QUANTITY.fullmatch(text) if len(text) <= _MAX_TEXT else None
+    if match is None:
         raise QuantityError(
-            f"quantity {text!r} must match the regular expression "
+            f"quantity {_shown(text)} must match the regular expression "
             "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         )
     value = Fraction(match["number"])
@@ -84,9 +93,16 @@ def _parse_text(text: str) -> Fraction:
     else:
         exponent = int(suffix[1:])
         if abs(exponent) > _MAX_EXPONENT:
-            raise QuantityError(f"quantity {text!r} has an exponent out of range")
+            raise QuantityError(f"quantity {_shown(text)} has an exponent out of range")
         value *= Fraction(10) ** exponent
+    if value > MAX_QUANTITY:
+        raise QuantityError(f"quantity {_shown(text)} is out of range (at most {MAX_QUANTITY})")
     return -value if match["sign"] == "-" else value
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut short: hostile input can be megabytes long."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}… ({len(text)} characters)"
 
 
 def to_millis(value: Fraction) -> int:

@@ -24,7 +24,8 @@ from contracts import topology
 from contracts.errors import ErrorReport
 from contracts.k8s.fields import unknown_fields
 from contracts.kinds import KINDS, NAMESPACED
-from services.informer.validate import Accepted, validate
+from services.informer.limits import MAX_NESTING_DEPTH
+from services.informer.validate import Accepted, nesting_depth, validate
 
 Warn = Callable[[str], None]
 """Where a warning line goes (standard error unless a caller says otherwise)."""
@@ -148,6 +149,11 @@ def _check_uid(
 
 
 def _parse(text: str, source: str) -> list[Any]:
+    # The same bound as on the bus: a recursive parser fed hostile nesting would raise
+    # RecursionError (or exhaust the stack) instead of naming the problem.
+    depth = nesting_depth(text.encode("utf-8", "surrogatepass"))
+    if depth > MAX_NESTING_DEPTH:
+        raise ManifestError(f"{source}: nested {depth} levels deep, more than {MAX_NESTING_DEPTH}")
     if text.lstrip().startswith(("{", "[")):
         try:
             parsed = msgspec.json.decode(text)
@@ -159,6 +165,8 @@ def _parse(text: str, source: str) -> list[Any]:
         return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
     except yaml.YAMLError as error:
         raise ManifestError(f"{source}: not valid YAML: {error}") from error
+    except RecursionError:
+        raise ManifestError(f"{source}: not valid YAML: nested too deeply") from None
 
 
 def _flatten(docs: list[Any]) -> Iterator[Any]:

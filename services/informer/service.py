@@ -38,7 +38,7 @@ from services.common.eventlog import EventLog
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, PodCharge, ProjectedEntry
-from services.informer.state import Change, ClusterObjects
+from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
 
 log = logging.getLogger("ksched.informer")
@@ -104,31 +104,40 @@ class InformerService:
 
     async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
+            staged = self._objects.stage()
             changes: list[tuple[Change, dict[str, str]]] = []
             reports: list[ErrorReport] = []
             for delivery in deliveries:
                 parent = telemetry.extract(delivery.headers)
                 with tracer.start_as_current_span("ingest", context=parent) as span:
                     span.set_attribute("messaging.routing_key", delivery.routing_key)
-                    result = validate(delivery.body, delivery.routing_key)
-                    if isinstance(result, ErrorReport):
-                        span.set_status(trace.StatusCode.ERROR, result.reason)
-                        reports.append(result)
+                    try:
+                        outcome = self._ingest(staged, delivery)
+                    except Exception as error:  # one bad message never fails its batch
+                        log.exception("validating a %s message failed", delivery.routing_key)
+                        outcome = _internal_report(delivery, error)
+                    if isinstance(outcome, ErrorReport):
+                        span.set_status(trace.StatusCode.ERROR, outcome.reason)
+                        reports.append(outcome)
                         continue
-                    problem = self._check_references(result)
-                    if problem is not None:
-                        reports.append(problem)
-                        continue
-                    change = self._objects.reconcile(
-                        result.kind, result.key, result.type, result.object
-                    )
-                    span.set_attribute("ksched.duplicate", change is None)
-                    if change is not None:
-                        changes.append((change, telemetry.inject()))
-            await self._commit(changes, reports, origin="user")
+                    span.set_attribute("ksched.duplicate", outcome is None)
+                    if outcome is not None:
+                        changes.append((outcome, telemetry.inject()))
+            await self._commit(staged, changes, reports, origin="user")
+
+    def _ingest(self, staged: Staged, delivery: Delivery) -> Change | ErrorReport | None:
+        """The change one watch event makes (staged), its report, or None (a duplicate)."""
+        result = validate(delivery.body, delivery.routing_key)
+        if isinstance(result, ErrorReport):
+            return result
+        problem = _check_references(staged, result)
+        if problem is not None:
+            return problem
+        return staged.reconcile(result.kind, result.key, result.type, result.object)
 
     async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
+            staged = self._objects.stage()
             changes: list[tuple[Change, dict[str, str]]] = []
             reports: list[ErrorReport] = []
             for delivery in deliveries:
@@ -137,64 +146,16 @@ class InformerService:
                 except msgspec.DecodeError as error:
                     reports.append(_binding_report(None, "", f"malformed Binding: {error}"))
                     continue
-                change, problem = self._bind(binding)
+                change, problem = _bind(staged, binding)
                 if problem is not None:
                     reports.append(problem)
                 if change is not None:
                     changes.append((change, dict(delivery.headers)))
-            await self._commit(changes, reports, origin="binding")
-
-    def _bind(self, binding: Binding) -> tuple[Change | None, ErrorReport | None]:
-        key = object_key("pod", binding.metadata)
-        pod = self._objects.get("pod", key)
-        target = binding.target.name
-        if not isinstance(pod, Pod) or (
-            binding.metadata.uid and binding.metadata.uid != pod.metadata.uid
-        ):
-            return None, None  # the pod was deleted (or replaced) while it was being bound
-        if pod.spec.node_name == target:
-            return None, None
-        if pod.spec.node_name:
-            return None, _binding_report(
-                binding, "target.name", f"pod is already bound to node {pod.spec.node_name}"
-            )
-        if not self._objects.has_node(target):
-            return None, _binding_report(binding, "target.name", f"node {target!r} not found")
-        bound = msgspec.structs.replace(
-            pod, spec=msgspec.structs.replace(pod.spec, node_name=target)
-        )
-        return self._objects.reconcile("pod", key, "MODIFIED", bound), None
-
-    def _check_references(self, accepted: Accepted) -> ErrorReport | None:
-        obj = accepted.object
-        owner = self._objects.uid_owner(obj.metadata.uid)
-        if accepted.type != "DELETED" and owner not in (None, (accepted.kind, accepted.key)):
-            # The API server guarantees unique uids: a second object with one is refused.
-            other_kind, other_key = owner
-            return ErrorReport(
-                object_kind=accepted.kind,
-                namespace=obj.metadata.namespace,
-                name=obj.metadata.name,
-                field="metadata.uid",
-                reason=f"uid {obj.metadata.uid!r} is already used by {other_kind} {other_key}",
-            )
-        if (
-            isinstance(obj, Pod)
-            and accepted.type != "DELETED"
-            and obj.spec.node_name
-            and not self._objects.has_node(obj.spec.node_name)
-        ):
-            return ErrorReport(
-                object_kind="pod",
-                namespace=obj.metadata.namespace,
-                name=obj.metadata.name,
-                field="spec.nodeName",
-                reason=f"node {obj.spec.node_name!r} not found",
-            )
-        return None
+            await self._commit(staged, changes, reports, origin="binding")
 
     async def _commit(
         self,
+        staged: Staged,
         changes: Sequence[tuple[Change, dict[str, str]]],
         reports: Sequence[ErrorReport],
         *,
@@ -233,9 +194,12 @@ class InformerService:
             if messages:
                 await self._bus.publish(messages)
         except Exception:
+            # The view never saw this batch (staged is dropped): the redelivered events
+            # are reconciled again against what the log and the store hold.
             log.exception("commit of %d events failed; recovering from the log", len(events))
             await self._catch_up()
             raise
+        self._objects.commit(staged)
 
 
 def _cluster_message(events: Sequence[ClusterEvent]) -> Message:
@@ -263,6 +227,67 @@ def _projected(event: ClusterEvent) -> ProjectedEntry:
         allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
         return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
     return ProjectedEntry(event.seq, kind, key, body)
+
+
+def _bind(staged: Staged, binding: Binding) -> tuple[Change | None, ErrorReport | None]:
+    key = object_key("pod", binding.metadata)
+    pod = staged.get("pod", key)
+    target = binding.target.name
+    if not isinstance(pod, Pod) or (
+        binding.metadata.uid and binding.metadata.uid != pod.metadata.uid
+    ):
+        return None, None  # the pod was deleted (or replaced) while it was being bound
+    if pod.spec.node_name == target:
+        return None, None
+    if pod.spec.node_name:
+        return None, _binding_report(
+            binding, "target.name", f"pod is already bound to node {pod.spec.node_name}"
+        )
+    if not staged.has_node(target):
+        return None, _binding_report(binding, "target.name", f"node {target!r} not found")
+    bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=target))
+    return staged.reconcile("pod", key, "MODIFIED", bound), None
+
+
+def _check_references(staged: Staged, accepted: Accepted) -> ErrorReport | None:
+    obj = accepted.object
+    owner = staged.uid_owner(obj.metadata.uid)
+    if accepted.type != "DELETED" and owner not in (None, (accepted.kind, accepted.key)):
+        # The API server guarantees unique uids: a second object with one is refused.
+        other_kind, other_key = owner
+        return ErrorReport(
+            object_kind=accepted.kind,
+            namespace=obj.metadata.namespace,
+            name=obj.metadata.name,
+            field="metadata.uid",
+            reason=f"uid {obj.metadata.uid!r} is already used by {other_kind} {other_key}",
+        )
+    if (
+        isinstance(obj, Pod)
+        and accepted.type != "DELETED"
+        and obj.spec.node_name
+        and not staged.has_node(obj.spec.node_name)
+    ):
+        return ErrorReport(
+            object_kind="pod",
+            namespace=obj.metadata.namespace,
+            name=obj.metadata.name,
+            field="spec.nodeName",
+            reason=f"node {obj.spec.node_name!r} not found",
+        )
+    return None
+
+
+def _internal_report(delivery: Delivery, error: Exception) -> ErrorReport:
+    """A message whose validation raised: refused alone, with what went wrong."""
+    kind = delivery.routing_key.partition(".")[0].lower() or "unknown"
+    return ErrorReport(
+        object_kind=kind,
+        field="",
+        reason=f"could not be validated ({type(error).__name__}: {error})"[:500],
+        routing_key=delivery.routing_key,
+        excerpt=delivery.body[:200].decode("utf-8", "replace"),
+    )
 
 
 def _binding_report(binding: Binding | None, field: str, reason: str) -> ErrorReport:

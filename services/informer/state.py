@@ -11,6 +11,16 @@ Reconcile rules for an accepted watch event against the current object:
 
 The view also indexes every live object by ``metadata.uid`` (:meth:`ClusterObjects.uid_owner`),
 so the informer can refuse a different object that arrives with a uid already in use.
+
+A batch is reconciled against a :class:`Staged` overlay, never against the view itself::
+
+    staged = objects.stage()        # reads see the view plus this batch's changes
+    staged.reconcile(...)           # ... once per event of the batch
+    <append to the log, apply to the store>
+    objects.commit(staged)          # only now does the view change
+
+If the log append or the store apply fails, the overlay is dropped: the view is what is
+durable, so a redelivered event is reconciled again instead of being taken as a duplicate.
 """
 
 from __future__ import annotations
@@ -74,28 +84,100 @@ class ClusterObjects:
     def count(self, kind: str) -> int:
         return len(self._objects[kind])
 
+    def stage(self) -> Staged:
+        """An overlay to reconcile a batch against; see :meth:`commit`."""
+        return Staged(self)
+
+    def commit(self, staged: Staged) -> None:
+        """Apply the changes of ``staged`` (made against this view), in order."""
+        if staged.base is not self:
+            raise ValueError("the staged changes were made against another view")
+        for change in staged.changes:
+            kind, key = change.kind, change.key
+            current = self._objects[kind].get(key)
+            if change.type == "DELETED":
+                self._objects[kind].pop(key, None)
+                self._bytes[kind].pop(key, None)
+                self._index(kind, key, current, None)
+            else:
+                self._objects[kind][key] = change.object
+                self._bytes[kind][key] = staged.encoded(kind, key)
+                self._index(kind, key, current, change.object)
+        staged.changes.clear()
+
     def reconcile(self, kind: str, key: str, type_: EventType, obj: KubeObject) -> Change | None:
-        """The change ``obj`` makes, already applied to this view; None if it makes none."""
-        current = self._objects[kind].get(key)
+        """The change ``obj`` makes, applied to this view at once; None if it makes none."""
+        staged = self.stage()
+        change = staged.reconcile(kind, key, type_, obj)
+        self.commit(staged)
+        return change
+
+    def encoded(self, kind: str, key: str) -> bytes | None:
+        return self._bytes[kind].get(key)
+
+
+class Staged:
+    """A batch's changes on top of a :class:`ClusterObjects`, not yet applied to it."""
+
+    def __init__(self, base: ClusterObjects) -> None:
+        self.base = base
+        self.changes: list[Change] = []
+        self._objects: dict[tuple[str, str], KubeObject | None] = {}
+        self._bytes: dict[tuple[str, str], bytes] = {}
+        self._uids: dict[str, tuple[str, str] | None] = {}
+
+    def get(self, kind: str, key: str) -> KubeObject | None:
+        if (kind, key) in self._objects:
+            return self._objects[kind, key]
+        return self.base.get(kind, key)
+
+    def has_node(self, name: str) -> bool:
+        return self.get("node", name) is not None
+
+    def uid_owner(self, uid: str) -> tuple[str, str] | None:
+        if uid in self._uids:
+            return self._uids[uid]
+        return self.base.uid_owner(uid)
+
+    def encoded(self, kind: str, key: str) -> bytes:
+        """The bytes of the object staged (or stored) under ``kind``/``key``."""
+        if (kind, key) in self._bytes:
+            return self._bytes[kind, key]
+        stored = self.base.encoded(kind, key)
+        return stored if stored is not None else _encoder.encode(self.get(kind, key))
+
+    def reconcile(self, kind: str, key: str, type_: EventType, obj: KubeObject) -> Change | None:
+        """The change ``obj`` makes, staged; None if it makes none."""
+        current = self.get(kind, key)
         if type_ == "DELETED":
             if current is None:
                 return None
-            del self._objects[kind][key]
-            del self._bytes[kind][key]
-            self._index(kind, key, current, None)
-            return Change(kind, key, "DELETED", current)
+            self._put(kind, key, current, None, b"")
+            return self._changed(Change(kind, key, "DELETED", current))
         if current is not None:
             obj = _keep_binding(current, obj)
             old, new = _version(current), _version(obj)
             if old is not None and new is not None and new < old:
                 return None
         encoded = _encoder.encode(obj)
-        if current is not None and encoded == self._bytes[kind][key]:
+        if current is not None and encoded == self.encoded(kind, key):
             return None
-        self._objects[kind][key] = obj
-        self._bytes[kind][key] = encoded
-        self._index(kind, key, current, obj)
-        return Change(kind, key, "ADDED" if current is None else "MODIFIED", obj)
+        self._put(kind, key, current, obj, encoded)
+        return self._changed(Change(kind, key, "ADDED" if current is None else "MODIFIED", obj))
+
+    def _changed(self, change: Change) -> Change:
+        self.changes.append(change)
+        return change
+
+    def _put(
+        self, kind: str, key: str, old: KubeObject | None, new: KubeObject | None, data: bytes
+    ) -> None:
+        self._objects[kind, key] = new
+        self._bytes[kind, key] = data
+        if old is not None and self.uid_owner(old.metadata.uid) == (kind, key):
+            self._uids[old.metadata.uid] = None
+        if new is not None:
+            self._uids[new.metadata.uid] = (kind, key)
 
 
 def _keep_binding(current: KubeObject, incoming: KubeObject) -> KubeObject:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from contracts.k8s import LabelSelector
-from services.framework.plugins.helper.names import label_value_errors, qualified_name_errors
+from contracts.k8s.names import label_value_errors, qualified_name_errors
 
 IN: Final = "In"
 NOT_IN: Final = "NotIn"

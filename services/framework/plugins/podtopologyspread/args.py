@@ -7,7 +7,7 @@ from typing import Any, Final, Self
 import msgspec
 
 from contracts.k8s import TopologySpreadConstraint
-from services.framework.plugins.helper.names import qualified_name_errors
+from contracts.k8s.names import qualified_name_errors
 from services.framework.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,

@@ -20,7 +20,7 @@ from typing import Final
 
 from contracts.k8s import LabelSelector, ObjectMeta, OwnerReference, Pod, Service
 from services.framework.listers import Listers
-from services.framework.plugins.helper.names import (
+from contracts.k8s.names import (
     label_value_errors,
     qualified_name_errors,
 )

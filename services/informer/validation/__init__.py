@@ -1,0 +1,33 @@
+"""What the API server refuses in an object, checked per kind (see the modules here):
+names, labels, annotations, counts against :mod:`services.informer.limits`, quantities,
+PriorityClass values. Each check returns ``(field path, reason)`` pairs; the informer
+reports the first one, so a malformed event yields exactly one report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from contracts.k8s import Node, Pod, PriorityClass
+from contracts.kinds import KubeObject
+from services.informer.validation.meta import Problem, meta_problems
+from services.informer.validation.node import node_problems
+from services.informer.validation.pod import pod_problems
+from services.informer.validation.priority import priority_class_problems
+
+__all__ = ["Problem", "object_problems"]
+
+_SPEC_CHECKS: dict[type, Callable[..., list[Problem]]] = {
+    Pod: pod_problems,
+    Node: node_problems,
+    PriorityClass: priority_class_problems,
+}
+
+
+def object_problems(kind: str, obj: KubeObject, *, deleted: bool) -> list[Problem]:
+    """Every problem of ``obj`` (a ``kind`` object); for a deletion only its identity
+    (name, namespace) is checked, as a deletion carries nothing else that matters."""
+    found = meta_problems(kind, obj.metadata, identity_only=deleted)
+    if deleted or found:
+        return found
+    check = _SPEC_CHECKS.get(type(obj))
+    return check(obj) if check is not None else []

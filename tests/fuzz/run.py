@@ -1,0 +1,168 @@
+"""Drive fuzzed watch events through the informer and check what became of each.
+
+``python -m tests.fuzz.run --count N [--seed S]`` (what ``ops/fuzz`` runs) feeds N cases
+from :func:`tests.fuzz.events.generate` to an embedded InformerService (MemoryBus,
+MemoryStore, MemoryEventLog), in the broker's batch sizes, and prints: events tried,
+rejected, valid recorded, crashes, lost valid events. It exits 1 on any crash, lost valid
+event or report that does not match its event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from contracts import topology
+from contracts.errors import ErrorReport
+from services.common.bus import Delivery, Message
+from services.common.bus.memory import MemoryBus
+from services.common.clock import FakeClock
+from services.common.eventlog.memory import MemoryEventLog
+from services.common.store.memory import MemoryStore
+from services.informer.service import InformerService
+from services.informer.validate import object_key
+from tests.fuzz.events import Case, generate
+
+ERRORS = topology.QueueSpec(
+    "fuzz.errors", (topology.Binding(topology.ERRORS.name, "#"),), dead_letter=False
+)
+DEAD = topology.QueueSpec(
+    "fuzz.dead", (topology.Binding(topology.DEAD.name, ""),), dead_letter=False
+)
+INTERNAL = "could not be validated"
+
+
+@dataclass
+class Outcome:
+    tried: int = 0
+    rejected: int = 0
+    valid: int = 0
+    recorded: int = 0
+    crashes: int = 0
+    lost: list[Case] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    by_mutation: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.crashes or self.lost or self.mismatched)
+
+    def summary(self) -> str:
+        return (
+            f"events tried: {self.tried}\n"
+            f"rejected (one report each): {self.rejected}\n"
+            f"valid recorded: {self.recorded} of {self.valid}\n"
+            f"crashes: {self.crashes}\n"
+            f"lost valid events: {len(self.lost)}\n"
+            f"reports not matching their event: {len(self.mismatched)}"
+        )
+
+
+async def run_embedded(cases: Sequence[Case], *, chunk: int = 256) -> Outcome:
+    """Publish ``cases`` to an informer on the in-memory backends and check each."""
+    bus, store, event_log = MemoryBus(), MemoryStore(), MemoryEventLog()
+    reports: list[ErrorReport] = []
+    dead: list[Delivery] = []
+
+    async def collect(deliveries: Sequence[Delivery]) -> None:
+        reports.extend(msgspec.json.decode(d.body, type=ErrorReport) for d in deliveries)
+
+    async def collect_dead(deliveries: Sequence[Delivery]) -> None:
+        dead.extend(deliveries)
+
+    informer = InformerService(bus, store, event_log, FakeClock())
+    await informer.start()
+    await bus.consume(ERRORS, collect)
+    await bus.consume(DEAD, collect_dead)
+    try:
+        for start in range(0, len(cases), chunk):
+            part = cases[start : start + chunk]
+            await bus.publish([Message(topology.EVENTS.name, c.routing_key, c.body) for c in part])
+            await bus.wait_idle()
+        logged = {
+            (
+                str(e.__struct_config__.tag),
+                object_key(str(e.__struct_config__.tag), e.object.metadata),
+            )
+            for e in event_log.read(after=0)
+        }
+        stored = {kind: set(await store.objects(kind)) for kind in {c.kind for c in cases}}
+    finally:
+        await informer.stop()
+        await bus.close()
+    return judge(cases, reports, logged, stored, len(dead))
+
+
+def judge(
+    cases: Sequence[Case],
+    reports: Sequence[ErrorReport],
+    logged: set[tuple[str, str]],
+    stored: dict[str, set[str]],
+    dead_letters: int,
+) -> Outcome:
+    """What became of each case, from the reports, the log and the store."""
+    out = Outcome(tried=len(cases), crashes=dead_letters)
+    out.crashes += sum(INTERNAL in r.reason for r in reports)
+    by_name: dict[str, list[ErrorReport]] = {}
+    for report in reports:
+        by_name.setdefault(report.name or "", []).append(report)
+    invalid = [c for c in cases if not c.valid]
+    out.rejected = len(reports)
+    if len(reports) != len(invalid):
+        out.mismatched.append(f"{len(invalid)} invalid events but {len(reports)} reports")
+    for case in cases:
+        out.by_mutation[case.mutation] += 1
+        if case.valid:
+            out.valid += 1
+            if (case.kind, case.key) in logged and case.key in stored.get(case.kind, set()):
+                out.recorded += 1
+            else:
+                out.lost.append(case)
+            continue
+        if case.name is None:
+            continue
+        found = by_name.get(case.name, [])
+        if not any(r.field.startswith(case.field) for r in found):
+            seen = [(r.field, r.reason[:120]) for r in found]
+            out.mismatched.append(
+                f"{case.mutation} {case.kind} {case.name[:40]!r}: expected a report on "
+                f"{case.field!r}, got {seen}"
+            )
+    return out
+
+
+def cases(count: int, seed: int, invalid_share: float = 0.9) -> list[Case]:
+    rng = random.Random(seed)
+    return [generate(rng, i, invalid_share=invalid_share) for i in range(count)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ops/fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=2000, help="events to try (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--invalid-share", type=float, default=0.9, help="share of malformed events (0.9)"
+    )
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    batch = cases(args.count, args.seed, args.invalid_share)
+    outcome = asyncio.run(run_embedded(batch))
+    print(outcome.summary())
+    print(f"elapsed: {time.monotonic() - started:.1f} s (seed {args.seed})")
+    for line in outcome.mismatched[:20]:
+        print(f"  mismatch: {line}", file=sys.stderr)
+    for case in outcome.lost[:20]:
+        print(f"  lost: {case.mutation} {case.kind} {case.key}", file=sys.stderr)
+    return 0 if outcome.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
