@@ -87,6 +87,11 @@ BIND_KEY: Final = "bind"
 RESULTS_KEY: Final = "results"
 REASON_HEADER: Final = "x-ksched-reason"
 """Header a dead-lettered message carries: why it was rejected."""
+ORIGIN_EXCHANGE_HEADER: Final = "x-ksched-exchange"
+"""Header a dead-lettered message carries: the exchange it had been published to (its
+topology name), where ``ksched dead-letters replay`` publishes it again."""
+ORIGIN_QUEUE_HEADER: Final = "x-ksched-queue"
+"""Header a dead-lettered message carries: the queue it was consumed from."""
 
 INFORMER_EVENTS: Final = QueueSpec(
     "ksched.informer.events",

@@ -47,7 +47,11 @@ def _schemas() -> tuple[dict[type[Any], JSON], JSON]:
     }
     schemas["TraceHeaders"] = _headers_schema({})
     schemas["DeadLetterHeaders"] = _headers_schema(
-        {topology.REASON_HEADER: "Why the message was rejected."}
+        {
+            topology.REASON_HEADER: "Why the message was rejected.",
+            topology.ORIGIN_EXCHANGE_HEADER: "The exchange it was published to.",
+            topology.ORIGIN_QUEUE_HEADER: "The queue it was consumed from.",
+        }
     )
     return dict(zip(types, refs, strict=True)), schemas
 

@@ -17,11 +17,14 @@ import aiormq
 import pytest
 
 from contracts import topology as t
-from services.common.bus import Bus, BusError, Delivery, MemoryBus, Message, Rejection, open_bus
+from services.common.bus import Bus, BusError, Delivery, MemoryBus, Message, Rejection
 from services.common.bus.rabbit import RabbitBus
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 DEADLINE = 10.0
+PAUSE = 0.01
+"""The buses' first pause before giving back a batch whose handler found the broker
+or Redis unavailable (doubling), small so these tests do not wait."""
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -78,12 +81,12 @@ class Backend:
         self.kind = kind
         self.namespace = f"t{uuid4().hex[:8]}"
         self._buses: list[Bus] = []
-        self._memory = MemoryBus()
+        self._memory = MemoryBus(unavailable_pause=PAUSE)
 
     async def open(self) -> Bus:
         if self.kind == "memory":
             return self._memory
-        bus = open_bus(AMQP_URL, namespace=self.namespace)
+        bus = RabbitBus(AMQP_URL, namespace=self.namespace, unavailable_pause=PAUSE)
         self._buses.append(bus)
         return bus
 
@@ -228,6 +231,8 @@ async def test_rejection_dead_letters_with_the_reason(bus: Bus) -> None:
     first, second = dead.deliveries
     assert (first.body, first.exchange, first.routing_key) == (b"bad", "ksched.dead", "pod.added")
     assert first.headers[t.REASON_HEADER] == "malformed"
+    assert first.headers[t.ORIGIN_EXCHANGE_HEADER] == t.EVENTS.name
+    assert first.headers[t.ORIGIN_QUEUE_HEADER] == "test.q"
     assert second.routing_key == "pod.deleted"
     assert second.headers["x-trace"] == "t1"
 
@@ -271,6 +276,56 @@ async def test_handler_error_twice_dead_letters_with_the_exception(bus: Bus) -> 
     await bus.publish(events("next"))
     await got.wait_body("next")
     assert got.bodies == ["poison", "poison", "next"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        BusError("3 of 3 messages not confirmed"),
+        ConnectionResetError("connection reset by peer"),
+        TimeoutError(),
+    ],
+    ids=["unconfirmed-publish", "connection-reset", "timeout"],
+)
+async def test_an_unavailable_dependency_retries_the_batch_and_dead_letters_nothing(
+    bus: Bus, error: Exception
+) -> None:
+    failures = 0
+
+    def broker_down_three_times(batch: Sequence[Delivery]) -> None:
+        nonlocal failures
+        if failures < 3:
+            failures += 1
+            raise error
+
+    got, dead = Recorder(broker_down_three_times), Recorder()
+    await bus.consume(queue("q"), got, max_batch=1)
+    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.publish(events("m"))
+    await got.wait_for(lambda r: len(r.deliveries) == 4)
+    await bus.publish(events("end"))
+    await bus.publish(events("dead-end", exchange=t.DEAD.name))
+    await got.wait_body("end")
+    await dead.wait_body("dead-end")
+    assert got.bodies == ["m"] * 4 + ["end"]
+    assert dead.bodies == ["dead-end"], "an unavailable broker is not the message's fault"
+
+
+async def test_fetch_takes_ready_messages_and_returns_those_not_removed(bus: Bus) -> None:
+    q = queue("q")
+    await bus.declare([q])
+    await bus.publish(events("1", "2", "3", "4", "5"))
+    async with bus.fetch(q, limit=4) as taken:
+        assert [d.body for d in taken.deliveries] == [b"1", b"2", b"3", b"4"]
+        assert taken.deliveries[0].exchange == t.EVENTS.name
+        assert taken.deliveries[0].routing_key == "pod.added"
+        await taken.remove([d for d in taken.deliveries if d.body in (b"2", b"4")])
+    async with bus.fetch(q) as again:
+        assert [d.body for d in again.deliveries] == [b"1", b"3", b"5"]
+    assert await bus.purge(q) == 3
+    async with bus.fetch(q) as empty:
+        assert list(empty.deliveries) == []
+    assert await bus.purge(q) == 0
 
 
 async def test_cancel_gives_unacked_deliveries_to_the_next_consumer(bus: Bus) -> None:

@@ -15,6 +15,15 @@ Delivery semantics (both implementations):
   back with ``redelivered=True``); deliveries that were already redelivered are
   dead-lettered with the exception as the reason. A poison message therefore costs at
   most two attempts and never blocks the queue.
+- Except when what the handler raised says a dependency is *unavailable*
+  (:func:`unavailable`: a publish the broker did not confirm, the connection gone, Redis
+  unreachable): the message is not at fault, so the whole batch goes back to the queue
+  after a pause (doubling from the bus's first pause up to UNAVAILABLE_MAX_PAUSE) and
+  nothing is dead-lettered. A handler whose publish failed must therefore raise, never
+  swallow it: its inbound batch is then redelivered, never acknowledged unconfirmed.
+- A dead letter carries, besides the reason, the exchange it was published to
+  (``x-ksched-exchange``) and the queue it was consumed from (``x-ksched-queue``), so
+  it can be inspected (:meth:`Bus.fetch`) and replayed to where it was going.
 - Messages of one queue reach one consumer's handler in publish order, one batch at a
   time (the handler is never called concurrently for the same consumer).
 """
@@ -22,10 +31,18 @@ Delivery semantics (both implementations):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from contracts.topology import QueueSpec
+from services.common.store.errors import store_failure
+
+UNAVAILABLE_PAUSE: Final = 0.5
+"""Seconds a consumer waits before giving back a batch whose handler found a dependency
+unavailable (see :func:`unavailable`); doubled after each such failure in a row."""
+UNAVAILABLE_MAX_PAUSE: Final = 5.0
+"""The longest such pause: a restarted broker or Redis is used within this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +77,19 @@ class Rejection:
 BatchHandler = Callable[[Sequence[Delivery]], Awaitable[Sequence[Rejection] | None]]
 
 
+class Fetched(Protocol):
+    """Messages taken from a queue without a consumer (:meth:`Bus.fetch`): they stay the
+    caller's until the block ends; those not removed then go back to the queue, in
+    their order, marked redelivered."""
+
+    @property
+    def deliveries(self) -> Sequence[Delivery]:
+        """The messages taken, in queue order."""
+
+    async def remove(self, deliveries: Iterable[Delivery]) -> None:
+        """Acknowledge ``deliveries`` (elements of :attr:`deliveries`): gone for good."""
+
+
 class Consumer(Protocol):
     async def cancel(self) -> None:
         """Stop delivering; unacknowledged deliveries go back to the queue."""
@@ -86,9 +116,29 @@ class Bus(Protocol):
         """Declare ``queue`` and start calling ``handler`` with batches from it.
         ``prefetch`` bounds the unacknowledged deliveries (back-pressure)."""
 
+    def fetch(
+        self, queue: QueueSpec, *, limit: int | None = None
+    ) -> AbstractAsyncContextManager[Fetched]:
+        """Take up to ``limit`` (None: every) ready message of ``queue`` (declared if
+        needed) for the duration of the block, for tools that inspect a queue nobody
+        consumes (the dead letters). Messages published meanwhile are not taken."""
+
+    async def purge(self, queue: QueueSpec) -> int:
+        """Remove every ready message of ``queue``; how many there were."""
+
     async def close(self) -> None:
         """Cancel every consumer and close the connection."""
 
 
 class BusError(RuntimeError):
     """The broker refused a publish or the connection is gone."""
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error``, raised by a handler, says a dependency is unavailable rather
+    than that its messages are bad: a :class:`BusError`, a refused, reset or timed-out
+    connection, an unreachable Redis. Such a batch is retried, never dead-lettered."""
+    return (
+        isinstance(error, BusError | ConnectionError | TimeoutError)
+        or store_failure(error) == "unreachable"
+    )

@@ -9,6 +9,7 @@ A message's life in one queue::
     ready ──dispatch (consumer has prefetch credit)──▶ buffered ──batch──▶ in flight
       ▲                                                                     │
       ├── handler raised, first attempt (redelivered=True, at the front) ◀──┤
+      ├── handler found a dependency unavailable (after a pause) ◀──────────┤
       ├── consumer cancelled (every buffered/in-flight one, at the front) ◀─┤
       │                                                                     ├─▶ acked (gone)
       └──────────────────── ksched.dead ◀── rejected, or raised again ◀─────┘
@@ -17,13 +18,33 @@ A message's life in one queue::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, ExchangeSpec, QueueSpec
-from services.common.bus.base import BatchHandler, BusError, Consumer, Delivery, Message, Rejection
+from contracts.topology import (
+    DEAD,
+    EXCHANGES,
+    ORIGIN_EXCHANGE_HEADER,
+    ORIGIN_QUEUE_HEADER,
+    REASON_HEADER,
+    ExchangeSpec,
+    QueueSpec,
+)
+from services.common.bus.base import (
+    UNAVAILABLE_MAX_PAUSE,
+    UNAVAILABLE_PAUSE,
+    BatchHandler,
+    BusError,
+    Consumer,
+    Delivery,
+    Fetched,
+    Message,
+    Rejection,
+    unavailable,
+)
 
 _STABLE_CHECKS = 3
 """Consecutive idle observations, one loop iteration apart, before :meth:`wait_idle` returns."""
@@ -82,13 +103,17 @@ class MemoryBus:
     "confirms" immediately. The instance *is* the broker: queues and their messages
     live as long as it does, so a consumer opened later on the same bus sees what was
     published before. ``namespace`` is accepted for symmetry with ``RabbitBus`` and
-    ignored (every MemoryBus is its own namespace).
+    ignored (every MemoryBus is its own namespace). ``unavailable_pause``: the first
+    pause before a batch whose handler found a dependency unavailable is given back.
 
     Extra, for tests and the embedded mode: :meth:`wait_idle` and :meth:`queue_depth`.
     """
 
-    def __init__(self, *, namespace: str = "") -> None:
+    def __init__(
+        self, *, namespace: str = "", unavailable_pause: float = UNAVAILABLE_PAUSE
+    ) -> None:
         self.namespace = namespace
+        self.unavailable_pause = unavailable_pause
         self._exchanges: dict[str, ExchangeSpec] = {spec.name: spec for spec in EXCHANGES}
         self._bindings: dict[str, list[tuple[str, str]]] = {name: [] for name in self._exchanges}
         self._queues: dict[str, _Queue] = {}
@@ -128,6 +153,25 @@ class MemoryBus:
         self._consumers.append(consumer)
         self._dispatch(state)
         return consumer
+
+    @contextlib.asynccontextmanager
+    async def fetch(self, queue: QueueSpec, *, limit: int | None = None) -> AsyncIterator[Fetched]:
+        self._check_open()
+        state = self._declare_queue(queue)
+        count = len(state.ready) if limit is None else min(limit, len(state.ready))
+        taken = _MemoryFetched(self, [state.ready.popleft() for _ in range(count)])
+        try:
+            yield taken
+        finally:
+            self._requeue(state, taken.kept())
+            self._dispatch(state)
+
+    async def purge(self, queue: QueueSpec) -> int:
+        self._check_open()
+        state = self._declare_queue(queue)
+        count = len(state.ready)
+        state.ready.clear()
+        return count
 
     async def close(self) -> None:
         self._closed = True
@@ -208,7 +252,12 @@ class MemoryBus:
 
     def _dead_letter(self, state: _Queue, envelope: _Envelope, reason: str) -> None:
         if state.spec.dead_letter:
-            headers = {**envelope.headers, REASON_HEADER: reason}
+            headers = {
+                **envelope.headers,
+                REASON_HEADER: reason,
+                ORIGIN_EXCHANGE_HEADER: envelope.exchange,
+                ORIGIN_QUEUE_HEADER: state.spec.name,
+            }
             self._route(_Envelope(DEAD.name, envelope.routing_key, envelope.body, headers))
 
     def _requeue(self, state: _Queue, envelopes: Iterable[_Envelope]) -> None:
@@ -218,6 +267,27 @@ class MemoryBus:
             envelope.redelivered = True
         if self._queues.get(state.spec.name) is state:
             state.ready.extendleft(reversed(returned))
+
+
+class _MemoryFetched:
+    """What :meth:`MemoryBus.fetch` took: its envelopes and which were removed."""
+
+    def __init__(self, bus: MemoryBus, envelopes: list[_Envelope]) -> None:
+        self._bus = bus
+        self._envelopes = envelopes
+        self._deliveries = [envelope.delivery() for envelope in envelopes]
+        self._removed: set[int] = set()
+
+    @property
+    def deliveries(self) -> Sequence[Delivery]:
+        return self._deliveries
+
+    async def remove(self, deliveries: Iterable[Delivery]) -> None:
+        index = {id(d): i for i, d in enumerate(self._deliveries)}
+        self._removed.update(index[id(d)] for d in deliveries if id(d) in index)
+
+    def kept(self) -> list[_Envelope]:
+        return [e for i, e in enumerate(self._envelopes) if i not in self._removed]
 
 
 class _MemoryConsumer:
@@ -235,6 +305,7 @@ class _MemoryConsumer:
         self.in_flight: list[_Envelope] = []
         self.wake = asyncio.Event()
         self._cancelled = False
+        self._pause = bus.unavailable_pause
         self._task = asyncio.create_task(self._run(), name=f"consume:{state.spec.name}")
 
     @property
@@ -273,8 +344,14 @@ class _MemoryConsumer:
                 try:
                     rejections = await self._handler(deliveries)
                 except Exception as exc:
-                    self._settle_failure(f"{type(exc).__name__}: {exc}")
+                    if unavailable(exc):
+                        await asyncio.sleep(self._pause)
+                        self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
+                        self._bus._requeue(self._state, self.in_flight)
+                    else:
+                        self._settle_failure(f"{type(exc).__name__}: {exc}")
                 else:
+                    self._pause = self._bus.unavailable_pause
                     self._settle(deliveries, rejections or ())
             finally:
                 self._bus._running -= 1

@@ -4,6 +4,14 @@ One robust connection per bus. Publishing uses one channel with publisher confir
 every consumer gets its own channel whose ``basic.qos`` is its prefetch. A consumer's
 callback only appends to a local inbox; one task per consumer drains it into batches,
 calls the handler and settles the batch (see :mod:`services.common.bus.base`).
+
+A lost connection (broker restart, ``close_all_connections``, network) is logged once,
+then re-established with backoff (the first attempt at once, then after RECONNECT_FIRST
+seconds, doubling up to RECONNECT_MAX; aio-pika's line per attempt is let through at
+most once every RECONNECT_LOG_EVERY seconds); on success every channel is reopened
+with its prefetch, every exchange, queue and binding re-declared and every consumer
+restarted, and that is logged. While it is down, publishes raise :class:`BusError`
+and handlers that publish therefore raise: their batches are redelivered later.
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 import aio_pika
 import aiormq
@@ -24,9 +34,27 @@ from aio_pika.abc import (
     TimeoutType,
 )
 
-from contracts.topology import DEAD, EXCHANGES, REASON_HEADER, ExchangeSpec, QueueSpec
+from contracts.topology import (
+    DEAD,
+    EXCHANGES,
+    ORIGIN_EXCHANGE_HEADER,
+    ORIGIN_QUEUE_HEADER,
+    REASON_HEADER,
+    ExchangeSpec,
+    QueueSpec,
+)
 from services.common import redact as redaction
-from services.common.bus.base import BatchHandler, BusError, Consumer, Delivery, Message
+from services.common.bus.base import (
+    UNAVAILABLE_MAX_PAUSE,
+    UNAVAILABLE_PAUSE,
+    BatchHandler,
+    BusError,
+    Consumer,
+    Delivery,
+    Fetched,
+    Message,
+    unavailable,
+)
 from services.common.redact import redact
 from services.common.tls import NO_TLS_FILES, TLSFiles, client_context, is_tls_url
 
@@ -43,6 +71,12 @@ CONNECT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 2.0
 """Seconds each step of closing (a consumer's handler and channel, the connection) may
 take before it is abandoned; the broker requeues whatever was not acknowledged."""
+RECONNECT_FIRST = 0.5
+"""Seconds before the second attempt to reconnect (the first is immediate)."""
+RECONNECT_MAX = 5.0
+"""The longest wait between two attempts to reconnect."""
+RECONNECT_LOG_EVERY = 5.0
+"""Seconds between two lines about failed reconnection attempts."""
 
 
 class RabbitBus:
@@ -70,9 +104,18 @@ class RabbitBus:
     topology): it is declared passively and its bindings are left to the definitions.
     """
 
-    def __init__(self, url: str, *, namespace: str = "", tls: TLSFiles = NO_TLS_FILES) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "",
+        tls: TLSFiles = NO_TLS_FILES,
+        unavailable_pause: float = UNAVAILABLE_PAUSE,
+    ) -> None:
         redaction.install()
+        _RateLimit.install()
         self._url = url
+        self.unavailable_pause = unavailable_pause
         self._tls = tls
         self._probe: AbstractChannel | None = None
         self.namespace = namespace
@@ -132,6 +175,44 @@ class RabbitBus:
         self._consumers.append(consumer)
         return consumer
 
+    @contextlib.asynccontextmanager
+    async def fetch(self, queue: QueueSpec, *, limit: int | None = None) -> AsyncIterator[Fetched]:
+        """``basic.get`` on a channel of its own; closing it returns what was not
+        removed (RabbitMQ puts requeued messages back in their place)."""
+        await self._open()
+        assert self._connection is not None
+        try:
+            channel = await self._connection.channel(publisher_confirms=False)
+            declared = await self._declare_queue(self._connection, channel, queue)
+            taken: list[AbstractIncomingMessage] = []
+            while limit is None or len(taken) < limit:
+                message = await declared.get(no_ack=False, fail=False)
+                if message is None:
+                    break
+                taken.append(message)
+        except _BROKER_ERRORS as exc:
+            raise BusError(f"cannot read {queue.name!r}: {redact(repr(exc))}") from exc
+        try:
+            yield _RabbitFetched(taken, self.broker_name(""))
+        finally:
+            try:
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await channel.close()
+            except _BROKER_ERRORS:
+                log.warning("unclean close after reading %s", queue.name, exc_info=True)
+
+    async def purge(self, queue: QueueSpec) -> int:
+        await self._open()
+        assert self._connection is not None
+        try:
+            channel = await self._connection.channel(publisher_confirms=False)
+            declared = await self._declare_queue(self._connection, channel, queue)
+            result = await declared.purge()
+            await channel.close()
+        except _BROKER_ERRORS as exc:
+            raise BusError(f"cannot purge {queue.name!r}: {redact(repr(exc))}") from exc
+        return int(result.message_count or 0)
+
     async def close(self) -> None:
         """Cancel every consumer, then close the connection, each within CLOSE_TIMEOUT;
         the connection is closed even if a cancel failed."""
@@ -185,6 +266,7 @@ class RabbitBus:
             self._url,
             ssl_context=context,
             timeout=CONNECT_TIMEOUT,
+            reconnect_interval=RECONNECT_FIRST,
             connection_class=_Connection,
         )
         if self._closed:  # close() ran while this was connecting
@@ -256,10 +338,20 @@ class RabbitBus:
             mandatory=False,
         )
 
-    async def _dead_letter(self, items: Sequence[tuple[Delivery, str]]) -> None:
+    async def _dead_letter(self, queue: QueueSpec, items: Sequence[tuple[Delivery, str]]) -> None:
         await self.publish(
             [
-                Message(DEAD.name, d.routing_key, d.body, {**d.headers, REASON_HEADER: reason})
+                Message(
+                    DEAD.name,
+                    d.routing_key,
+                    d.body,
+                    {
+                        **d.headers,
+                        REASON_HEADER: reason,
+                        ORIGIN_EXCHANGE_HEADER: d.exchange,
+                        ORIGIN_QUEUE_HEADER: queue.name,
+                    },
+                )
                 for d, reason in items
             ]
         )
@@ -270,7 +362,25 @@ class _Connection(aio_pika.RobustConnection):
     or is cancelled closes the connection. aio-pika leaves its reconnection task running
     then, and that task swallows the cancellation ``asyncio.run`` sends at exit ("Connection
     attempt cancelled. Reconnecting after 5 seconds"), so the process never ends: a
-    service stopped while connecting sat idle in its event loop until killed."""
+    service stopped while connecting sat idle in its event loop until killed.
+
+    It also backs off between reconnection attempts: aio-pika waits
+    ``reconnect_interval`` after each, read here as the time the connection has been
+    down, between RECONNECT_FIRST and RECONNECT_MAX, so the waits double. The loss
+    and the recovery are logged once each."""
+
+    _lost_at: float | None = None
+
+    @property
+    def reconnect_interval(self) -> float:
+        if self._lost_at is None:
+            return RECONNECT_FIRST
+        down = time.monotonic() - self._lost_at
+        return min(RECONNECT_MAX, max(RECONNECT_FIRST, down))
+
+    @reconnect_interval.setter
+    def reconnect_interval(self, value: float) -> None:  # aio-pika's __init__ sets it
+        pass
 
     async def connect(self, timeout: TimeoutType = None) -> None:  # noqa: ASYNC109 (aio-pika's)
         try:
@@ -278,6 +388,55 @@ class _Connection(aio_pika.RobustConnection):
         except BaseException:
             await _close(self)
             raise
+
+    async def _on_connection_close(self, closing: asyncio.Future[Any]) -> None:
+        if not (self._close_called or self.is_closed) and self._lost_at is None:
+            self._lost_at = time.monotonic()
+            reason = closing.exception() if closing.done() and not closing.cancelled() else None
+            log.warning(
+                "lost the broker connection (%s); reconnecting with backoff "
+                "(%g s doubling up to %g s)",
+                redact(repr(reason)) if reason else "closed",
+                RECONNECT_FIRST,
+                RECONNECT_MAX,
+            )
+        await super()._on_connection_close(closing)
+
+    async def _on_connected(self) -> None:
+        await super()._on_connected()
+        if self._lost_at is not None:
+            log.warning(
+                "reconnected to the broker after %.1f s: channels, exchanges, queues, "
+                "bindings and consumers restored",
+                time.monotonic() - self._lost_at,
+            )
+            self._lost_at = None
+
+
+class _RateLimit(logging.Filter):
+    """Lets aio-pika's line per failed reconnection attempt through at most once every
+    RECONNECT_LOG_EVERY seconds (attempts come faster while the backoff is short)."""
+
+    _installed = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -RECONNECT_LOG_EVERY
+
+    @classmethod
+    def install(cls) -> None:
+        if not cls._installed:
+            cls._installed = True
+            logging.getLogger("aio_pika.robust_connection").addFilter(cls())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        now = time.monotonic()
+        if now - self._last < RECONNECT_LOG_EVERY:
+            return False
+        self._last = now
+        return True
 
 
 async def _close(connection: AbstractRobustConnection) -> None:
@@ -312,6 +471,7 @@ class _RabbitConsumer:
         self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._cancelled = False
+        self._pause = bus.unavailable_pause
 
     async def start(self) -> None:
         await self._queue.consume(self._on_message, no_ack=False)
@@ -352,19 +512,32 @@ class _RabbitConsumer:
             batch = [await self._inbox.get()]
             while len(batch) < self._max_batch and not self._inbox.empty():
                 batch.append(self._inbox.get_nowait())
-            batch = [message for message in batch if not message.channel.is_closed]
+            batch = [message for message in batch if _open(message)]
             if not batch:
                 continue
-            deliveries = [self._delivery(message) for message in batch]
+            deliveries = [_delivery(message, self._prefix) for message in batch]
             retry = False
             try:
                 rejections = await self._handler(deliveries)
             except Exception as exc:
-                log.warning("handler of %s failed", self._spec.name, exc_info=True)
-                reason = f"{type(exc).__name__}: {exc}"
-                dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
                 retry = True
+                if unavailable(exc):
+                    log.warning(
+                        "handler of %s: %s; %d messages go back to the queue in %g s",
+                        self._spec.name,
+                        redact(f"{type(exc).__name__}: {exc}"),
+                        len(batch),
+                        self._pause,
+                    )
+                    await asyncio.sleep(self._pause)
+                    self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
+                    dead = {}
+                else:
+                    log.warning("handler of %s failed", self._spec.name, exc_info=True)
+                    reason = f"{type(exc).__name__}: {exc}"
+                    dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
             else:
+                self._pause = self._bus.unavailable_pause
                 index = {id(d): i for i, d in enumerate(deliveries)}
                 dead = {
                     index[id(r.delivery)]: r.reason
@@ -388,21 +561,55 @@ class _RabbitConsumer:
         """Dead-letter ``dead`` (batch index → reason), then ack the rest or, on ``retry``,
         nack them back to the queue."""
         if dead and self._spec.dead_letter:
-            await self._bus._dead_letter([(deliveries[i], dead[i]) for i in sorted(dead)])
+            await self._bus._dead_letter(
+                self._spec, [(deliveries[i], dead[i]) for i in sorted(dead)]
+            )
         if not retry:
             await batch[-1].ack(multiple=True)
             return
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
 
-    def _delivery(self, message: AbstractIncomingMessage) -> Delivery:
-        return Delivery(
-            body=message.body,
-            exchange=(message.exchange or "").removeprefix(self._prefix),
-            routing_key=message.routing_key or "",
-            headers={
-                key: value.decode() if isinstance(value, bytes) else str(value)
-                for key, value in (message.headers or {}).items()
-            },
-            redelivered=bool(message.redelivered),
-        )
+
+def _open(message: AbstractIncomingMessage) -> bool:
+    """Whether ``message`` can still be settled: its channel (the one it was delivered
+    on) is open. One prefetched on a connection since lost cannot; the broker has
+    requeued it. (aio-pika raises on ``message.channel`` once the channel is closed.)"""
+    try:
+        return not message.channel.is_closed
+    except aio_pika.exceptions.ChannelInvalidStateError:
+        return False
+
+
+def _delivery(message: AbstractIncomingMessage, prefix: str) -> Delivery:
+    return Delivery(
+        body=message.body,
+        exchange=(message.exchange or "").removeprefix(prefix),
+        routing_key=message.routing_key or "",
+        headers={
+            key: value.decode() if isinstance(value, bytes) else str(value)
+            for key, value in (message.headers or {}).items()
+        },
+        redelivered=bool(message.redelivered),
+    )
+
+
+class _RabbitFetched:
+    """What :meth:`RabbitBus.fetch` took (unacknowledged on the fetch's channel)."""
+
+    def __init__(self, messages: Sequence[AbstractIncomingMessage], prefix: str) -> None:
+        self._deliveries = [_delivery(m, prefix) for m in messages]
+        self._by_id = dict(zip(map(id, self._deliveries), messages, strict=True))
+
+    @property
+    def deliveries(self) -> Sequence[Delivery]:
+        return self._deliveries
+
+    async def remove(self, deliveries: Iterable[Delivery]) -> None:
+        try:
+            for delivery in deliveries:
+                message = self._by_id.pop(id(delivery), None)
+                if message is not None:
+                    await message.ack()
+        except _BROKER_ERRORS as exc:
+            raise BusError(f"cannot remove a message: {redact(repr(exc))}") from exc
