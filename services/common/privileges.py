@@ -57,13 +57,15 @@ SERVICES: Mapping[str, Grants] = {
     "informer": Grants(
         consumes=(t.INFORMER_EVENTS, t.INFORMER_BINDINGS),
         publishes=(t.CLUSTER, t.ERRORS, t.DEAD),
-        store_methods=("applied_seq", "apply", "objects"),
+        store_methods=("applied_seq", "apply", "objects", "epoch", "attach", "restore"),
     ),
     "queue": Grants(
         consumes=(t.QUEUE_CLUSTER, t.QUEUE_RESULTS),
         publishes=(t.SCHEDULE, t.DEAD),
         store_methods=(
             "applied_seq",
+            "epoch",
+            "attach",
             "objects",
             "leases",
             "set_leases",
@@ -77,34 +79,45 @@ SERVICES: Mapping[str, Grants] = {
     "scheduler": Grants(
         consumes=(t.SCHEDULER_REQUESTS,),
         publishes=(t.BIND, t.RESULTS, t.DECISIONS, t.DEAD),
-        store_methods=("applied_seq", "objects", "assume", "assumed", "nominations"),
+        store_methods=(
+            "applied_seq",
+            "epoch",
+            "attach",
+            "objects",
+            "assume",
+            "assumed",
+            "nominations",
+        ),
         configures_pattern=re.escape(_FEED.name) + ".+",
     ),
     "binder": Grants(
         consumes=(t.BINDER_REQUESTS,),
         publishes=(t.RESULTS, t.DECISIONS, t.EVENTS, t.DEAD),
-        store_methods=("begin_bind", "forget"),
+        store_methods=("epoch", "begin_bind", "forget"),
     ),
 }
 
 _SCRIPTS = {
     "apply": _lua.APPLY,
+    "restore": _lua.APPLY,
     "assume": _lua.ASSUME,
     "begin_bind": _lua.BEGIN_BIND,
     "forget": _lua.FORGET,
     "node_usage": _lua.READ_NODES,
     "allocatable": _lua.READ_NODES,
+    "objects": _lua.READ_HASH,
+    "assumed": _lua.READ_HASH,
+    "leases": _lua.READ_HASH,
+    "nominations": _lua.READ_HASH,
+    "set_leases": _lua.WRITE_HASH,
+    "set_nominations": _lua.WRITE_HASH,
+    "drop_leases": _lua.WRITE_HASH,
+    "clear_nominations": _lua.WRITE_HASH,
 }
 _COMMANDS = {
     "applied_seq": ("get",),
-    "objects": ("hgetall",),
-    "assumed": ("hgetall",),
-    "leases": ("hgetall",),
-    "nominations": ("hgetall",),
-    "set_leases": ("hset",),
-    "set_nominations": ("hset",),
-    "drop_leases": ("hdel",),
-    "clear_nominations": ("hdel",),
+    "epoch": ("mget",),
+    "attach": ("mget",),
     "put_queue_view": ("set",),
     "queue_view": ("get",),
 }

@@ -13,10 +13,12 @@ from services.common.store.base import (
     AssumeStatus,
     BindClaim,
     ClusterStore,
+    Epoch,
     Nomination,
     PodCharge,
     ProjectedEntry,
     Reservation,
+    StoreLost,
 )
 from services.common.store.memory import MemoryStore
 from services.common.tls import NO_TLS_FILES, TLSFiles
@@ -49,10 +51,12 @@ __all__ = [
     "Assumed",
     "BindClaim",
     "ClusterStore",
+    "Epoch",
     "MemoryStore",
     "Nomination",
     "PodCharge",
     "ProjectedEntry",
     "Reservation",
+    "StoreLost",
     "open_store",
 ]

@@ -1,7 +1,12 @@
 """The Lua scripts behind RedisStore: each call is one atomic step on the server.
 
 Every script takes the key prefix (``{namespace}:``) as ARGV[1] and builds its key names
-from it (standalone Redis; the keys are not declared in KEYS). Layout:
+from it (standalone Redis; the keys are not declared in KEYS), and the live token the
+client expects as ARGV[2] ('' for none): ``guard()`` raises ``KSCHED_STORE_LOST …``
+before anything is read or written when the marker is not what the client may use
+(the state machine is in :mod:`services.common.store.base`). Layout:
+
+- ``epoch``: the marker: absent (Blank), ``building``, or ``live:{token}``.
 
 - ``seq``: last applied log seq.       ``obj:{kind}``: hash key → JSON.
 - ``nodes``: set of nodes in the log.  ``alloc:{node}``: hash resource → allocatable.
@@ -19,9 +24,35 @@ conflict reasons come out in the same order as the in-memory store's.
 
 from __future__ import annotations
 
-_HELPERS = """
+LOST = "KSCHED_STORE_LOST"
+"""The first word of the error a guard raises."""
+
+_GUARD = """
 local P = ARGV[1]
 
+local function lost(why)
+  error({err = 'KSCHED_STORE_LOST ' .. why})
+end
+
+local function guard()
+  local marker = redis.call('GET', P .. 'epoch')
+  local expected = ARGV[2]
+  if expected ~= '' then
+    if marker ~= 'live:' .. expected then
+      local found = 'blank'
+      if marker then found = string.match(marker, '^[^:]*') end
+      lost('lost its projection: expected epoch ' .. expected .. ', found ' .. found)
+    end
+  elseif marker == 'building' then
+    lost('is being rebuilt from the event log')
+  end
+  return marker
+end
+"""
+
+_HELPERS = (
+    _GUARD
+    + """
 local function parse_assumed(v)
   return string.match(v, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 end
@@ -48,16 +79,40 @@ local function release(uid)
   redis.call('SREM', P .. 'assumed:' .. node, uid)
 end
 """
+)
 
 APPLY = (
     _HELPERS
     + """
--- ARGV: P, count, then per entry: seq, kind, key, deleted, body, mode, uid, node, reqs
+-- ARGV: P, expected, op, token, count, then per entry:
+--   seq, kind, key, deleted, body, mode, uid, node, reqs
+-- op 'apply': guarded; on a Blank store the first entries make it live:{token}.
+-- op 'restore' / 'final': a Blank or Building store only; Building after, live:{token}
+-- after 'final'. Returns the token when the store became live, else ''.
 -- mode 'n': node (reqs = allocatable); 'p': pod charge; '': object only.
+local op, token, count = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local marker
+if op == 'apply' then
+  marker = guard()
+else
+  marker = redis.call('GET', P .. 'epoch')
+  if marker and marker ~= 'building' then lost('is live: nothing to restore') end
+end
 local applied = tonumber(redis.call('GET', P .. 'seq') or '0')
+for k = 0, count - 1 do
+  local seq = tonumber(ARGV[6 + 9 * k])
+  if seq > applied then
+    if seq ~= applied + 1 then
+      lost('is at seq ' .. applied .. ': applying seq ' .. seq ..
+        ' would leave a gap (the store lost entries)')
+    end
+    break
+  end
+end
+if op ~= 'apply' then redis.call('SET', P .. 'epoch', 'building') end
 local last = false
-local i = 3
-for _ = 1, tonumber(ARGV[2]) do
+local i = 6
+for _ = 1, count do
   local seq, kind, key, deleted, body = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local mode, uid, node, reqs = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
   i = i + 9
@@ -99,17 +154,23 @@ for _ = 1, tonumber(ARGV[2]) do
   end
 end
 if last then redis.call('SET', P .. 'seq', last) end
-return 0
+if op == 'final' or (op == 'apply' and not marker and last) then
+  redis.call('SET', P .. 'epoch', 'live:' .. token)
+  return token
+end
+return ''
 """
 )
 
 ASSUME = (
     _HELPERS
     + """
--- ARGV: P, now, count, then per reservation: uid, node, attempt, deadline, reqs, checked
+-- ARGV: P, expected, now, count, then per reservation:
+--   uid, node, attempt, deadline, reqs, checked
 -- (checked: '*' for every resource, else the comma-separated resources to check).
 -- Returns per reservation {status, reason, usage as a flat field/value list}.
-local now = tonumber(ARGV[2])
+guard()
+local now = tonumber(ARGV[3])
 local swept = {}
 
 local function tomap(flat)
@@ -180,8 +241,8 @@ local function assume(uid, node, attempt, deadline, reqs, checked)
 end
 
 local out = {}
-local i = 4
-for k = 1, tonumber(ARGV[3]) do
+local i = 5
+for k = 1, tonumber(ARGV[4]) do
   out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
   i = i + 6
 end
@@ -192,10 +253,11 @@ return out
 BEGIN_BIND = (
     _HELPERS
     + """
--- ARGV: P, count, then per claim: uid, node, attempt. Returns 1/0 per claim.
+-- ARGV: P, expected, count, then per claim: uid, node, attempt. Returns 1/0 per claim.
+guard()
 local out = {}
-local i = 3
-for k = 1, tonumber(ARGV[2]) do
+local i = 4
+for k = 1, tonumber(ARGV[3]) do
   local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   i = i + 3
   out[k] = 0
@@ -218,9 +280,10 @@ return out
 FORGET = (
     _HELPERS
     + """
--- ARGV: P, count, then per claim: uid, node, attempt.
-local i = 3
-for _ = 1, tonumber(ARGV[2]) do
+-- ARGV: P, expected, count, then per claim: uid, node, attempt.
+guard()
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
   local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   i = i + 3
   local v = redis.call('HGET', P .. 'assumed', uid)
@@ -233,19 +296,22 @@ return 0
 """
 )
 
-READ_NODES = """
--- ARGV: P, 'usage' | 'alloc', then node names (none: every node).
+READ_NODES = (
+    _GUARD
+    + """
+-- ARGV: P, expected, 'usage' | 'alloc', then node names (none: every node).
 -- Returns a flat list: node, {field, value, ...}, node, {...}, ...
-local P, which = ARGV[1], ARGV[2]
+guard()
+local which = ARGV[3]
 local names = {}
-if #ARGV == 2 then
+if #ARGV == 3 then
   if which == 'usage' then
     names = redis.call('SUNION', P .. 'nodes', P .. 'used')
   else
     names = redis.call('SMEMBERS', P .. 'nodes')
   end
 else
-  for j = 3, #ARGV do names[#names + 1] = ARGV[j] end
+  for j = 4, #ARGV do names[#names + 1] = ARGV[j] end
 end
 local out = {}
 for _, name in ipairs(names) do
@@ -256,3 +322,29 @@ for _, name in ipairs(names) do
 end
 return out
 """
+)
+
+READ_HASH = (
+    _GUARD
+    + """
+-- ARGV: P, expected, name. Returns HGETALL of the hash {P}{name}.
+guard()
+return redis.call('HGETALL', P .. ARGV[3])
+"""
+)
+
+WRITE_HASH = (
+    _GUARD
+    + """
+-- ARGV: P, expected, 'set' | 'del', name, then field, value, ... ('set') or fields ('del').
+guard()
+local fields = {}
+for j = 5, #ARGV do fields[#fields + 1] = ARGV[j] end
+if ARGV[3] == 'set' then
+  redis.call('HSET', P .. ARGV[4], unpack(fields))
+else
+  redis.call('HDEL', P .. ARGV[4], unpack(fields))
+end
+return 0
+"""
+)

@@ -25,6 +25,33 @@ State of a pod in the store (upstream's cache draws the same machine)::
   again after a queue restart is never reserved twice.
 
 Every method is idempotent for the same arguments; callers may retry after a failure.
+
+The projection's marker (the *epoch*): a store that comes back empty (FLUSHDB, a Redis
+restart without persistence, a failover to an empty replica) must not pass for an empty
+cluster. The first apply (or a rebuild) writes a marker with the projection, atomically;
+every call that applies or reads the projection checks it in the same atomic step::
+
+                apply from seq 1 (fresh cluster)
+       ┌──────────────────────────────────────────────────┐
+       │         restore(first chunk)      restore(final) ▼
+    Blank ─────────────────────▶ Building ─────────────▶ Live(token)
+       ▲                            │ ▲                    │
+       └──── data lost ─────────────┘ └─── data lost ──────┘
+             (the marker goes with everything else: Blank again)
+
+- A client *expects* a marker once it has seen one: :meth:`ClusterStore.attach` (or an
+  apply that created it, or the final ``restore``) records the live token. From then on
+  every guarded call of that client raises :class:`StoreLost` unless the store is Live
+  with that token: after a loss (Blank), during a rebuild (Building) and after a
+  rebuild (another token: the assumptions, leases and nominations the client knew are
+  gone). The client waits until the store is Live again, calls ``attach`` and reloads.
+- A client that expects nothing (it never attached: the binder, a test) is served by a
+  Blank store as by an empty cluster; a Building store raises StoreLost for it too.
+- ``apply`` never applies on top of nothing: the first entry after the applied seq must
+  be ``applied_seq + 1`` (StoreLost otherwise). On a Blank store that means seq 1, and
+  that apply makes the store Live. Only the informer, which knows the log is not empty,
+  can tell a lost store from a fresh one: it rebuilds a lost one with ``restore``.
+- Unguarded: ``epoch``, ``applied_seq`` and the queue view (informational).
 """
 
 from __future__ import annotations
@@ -116,15 +143,51 @@ class Nomination:
     priority: int
 
 
+EpochState = Literal["blank", "building", "live"]
+
+
+@dataclass(frozen=True, slots=True)
+class Epoch:
+    """The projection's marker as the store holds it (see the module docstring)."""
+
+    state: EpochState
+    token: str = ""
+    """The live marker's token; empty unless ``state`` is live."""
+    seq: int = 0
+    """The applied seq (a Building store holds a prefix of the log)."""
+
+
+class StoreLost(Exception):
+    """The store does not hold the projection the caller expected: it was emptied, is
+    being rebuilt, or was rebuilt since the caller attached. Nothing was changed. The
+    caller must not decide on what it read: it waits until :meth:`ClusterStore.epoch`
+    is live, calls :meth:`ClusterStore.attach` and reloads what it holds from the store
+    (the informer rebuilds the store from the event log)."""
+
+
 class ClusterStore(Protocol):
+    async def epoch(self) -> Epoch:
+        """The marker's state and the applied seq; never raises StoreLost."""
+
+    async def attach(self) -> Epoch:
+        """Expect the current live marker from now on (see the module docstring).
+        Raises StoreLost unless the store is live."""
+
+    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+        """Rebuild a Blank (or Building) store from the log: apply ``entries`` (which
+        continue the applied seq, from seq 1 on a Blank store) and leave it Building;
+        with ``final`` make it Live with a new token this client then expects. Raises
+        StoreLost if the store is Live, or lost again during the rebuild (start over)."""
+
     async def applied_seq(self) -> int:
         """The seq of the last log entry applied (0 for an empty store)."""
 
     async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
         """Apply log entries atomically, in order; entries with seq ≤ applied_seq are
-        skipped. Updates objects, node allocatable, pod charges and node usage,
-        converts a matching assumption into the bound charge, releases assumptions,
-        leases and nominations of pods that are bound or deleted."""
+        skipped, the first one after must be applied_seq + 1 (StoreLost otherwise).
+        Updates objects, node allocatable, pod charges and node usage, converts a
+        matching assumption into the bound charge, releases assumptions, leases and
+        nominations of pods that are bound or deleted."""
 
     async def objects(self, kind: str) -> dict[str, bytes]:
         """Every stored object of ``kind``: key → JSON."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,10 +20,14 @@ from services.common.store.base import (
     Assumed,
     AssumeResult,
     BindClaim,
+    Epoch,
     Nomination,
     ProjectedEntry,
     Reservation,
+    StoreLost,
 )
+
+_BUILDING = "building"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,80 +36,161 @@ class _Charge:
     requests: dict[str, int]
 
 
-class MemoryStore:
-    """An in-process ClusterStore. ``namespace`` only labels it (stores never share state)."""
+class _Data:
+    """What a Redis server would hold: shared by every client of one MemoryStore."""
 
-    def __init__(self, namespace: str = "") -> None:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.marker: str | None = None
+        """None: Blank; "building"; or "live:{token}"."""
+        self.seq = 0
+        self.objects: dict[str, dict[str, bytes]] = {}
+        self.alloc: dict[str, dict[str, int]] = {}
+        self.usage: dict[str, dict[str, int]] = {}
+        self.charges: dict[str, _Charge] = {}
+        self.assumed: dict[str, Assumed] = {}
+        self.leases: dict[str, int] = {}
+        self.nominations: dict[str, Nomination] = {}
+        self.queue_view: bytes | None = None
+
+
+class MemoryStore:
+    """An in-process ClusterStore. ``namespace`` only labels it (stores never share
+    state); :meth:`client` opens another client on the same data, as a second
+    RedisStore on the same Redis namespace would be."""
+
+    def __init__(self, namespace: str = "", *, _data: _Data | None = None) -> None:
         self.namespace = namespace
-        self._seq = 0
-        self._objects: dict[str, dict[str, bytes]] = {}
-        self._alloc: dict[str, dict[str, int]] = {}
-        self._usage: dict[str, dict[str, int]] = {}
-        self._charges: dict[str, _Charge] = {}
-        self._assumed: dict[str, Assumed] = {}
-        self._leases: dict[str, int] = {}
-        self._nominations: dict[str, Nomination] = {}
-        self._queue_view: bytes | None = None
+        self._d = _data or _Data()
+        self._expected = ""
+        """The live token this client expects ("" until it attaches)."""
+
+    def client(self) -> MemoryStore:
+        """Another client on the same data, with its own expected marker."""
+        return MemoryStore(self.namespace, _data=self._d)
+
+    def flush(self) -> None:
+        """Lose everything, as a Redis FLUSHDB would (a test hook: the clients' expected
+        markers stay, so their next guarded call raises StoreLost)."""
+        self._d.reset()
+
+    async def epoch(self) -> Epoch:
+        if self._d.marker is None:
+            return Epoch("blank", seq=self._d.seq)
+        if self._d.marker == _BUILDING:
+            return Epoch("building", seq=self._d.seq)
+        return Epoch("live", self._d.marker.removeprefix("live:"), self._d.seq)
+
+    async def attach(self) -> Epoch:
+        current = await self.epoch()
+        if current.state != "live":
+            raise StoreLost(f"store {self.namespace!r} is {current.state}, not live")
+        self._expected = current.token
+        return current
+
+    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+        if self._d.marker not in (None, _BUILDING):
+            raise StoreLost(f"store {self.namespace!r} is live: nothing to restore")
+        self._check_continues(entries)
+        self._d.marker = _BUILDING
+        self._apply(entries)
+        if final:
+            self._expected = uuid.uuid4().hex[:16]
+            self._d.marker = f"live:{self._expected}"
 
     async def applied_seq(self) -> int:
-        return self._seq
+        return self._d.seq
 
     async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
+        self._guard()
+        self._check_continues(entries)
+        if self._d.marker is None and any(e.seq > self._d.seq for e in entries):
+            self._expected = uuid.uuid4().hex[:16]  # a fresh cluster's first entries
+            self._d.marker = f"live:{self._expected}"
+        self._apply(entries)
+
+    def _guard(self) -> None:
+        """StoreLost unless this client may use the projection (see store.base)."""
+        if self._expected:
+            if self._d.marker != f"live:{self._expected}":
+                found = "blank" if self._d.marker is None else self._d.marker.partition(":")[0]
+                raise StoreLost(
+                    f"store {self.namespace!r} lost its projection: expected epoch "
+                    f"{self._expected}, found {found}"
+                )
+        elif self._d.marker == _BUILDING:
+            raise StoreLost(f"store {self.namespace!r} is being rebuilt from the event log")
+
+    def _check_continues(self, entries: Sequence[ProjectedEntry]) -> None:
+        first = next((e.seq for e in entries if e.seq > self._d.seq), None)
+        if first is not None and first != self._d.seq + 1:
+            raise StoreLost(
+                f"store {self.namespace!r} is at seq {self._d.seq}: applying seq {first} "
+                "would leave a gap (the store lost entries)"
+            )
+
+    def _apply(self, entries: Sequence[ProjectedEntry]) -> None:
         for entry in entries:
-            if entry.seq <= self._seq:
+            if entry.seq <= self._d.seq:
                 continue
-            self._seq = entry.seq
-            objects = self._objects.setdefault(entry.kind, {})
+            self._d.seq = entry.seq
+            objects = self._d.objects.setdefault(entry.kind, {})
             if entry.body is None:
                 objects.pop(entry.key, None)
             else:
                 objects[entry.key] = entry.body
             if entry.kind == "node":
                 if entry.body is None:
-                    self._alloc.pop(entry.key, None)
+                    self._d.alloc.pop(entry.key, None)
                 else:
-                    self._alloc[entry.key] = dict(entry.allocatable or {})
+                    self._d.alloc[entry.key] = dict(entry.allocatable or {})
             if entry.pod is not None:
                 self._apply_pod(entry.pod.uid, entry.pod.node, entry.pod.requests, entry.body)
 
     def _apply_pod(
         self, uid: str, node: str | None, requests: Mapping[str, int], body: bytes | None
     ) -> None:
-        old = self._charges.pop(uid, None)
+        old = self._d.charges.pop(uid, None)
         if old is not None:
             self._charge(old.node, old.requests, -1)
         if node is not None or body is None:
             # Bound or deleted: any assumption ends here. When it was on ``node`` its
             # capacity is taken over by the bound charge below (released, then re-added).
             self._release(uid)
-            self._leases.pop(uid, None)
-            self._nominations.pop(uid, None)
+            self._d.leases.pop(uid, None)
+            self._d.nominations.pop(uid, None)
         if node is not None and body is not None:
             charge = _Charge(node, normalize(requests))
-            self._charges[uid] = charge
+            self._d.charges[uid] = charge
             self._charge(node, charge.requests, +1)
 
     async def objects(self, kind: str) -> dict[str, bytes]:
-        return dict(self._objects.get(kind, {}))
+        self._guard()
+        return dict(self._d.objects.get(kind, {}))
 
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-        names = self._alloc.keys() | self._usage.keys() if nodes is None else nodes
-        return {name: dict(self._usage.get(name, {})) for name in names}
+        self._guard()
+        names = self._d.alloc.keys() | self._d.usage.keys() if nodes is None else nodes
+        return {name: dict(self._d.usage.get(name, {})) for name in names}
 
     async def allocatable(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-        names = self._alloc.keys() if nodes is None else nodes
-        return {name: dict(self._alloc[name]) for name in names if name in self._alloc}
+        self._guard()
+        names = self._d.alloc.keys() if nodes is None else nodes
+        return {name: dict(self._d.alloc[name]) for name in names if name in self._d.alloc}
 
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
+        self._guard()
         swept: set[str] = set()
         return [self._assume_one(r, now, swept) for r in reservations]
 
     def _assume_one(self, r: Reservation, now: float, swept: set[str]) -> AssumeResult:
-        if self._leases.get(r.uid) != r.attempt:
+        if self._d.leases.get(r.uid) != r.attempt:
             return AssumeResult("stale", reason="attempt is not the pod's lease")
-        if r.uid in self._charges:
+        if r.uid in self._d.charges:
             return AssumeResult("stale", reason="pod is bound")
-        current = self._assumed.get(r.uid)
+        current = self._d.assumed.get(r.uid)
         if current is not None:
             if math.isinf(current.deadline):
                 return AssumeResult("stale", reason="pod is binding")
@@ -113,76 +199,85 @@ class MemoryStore:
             self._release(r.uid)
         if r.node not in swept:  # ``now`` is fixed for the call: one sweep per node is enough
             swept.add(r.node)
-            for uid, a in list(self._assumed.items()):
+            for uid, a in list(self._d.assumed.items()):
                 if a.node == r.node and a.deadline < now:
                     self._release(uid)
-        usage = self._usage.get(r.node, {})
-        if r.node not in self._alloc:
+        usage = self._d.usage.get(r.node, {})
+        if r.node not in self._d.alloc:
             return AssumeResult("conflict", dict(usage), "node not found")
         requests = normalize(r.requests)
-        reasons = fit_reasons(requests, usage, self._alloc[r.node], r.checked)
+        reasons = fit_reasons(requests, usage, self._d.alloc[r.node], r.checked)
         if reasons:
             return AssumeResult("conflict", dict(usage), ", ".join(reasons))
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding
-        self._assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
+        self._d.assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
         self._charge(r.node, requests, +1)
         return AssumeResult("assumed")
 
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+        self._guard()
         results = []
         for c in claims:
-            a = self._assumed.get(c.uid)
+            a = self._d.assumed.get(c.uid)
             ok = a is not None and (a.node, a.attempt) == (c.node, c.attempt)
             if a is not None and ok:
-                self._assumed[c.uid] = Assumed(a.node, a.attempt, math.inf, a.requests)
+                self._d.assumed[c.uid] = Assumed(a.node, a.attempt, math.inf, a.requests)
             results.append(ok)
         return results
 
     async def forget(self, claims: Sequence[BindClaim]) -> None:
+        self._guard()
         for c in claims:
-            a = self._assumed.get(c.uid)
+            a = self._d.assumed.get(c.uid)
             if a is not None and (a.node, a.attempt) == (c.node, c.attempt):
                 self._release(c.uid)
 
     async def assumed(self) -> dict[str, Assumed]:
-        return dict(self._assumed)
+        self._guard()
+        return dict(self._d.assumed)
 
     async def set_leases(self, leases: Mapping[str, int]) -> None:
-        self._leases.update(leases)
+        self._guard()
+        self._d.leases.update(leases)
 
     async def leases(self) -> dict[str, int]:
-        return dict(self._leases)
+        self._guard()
+        return dict(self._d.leases)
 
     async def drop_leases(self, uids: Sequence[str]) -> None:
+        self._guard()
         for uid in uids:
-            self._leases.pop(uid, None)
+            self._d.leases.pop(uid, None)
 
     async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
-        self._nominations.update(nominations)
+        self._guard()
+        self._d.nominations.update(nominations)
 
     async def clear_nominations(self, uids: Sequence[str]) -> None:
+        self._guard()
         for uid in uids:
-            self._nominations.pop(uid, None)
+            self._d.nominations.pop(uid, None)
 
     async def nominations(self) -> dict[str, Nomination]:
-        return dict(self._nominations)
+        self._guard()
+        return dict(self._d.nominations)
 
     async def put_queue_view(self, view: bytes) -> None:
-        self._queue_view = view
+        self._d.queue_view = view
 
     async def queue_view(self) -> bytes | None:
-        return self._queue_view
+        return self._d.queue_view
 
     async def close(self) -> None:
         pass
 
     def _release(self, uid: str) -> None:
-        a = self._assumed.pop(uid, None)
+        a = self._d.assumed.pop(uid, None)
         if a is not None:
             self._charge(a.node, a.requests, -1)
 
     def _charge(self, node: str, requests: Mapping[str, int], sign: int) -> None:
-        usage = self._usage.setdefault(node, {})
+        usage = self._d.usage.setdefault(node, {})
         for name, amount in requests.items():
             total = usage.get(name, 0) + sign * amount
             if total:
@@ -190,4 +285,4 @@ class MemoryStore:
             else:
                 usage.pop(name, None)
         if not usage:
-            del self._usage[node]
+            del self._d.usage[node]

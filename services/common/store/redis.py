@@ -26,23 +26,36 @@ Details the Protocol leaves open (the in-memory store behaves the same):
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 import redis.asyncio as aioredis
-from redis.typing import EncodableT
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
 
 from services.common import redact
 from services.common.store._charges import normalize
-from services.common.store._lua import APPLY, ASSUME, BEGIN_BIND, FORGET, READ_NODES
+from services.common.store._lua import (
+    APPLY,
+    ASSUME,
+    BEGIN_BIND,
+    FORGET,
+    LOST,
+    READ_HASH,
+    READ_NODES,
+    WRITE_HASH,
+)
 from services.common.store.base import (
     Assumed,
     AssumeResult,
     AssumeStatus,
     BindClaim,
+    Epoch,
     Nomination,
     ProjectedEntry,
     Reservation,
+    StoreLost,
 )
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
 
@@ -70,15 +83,54 @@ class RedisStore:
         self._begin_bind = self._redis.register_script(BEGIN_BIND)
         self._forget = self._redis.register_script(FORGET)
         self._read_nodes = self._redis.register_script(READ_NODES)
+        self._read_hash = self._redis.register_script(READ_HASH)
+        self._write_hash = self._redis.register_script(WRITE_HASH)
+        self._expected = ""
+        """The live token this client expects ("" until it attaches)."""
+
+    async def _run(self, script: AsyncScript, *args: Any) -> Any:
+        """Run a guarded script with the prefix and the expected token in front of
+        ``args``; the guard's refusal becomes StoreLost."""
+        try:
+            return await script(keys=[], args=[self._p, self._expected, *args])
+        except ResponseError as error:
+            text = str(error)
+            if not text.startswith(LOST):
+                raise
+            why = text.removeprefix(LOST).partition(" script:")[0].strip()
+            raise StoreLost(f"store {self.namespace!r} {why}") from None
+
+    async def epoch(self) -> Epoch:
+        marker, seq = await self._redis.mget(self._p + "epoch", self._p + "seq")
+        applied = int(seq) if seq is not None else 0
+        if marker is None:
+            return Epoch("blank", seq=applied)
+        if marker == b"building":
+            return Epoch("building", seq=applied)
+        text = marker.decode() if isinstance(marker, bytes) else str(marker)
+        return Epoch("live", text.removeprefix("live:"), applied)
+
+    async def attach(self) -> Epoch:
+        current = await self.epoch()
+        if current.state != "live":
+            raise StoreLost(f"store {self.namespace!r} is {current.state}, not live")
+        self._expected = current.token
+        return current
+
+    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+        await self._apply_entries("final" if final else "restore", entries)
 
     async def applied_seq(self) -> int:
         seq = await self._redis.get(self._p + "seq")
         return int(seq) if seq is not None else 0
 
     async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
-        if not entries:
-            return
-        args: list[str | bytes] = [self._p, str(len(entries))]
+        if entries:
+            await self._apply_entries("apply", entries)
+
+    async def _apply_entries(self, op: str, entries: Sequence[ProjectedEntry]) -> None:
+        token = uuid.uuid4().hex[:16]
+        args: list[str | bytes] = [op, token, str(len(entries))]
         for e in entries:
             mode, uid, node, reqs = "", "", "", ""
             if e.kind == "node":
@@ -89,10 +141,11 @@ class RedisStore:
                 reqs = _encode(normalize(e.pod.requests))
             deleted = "1" if e.body is None else "0"
             args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs]
-        await self._apply(keys=[], args=args)
+        if await self._run(self._apply, *args):  # the store became live: ours
+            self._expected = token
 
     async def objects(self, kind: str) -> dict[str, bytes]:
-        raw = await self._hgetall(f"{self._p}obj:{kind}")
+        raw = await self._hgetall(f"obj:{kind}")
         return {key.decode(): body for key, body in raw.items()}
 
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
@@ -104,19 +157,19 @@ class RedisStore:
     async def _nodes(self, which: str, nodes: Sequence[str] | None) -> dict[str, dict[str, int]]:
         if nodes is not None and not nodes:
             return {}
-        flat = await self._read_nodes(keys=[], args=[self._p, which, *(nodes or ())])
+        flat = await self._run(self._read_nodes, which, *(nodes or ()))
         return {flat[i].decode(): _pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         if not reservations:
             return []
-        args: list[str] = [self._p, repr(float(now)), str(len(reservations))]
+        args: list[str] = [repr(float(now)), str(len(reservations))]
         for r in reservations:
             deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
             reqs = _encode(normalize(r.requests))
             checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
-        replies = await self._assume(keys=[], args=args)
+        replies = await self._run(self._assume, *args)
         return [
             AssumeResult(_STATUSES[status], _pairs(usage), reason.decode())
             for status, reason, usage in replies
@@ -125,21 +178,21 @@ class RedisStore:
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
         if not claims:
             return []
-        replies = await self._begin_bind(keys=[], args=self._claim_args(claims))
+        replies = await self._run(self._begin_bind, *self._claim_args(claims))
         return [bool(reply) for reply in replies]
 
     async def forget(self, claims: Sequence[BindClaim]) -> None:
         if claims:
-            await self._forget(keys=[], args=self._claim_args(claims))
+            await self._run(self._forget, *self._claim_args(claims))
 
     def _claim_args(self, claims: Sequence[BindClaim]) -> list[str]:
-        args = [self._p, str(len(claims))]
+        args = [str(len(claims))]
         for c in claims:
             args += [c.uid, c.node, str(c.attempt)]
         return args
 
     async def assumed(self) -> dict[str, Assumed]:
-        raw = await self._hgetall(self._p + "assumed")
+        raw = await self._hgetall("assumed")
         result = {}
         for uid, value in raw.items():
             node, attempt, deadline, reqs = value.decode().split("|", 3)
@@ -148,27 +201,27 @@ class RedisStore:
 
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         if leases:
-            mapping: dict[EncodableT, EncodableT] = {u: str(a) for u, a in leases.items()}
-            await self._redis.hset(self._p + "lease", mapping=mapping)
+            pairs = [x for uid, attempt in leases.items() for x in (uid, str(attempt))]
+            await self._run(self._write_hash, "set", "lease", *pairs)
 
     async def leases(self) -> dict[str, int]:
-        raw = await self._hgetall(self._p + "lease")
+        raw = await self._hgetall("lease")
         return {uid.decode(): int(attempt) for uid, attempt in raw.items()}
 
     async def drop_leases(self, uids: Sequence[str]) -> None:
         if uids:
-            await self._redis.hdel(self._p + "lease", *uids)
+            await self._run(self._write_hash, "del", "lease", *uids)
 
     async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
         if nominations:
-            mapping: dict[EncodableT, EncodableT] = {
-                uid: f"{_name(n.node)}|{n.priority}" for uid, n in nominations.items()
-            }
-            await self._redis.hset(self._p + "nominated", mapping=mapping)
+            pairs = [
+                x for uid, n in nominations.items() for x in (uid, f"{_name(n.node)}|{n.priority}")
+            ]
+            await self._run(self._write_hash, "set", "nominated", *pairs)
 
     async def clear_nominations(self, uids: Sequence[str]) -> None:
         if uids:
-            await self._redis.hdel(self._p + "nominated", *uids)
+            await self._run(self._write_hash, "del", "nominated", *uids)
 
     async def put_queue_view(self, view: bytes) -> None:
         await self._redis.set(self._p + "queueview", view)
@@ -180,16 +233,17 @@ class RedisStore:
         return value if isinstance(value, bytes) else value.encode()
 
     async def nominations(self) -> dict[str, Nomination]:
-        raw = await self._hgetall(self._p + "nominated")
+        raw = await self._hgetall("nominated")
         result = {}
         for uid, value in raw.items():
             node, priority = value.decode().rsplit("|", 1)
             result[uid.decode()] = Nomination(node, int(priority))
         return result
 
-    async def _hgetall(self, key: str) -> dict[bytes, bytes]:
-        # decode_responses=False: every key and value is bytes.
-        return cast(dict[bytes, bytes], await self._redis.hgetall(key))
+    async def _hgetall(self, name: str) -> dict[bytes, bytes]:
+        """The hash ``{prefix}{name}``, guarded; every key and value is bytes."""
+        flat = cast(list[bytes], await self._run(self._read_hash, name))
+        return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
     async def flush_namespace(self) -> None:
         """Delete every key of this namespace (test teardown; never on a live cluster)."""
