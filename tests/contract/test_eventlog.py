@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from services.common.eventlog import (
     EventLog,
     FileEventLog,
     LogSequenceError,
+    LogWriteError,
     MemoryEventLog,
     open_event_log,
 )
@@ -173,3 +175,90 @@ async def test_open_event_log_picks_the_backend(tmp_path: Path) -> None:
     assert isinstance(on_disk, FileEventLog)
     await on_disk.close()
     await memory.close()
+
+
+class FailingFiles:
+    """The os layer of a FileEventLog with faults injected: ``fail`` is the operation
+    that raises next (``write`` after writing ``partial`` bytes, ``fsync``), with
+    ``code``; ``truncate_fails`` makes cutting the partial line fail too."""
+
+    def __init__(self) -> None:
+        self.fail: str | None = None
+        self.code = errno.ENOSPC
+        self.partial = 0
+        self.truncate_fails = False
+
+    def write(self, fd: int, data: memoryview, /) -> int:
+        if self.fail == "write":
+            os.write(fd, data[: self.partial])
+            raise OSError(self.code, os.strerror(self.code))
+        return os.write(fd, data)
+
+    def fsync(self, fd: int, /) -> None:
+        if self.fail == "fsync":
+            raise OSError(self.code, os.strerror(self.code))
+        os.fsync(fd)
+
+    def ftruncate(self, fd: int, length: int, /) -> None:
+        if self.truncate_fails:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        os.ftruncate(fd, length)
+
+
+@pytest.mark.parametrize(
+    ("fail", "code", "partial", "cause"),
+    [
+        ("write", errno.ENOSPC, 0, "No space left on device"),
+        ("write", errno.ENOSPC, 57, "No space left on device"),
+        ("fsync", errno.EIO, 0, "Input/output error"),
+    ],
+    ids=["disk-full-before-a-byte", "disk-full-mid-line", "fsync-failed"],
+)
+@pytest.mark.parametrize("truncate_fails", [False, True], ids=["cut-now", "cut-next-append"])
+async def test_a_failed_append_raises_one_line_and_leaves_nothing_half_written(
+    tmp_path: Path, fail: str, code: int, partial: int, cause: str, truncate_fails: bool
+) -> None:
+    path = tmp_path / "events.jsonl"
+    files = FailingFiles()
+    log = await FileEventLog.open(path, files=files)
+    await log.append(events(1, 2))
+    intact = path.read_bytes()
+
+    files.fail, files.code, files.partial = fail, code, partial
+    files.truncate_fails = truncate_fails
+    with pytest.raises(LogWriteError) as raised:
+        await log.append(events(3, 5))
+    message = str(raised.value)
+    assert raised.value.errno == code
+    assert "\n" not in message
+    assert f"event log {path}: appending seq 3..5 failed: {cause}" in message
+    assert log.last_seq() == 2
+    assert list(log.read()) == events(1, 2)
+    if not truncate_fails:
+        assert path.read_bytes() == intact
+
+    files.fail, files.truncate_fails = None, False  # the disk has room again
+    await log.append(events(3, 5))
+    assert list(log.read()) == events(1, 5)
+    await log.close()
+    reopened = FileEventLog(path)
+    assert list(reopened.read()) == events(1, 5)
+    await reopened.close()
+
+
+async def test_a_partial_line_left_by_a_failed_append_is_cut_on_open(tmp_path: Path) -> None:
+    """The process died before it could append again: the next open repairs the tail."""
+    path = tmp_path / "events.jsonl"
+    files = FailingFiles()
+    log = await FileEventLog.open(path, files=files)
+    await log.append(events(1, 2))
+    intact = path.read_bytes()
+    files.fail, files.partial, files.truncate_fails = "write", 40, True
+    with pytest.raises(LogWriteError):
+        await log.append(events(3, 3))
+    await log.close()
+    assert path.read_bytes() != intact
+
+    reopened = FileEventLog(path)
+    assert (reopened.last_seq(), path.read_bytes()) == (2, intact)
+    await reopened.close()

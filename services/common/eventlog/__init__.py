@@ -3,7 +3,7 @@
 ``open_event_log(spec)`` picks the implementation: ``memory://`` or a file path.
 """
 
-from services.common.eventlog.base import EventLog, LogSequenceError
+from services.common.eventlog.base import EventLog, LogSequenceError, LogWriteError
 from services.common.eventlog.file import FileEventLog
 from services.common.eventlog.memory import MemoryEventLog
 
@@ -17,4 +17,11 @@ def open_event_log(spec: str) -> EventLog:
     return FileEventLog(spec)
 
 
-__all__ = ["EventLog", "FileEventLog", "LogSequenceError", "MemoryEventLog", "open_event_log"]
+__all__ = [
+    "EventLog",
+    "FileEventLog",
+    "LogSequenceError",
+    "LogWriteError",
+    "MemoryEventLog",
+    "open_event_log",
+]

@@ -3,7 +3,9 @@
 Every other piece of state (the Redis projection, each scheduler's snapshot, the queue)
 can be rebuilt by reading it from the start; ``ksched replay LOG`` does exactly that.
 A file log stores one JSON ClusterEvent per line; an append is durable (fsync) when it
-returns; a torn last line left by a crash is discarded when the log is opened.
+returns; a torn last line left by a crash is discarded when the log is opened. An append
+that cannot be made durable (disk full, fsync failed) raises :class:`LogWriteError` and
+leaves nothing of itself in the log.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ class EventLog(Protocol):
 
     async def append(self, events: Sequence[ClusterEvent]) -> None:
         """Append, durably. ``events[0].seq`` must be ``last_seq() + 1`` and the rest
-        consecutive; anything else raises :class:`LogSequenceError`."""
+        consecutive; anything else raises :class:`LogSequenceError`. Raises
+        :class:`LogWriteError` when the entries could not be made durable: none of them
+        is in the log, and the same append may be retried later."""
 
     def read(self, after: int = 0) -> Iterator[ClusterEvent]:
         """Entries with seq > ``after``, in order."""
@@ -30,3 +34,9 @@ class EventLog(Protocol):
 
 class LogSequenceError(ValueError):
     """An append that would leave a gap or repeat a seq."""
+
+
+class LogWriteError(OSError):
+    """An append that could not be made durable (``errno`` says why: ENOSPC, EIO…).
+    Nothing of it is in the log: the caller must not acknowledge what it was recording,
+    and retries the same append once the log is writable again."""

@@ -14,6 +14,14 @@ mid-append:
   (the first must be 1), raises: the log is corrupt and needs a human. Blank lines are
   ignored.
 
+An append that fails (``write`` or ``fsync`` raises: a full disk, an I/O error) raises
+:class:`LogWriteError` naming the file, the seqs and the cause, and leaves nothing
+behind: what it wrote is truncated away at once, or, if even that fails, before the next
+append (and by the recovery above on open). After a failed fsync the kernel may have
+dropped the written pages, so the whole append is written again, never trusted.
+The file operations go through a :class:`LogFiles` (``os`` by default), so tests can
+inject a full disk.
+
 ``read`` streams from the file with its own handle, up to the entries appended when it
 was called; a sparse index of line offsets (one every 1024 entries) lets it start near
 ``after`` instead of at the top.
@@ -23,16 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import errno
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import anyio.to_thread
 import msgspec
 
 from contracts.events import ClusterEvent
 from services.common.eventlog._sequence import check_sequence
-from services.common.eventlog.base import LogSequenceError
+from services.common.eventlog.base import LogSequenceError, LogWriteError
 
 _INDEX_EVERY = 1024
 _FILE_MODE = 0o600
@@ -40,11 +50,38 @@ _FILE_MODE = 0o600
 _DIR_MODE = 0o700
 
 
+class LogFiles(Protocol):
+    """The file operations an append makes (``os``'s, unless a test injects faults)."""
+
+    def write(self, fd: int, data: memoryview, /) -> int: ...
+
+    def fsync(self, fd: int, /) -> None: ...
+
+    def ftruncate(self, fd: int, length: int, /) -> None: ...
+
+
+class _OSFiles:
+    def write(self, fd: int, data: memoryview, /) -> int:
+        return os.write(fd, data)
+
+    def fsync(self, fd: int, /) -> None:
+        os.fsync(fd)
+
+    def ftruncate(self, fd: int, length: int, /) -> None:
+        os.ftruncate(fd, length)
+
+
+OS_FILES: LogFiles = _OSFiles()
+
+
 class FileEventLog:
     """EventLog on a local file. One writer per file: the informer."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, files: LogFiles = OS_FILES) -> None:
         self.path = Path(path)
+        self._files = files
+        self._torn = False
+        """A failed append could not cut its partial line: cut it before the next one."""
         self._decoder = msgspec.json.Decoder(ClusterEvent)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
@@ -65,9 +102,11 @@ class FileEventLog:
             raise
 
     @classmethod
-    async def open(cls, path: str | os.PathLike[str]) -> FileEventLog:
+    async def open(
+        cls, path: str | os.PathLike[str], *, files: LogFiles = OS_FILES
+    ) -> FileEventLog:
         """Open (or create) the log at ``path`` without blocking the event loop."""
-        return await anyio.to_thread.run_sync(cls, path)
+        return await anyio.to_thread.run_sync(lambda: cls(path, files=files))
 
     def last_seq(self) -> int:
         return self._last_seq
@@ -81,7 +120,16 @@ class FileEventLog:
                 raise ValueError(f"{self.path}: the log is closed")
             check_sequence(self._last_seq, events)
             lines = [self._encoder.encode(event) + b"\n" for event in events]
-            await anyio.to_thread.run_sync(self._write, b"".join(lines))
+            try:
+                await anyio.to_thread.run_sync(self._write, b"".join(lines))
+            except OSError as error:
+                code = error.errno or errno.EIO
+                cause = error.strerror or str(error) or os.strerror(code)
+                raise LogWriteError(
+                    code,
+                    f"event log {self.path}: appending seq {events[0].seq}..{events[-1].seq} "
+                    f"failed: {cause} (nothing of it was written)",
+                ) from error
             offset = self._size
             for event, line in zip(events, lines, strict=True):
                 self._note(event.seq, offset)
@@ -118,13 +166,20 @@ class FileEventLog:
                 seq += 1
 
     def _write(self, data: bytes) -> None:
+        files = self._files
+        if self._torn:
+            files.ftruncate(self._fd, self._size)
+            self._torn = False
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._fd, view) :]
-            os.fsync(self._fd)
+                view = view[files.write(self._fd, view) :]
+            files.fsync(self._fd)
         except BaseException:
-            os.ftruncate(self._fd, self._size)  # never leave half an append behind
+            try:
+                files.ftruncate(self._fd, self._size)  # never leave half an append behind
+            except OSError:
+                self._torn = True
             raise
 
     def _note(self, seq: int, offset: int) -> None:
