@@ -181,6 +181,18 @@ def parser() -> argparse.ArgumentParser:
 
     command("asyncapi", "print the AsyncAPI document of the contracts")
 
+    p = command("dead-letters", "list, replay or purge the poison messages in ksched.dead")
+    p.add_argument(
+        "action",
+        choices=["list", "replay", "purge"],
+        help="list: one line each; replay: publish each again where it was going and "
+        "remove it; purge: remove them all",
+    )
+    p.add_argument("--routing-key", help="list/replay: only these (a topic pattern: pod.*)")
+    p.add_argument("--limit", type=int, help="list/replay: at most this many")
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    _connection_flags(p)
+
     p = command(
         "bench",
         "run a scheduler_perf-shaped benchmark (--mode services: under a private "
@@ -208,9 +220,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    service = args.command in ("run", "up")
     logging.basicConfig(
-        level=logging.INFO if args.verbose or args.command in ("run", "up") else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        level=logging.INFO if args.verbose or service else logging.WARNING,
+        # A service logs for an operator (time, logger); a command speaks to its user.
+        format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        if service or args.verbose
+        else "ksched: %(levelname)s: %(message)s",
     )
     if not args.verbose:  # a failed connection is reported once, as main's one line
         logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
@@ -288,6 +304,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             from services.cli.commands import replay_command
 
             return replay_command(args)
+        case "dead-letters":
+            from services.cli.deadletters import Selection, dead_letters_command
+
+            selection = Selection(routing_key=args.routing_key, limit=args.limit)
+            return asyncio.run(
+                dead_letters_command(_settings(args), args.action, selection, args.output)
+            )
         case "asyncapi":
             from contracts.asyncapi import asyncapi_document
 

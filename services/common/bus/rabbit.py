@@ -370,6 +370,8 @@ class _Connection(aio_pika.RobustConnection):
     and the recovery are logged once each."""
 
     _lost_at: float | None = None
+    _was_connected = False
+    """A first connect that fails is the caller's error to report, not a loss."""
 
     @property
     def reconnect_interval(self) -> float:
@@ -390,7 +392,8 @@ class _Connection(aio_pika.RobustConnection):
             raise
 
     async def _on_connection_close(self, closing: asyncio.Future[Any]) -> None:
-        if not (self._close_called or self.is_closed) and self._lost_at is None:
+        lost = self._was_connected and not (self._close_called or self.is_closed)
+        if lost and self._lost_at is None:
             self._lost_at = time.monotonic()
             reason = closing.exception() if closing.done() and not closing.cancelled() else None
             log.warning(
@@ -404,6 +407,7 @@ class _Connection(aio_pika.RobustConnection):
 
     async def _on_connected(self) -> None:
         await super()._on_connected()
+        self._was_connected = True
         if self._lost_at is not None:
             log.warning(
                 "reconnected to the broker after %.1f s: channels, exchanges, queues, "
