@@ -1,0 +1,82 @@
+"""Gather what :mod:`.checks` judges: the client's Bindings, the store and the event log."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from services.common.store.redis import RedisStore
+from tests.chaos.checks import Observed
+from tests.chaos.workload import REQUESTS, Workload
+
+KINDS = ("node", "pod")
+
+
+def read_log(path: Path) -> tuple[int, dict[tuple[str, str], Any], Counter[str]]:
+    """The log's last seq, its objects folded to their last state by (kind, uid), and
+    how many binding entries it has per pod. A torn last line (a kill -9 mid-write) is
+    skipped, as the informer does when it opens the log."""
+    objects: dict[tuple[str, str], Any] = {}
+    bindings: Counter[str] = Counter()
+    seq = 0
+    with path.open("rb") as file:
+        for raw in file:
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            seq = entry["seq"]
+            obj, kind = entry["object"], entry["kind"]
+            key = (kind, obj["metadata"]["uid"])
+            if entry["type"] == "DELETED":
+                objects.pop(key, None)
+            else:
+                objects[key] = obj
+            if kind == "pod" and entry.get("origin") == "binding":
+                bindings[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] += 1
+    return seq, objects, bindings
+
+
+async def read_store(store: RedisStore, kinds: set[str]) -> dict[tuple[str, str], Any]:
+    out: dict[tuple[str, str], Any] = {}
+    for kind in kinds:
+        for body in (await store.objects(kind)).values():
+            obj = json.loads(body)
+            out[(kind, obj["metadata"]["uid"])] = obj
+    return out
+
+
+async def observe(
+    workload: Workload,
+    decisions: dict[str, list[str]],
+    store: RedisStore,
+    log_path: Path,
+    crashed: Sequence[str],
+) -> Observed:
+    log_seq, log_objects, log_bindings = read_log(log_path)
+    store_objects = await read_store(store, {*KINDS, *(kind for kind, _ in log_objects)})
+    placed = {
+        f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj["spec"]["nodeName"]
+        for (kind, _), obj in store_objects.items()
+        if kind == "pod" and obj.get("spec", {}).get("nodeName")
+    }
+    allocatable = {n["metadata"]["name"]: dict(workload.allocatable) for n in workload.nodes}
+    return Observed(
+        pods=workload.pod_keys(),
+        decisions=decisions,
+        placed=placed,
+        log_bindings=log_bindings,
+        requests=REQUESTS,
+        allocatable=allocatable,
+        reservations=sorted(await store.assumed()),
+        leases=sorted(await store.leases()),
+        waiting=None,
+        log_objects=log_objects,
+        store_objects=store_objects,
+        log_seq=log_seq,
+        store_seq=await store.applied_seq(),
+        crashed=crashed,
+    )

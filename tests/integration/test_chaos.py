@@ -1,0 +1,43 @@
+"""The chaos run in its short form (``ops/chaos --short``), as CI runs it: at least 2,000
+pods through the four services on a RabbitMQ node and a redis-server of its own while a
+service is killed with -9, RabbitMQ restarts, two services are killed at once and Redis
+restarts empty. It must exit 0 with every invariant of its table ``ok``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 280.0
+"""Seconds the short run may take, start-up and shutdown of its servers included."""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(LIMIT + 20)
+async def test_the_short_chaos_run_keeps_every_promise(tmp_path: Path) -> None:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.chaos", "--short", "--seed", "8", "--workdir", str(tmp_path),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(LIMIT):
+            output, _ = await child.communicate()
+    except TimeoutError:
+        child.send_signal(signal.SIGINT)  # the run stops every process it started
+        async with asyncio.timeout(60):
+            output, _ = await child.communicate()
+        pytest.fail(f"ops/chaos --short did not end within {LIMIT:g} s:\n{output.decode()[-5000:]}")
+    text = output.decode(errors="replace")
+    summary = text[text.find("workload ") :]
+    assert child.returncode == 0, f"ops/chaos --short failed:\n{summary or text[-5000:]}"
+    assert "VIOLATION" not in summary
+    for fault in ("broker x1", "double x1", "kill x1", "redis x1"):
+        assert fault in summary, summary
+    assert re.search(r"^pods lost \(never bound\) +0  ok$", summary, re.MULTILINE), summary
