@@ -14,6 +14,17 @@ A crash anywhere in steps 3 to 5 is repaired by :meth:`InformerService.catch_up`
 start and after any failed commit: log entries the store has not applied are applied and
 republished (consumers skip seqs they have seen), and the tail of the log is
 republished in any case. The log is the truth.
+
+A store that lost its projection (see :mod:`services.informer.rebuild`) is found by that
+same catch-up: at start, when an apply raises StoreLost, and every
+:data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the whole log
+(one WARNING line says what was lost and what was rebuilt) before ingest resumes.
+
+An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
+raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
+the consumers are cancelled and the same append is retried with backoff (0.5 s doubling
+to 30 s); once it succeeds the informer catches up and consumes again (the requeued
+messages are then duplicates). :attr:`InformerService.ready` is False meanwhile.
 """
 
 from __future__ import annotations
@@ -34,10 +45,11 @@ from contracts.kinds import KINDS, KubeObject
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.eventlog import EventLog
+from services.common.eventlog import EventLog, LogWriteError
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
-from services.common.store import PODS, ClusterStore, PodCharge, ProjectedEntry
+from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
+from services.informer import rebuild
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
 
@@ -48,6 +60,11 @@ _encoder = msgspec.json.Encoder()
 _binding_decoder = msgspec.json.Decoder(Binding)
 REPUBLISH_TAIL = 512
 """Log entries republished at start even if already applied (see InformerService.catch_up)."""
+STORE_CHECK_PERIOD = 1.0
+"""Seconds between checks that the store still holds the projection (a quiet informer
+notices a lost store within this, not at the next event)."""
+LOG_RETRY_MAX = 30.0
+"""Longest wait, in seconds, between two attempts to write to a refusing event log."""
 
 
 class InformerService:
@@ -59,27 +76,107 @@ class InformerService:
         self._objects = ClusterObjects()
         self._lock = asyncio.Lock()
         self._consumers: list[Consumer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._epoch: Epoch | None = None
+        """The store as this informer last made it live (its token and seq)."""
+        self._rebuilding = False
+        self._log_fault: LogWriteError | None = None
+
+    @property
+    def ready(self) -> bool:
+        """True while events are ingested: started, the store live (not being rebuilt)
+        and the event log writable."""
+        return bool(self._consumers) and self._log_fault is None and not self._rebuilding
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
         await self.catch_up()
+        await self._consume()
+        self._tasks = [asyncio.create_task(self._watch_store(), name="informer-store-check")]
+
+    async def _consume(self) -> None:
         self._consumers = [
             await self._bus.consume(topology.INFORMER_EVENTS, self._on_events, max_batch=256),
             await self._bus.consume(topology.INFORMER_BINDINGS, self._on_bindings, max_batch=256),
         ]
 
-    async def stop(self) -> None:
-        for consumer in self._consumers:
+    async def _stop_consuming(self) -> None:
+        consumers, self._consumers = self._consumers, []
+        for consumer in consumers:
             await consumer.cancel()
-        self._consumers = []
+
+    async def stop(self) -> None:
+        await self._stop_consuming()
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:  # not `await task`: suppressing its CancelledError would swallow ours
+            await asyncio.wait(self._tasks)
+        self._tasks = []
 
     async def catch_up(self) -> None:
         """Make the store and the republished stream match the log, then reload the view."""
         async with self._lock:
             await self._catch_up()
 
+    async def _watch_store(self) -> None:
+        """Notice a lost store while no event arrives (an apply would notice it too)."""
+        while True:
+            await self._clock.sleep(STORE_CHECK_PERIOD)
+            try:
+                current = await self._store.epoch()
+                if self._epoch is None or (current.state, current.token) != (
+                    "live",
+                    self._epoch.token,
+                ):
+                    async with self._lock:
+                        await self._catch_up()
+            except Exception:
+                log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
+
+    def _log_refused(self, events: Sequence[ClusterEvent], error: LogWriteError) -> None:
+        """Stop ingest until ``events`` can be appended (see the module docstring)."""
+        if self._log_fault is not None:
+            return
+        self._log_fault = error
+        log.error("%s: ingest stops until the event log is writable again", error)
+        self._tasks.append(
+            asyncio.create_task(self._retry_log(list(events)), name="informer-log-retry")
+        )
+
+    async def _retry_log(self, events: list[ClusterEvent]) -> None:
+        await self._stop_consuming()  # the batch that failed is requeued, not acknowledged
+        delay, waited = 0.5, 0.0
+        while True:
+            await self._clock.sleep(delay)
+            waited += delay
+            try:
+                async with self._lock:
+                    if self._log.last_seq() < events[-1].seq:
+                        await self._log.append(events)
+                    await self._catch_up()
+                break
+            except LogWriteError as error:
+                log.debug("the event log still refuses appends: %s", error)
+            except Exception:
+                log.exception("catching up after the event log recovered failed")
+            delay = min(delay * 2, LOG_RETRY_MAX)
+        self._log_fault = None
+        await self._consume()
+        log.warning(
+            "the event log is writable again after %.1f s: ingest resumed at seq %d",
+            waited,
+            self._log.last_seq(),
+        )
+
     async def _catch_up(self) -> None:
-        applied = await self._store.applied_seq()
+        expected = self._epoch
+        self._rebuilding = True
+        try:
+            rebuilt = await rebuild.ensure_live(self._store, self._log, _projected)
+        finally:
+            self._rebuilding = False
+        self._epoch = await self._store.epoch()
+        applied = self._epoch.seq
         last = self._log.last_seq()
         if applied > last:
             raise RuntimeError(
@@ -89,18 +186,28 @@ class InformerService:
         # The tail is republished even when the store has it: a crash between the store
         # apply and the publish would otherwise leave consumers without those entries.
         # Consumers skip seqs they have applied, and reload from the store on a gap.
-        pending = list(self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))))
-        for start in range(0, len(pending), 512):
-            chunk = pending[start : start + 512]
-            await self._store.apply([_projected(event) for event in chunk])
-            await self._bus.publish([_cluster_message(chunk)])
+        # Read in chunks: the store may be far behind a long log.
+        first: int | None = None
+        chunk: list[ClusterEvent] = []
+        for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
+            chunk.append(event)
+            if len(chunk) == rebuild.CHUNK or event.seq == last:
+                await self._store.apply([_projected(e) for e in chunk])
+                await self._bus.publish([_cluster_message(chunk)])
+                first = chunk[0].seq if first is None else first
+                chunk = []
         self._objects = ClusterObjects()
+        counts: dict[str, int] = {}
         for kind, cls in KINDS.items():
             decoder = msgspec.json.Decoder(cls)
             stored = await self._store.objects(kind)
+            counts[kind] = len(stored)
             self._objects.load(kind, ((k, decoder.decode(v)) for k, v in stored.items()))
-        if pending:
-            log.info("republished log entries %d..%d", pending[0].seq, last)
+        if rebuilt is not None:
+            token = expected.token if expected is not None else None
+            log.warning("%s", rebuild.describe(rebuilt, token, counts))
+        if first is not None:
+            log.info("republished log entries %d..%d", first, last)
 
     async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
@@ -193,6 +300,9 @@ class InformerService:
                 messages.append(_cluster_message(events))
             if messages:
                 await self._bus.publish(messages)
+        except LogWriteError as error:
+            self._log_refused(events, error)
+            raise
         except Exception:
             # The view never saw this batch (staged is dropped): the redelivered events
             # are reconciled again against what the log and the store hold.

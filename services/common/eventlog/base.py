@@ -40,3 +40,6 @@ class LogWriteError(OSError):
     """An append that could not be made durable (``errno`` says why: ENOSPC, EIO…).
     Nothing of it is in the log: the caller must not acknowledge what it was recording,
     and retries the same append once the log is writable again."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()  # one line, without "[Errno N]"

@@ -1,0 +1,77 @@
+"""Rebuilding a lost store from the event log: the log is the truth.
+
+A store that is not live (see the marker's state machine in
+:mod:`services.common.store.base`) while the log has entries lost its projection: a
+FLUSHDB, a Redis restarted without persistence, a failover to an empty replica, or an
+informer that died mid-rebuild. :func:`ensure_live` restores it from the log, in chunks
+of :data:`CHUNK` entries (memory stays bounded whatever the log's length), continuing a
+rebuild that was interrupted (a Building store holds a prefix of the log). Until the last
+chunk the store is Building, so no service decides on a half-rebuilt store; the last one
+makes it Live under a new token, which tells every other client that what it held
+(reservations, leases, nominations) is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from contracts.events import ClusterEvent
+from services.common.eventlog import EventLog
+from services.common.store import ClusterStore, Epoch, ProjectedEntry
+
+CHUNK = 512
+"""Log entries per restore call (one atomic script call on Redis)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """What a rebuild found and did."""
+
+    found: Epoch
+    """The store when the loss was found (blank, or building at some seq)."""
+    restored: int
+    """Log entries restored."""
+    epoch: Epoch
+    """The store once live again."""
+
+
+async def ensure_live(
+    store: ClusterStore, log: EventLog, project: Callable[[ClusterEvent], ProjectedEntry]
+) -> Rebuilt | None:
+    """Make ``store`` live and attach to it: rebuild it from ``log`` if it lost its
+    projection (the Rebuilt), make a fresh store of an empty log live, or attach to a
+    live one (None for both). Raises StoreLost if the store is lost again meanwhile:
+    call again (the rebuild continues from what was restored)."""
+    found = await store.epoch()
+    if found.state == "live":
+        await store.attach()
+        return None
+    if found.state == "blank" and log.last_seq() == 0:
+        await store.restore([], final=True)  # a fresh cluster: nothing was lost
+        return None
+    restored = 0
+    chunk: list[ProjectedEntry] = []
+    for event in log.read(after=found.seq):
+        if len(chunk) == CHUNK:
+            await store.restore(chunk, final=False)
+            restored += len(chunk)
+            chunk = []
+        chunk.append(project(event))
+    await store.restore(chunk, final=True)
+    return Rebuilt(found, restored + len(chunk), await store.epoch())
+
+
+def describe(rebuilt: Rebuilt, expected: str | None, counts: Mapping[str, int]) -> str:
+    """The one line that reports a rebuild: what was lost and what was rebuilt.
+    ``expected``: the token the informer had made live before, if any."""
+    found = rebuilt.found
+    was = f"expected epoch {expected}" if expected else "the event log is not empty"
+    state = "blank" if found.state == "blank" else f"building at seq {found.seq}"
+    objects = ", ".join(f"{kind}: {n}" for kind, n in sorted(counts.items()) if n) or "none"
+    return (
+        f"the store lost the cluster's projection ({was}, found it {state}): rebuilt "
+        f"{rebuilt.restored} event log entries up to seq {rebuilt.epoch.seq} as epoch "
+        f"{rebuilt.epoch.token} (objects {objects}); reservations, leases and nominations "
+        "in flight were lost: the queue and the schedulers reload and retry them"
+    )
