@@ -31,7 +31,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.k8s_events import ATTEMPT_HEADER, binding_for, decision_message, pod_event
-from services.common.store import BindClaim, ClusterStore
+from services.common.store import BindClaim, ClusterStore, StoreLost
 
 log = logging.getLogger("ksched.binder")
 tracer = telemetry.tracer("binder")
@@ -66,7 +66,11 @@ class BinderService:
         decoder = msgspec.json.Decoder(BindBatch)
         requests = [r for d in deliveries for r in decoder.decode(d.body).requests]
         claims = [BindClaim(r.pod.metadata.uid, r.node, r.attempt) for r in requests]
-        granted = await self._store.begin_bind(claims)
+        try:
+            granted = await self._store.begin_bind(claims)
+        except StoreLost as lost:  # the reservations went with the store: retried
+            log.warning("not binding %d pods: %s", len(claims), lost)
+            granted = [False] * len(claims)
         messages: list[Message] = []
         results: list[AttemptResult] = []
         for request, ok in zip(requests, granted, strict=True):

@@ -125,10 +125,11 @@ class EmbeddedCluster:
         self.log = event_log or MemoryEventLog()
         self.decisions: list[DecisionRecord] = []
         self._on_decision = on_decision
-        self.informer = InformerService(self.bus, self.store, self.log, self.clock)
+        # One store client per service, as each process has its own on Redis.
+        self.informer = InformerService(self.bus, self.store.client(), self.log, self.clock)
         self.queue = QueueService(
             self.bus,
-            self.store,
+            self.store.client(),
             self.clock,
             profiles=[QueueProfile.of(Framework(p)) for p in profiles or (default_profile(),)],
             hold=hold,
@@ -137,7 +138,7 @@ class EmbeddedCluster:
         )
         self.scheduler = SchedulerService(
             self.bus,
-            self.store,
+            self.store.client(),
             self.clock,
             profiles,
             replica="embedded",
@@ -145,7 +146,7 @@ class EmbeddedCluster:
             explain=explain,
         )
         self.binder = BinderService(
-            self.bus, self.store, self.clock, scheduled_events=scheduled_events
+            self.bus, self.store.client(), self.clock, scheduled_events=scheduled_events
         )
 
     async def start(self) -> None:

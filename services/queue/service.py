@@ -12,6 +12,12 @@ pending pods, nodes, volumes, priority classes, leases and nominations. A pod th
 an attempt in flight is attempted again, once, with the next attempt number, and the
 older attempt can no longer reserve.
 
+A store that lost its projection (StoreLost from any store call, see
+:mod:`services.common.store.base`) is waited out: once the informer has rebuilt it, the
+queue writes back the leases of the attempts in flight and the nominations it holds
+(they went with the store) and converges on the rebuilt store as after a gap. A stale
+attempt still cannot reserve: the store refuses any attempt that is not the lease.
+
 Every second (on the second) backoffQ is flushed and the view is republished if it
 changed; every 30 s pods parked for more than 5 minutes are retried.
 """
@@ -42,7 +48,8 @@ from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.store import ClusterStore
+from services.common.store import ClusterStore, StoreLost
+from services.common.store.live import attach_when_live
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import MetricsEndpoint, registry_for
 from services.queue.nominator import Nominator
@@ -117,6 +124,8 @@ class QueueService:
         self._published: tuple[int, int] | None = None
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._attached = False
+        self._recovering = asyncio.Lock()
 
     @property
     def serves(self) -> frozenset[str]:
@@ -177,6 +186,12 @@ class QueueService:
     # -- cluster events ---------------------------------------------------------------
 
     async def _on_cluster(self, deliveries: Sequence[Delivery]) -> None:
+        try:
+            await self._apply_cluster(deliveries)
+        except StoreLost as lost:
+            await self._recover(lost)
+
+    async def _apply_cluster(self, deliveries: Sequence[Delivery]) -> None:
         decoder = msgspec.json.Decoder(ClusterBatch)
         for delivery in deliveries:
             for event in decoder.decode(delivery.body).events:
@@ -201,9 +216,39 @@ class QueueService:
         else:
             self._origin.pop(uid, None)
 
+    async def _recover(self, lost: StoreLost) -> None:
+        """After StoreLost: wait for the rebuilt store, write back what was in flight
+        (leases of the attempts out, nominations), then converge on it."""
+        async with self._recovering:
+            current = await self._store.epoch()
+            if current.state == "live" and self._attached:
+                try:
+                    await self._store.leases()  # still attached to this epoch?
+                    return  # another task recovered meanwhile
+                except StoreLost:
+                    pass
+            log.warning("resyncing with the store: %s", lost)
+            while True:
+                try:
+                    await attach_when_live(self._store, self._clock, log)
+                    in_flight = {
+                        info.uid: attempt
+                        for info in self.queue.pods()
+                        if (attempt := self.queue.in_flight_attempt(info.uid)) is not None
+                    }
+                    await self._store.set_leases(in_flight)
+                    await self._store.set_nominations(dict(self.nominator.nominations))
+                    await self._resync()
+                    self._attached = True
+                    return
+                except StoreLost as again:
+                    log.warning("resyncing with the store: %s", again)
+
     async def _resync(self) -> None:
         """Converge on the store: objects, leases and nominations."""
-        seq = await self._store.applied_seq()
+        epoch = await attach_when_live(self._store, self._clock, log, blank_ok=not self._attached)
+        self._attached = epoch.state == "live"
+        seq = epoch.seq
         pods = _decode(await self._store.objects("pod"), Pod)
         nodes = _decode(await self._store.objects("node"), Node)
         classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
@@ -233,6 +278,10 @@ class QueueService:
                     break
                 try:
                     await self._dispatch(batch)
+                except StoreLost as lost:
+                    for info in batch:
+                        self.queue.retry(info.uid)
+                    await self._recover(lost)
                 except Exception:
                     log.exception("dispatch of %d pods failed; they go back to activeQ", len(batch))
                     for info in batch:
@@ -288,9 +337,12 @@ class QueueService:
                     case "error" | "stale":
                         # No plugin to blame: the pod backs off in the error backoffQ.
                         self.queue.add_unschedulable_if_not_present(uid, (), message=result.message)
-        if ended:
-            await self._store.drop_leases(ended)
-            await self.nominator.flush(self._store)
+        try:
+            if ended:
+                await self._store.drop_leases(ended)
+                await self.nominator.flush(self._store)
+        except StoreLost as lost:
+            await self._recover(lost)  # the dropped leases went with the store
         self._wake.set()
 
     # -- timers -----------------------------------------------------------------------

@@ -14,6 +14,12 @@ A ScheduleBatch is served once the snapshot has applied every request's ``seq`` 
 after ``catch_up_timeout``, failing the requests still ahead with ``error``). Its
 BindBatch, FailedScheduling Events and ResultBatch go out in one confirmed publish.
 
+A store that lost its projection (StoreLost from an assume or a read, see
+:mod:`services.common.store.base`) is never decided on: the requests of the batch fail
+with ``error`` (no FailedScheduling Event; the queue retries them with a new attempt),
+and the snapshot is reloaded once the informer has rebuilt the store (the reservations
+it held locally went with the store).
+
 Nominated pods: next to the snapshot (pods on nodes) the service keeps the pending
 pods of the same feed (scheduler.nominated.PendingPods). Each ScheduleBatch reads the
 store's nominations once and runs the framework's two-pass filter with the nominated
@@ -45,7 +51,8 @@ from services.common.k8s_events import (
     pod_event,
 )
 from services.common.resources import ResourceError
-from services.common.store import ClusterStore
+from services.common.store import ClusterStore, StoreLost
+from services.common.store.live import attach_when_live
 from services.framework.config import Profile, default_profile
 from services.framework.diagnosis import truncate_message
 from services.framework.listers import KINDS as LISTED_KINDS
@@ -120,6 +127,8 @@ class SchedulerService:
         self._cluster_decoder = msgspec.json.Decoder(ClusterBatch)
         self._request_decoder = msgspec.json.Decoder(ScheduleBatch)
         self._buffer: list[LogEntry] | None = []
+        self._attached = False
+        """Whether the snapshot came from a live store (see services.common.store.base)."""
         self._advanced = asyncio.Event()
         self._consumers: list[Consumer] = []
 
@@ -137,11 +146,20 @@ class SchedulerService:
             await self._consumers.pop().cancel()
 
     async def _load(self) -> None:
-        seq = await self._store.applied_seq()
-        nodes = await self._store.objects("node")
-        pods = await self._store.objects("pod")
-        others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
-        assumed = await self._store.assumed()
+        while True:
+            try:
+                epoch = await attach_when_live(
+                    self._store, self._clock, log, blank_ok=not self._attached
+                )
+                self._attached = epoch.state == "live"
+                nodes = await self._store.objects("node")
+                pods = await self._store.objects("pod")
+                others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
+                assumed = await self._store.assumed()
+                seq = epoch.seq  # read before the objects: they are as of seq or later
+                break
+            except StoreLost as lost:
+                log.warning("reloading the snapshot: %s", lost)
         by_uid = self.snapshot.load(nodes, pods, seq, others)
         self.pending.load(by_uid.values(), seq)
         for uid, reservation in assumed.items():
@@ -200,11 +218,17 @@ class SchedulerService:
         await self._catch_up(max(r.seq for r in requests))
         applied = self.snapshot.applied_seq
         ready = [r for r in requests if r.seq <= applied]
-        nominated = None
-        if ready:
-            nominations = await self._store.nominations()
-            nominated = nominated_pods(nominations, self.pending, self.snapshot)
-        outcome = await self._cycle.run(ready, nominated)
+        try:
+            nominated = None
+            if ready:
+                nominations = await self._store.nominations()
+                nominated = nominated_pods(nominations, self.pending, self.snapshot)
+            outcome = await self._cycle.run(ready, nominated)
+        except StoreLost as lost:
+            await self._bus.publish(self._messages(_lost(requests, lost)))
+            self._buffer = []
+            await self._load()
+            return rejections
         for request in requests:
             if request.seq > applied:
                 reason = (
@@ -262,3 +286,13 @@ class SchedulerService:
             body = encode(ResultBatch(results=[f.result for f in outcome.failures]))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
         return messages
+
+
+def _lost(requests: Sequence[ScheduleRequest], lost: StoreLost) -> BatchOutcome:
+    """Every request of a batch the store refused: ``error``, retried by the queue."""
+    reason = f"the cluster store was lost and is being rebuilt ({lost})"
+    outcome = BatchOutcome()
+    outcome.failures.extend(
+        Failure(request, attempt_result(request, "error", reason), False) for request in requests
+    )
+    return outcome
