@@ -20,7 +20,8 @@ from services.common.redact import redact
 from services.common.store.errors import store_failure
 from services.framework.registry import ConfigError
 
-OK, CHECK_FAILED, BAD_INPUT, UNREACHABLE, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
+OK, CHECK_FAILED, BAD_INPUT, UNREACHABLE, INTERNAL = 0, 1, 2, 3, 70
+INTERRUPTED, TERMINATED = 130, 143
 EXIT_CODES = (
     (OK, "success"),
     (
@@ -34,7 +35,11 @@ EXIT_CODES = (
     ),
     (UNREACHABLE, "RabbitMQ or Redis cannot be reached, or refused an operation"),
     (INTERNAL, "internal error, a bug in ksched (the traceback is printed: please report it)"),
-    (INTERRUPTED, "interrupted (Ctrl-C)"),
+    (INTERRUPTED, "interrupted (Ctrl-C), or a service stopped at once by a second SIGINT"),
+    (
+        TERMINATED,
+        "a service stopped at once by a second SIGTERM (the first one stops it cleanly, exit 0)",
+    ),
 )
 """Every exit code of ``ksched`` and what it means, as ``ksched --help`` lists them."""
 

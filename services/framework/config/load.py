@@ -135,7 +135,9 @@ def _config(raw: object, registry: Registry, notes: list[tuple[str, str]]) -> Sc
     profiles: list[Profile] = []
     for i, raw_profile in enumerate(raw_profiles):
         path = f"profiles[{i}]"
-        profile = _profile(raw_profile, path, registry, single, config.percentage_of_nodes_to_score)
+        profile = _profile(
+            raw_profile, path, registry, single, config.percentage_of_nodes_to_score, notes
+        )
         if raw_profile.percentage_of_placements_to_score is not None:
             _check_percentage(
                 raw_profile.percentage_of_placements_to_score,
@@ -171,6 +173,7 @@ def _profile(
     registry: Registry,
     single: bool,
     percentage: int | None = None,
+    notes: list[tuple[str, str]] | None = None,
 ) -> Profile:
     """One profile; ``percentage`` is the global percentageOfNodesToScore, which the
     profile's own overrides (as upstream's ``numFeasibleNodesToFind`` picks)."""
@@ -180,7 +183,7 @@ def _profile(
     if not name:
         raise ConfigError(f"{path}.schedulerName", "Required value")
     _check_percentage(raw.percentage_of_nodes_to_score, f"{path}.percentageOfNodesToScore")
-    custom = _plugins(raw.plugins, f"{path}.plugins", registry)
+    custom = _plugins(raw.plugins, f"{path}.plugins", registry, notes)
     args: dict[str, object] = {}
     for j, entry in enumerate(raw.plugin_config):
         where = f"{path}.pluginConfig[{j}]"
@@ -213,7 +216,12 @@ def _plugin_args(
     return None
 
 
-def _plugins(raw: PluginsV1 | None, path: str, registry: Registry) -> Plugins | None:
+def _plugins(
+    raw: PluginsV1 | None,
+    path: str,
+    registry: Registry,
+    notes: list[tuple[str, str]] | None = None,
+) -> Plugins | None:
     if raw is None:
         return None
     sets: dict[str, PluginSet] = {}
@@ -228,22 +236,25 @@ def _plugins(raw: PluginsV1 | None, path: str, registry: Registry) -> Plugins | 
                 f'Invalid value: "{value.enabled[0].name}": not supported: ksched has no '
                 "placement (workload) scheduling",
             )
-        plugin_set = _plugin_set(value, f"{path}.{point}", registry)
+        plugin_set = _plugin_set(value, f"{path}.{point}", registry, notes)
         if point not in PLACEMENT_POINTS:
             sets[field] = plugin_set
     return Plugins(**sets)
 
 
-def _plugin_set(raw: PluginSetV1, path: str, registry: Registry) -> PluginSet:
-    """Enabled plugins must be registered; disabled ones registered, ``*``, or an
-    upstream plugin ksched does not implement (disabling it changes nothing)."""
-    for kind, refs in (("enabled", raw.enabled), ("disabled", raw.disabled)):
-        for k, ref in enumerate(refs):
-            if ref.name in registry or (
-                kind == "disabled" and (ref.name == "*" or is_not_implemented(ref.name, registry))
-            ):
-                continue
-            raise missing_plugin(ref.name, f"{path}.{kind}[{k}].name")
+def _plugin_set(
+    raw: PluginSetV1, path: str, registry: Registry, notes: list[tuple[str, str]] | None = None
+) -> PluginSet:
+    """Enabled plugins must be registered. Disabling a name no scheduler knows changes
+    nothing, and upstream accepts it silently; ksched accepts it with a warning, since
+    it is most likely a typo (or an out-of-tree plugin of another scheduler)."""
+    for k, ref in enumerate(raw.enabled):
+        if ref.name not in registry:
+            raise missing_plugin(ref.name, f"{path}.enabled[{k}].name")
+    for k, ref in enumerate(raw.disabled):
+        known = ref.name in registry or ref.name == "*" or is_not_implemented(ref.name, registry)
+        if not known and notes is not None:
+            notes.append((f"{path}.disabled[{k}].name", f"{ref.name!r} is not a known plugin"))
     return PluginSet(
         tuple(PluginRef(p.name, p.weight or 0) for p in raw.enabled),
         tuple(PluginRef(p.name) for p in raw.disabled),

@@ -161,12 +161,6 @@ def test_merge_plugin_set_like_upstream():
             id="unknown plugin",
         ),
         pytest.param(
-            config(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "Nope"}]}}}]),
-            "profiles[0].plugins.multiPoint.disabled[0].name",
-            "unknown plugin",
-            id="unknown disabled plugin",
-        ),
-        pytest.param(
             config(profiles=[{"plugins": {"filter": {"enabled": [{"name": "PrioritySort"}]}}}]),
             "profiles[0].plugins.filter",
             "does not extend filter",
