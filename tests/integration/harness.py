@@ -29,8 +29,9 @@ STOP_TIMEOUT = 10.0
 class Processes:
     """The ksched services of one test, each its own OS process."""
 
-    def __init__(self, namespace: str, workdir: Path) -> None:
+    def __init__(self, namespace: str, workdir: Path, *, amqp_url: str = AMQP_URL) -> None:
         self.namespace = namespace
+        self.amqp_url = amqp_url
         self.workdir = workdir
         self.children: dict[str, asyncio.subprocess.Process] = {}
         self._logs: dict[str, list[str]] = defaultdict(list)
@@ -40,7 +41,7 @@ class Processes:
     def flags(self) -> list[str]:
         return [
             "--amqp-url",
-            AMQP_URL,
+            self.amqp_url,
             "--redis-url",
             REDIS_URL,
             "--namespace",

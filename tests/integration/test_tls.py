@@ -1,5 +1,5 @@
 """TLS on both edges, against a second RabbitMQ node and a second Redis that speak only
-TLS and require a client certificate (see tests.integration.tls_servers)."""
+TLS and require a client certificate (see tests.integration.private_servers)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ from services.common.bus import BusError, Delivery, Message, Rejection, open_bus
 from services.common.settings import from_env
 from services.common.store import open_store
 from services.common.tls import TLSFiles
-from tests.integration.tls_servers import Certificates, make_certificates, tls_rabbitmq, tls_redis
+from tests.integration.private_servers import (
+    Certificates,
+    make_certificates,
+    tls_rabbitmq,
+    tls_redis,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -65,7 +65,13 @@ _TRANSIENT = aio_pika.DeliveryMode.NOT_PERSISTENT
 _JSON = "application/json"
 _Declare = Callable[[AbstractChannel, bool], Awaitable[object]]
 """Declares one exchange or queue on a channel, passively or not."""
-_BROKER_ERRORS = (aiormq.exceptions.AMQPError, ConnectionError, OSError, asyncio.TimeoutError)
+_BROKER_ERRORS = (
+    aiormq.exceptions.AMQPError,
+    aiormq.exceptions.ChannelInvalidStateError,  # a RuntimeError: the channel is gone
+    ConnectionError,
+    OSError,
+    asyncio.TimeoutError,
+)
 CONNECT_TIMEOUT = 10.0
 """Seconds for the connection handshake (a broker that accepts and never answers)."""
 CLOSE_TIMEOUT = 2.0
@@ -550,8 +556,13 @@ class _RabbitConsumer:
                 }
             try:
                 await self._settle(batch, deliveries, dead, retry)
-            except (*_BROKER_ERRORS, BusError):
-                log.warning("consumer of %s: cannot settle", self._spec.name, exc_info=True)
+            except Exception as exc:  # this loop must outlive any broker failure
+                log.warning(
+                    "consumer of %s: cannot settle %d messages (%s); the broker redelivers them",
+                    self._spec.name,
+                    len(batch),
+                    redact(repr(exc)),
+                )
                 with contextlib.suppress(Exception):  # the broker redelivers them anyway
                     await batch[-1].nack(multiple=True, requeue=True)
 
