@@ -18,7 +18,9 @@ time, and only the measured pods are timed.
 
 The scheduler runs the default profile, so every plugin registered there takes part.
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
-"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus
+"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus, in services
+mode, ``"peak_rss_mb"``: each service process's peak resident memory (``VmHWM``, read
+from ``/proc`` just before it is stopped; also printed one line per service), plus
 ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn pods published)
 for a workload with churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
 queue's own benchmark returns (``services.queue.bench.queue_ops``: operations per
@@ -206,11 +208,12 @@ async def bench_services(
 
     churn = ChurnOp(workload.churn, publish) if workload.churn else None
     children: list[asyncio.subprocess.Process] = []
+    peaks: dict[str, float | None] = {}
     try:
         await bus.declare(topology.QUEUES)
         await bus.consume(watch, on_decisions, max_batch=1024)
         env = {**os.environ, "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
-        for name in ("informer", "queue", "scheduler", "binder"):
+        for name in SERVICES:
             children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))
         setup = setup_documents(workload, nodes, init)
         for start in range(0, len(setup), 1000):
@@ -219,6 +222,7 @@ async def bench_services(
         while await store.applied_seq() < len(setup):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         started = await _measure(timings, publish, workload, pods, churn)
+        peaks = {name: peak_rss_mb(c.pid) for name, c in zip(SERVICES, children, strict=True)}
     finally:
         for child in children:
             child.terminate()
@@ -229,7 +233,27 @@ async def bench_services(
     elapsed = max(timings.decided.values()) - started
     counts = (nodes, init, len(timings.decided))
     report = summary(workload.name, "services", counts, timings.latencies_ms(), elapsed)
+    report["peak_rss_mb"] = peaks
+    for name, peak in peaks.items():
+        shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
+        print(f"{name}: peak RSS {shown}", file=sys.stderr)
     return _with_churn(report, churn)
+
+
+SERVICES = ("informer", "queue", "scheduler", "binder")
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The peak resident memory of process ``pid`` (``VmHWM`` in ``/proc/<pid>/status``),
+    in MB; None where there is no such file (not Linux, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
 
 
 async def _cleanup(bus: object, store: object) -> None:

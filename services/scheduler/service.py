@@ -135,7 +135,9 @@ class SchedulerService:
     async def start(self) -> None:
         feed = topology.scheduler_cluster_queue(self._replica)
         await self._bus.declare([feed, topology.SCHEDULER_REQUESTS])
-        self._consumers.append(await self._bus.consume(feed, self._on_cluster, max_batch=1024))
+        # Each message is a ClusterBatch (up to hundreds of entries): a small batch keeps
+        # the prefetched backlog, and so this process's memory, small during a burst.
+        self._consumers.append(await self._bus.consume(feed, self._on_cluster, max_batch=32))
         await self._load()
         self._consumers.append(
             await self._bus.consume(topology.SCHEDULER_REQUESTS, self._on_requests)

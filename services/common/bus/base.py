@@ -111,10 +111,14 @@ class Bus(Protocol):
         handler: BatchHandler,
         *,
         max_batch: int = 256,
-        prefetch: int = 1024,
+        prefetch: int | None = None,
     ) -> Consumer:
         """Declare ``queue`` and start calling ``handler`` with batches from it.
-        ``prefetch`` bounds the unacknowledged deliveries (back-pressure)."""
+        ``prefetch`` bounds the unacknowledged deliveries, and so this consumer's
+        memory (back-pressure: the rest waits in the broker). Default
+        ``2 * max_batch``: one batch in the handler, the next one ready behind it, so
+        the handler never waits a round trip. Where each message is itself a batch
+        (``ksched.cluster``), keep ``max_batch`` small."""
 
     def fetch(
         self, queue: QueueSpec, *, limit: int | None = None
@@ -128,6 +132,14 @@ class Bus(Protocol):
 
     async def close(self) -> None:
         """Cancel every consumer and close the connection."""
+
+
+def effective_prefetch(max_batch: int, prefetch: int | None) -> int:
+    """The prefetch of a consumer (see :meth:`Bus.consume`); raises ValueError below 1."""
+    resolved = 2 * max_batch if prefetch is None else prefetch
+    if max_batch < 1 or resolved < 1:
+        raise ValueError("max_batch and prefetch must be at least 1")
+    return resolved
 
 
 class BusError(RuntimeError):

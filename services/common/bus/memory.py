@@ -43,6 +43,7 @@ from services.common.bus.base import (
     Fetched,
     Message,
     Rejection,
+    effective_prefetch,
     unavailable,
 )
 
@@ -142,11 +143,10 @@ class MemoryBus:
         handler: BatchHandler,
         *,
         max_batch: int = 256,
-        prefetch: int = 1024,
+        prefetch: int | None = None,
     ) -> Consumer:
         self._check_open()
-        if max_batch < 1 or prefetch < 1:
-            raise ValueError("max_batch and prefetch must be at least 1")
+        prefetch = effective_prefetch(max_batch, prefetch)
         state = self._declare_queue(queue)
         consumer = _MemoryConsumer(self, state, handler, max_batch, prefetch)
         state.consumers.append(consumer)

@@ -53,6 +53,7 @@ from services.common.bus.base import (
     Delivery,
     Fetched,
     Message,
+    effective_prefetch,
     unavailable,
 )
 from services.common.redact import redact
@@ -164,17 +165,18 @@ class RabbitBus:
         handler: BatchHandler,
         *,
         max_batch: int = 256,
-        prefetch: int = 1024,
+        prefetch: int | None = None,
     ) -> Consumer:
-        if max_batch < 1 or prefetch < 1:
-            raise ValueError("max_batch and prefetch must be at least 1")
+        prefetch = effective_prefetch(max_batch, prefetch)
         await self._open()
         assert self._connection is not None
         try:
             channel = await self._connection.channel(publisher_confirms=False)
             await channel.set_qos(prefetch_count=prefetch)
             declared = await self._declare_queue(self._connection, channel, queue)
-            consumer = _RabbitConsumer(self, queue, channel, declared, handler, max_batch)
+            consumer = _RabbitConsumer(
+                self, queue, channel, declared, handler, max_batch=max_batch, prefetch=prefetch
+            )
             await consumer.start()
         except _BROKER_ERRORS as exc:
             raise BusError(f"cannot consume {queue.name!r}: {redact(repr(exc))}") from exc
@@ -460,7 +462,11 @@ async def _close(connection: AbstractRobustConnection) -> None:
 
 
 class _RabbitConsumer:
-    """One subscription on its own channel; never runs the handler concurrently."""
+    """One subscription on its own channel; never runs the handler concurrently.
+
+    It counts the deliveries it holds (received, not yet settled): the broker's prefetch
+    bounds them, and so this consumer's memory. The most it ever held is logged when it
+    is cancelled, next to its prefetch."""
 
     def __init__(
         self,
@@ -469,9 +475,16 @@ class _RabbitConsumer:
         channel: AbstractChannel,
         queue: AbstractQueue,
         handler: BatchHandler,
+        *,
         max_batch: int,
+        prefetch: int,
     ) -> None:
         self._bus = bus
+        self._prefetch = prefetch
+        self.held = 0
+        """Deliveries received and not yet settled (or dropped with their channel)."""
+        self.peak = 0
+        """The most ever held at once."""
         self._spec = spec
         self._channel = channel
         self._queue = queue
@@ -494,6 +507,12 @@ class _RabbitConsumer:
             return
         self._cancelled = True
         self._bus._consumers.remove(self)
+        log.info(
+            "consumer of %s: at most %d deliveries held at once (prefetch %d)",
+            self._spec.name,
+            self.peak,
+            self._prefetch,
+        )
         if self._task is not None:
             self._task.cancel()
             if self._task is not asyncio.current_task():
@@ -514,6 +533,8 @@ class _RabbitConsumer:
             log.warning("consumer of %s: unclean cancel", self._spec.name, exc_info=True)
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        self.held += 1
+        self.peak = max(self.peak, self.held)
         self._inbox.put_nowait(message)
 
     async def _run(self) -> None:
@@ -522,7 +543,9 @@ class _RabbitConsumer:
             batch = [await self._inbox.get()]
             while len(batch) < self._max_batch and not self._inbox.empty():
                 batch.append(self._inbox.get_nowait())
+            received = len(batch)
             batch = [message for message in batch if _open(message)]
+            self.held -= received - len(batch)
             if not batch:
                 continue
             deliveries = [_delivery(message, self._prefix) for message in batch]
@@ -563,6 +586,11 @@ class _RabbitConsumer:
                     len(batch),
                     redact(repr(exc)),
                 )
+                # On a channel still open they would otherwise hold their prefetch slots.
+                with contextlib.suppress(Exception):
+                    await batch[-1].nack(multiple=True, requeue=True)
+            finally:
+                self.held -= len(batch)
                 with contextlib.suppress(Exception):  # the broker redelivers them anyway
                     await batch[-1].nack(multiple=True, requeue=True)
 
