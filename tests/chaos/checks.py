@@ -8,6 +8,9 @@ violation and the run exits non-zero.
 - **pods lost**: published, schedulable, and not bound in the store at the end.
 - **Bindings not delivered**: bound in the store, but the client never received a Binding.
 - **pods bound twice**: the event log records the pod's binding more than once.
+- **duplicate events recorded**: a log entry that leaves its object exactly as the entry
+  before left it (the informer drops duplicates; the client publishes a chunk again when
+  the broker did not confirm it, so duplicates do arrive).
 - **pods bound to two nodes**: the client received Bindings to different nodes, or one
   that disagrees with the node the store has.
 - **nodes over allocatable**: the pods the store has on a node request more of a
@@ -40,6 +43,8 @@ class Observed:
     """Pod → ``spec.nodeName`` of the pod in the store (bound pods only)."""
     log_bindings: Mapping[str, int]
     """Pod → how many binding entries the event log has for it."""
+    log_repeats: Sequence[str]
+    """Log entries that left their object as it was: a duplicate recorded."""
     requests: Mapping[str, int]
     """What each pod requests (same units as ``allocatable``)."""
     allocatable: Mapping[str, Mapping[str, int]]
@@ -73,6 +78,7 @@ def evaluate(o: Observed) -> list[Row]:
             [p for p in o.placed if not o.decisions.get(p)],
         ),
         _count("pods bound twice (log)", [p for p, n in o.log_bindings.items() if n > 1]),
+        _count("duplicate events recorded (log)", o.log_repeats),
         _count("pods bound to two nodes", _two_nodes(o)),
         _count("nodes over allocatable", _overcommitted(o)),
         _count("reservations left behind", o.reservations),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,24 @@ from tests.chaos.workload import REQUESTS, Workload
 KINDS = ("node", "pod")
 
 
-def read_log(path: Path) -> tuple[int, dict[tuple[str, str], Any], Counter[str]]:
-    """The log's last seq, its objects folded to their last state by (kind, uid), and
-    how many binding entries it has per pod. A torn last line (a kill -9 mid-write) is
-    skipped, as the informer does when it opens the log."""
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    seq: int
+    """The last entry's."""
+    objects: dict[tuple[str, str], Any]
+    """(kind, uid) → the object's last state (deleted ones left out)."""
+    bindings: Counter[str]
+    """Pod → how many binding entries."""
+    repeats: list[str]
+    """An entry per object that left it as it was (a duplicate recorded): ``kind uid @seq``."""
+
+
+def read_log(path: Path) -> LogContents:
+    """The event log, folded. A torn last line (a kill -9 mid-write) is skipped, as the
+    informer does when it opens the log."""
     objects: dict[tuple[str, str], Any] = {}
     bindings: Counter[str] = Counter()
+    repeats: list[str] = []
     seq = 0
     with path.open("rb") as file:
         for raw in file:
@@ -34,10 +47,12 @@ def read_log(path: Path) -> tuple[int, dict[tuple[str, str], Any], Counter[str]]
             if entry["type"] == "DELETED":
                 objects.pop(key, None)
             else:
+                if objects.get(key) == obj:
+                    repeats.append(f"{kind} {key[1]} @{seq}")
                 objects[key] = obj
             if kind == "pod" and entry.get("origin") == "binding":
                 bindings[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] += 1
-    return seq, objects, bindings
+    return LogContents(seq, objects, bindings, repeats)
 
 
 async def read_store(store: RedisStore, kinds: set[str]) -> dict[tuple[str, str], Any]:
@@ -56,8 +71,8 @@ async def observe(
     log_path: Path,
     crashed: Sequence[str],
 ) -> Observed:
-    log_seq, log_objects, log_bindings = read_log(log_path)
-    store_objects = await read_store(store, {*KINDS, *(kind for kind, _ in log_objects)})
+    contents = read_log(log_path)
+    store_objects = await read_store(store, {*KINDS, *(kind for kind, _ in contents.objects)})
     placed = {
         f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj["spec"]["nodeName"]
         for (kind, _), obj in store_objects.items()
@@ -68,15 +83,16 @@ async def observe(
         pods=workload.pod_keys(),
         decisions=decisions,
         placed=placed,
-        log_bindings=log_bindings,
+        log_bindings=contents.bindings,
+        log_repeats=contents.repeats,
         requests=REQUESTS,
         allocatable=allocatable,
         reservations=sorted(await store.assumed()),
         leases=sorted(await store.leases()),
         waiting=None,
-        log_objects=log_objects,
+        log_objects=contents.objects,
         store_objects=store_objects,
-        log_seq=log_seq,
+        log_seq=contents.seq,
         store_seq=await store.applied_seq(),
         crashed=crashed,
     )

@@ -97,16 +97,17 @@ async def chaos_run(options: Options) -> int:
             options.window,
         )
         try:
-            observed, error = await _run(options, workload, servers, processes, chaos)
+            observed, error, failed = await _run(options, workload, servers, processes, chaos)
         finally:
             with contextlib.suppress(AssertionError):
                 await processes.stop_all()
             processes.save_logs()
-    rows = evaluate(observed) if observed is not None else []
+    rows = evaluate(observed)
     if error is not None:
         rows.append(Row("run completed", "no", False, error))
     print("\n".join(["faults:", *chaos.timeline, ""]))
-    print(table(rows, _facts(options, chaos, observed, time.monotonic() - started)))
+    facts = _facts(options, chaos, observed, failed, time.monotonic() - started)
+    print(table(rows, facts))
     return 0 if all(r.ok for r in rows) else 1
 
 
@@ -116,7 +117,9 @@ async def _run(
     servers: PrivateServers,
     processes: ChaosProcesses,
     chaos: Chaos,
-) -> tuple[Observed | None, str | None]:
+) -> tuple[Observed, str | None, int]:
+    """What was observed, what stopped the run early (if anything), and how many
+    FailedScheduling Events the client received."""
     connection = await aio_pika.connect_robust(servers.amqp_url, reconnect_interval=1)
     store = RedisStore(servers.redis_url, namespace=NAMESPACE)
     client = ChaosClient(connection, NAMESPACE)
@@ -133,6 +136,8 @@ async def _run(
         except Exception as failure:  # reported in the summary, then judged
             errors.append(_describe(failure))
             log.error("the run stopped early: %s", errors[-1])
+        if errors:
+            await _record_stall(options.workdir, servers, store)
         settle = SETTLE_TIMEOUT if not errors else SETTLE_TIMEOUT / 6
         if not await _settle(store, log_path, settle):
             log.warning("the store did not settle within %g s", settle)
@@ -141,7 +146,8 @@ async def _run(
         except AssertionError as failure:
             errors.append(_describe(failure))
         observed = await observe(workload, client.bindings(), store, log_path, chaos.crashed)
-        return observed, "; ".join(errors) or None
+        failed = len(client.events_with("FailedScheduling"))
+        return observed, "; ".join(errors) or None, failed
     finally:
         await store.close()
         await connection.close()
@@ -182,6 +188,19 @@ async def _under_fire(
         group.create_task(watch())
 
 
+async def _record_stall(workdir: Path, servers: PrivateServers, store: RedisStore) -> None:
+    """For the record: the broker's queues and the queue service's last published view
+    (``ksched queue``'s source) in the run's directory."""
+    queues = await servers.describe_queues()
+    (workdir / "queues.txt").write_text(queues)
+    log.error("queues of the run's broker:\n%s", queues)
+    try:
+        view = await store.queue_view()
+    except RedisError as error:
+        view = str(error).encode()
+    (workdir / "queue-view.json").write_bytes(view or b"")
+
+
 def _describe(failure: BaseException) -> str:
     """One line: the first leaf of an exception group, its type and first line."""
     while isinstance(failure, BaseExceptionGroup):
@@ -196,7 +215,7 @@ async def _settle(store: RedisStore, log_path: Path, within: float) -> bool:
     while time.monotonic() < deadline:
         try:
             idle = not await store.assumed() and not await store.leases()
-            if idle and await store.applied_seq() >= read_log(log_path)[0]:
+            if idle and await store.applied_seq() >= read_log(log_path).seq:
                 return True
         except (OSError, RedisError):
             pass  # Redis or the log not there (yet): try again until the deadline
@@ -205,17 +224,22 @@ async def _settle(store: RedisStore, log_path: Path, within: float) -> bool:
 
 
 def _facts(
-    options: Options, chaos: Chaos, observed: Observed | None, elapsed: float
+    options: Options,
+    chaos: Chaos,
+    observed: Observed,
+    failed_scheduling: int,
+    elapsed: float,
 ) -> list[tuple[str, str]]:
     faults = ", ".join(f"{name} x{chaos.injected[name]}" for name in sorted(options.faults))
-    facts = [
+    repeated = sum(len(nodes) - 1 for nodes in observed.decisions.values())
+    return [
         ("workload", f"SchedulingBasic, {options.pods} pods on {options.nodes} nodes"),
+        ("pods bound (store)", str(len(observed.placed))),
+        ("pods with a Binding (client)", str(len(observed.decisions))),
+        ("Bindings repeated (at least once)", str(repeated)),
+        ("FailedScheduling Events", str(failed_scheduling)),
         ("seed", str(options.seed)),
         ("faults injected", faults or "none"),
         ("elapsed", f"{elapsed:.0f} s"),
         ("run directory", str(options.workdir)),
     ]
-    if observed is not None:
-        facts.insert(1, ("pods bound (store)", str(len(observed.placed))))
-        facts.insert(2, ("pods with a Binding (client)", str(len(observed.decisions))))
-    return facts

@@ -4,11 +4,14 @@ fails exactly the check that names it."""
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.chaos.checks import Observed, evaluate, table
+from tests.chaos.observe import read_log
 from tests.chaos.workload import REQUESTS, node_size, scheduling_basic
 
 NODE = {"cpu": 300, "memory": 1500, "pods": 3}
@@ -25,6 +28,7 @@ def clean(**changes: Any) -> Observed:
         decisions={pod: [node] for pod, node in placed.items()},
         placed=placed,
         log_bindings=dict.fromkeys(placed, 1),
+        log_repeats=[],
         requests=REQUESTS,
         allocatable={"n1": NODE, "n2": NODE},
         reservations=[],
@@ -63,6 +67,11 @@ def test_a_clean_run_passes_every_check() -> None:
             {"log_bindings": {**dict.fromkeys(PLACED, 1), "ns/b": 2}},
             {"pods bound twice (log)": "1"},
             id="a binding recorded twice",
+        ),
+        pytest.param(
+            {"log_repeats": ["pod uid-a @7"]},
+            {"duplicate events recorded (log)": "1"},
+            id="a duplicate recorded",
         ),
         pytest.param(
             {"decisions": {**{k: [v] for k, v in PLACED.items()}, "ns/a": ["n1", "n2"]}},
@@ -145,3 +154,26 @@ def test_every_pod_of_the_workload_fits(pods: int, nodes: int) -> None:
     workload = scheduling_basic(pods, nodes)
     assert len(workload.pods) == pods and len(workload.nodes) == nodes
     assert len({p["metadata"]["uid"] for p in workload.pods}) == pods
+
+
+def test_the_log_is_folded_by_kind_and_uid(tmp_path: Path) -> None:
+    node = {"metadata": {"name": "n1", "uid": "u-n1"}}
+    pod = {"metadata": {"name": "a", "namespace": "ns", "uid": "u-a"}, "spec": {}}
+    bound = {**pod, "spec": {"nodeName": "n1"}}
+    gone = {"metadata": {"name": "b", "namespace": "ns", "uid": "u-b"}}
+    entries = [
+        {"seq": 1, "kind": "node", "type": "ADDED", "object": node},
+        {"seq": 2, "kind": "pod", "type": "ADDED", "object": pod},
+        {"seq": 3, "kind": "pod", "type": "ADDED", "object": pod},
+        {"seq": 4, "kind": "pod", "type": "MODIFIED", "object": bound, "origin": "binding"},
+        {"seq": 5, "kind": "pod", "type": "ADDED", "object": gone},
+        {"seq": 6, "kind": "pod", "type": "DELETED", "object": gone},
+    ]
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps(entry) for entry in entries]
+    path.write_text("\n".join(lines) + '\n{"seq": 7, "kind": "po')  # a torn last line
+    contents = read_log(path)
+    assert contents.seq == 6
+    assert contents.objects == {("node", "u-n1"): node, ("pod", "u-a"): bound}
+    assert contents.bindings == {"ns/a": 1}
+    assert contents.repeats == ["pod u-a @3"]
