@@ -60,22 +60,7 @@ class ChaosProcesses(Processes):
     """The harness's service processes, pointed at the run's own servers."""
 
     def __init__(self, workdir: Path, servers: PrivateServers) -> None:
-        super().__init__(NAMESPACE, workdir)
-        self.servers = servers
-
-    def flags(self) -> list[str]:
-        return [
-            "--amqp-url",
-            self.servers.amqp_url,
-            "--redis-url",
-            self.servers.redis_url,
-            "--namespace",
-            self.namespace,
-            "--event-log",
-            str(self.workdir / "events.jsonl"),
-            "--seed",
-            "1",
-        ]
+        super().__init__(NAMESPACE, workdir, amqp_url=servers.amqp_url, redis_url=servers.redis_url)
 
     def save_logs(self) -> None:
         for name in SERVICES:

@@ -29,9 +29,12 @@ STOP_TIMEOUT = 10.0
 class Processes:
     """The ksched services of one test, each its own OS process."""
 
-    def __init__(self, namespace: str, workdir: Path, *, amqp_url: str = AMQP_URL) -> None:
+    def __init__(
+        self, namespace: str, workdir: Path, *, amqp_url: str = AMQP_URL, redis_url: str = REDIS_URL
+    ) -> None:
         self.namespace = namespace
         self.amqp_url = amqp_url
+        self.redis_url = redis_url
         self.workdir = workdir
         self.children: dict[str, asyncio.subprocess.Process] = {}
         self._logs: dict[str, list[str]] = defaultdict(list)
@@ -43,7 +46,7 @@ class Processes:
             "--amqp-url",
             self.amqp_url,
             "--redis-url",
-            REDIS_URL,
+            self.redis_url,
             "--namespace",
             self.namespace,
             "--event-log",
