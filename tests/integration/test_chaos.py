@@ -27,7 +27,7 @@ async def test_the_short_chaos_run_keeps_every_promise(tmp_path: Path) -> None:
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "VIRTUAL_ENV": sys.prefix, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     child = await asyncio.create_subprocess_exec(
-        str(ROOT / "ops" / "chaos"), "--short", "--seed", "8", "--workdir", str(tmp_path),
+        str(ROOT / "ops" / "chaos"), "--short", "--workdir", str(tmp_path),
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -39,9 +39,19 @@ async def test_the_short_chaos_run_keeps_every_promise(tmp_path: Path) -> None:
             output, _ = await child.communicate()
         pytest.fail(f"ops/chaos --short did not end within {LIMIT:g} s:\n{output.decode()[-5000:]}")
     text = output.decode(errors="replace")
-    summary = text[text.find("workload ") :]
-    assert child.returncode == 0, f"ops/chaos --short failed:\n{summary or text[-5000:]}"
+    summary = _from(text, "workload ")
+    if child.returncode != 0:
+        timeline = _from(text, "faults:")
+        stall = [tmp_path / "queues.txt", tmp_path / "queue-view.json"]
+        records = "".join(f"\n{p.name}:\n{p.read_text()[:1500]}" for p in stall if p.exists())
+        pytest.fail(f"ops/chaos --short failed:\n{timeline or text[-5000:]}{records}")
     assert "VIOLATION" not in summary
     for fault in ("broker x1", "double x1", "kill x1", "redis x1"):
         assert fault in summary, summary
     assert re.search(r"^pods lost \(never bound\) +0  ok$", summary, re.MULTILINE), summary
+
+
+def _from(text: str, marker: str) -> str:
+    """``text`` from the line starting with ``marker``; empty if there is none."""
+    at = text.find("\n" + marker)
+    return text[at + 1 :] if at >= 0 else ""
