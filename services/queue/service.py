@@ -126,6 +126,10 @@ class QueueService:
         self._tasks: list[asyncio.Task[None]] = []
         self._attached = False
         self._recovering = asyncio.Lock()
+        self._binding: set[str] = set()
+        """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
+        a resync must not take them for pending (after a store loss nothing else fences
+        them: the binder's claim went with the store)."""
 
     @property
     def serves(self) -> frozenset[str]:
@@ -206,6 +210,8 @@ class QueueService:
                 self.handlers.handle(event)
                 if isinstance(event, PodEvent):
                     self._note_origin(event)
+                    if event.type == "DELETED" or event.object.spec.node_name:
+                        self._binding.discard(event.object.metadata.uid)
         await self.nominator.flush(self._store)
         self._wake.set()
 
@@ -250,6 +256,8 @@ class QueueService:
         self._attached = epoch.state == "live"
         seq = epoch.seq
         pods = _decode(await self._store.objects("pod"), Pod)
+        self._binding &= {p.metadata.uid for p in pods if not p.spec.node_name}
+        pods = [p for p in pods if p.metadata.uid not in self._binding]
         nodes = _decode(await self._store.objects("node"), Node)
         classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
         volumes: list[Volume] = []
@@ -327,6 +335,7 @@ class QueueService:
                 ended.append(uid)
                 match result.outcome:
                     case "bound":
+                        self._binding.add(uid)
                         self.queue.done(uid)
                         self.nominator.forget(uid)
                         self._origin.pop(uid, None)

@@ -1,0 +1,114 @@
+"""Redis loses the cluster's keys mid-run (this test deletes its own namespace's keys,
+as a FLUSHDB, a restart without persistence or a failover to an empty replica would),
+against the four services as processes and the real RabbitMQ and Redis: the informer
+reports the loss and rebuilds the store from its event log, every pod is bound exactly
+once, no node is overcommitted and no decision is made on the empty store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+import pytest
+import redis.asyncio as aioredis
+
+from services.common.store.redis import RedisStore
+from tests.integration.harness import REDIS_URL, Client, Processes, node, pod
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+NODES = 20
+PODS = 200
+"""20 nodes of 1 cpu and 200 pods of 100m: the pods fill every node exactly, so a
+decision taken on a store that lost its charges would overcommit one."""
+
+
+async def until_true(check: Callable[[], Awaitable[bool]], within: float = 30.0) -> None:
+    """Poll a store condition for at most ``within`` s: no message announces that the
+    queue dropped its last lease."""
+    async with asyncio.timeout(within):
+        while not await check():  # noqa: ASYNC110 (a Redis state, not an event)
+            await asyncio.sleep(0.1)
+
+
+_LOSE = """
+local keys = redis.call('KEYS', ARGV[1])
+for i = 1, #keys, 1000 do
+  redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys)))
+end
+return #keys
+"""
+
+
+async def lose_namespace(namespace: str) -> None:
+    """Delete every key of ``namespace`` in one atomic step, as FLUSHDB would empty the
+    database (never FLUSHDB itself: other tests share this Redis). RedisStore's
+    flush_namespace deletes in batches, which a rebuild could interleave with."""
+    client = aioredis.from_url(REDIS_URL)
+    try:
+        deleted = await client.eval(_LOSE, 0, f"{namespace}:*")
+        assert deleted > 0
+    finally:
+        await client.aclose()
+
+
+def logs(processes: Processes) -> str:
+    """Each service's warnings and errors, to tell why pods were not bound."""
+    out = []
+    for name in ("informer", "queue", "scheduler", "binder"):
+        lines = [line for line in processes.log(name).splitlines() if " INFO " not in line]
+        out.append(f"--- {name}:\n" + "\n".join(lines[-40:]))
+    return "\n".join(out)
+
+
+async def test_redis_emptied_mid_run_loses_no_pod_and_decides_nothing_on_it(
+    cluster: tuple[Processes, Client, RedisStore],
+) -> None:
+    processes, client, store = cluster
+    for i in range(NODES):
+        await client.publish("node", node(f"node-{i:02}", cpu="1"))
+    for i in range(PODS):
+        if i == PODS // 2:
+            await client.wait_for(lambda: len(client.bindings()) >= 50)
+            await lose_namespace(processes.namespace)
+        await client.publish("pod", pod(f"p-{i:03}", cpu="100m"))
+
+    try:
+        await client.wait_for(lambda: len(client.recorded) >= PODS, within=90)
+    except TimeoutError:
+        unbound = sorted({f"e2e/p-{i:03}" for i in range(PODS)} - set(client.recorded))
+        raise AssertionError(
+            f"{len(unbound)} pods never bound: {unbound[:20]}\n" + logs(processes)
+        ) from None
+    await processes.logged("informer", "the store lost the cluster's projection", within=10)
+
+    bindings = client.bindings()
+    assert len(bindings) == PODS
+    twice = {name: targets for name, targets in bindings.items() if len(targets) != 1}
+    assert not twice, f"bound more than once: {twice}"
+    per_node = Counter(targets[0] for targets in bindings.values())
+    assert max(per_node.values()) <= 10, f"a node of 1 cpu got more than 10 pods: {per_node}"
+    assert not client.events_with("FailedScheduling"), "a decision was made on the empty store"
+    stored = {k: json.loads(v) for k, v in (await store.objects("pod")).items()}
+    assert {k: v["spec"]["nodeName"] for k, v in stored.items()} == {
+        name: targets[0] for name, targets in bindings.items()
+    }
+    assert len(await store.objects("node")) == NODES  # the log's first entries came back
+    usage, allocatable = await store.node_usage(), await store.allocatable()
+    for name, used in usage.items():
+        assert used.get("cpu", 0) <= allocatable[name]["cpu"], name
+
+    assert await store.assumed() == {}, "a reservation was left behind"
+
+    async def no_lease_left() -> bool:
+        return await store.leases() == {}
+
+    await until_true(no_lease_left)
+    [line] = [
+        line
+        for line in processes.log("informer").splitlines()
+        if "lost the cluster's projection" in line
+    ]
+    assert "WARNING" in line and "rebuilt" in line
