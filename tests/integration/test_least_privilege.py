@@ -186,7 +186,7 @@ async def test_the_bus_of_a_user_without_configure_rights_declares_passively(
     ("service", "command"),
     [
         ("binder", ("HGETALL", "{ns}:obj:pod")),
-        ("queue", ("EVALSHA", "0" * 40, "0")),
+        ("queue", ("HINCRBY", "{ns}:usage:n1", "cpu", "1")),  # usage is the scripts' to write
         ("informer", ("GET", "other:seq")),
         ("scheduler", ("FLUSHALL",)),
     ],
