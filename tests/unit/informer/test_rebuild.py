@@ -8,7 +8,7 @@ import asyncio
 import errno
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,14 +16,16 @@ import msgspec
 import pytest
 
 from contracts import topology
+from contracts.events import ClusterEvent
 from contracts.kinds import KubeObject, kind_of
 from services.common.bus import Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.eventlog import EventLog, FileEventLog, MemoryEventLog
+from services.common.store import Epoch
 from services.common.store.memory import MemoryStore
 from services.informer import rebuild
-from services.informer.service import STORE_CHECK_PERIOD, InformerService
+from services.informer.service import STORE_CHECK_PERIOD, InformerService, _projected
 from tests.builders import make_node, make_pod
 
 
@@ -215,3 +217,45 @@ async def test_a_full_disk_stops_ingest_until_the_log_is_writable_again(
     await cluster.informer.stop()
     await cluster.bus.close()
     await log.close()
+
+
+async def test_a_rebuild_interrupted_by_a_crash_is_continued_from_its_prefix(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(rebuild, "CHUNK", 2)
+    log = MemoryEventLog()
+    first = await open_cluster(log)
+    await first.send(*NODES, *PODS)
+    await first.informer.stop()
+    store = first.store
+    store.flush()
+    with pytest.raises(_Crash):  # dies after restoring seqs 1..2 (CHUNK = 2)
+        await rebuild.ensure_live(store.client(), _Truncated(log, 4), _projected)
+    assert await store.epoch() == Epoch("building", seq=2)
+
+    second = await open_cluster(log, store)
+    assert await second.stored() == ALL
+    [line] = rebuilds(caplog)
+    assert "found it building at seq 2): rebuilt 6 event log entries up to seq 8" in line
+    await second.informer.stop()
+
+
+class _Truncated:
+    """The log as a crashed informer had read it: its first ``n`` entries, then the
+    process died (the store was left Building)."""
+
+    def __init__(self, log: EventLog, n: int) -> None:
+        self._log, self._n = log, n
+
+    def last_seq(self) -> int:
+        return self._log.last_seq()
+
+    def read(self, after: int = 0) -> Iterator[ClusterEvent]:
+        for event in self._log.read(after):
+            if event.seq > self._n:
+                raise _Crash
+            yield event
+
+
+class _Crash(Exception):
+    pass
