@@ -10,10 +10,12 @@ publishes with confirms, as a user who must not miss a Binding would.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import aio_pika
 import pytest
 
 from contracts.quantity import resource_amount
+from services.common.bus.rabbit import RECONNECT_LOG_EVERY
 from services.common.store.redis import RedisStore
 from tests.integration.harness import REDIS_URL, Processes, node, pod
 from tests.integration.private_servers import RabbitNode
@@ -151,6 +154,7 @@ async def test_a_broker_restart_and_dropped_connections_lose_no_pod(
         await client.wait_for(lambda: len(client.recorded) >= len(names))
         for name in SERVICES:
             assert processes.children[name].returncode is None, processes.log(name)
+            assert_attempts_logged_at_most_every_few_seconds(processes.log(name))
         await assert_bound_once_and_not_overcommitted(client, store, names)
     except TimeoutError:
         logs = "\n".join(f"--- {n}:\n{processes.log(n)[-6000:]}" for n in SERVICES)
@@ -164,6 +168,17 @@ async def test_a_broker_restart_and_dropped_connections_lose_no_pod(
             await client.close()
             await store.flush_namespace()
             await store.close()
+
+
+def assert_attempts_logged_at_most_every_few_seconds(log: str) -> None:
+    """aio-pika's lines about reconnection attempts are RECONNECT_LOG_EVERY apart."""
+    stamps = [
+        datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+        for line in log.splitlines()
+        if " aio_pika.robust_connection " in line
+    ]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(stamps)]
+    assert all(gap >= RECONNECT_LOG_EVERY - 0.01 for gap in gaps), (gaps, log)
 
 
 async def assert_bound_once_and_not_overcommitted(

@@ -385,8 +385,7 @@ class _Connection(aio_pika.RobustConnection):
     def reconnect_interval(self) -> float:
         if self._lost_at is None:
             return RECONNECT_FIRST
-        down = time.monotonic() - self._lost_at
-        return min(RECONNECT_MAX, max(RECONNECT_FIRST, down))
+        return reconnect_delay(time.monotonic() - self._lost_at)
 
     @reconnect_interval.setter
     def reconnect_interval(self, value: float) -> None:  # aio-pika's __init__ sets it
@@ -425,27 +424,40 @@ class _Connection(aio_pika.RobustConnection):
             self._lost_at = None
 
 
-class _RateLimit(logging.Filter):
-    """Lets aio-pika's line per failed reconnection attempt through at most once every
-    RECONNECT_LOG_EVERY seconds (attempts come faster while the backoff is short)."""
+def reconnect_delay(down: float) -> float:
+    """Seconds to wait before the next attempt to reconnect, the connection having been
+    down for ``down`` seconds: that long, between RECONNECT_FIRST and RECONNECT_MAX. As
+    each wait adds itself to ``down``, the waits double: 0.5, 0.5, 1, 2, 4, 5, 5…"""
+    return min(RECONNECT_MAX, max(RECONNECT_FIRST, down))
 
+
+class _RateLimit(logging.Filter):
+    """Lets a logger's records through at most once every RECONNECT_LOG_EVERY seconds:
+    installed on aio-pika's reconnection logger (a line or two per attempt, and attempts
+    come fast while the backoff is short) and on its callback logger (a line per channel
+    whose close callback finds the transport gone, on every connection loss). The bus's
+    own lines about the loss and the recovery are not limited."""
+
+    NOISY = ("aio_pika.robust_connection", "aio_pika.tools")
     _installed = False
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
-        self._last = -RECONNECT_LOG_EVERY
+        self._clock = clock
+        self._last: float | None = None
 
     @classmethod
     def install(cls) -> None:
         if not cls._installed:
             cls._installed = True
-            logging.getLogger("aio_pika.robust_connection").addFilter(cls())
+            for name in cls.NOISY:
+                logging.getLogger(name).addFilter(cls())
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
+        if record.levelno < logging.INFO:
             return True
-        now = time.monotonic()
-        if now - self._last < RECONNECT_LOG_EVERY:
+        now = self._clock()
+        if self._last is not None and now - self._last < RECONNECT_LOG_EVERY:
             return False
         self._last = now
         return True
