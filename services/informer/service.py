@@ -296,20 +296,24 @@ class InformerService:
         try:
             if events:
                 await self._log.append(events)
+        except LogWriteError as error:
+            self._log_refused(events, error)
+            raise
+        # The log is the commit point: the view takes the batch now, so a redelivery
+        # after a failure below is a duplicate and never recorded twice. What the store
+        # or the bus missed is repaired from the log by catch-up (here, or on the gap
+        # the next apply finds).
+        self._objects.commit(staged)
+        try:
+            if events:
                 await self._store.apply([_projected(event) for event in events])
                 messages.append(_cluster_message(events))
             if messages:
                 await self._bus.publish(messages)
-        except LogWriteError as error:
-            self._log_refused(events, error)
-            raise
         except Exception:
-            # The view never saw this batch (staged is dropped): the redelivered events
-            # are reconciled again against what the log and the store hold.
             log.exception("commit of %d events failed; recovering from the log", len(events))
             await self._catch_up()
             raise
-        self._objects.commit(staged)
 
 
 def _cluster_message(events: Sequence[ClusterEvent]) -> Message:

@@ -186,5 +186,5 @@ def test_help_documents_every_exit_code(capsys: pytest.CaptureFixture[str]) -> N
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "exit codes:" in out
-    documented = {int(line.split()[0]) for line in out.split("exit codes:")[1].splitlines()[1:7]}
-    assert documented == {code for code, _ in EXIT_CODES} == {0, 1, 2, 3, 70, 130}
+    documented = {int(line.split()[0]) for line in out.split("exit codes:")[1].splitlines()[1:8]}
+    assert documented == {code for code, _ in EXIT_CODES} == {0, 1, 2, 3, 70, 130, 143}

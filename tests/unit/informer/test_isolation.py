@@ -75,7 +75,7 @@ async def test_a_poisoned_message_fails_nothing_else_of_its_batch(poison: bytes)
     assert bus.queue_depth(topology.DEAD_LETTERS.name) == 0
 
 
-async def test_a_failed_commit_leaves_the_view_unchanged_so_redelivery_records() -> None:
+async def test_a_failed_store_apply_is_repaired_from_the_log() -> None:
     bus, store, event_log = MemoryBus(), FlakyStore(), MemoryEventLog()
     informer = InformerService(bus, store, event_log, FakeClock())
     await informer.start()
@@ -85,3 +85,33 @@ async def test_a_failed_commit_leaves_the_view_unchanged_so_redelivery_records()
     await bus.close()
     assert sorted(await store.objects("pod")) == ["shop/a", "shop/b"]
     assert [e.object.metadata.name for e in event_log.read(after=0)] == ["a", "b"]
+
+
+class FlakyClusterBus(MemoryBus):
+    """A bus whose first ``failures`` publishes to ksched.cluster fail, as a broker
+    restart in the middle of a commit (and of the catch-up after it) would."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def publish(self, messages: Sequence[Message]) -> None:
+        if self.failures and any(m.exchange == topology.CLUSTER.name for m in messages):
+            self.failures -= 1
+            raise ConnectionError("broker unavailable")
+        await super().publish(messages)
+
+
+async def test_a_batch_in_the_log_is_never_recorded_twice_when_its_publish_fails() -> None:
+    """The log is the commit point: after the append, a failed publish (twice: the
+    commit's and the catch-up's) makes the redelivered events duplicates, not new
+    entries (the chaos run found them recorded twice)."""
+    bus, store, event_log = FlakyClusterBus(failures=2), MemoryStore(), MemoryEventLog()
+    informer = InformerService(bus, store, event_log, FakeClock())
+    await informer.start()
+    await bus.publish([pod_event("a"), pod_event("b")])
+    await bus.wait_idle()
+    await informer.stop()
+    await bus.close()
+    assert [e.object.metadata.name for e in event_log.read(after=0)] == ["a", "b"]
+    assert sorted(await store.objects("pod")) == ["shop/a", "shop/b"]
