@@ -54,7 +54,7 @@ from services.cli.manifests import Document
 from services.cli.workloads import WORKLOADS, Workload
 from services.common.bus import Delivery, Message, open_bus
 from services.common.clock import SystemClock
-from services.common.settings import Settings, from_env
+from services.common.settings import ENV, Settings, from_env
 from services.common.store import open_store
 
 Publish = Callable[[Sequence[Document]], Awaitable[None]]
@@ -183,8 +183,8 @@ async def bench_services(
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
     flags += ["--namespace", namespace]
     command = [sys.executable, "-m", "services.cli.main", "run"]
-    bus = open_bus(settings.amqp_url, namespace=namespace)
-    store = open_store(settings.redis_url, namespace=namespace)
+    bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
+    store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
     timings = Timings(pods)
     watch = topology.QueueSpec(
         f"ksched.bench.{namespace}",
@@ -212,7 +212,7 @@ async def bench_services(
     try:
         await bus.declare(topology.QUEUES)
         await bus.consume(watch, on_decisions, max_batch=1024)
-        env = {**os.environ, "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
+        env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
         for name in SERVICES:
             children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))
         setup = setup_documents(workload, nodes, init)
@@ -241,6 +241,13 @@ async def bench_services(
 
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
+
+
+def tls_env(settings: Settings) -> dict[str, str]:
+    """The ``KSCHED_TLS_*`` variables for ``settings``' TLS files, so the service
+    processes use the same files as the bench's own bus and store."""
+    files = {"tls_ca": settings.tls_ca, "tls_cert": settings.tls_cert, "tls_key": settings.tls_key}
+    return {ENV[name]: path for name, path in files.items() if path is not None}
 
 
 def peak_rss_mb(pid: int) -> float | None:

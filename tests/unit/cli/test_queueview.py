@@ -12,6 +12,7 @@ from contracts.queueview import QueuedPod, QueueView
 from services.cli import queueview
 from services.cli.main import main
 from services.common.store.memory import MemoryStore
+from services.common.tls import TLSFiles
 
 NOW = 1_800_000_100.0
 VIEW = QueueView(
@@ -150,7 +151,7 @@ def test_the_command_reads_the_store_of_the_namespace(capsys, monkeypatch):
     store = MemoryStore("blue")
     asyncio.run(store.put_queue_view(msgspec.json.encode(VIEW)))
 
-    def open_store(url: str, *, namespace: str) -> MemoryStore:
+    def open_store(url: str, *, namespace: str, tls: TLSFiles) -> MemoryStore:
         opened.append((url, namespace))
         return store
 
@@ -164,6 +165,27 @@ def test_the_command_reads_the_store_of_the_namespace(capsys, monkeypatch):
         "prod/web-1",
         "prod/web-2",
     ]
+
+
+def test_the_command_opens_the_store_with_the_tls_settings(capsys, monkeypatch, tmp_path):
+    """KSCHED_TLS_* reach the store ``ksched queue`` opens (as they reach the services')."""
+    files = {name: tmp_path / f"{name}.pem" for name in ("ca", "cert", "key")}
+    for path in files.values():
+        path.write_text("not read: the store is faked\n")
+    for name, path in files.items():
+        monkeypatch.setenv(f"KSCHED_TLS_{name.upper()}", str(path))
+    seen: list[TLSFiles] = []
+    store = MemoryStore("ksched")
+    asyncio.run(store.put_queue_view(msgspec.json.encode(VIEW)))
+
+    def open_store(url: str, *, namespace: str, tls: TLSFiles) -> MemoryStore:
+        seen.append(tls)
+        return store
+
+    monkeypatch.setattr(queueview, "open_store", open_store)
+    assert main(["queue", "--redis-url", "rediss://redis.example:6380/0", "-o", "json"]) == 0
+    capsys.readouterr()
+    assert seen == [TLSFiles(str(files["ca"]), str(files["cert"]), str(files["key"]))]
 
 
 def test_the_command_says_so_when_nothing_was_published(capsys):
