@@ -17,6 +17,8 @@ A store that lost its projection (StoreLost from any store call, see
 queue writes back the leases of the attempts in flight and the nominations it holds
 (they went with the store) and converges on the rebuilt store as after a gap. A stale
 attempt still cannot reserve: the store refuses any attempt that is not the lease.
+A resync reads the store and converges on it with no cluster event or result applied
+in between (they wait): the snapshot may be older than what they bring.
 
 Every second (on the second) backoffQ is flushed and the view is republished if it
 changed; every 30 s pods parked for more than 5 minutes are retried.
@@ -126,6 +128,11 @@ class QueueService:
         self._tasks: list[asyncio.Task[None]] = []
         self._attached = False
         self._recovering = asyncio.Lock()
+        self._converging = asyncio.Lock()
+        """Held while cluster events or attempt results are applied and while a resync
+        reads the store and converges on it: an event applied between the resync's read
+        and its convergence would be undone by the older snapshot, then skipped as
+        already seen (seq); a pod bound meanwhile would be taken for pending again."""
         self._binding: set[str] = set()
         """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
         a resync must not take them for pending (after a store loss nothing else fences
@@ -197,21 +204,24 @@ class QueueService:
 
     async def _apply_cluster(self, deliveries: Sequence[Delivery]) -> None:
         decoder = msgspec.json.Decoder(ClusterBatch)
-        for delivery in deliveries:
-            for event in decoder.decode(delivery.body).events:
-                if event.seq <= self._seq:
-                    continue
-                if event.seq > self._seq + 1:
-                    log.warning("gap in the cluster stream (%d → %d): resync", self._seq, event.seq)
-                    await self._resync()
+        async with self._converging:
+            for delivery in deliveries:
+                for event in decoder.decode(delivery.body).events:
                     if event.seq <= self._seq:
                         continue
-                self._seq = event.seq
-                self.handlers.handle(event)
-                if isinstance(event, PodEvent):
-                    self._note_origin(event)
-                    if event.type == "DELETED" or event.object.spec.node_name:
-                        self._binding.discard(event.object.metadata.uid)
+                    if event.seq > self._seq + 1:
+                        log.warning(
+                            "gap in the cluster stream (%d → %d): resync", self._seq, event.seq
+                        )
+                        await self._converge()
+                        if event.seq <= self._seq:
+                            continue
+                    self._seq = event.seq
+                    self.handlers.handle(event)
+                    if isinstance(event, PodEvent):
+                        self._note_origin(event)
+                        if event.type == "DELETED" or event.object.spec.node_name:
+                            self._binding.discard(event.object.metadata.uid)
         await self.nominator.flush(self._store)
         self._wake.set()
 
@@ -251,7 +261,13 @@ class QueueService:
                     log.warning("resyncing with the store: %s", again)
 
     async def _resync(self) -> None:
-        """Converge on the store: objects, leases and nominations."""
+        """Converge on the store: objects, leases and nominations, with no cluster event
+        or attempt result applied meanwhile."""
+        async with self._converging:
+            await self._converge()
+
+    async def _converge(self) -> None:
+        """:meth:`_resync` with ``_converging`` held."""
         epoch = await attach_when_live(self._store, self._clock, log, blank_ok=not self._attached)
         self._attached = epoch.state == "live"
         seq = epoch.seq
@@ -327,25 +343,28 @@ class QueueService:
     async def _on_results(self, deliveries: Sequence[Delivery]) -> None:
         decoder = msgspec.json.Decoder(ResultBatch)
         ended: list[str] = []
-        for delivery in deliveries:
-            for result in decoder.decode(delivery.body).results:
-                uid = result.uid
-                if self.queue.in_flight_attempt(uid) != result.attempt:
-                    continue
-                ended.append(uid)
-                match result.outcome:
-                    case "bound":
-                        self._binding.add(uid)
-                        self.queue.done(uid)
-                        self.nominator.forget(uid)
-                        self._origin.pop(uid, None)
-                    case "unschedulable":
-                        self.queue.add_unschedulable_if_not_present(
-                            uid, result.plugins, message=result.message
-                        )
-                    case "error" | "stale":
-                        # No plugin to blame: the pod backs off in the error backoffQ.
-                        self.queue.add_unschedulable_if_not_present(uid, (), message=result.message)
+        async with self._converging:  # a resync's older snapshot must not revive a bound pod
+            for delivery in deliveries:
+                for result in decoder.decode(delivery.body).results:
+                    uid = result.uid
+                    if self.queue.in_flight_attempt(uid) != result.attempt:
+                        continue
+                    ended.append(uid)
+                    match result.outcome:
+                        case "bound":
+                            self._binding.add(uid)
+                            self.queue.done(uid)
+                            self.nominator.forget(uid)
+                            self._origin.pop(uid, None)
+                        case "unschedulable":
+                            self.queue.add_unschedulable_if_not_present(
+                                uid, result.plugins, message=result.message
+                            )
+                        case "error" | "stale":
+                            # No plugin to blame: the pod backs off in the error backoffQ.
+                            self.queue.add_unschedulable_if_not_present(
+                                uid, (), message=result.message
+                            )
         try:
             if ended:
                 await self._store.drop_leases(ended)

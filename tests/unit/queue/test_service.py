@@ -310,3 +310,119 @@ async def test_a_pod_bound_and_deleted_leaves_the_queue(harness: Harness) -> Non
     await harness.apply(with_(pod, spec__node_name="n1"), type_="MODIFIED")
     await harness.apply(make_pod("b"), type_="DELETED")
     assert len(harness.queue.queue) == 0 and harness.queue.in_flight == 0
+
+
+class _LosingStore(MemoryStore):
+    """The queue's client of a store that is lost under it (chaos, seed 11): one
+    set_leases dies with the connection as Redis restarts empty, and pods are published
+    while the queue reads the rebuilt store for its resync."""
+
+    def __init__(self, informer: MemoryStore) -> None:
+        super().__init__(_data=informer._d)
+        self.lose_on_set_leases = False
+        self.while_resyncing: list[Any] = []
+
+    async def set_leases(self, leases: Any) -> None:
+        if self.lose_on_set_leases:
+            self.lose_on_set_leases = False
+            self.flush()
+            raise ConnectionError("Error while reading from redis: Connection reset by peer")
+        await super().set_leases(leases)
+
+    async def objects(self, kind: str) -> dict[str, bytes]:
+        found = await super().objects(kind)
+        if kind == "node" and self.while_resyncing:  # read after the pods
+            hook, self.while_resyncing = self.while_resyncing[0], []
+            await hook()
+        return found
+
+
+async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost() -> None:
+    """Events applied while a resync reads the store must not be undone by the older
+    snapshot (and then skipped as already seen): chaos seed 11 left 49 pods, published
+    right after the store was rebuilt, in no sub-queue."""
+    h = Harness(max_in_flight=8, batch_size=4)
+    store = _LosingStore(h.store)
+    h.queue = QueueService(h.bus, store, h.clock, **h.options)
+    log: list[ProjectedEntry] = []
+    real_apply = h.store.apply
+
+    async def apply_and_log(entries: Sequence[ProjectedEntry]) -> None:
+        await real_apply(entries)
+        log.extend(entries)
+
+    h.store.apply = apply_and_log  # type: ignore[method-assign]
+    await h.apply(make_node("n1"), publish=False)
+    await h.start()  # attached to the live store: a loss is StoreLost for it
+    await h.apply(make_pod("a"))
+    assert h.names() == ["a"]
+
+    # Redis restarts empty under the dispatch of b: a ConnectionError, not StoreLost.
+    store.lose_on_set_leases = True
+    await h.apply(make_pod("b"))
+    assert h.names() == ["a"] and store.lose_on_set_leases is False
+    # The informer rebuilds the store from its log.
+    await h.store.restore(list(log), final=True)
+
+    late = [f"late{i}" for i in range(3)]
+
+    async def publish_late_pods() -> None:
+        events = []
+        for pod in map(make_pod, late):
+            h.seq += 1
+            events.append(msgspec.structs.replace(logged(pod), seq=h.seq))
+        await h.store.apply([_projected(e) for e in events])
+        body = msgspec.json.encode(ClusterBatch(events=events))
+        await h.bus.publish([Message(topology.CLUSTER.name, "", body)])
+        for _ in range(50):  # the cluster consumer's chance to run meanwhile
+            await asyncio.sleep(0)
+
+    store.while_resyncing.append(publish_late_pods)
+    # After its pause the dispatch loop finds the store rebuilt: StoreLost, resync.
+    for _ in range(5):
+        await h.advance(1.0)
+    assert h.queue.applied_seq == h.seq
+    assert len(h.queue.queue) == 5, "pods published during the resync were dropped"
+    assert sorted(h.names()) == ["a", "b", "late0", "late1", "late2"]
+    assert h.queue.in_flight == 5  # a's attempt is still out: its lease was written back
+    # b's attempts 1 (ConnectionError) and 2 (StoreLost) never got out.
+    leases = {f"default-{n}-uid": 1 for n in ("a", *late)}
+    assert await store.leases() == {**leases, "default-b-uid": 3}
+    await h.queue.stop()
+    await h.bus.close()
+
+
+async def test_a_pod_bound_while_the_queue_resyncs_is_not_attempted_again() -> None:
+    """A ``bound`` result handled between a resync's read of the store and its
+    convergence: the older snapshot still has the pod pending (its Binding is not in the
+    log yet) and must not bring it back for a second attempt."""
+    h = Harness(max_in_flight=8, batch_size=4)
+    store = _LosingStore(h.store)
+    h.queue = QueueService(h.bus, store, h.clock, **h.options)
+    await h.apply(make_node("n1"), publish=False)
+    await h.start()
+    await h.apply(make_pod("a"))
+    (request,) = h.requests
+
+    async def bind_a() -> None:
+        result = AttemptResult(
+            uid=request.pod.metadata.uid,
+            namespace="default",
+            name="a",
+            attempt=request.attempt,
+            outcome="bound",
+            plugins=[],
+        )
+        body = msgspec.json.encode(ResultBatch(results=[result]))
+        await h.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
+        for _ in range(50):  # the results consumer's chance to run meanwhile
+            await asyncio.sleep(0)
+
+    store.while_resyncing.append(bind_a)
+    await h.apply(make_pod("b"), publish=False)  # lost on the way
+    await h.apply(make_pod("c"))  # a gap: resync
+    await h.advance(5.0)
+    assert sorted(h.names()) == ["a", "b", "c"], "a was attempted again"
+    assert "default-a-uid" not in h.queue.queue
+    await h.queue.stop()
+    await h.bus.close()
