@@ -186,6 +186,15 @@ def decision_key(kind: str, namespace: str | None) -> str:
     return f"{kind.lower()}.{namespace or 'default'}"
 
 
+ERROR_KEY_PREFIX: Final = "error."
+
+
 def error_key(kind: str) -> str:
-    """Routing key of an error report: ``error.pod``."""
-    return f"error.{kind.lower() or 'unknown'}"
+    """Routing key of an error report: ``error.pod``. A kind that is not one lowercase
+    word of letters and digits (at most 63 characters: the word of a routing key the user
+    made up, say ``#``, ``💥`` or 255 ``x``) is ``error.unknown``; the report's
+    ``object_kind`` still says what the routing key said. (A longer key could not even be
+    published: AMQP routing keys end at 255 bytes.)"""
+    word = kind.lower()
+    plain = 0 < len(word) <= 63 and word.isascii() and word.isalnum()
+    return ERROR_KEY_PREFIX + (word if plain else "unknown")

@@ -50,9 +50,10 @@ def _address(exchange: topology.ExchangeSpec) -> tuple[str, JSON]:
             },
         }
     if exchange is topology.ERRORS:
-        return topology.error_key("{kind}"), {
+        return topology.ERROR_KEY_PREFIX + "{kind}", {
             "kind": {
-                "description": "The refused object's kind, lower case (`unknown` if unsure).",
+                "description": "The refused object's kind, lower case (`unknown` if unsure, "
+                "or if the routing key's kind is not one word of letters and digits).",
                 "examples": [*_WATCH_KINDS, "unknown"],
             }
         }
