@@ -78,6 +78,12 @@ CONNECT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 2.0
 """Seconds each step of closing (a consumer's handler and channel, the connection) may
 take before it is abandoned; the broker requeues whatever was not acknowledged."""
+PUBLISH_TIMEOUT = 30.0
+"""Seconds a publish may wait for the broker's confirmation before it fails with
+BusError. aio-pika waits for a lost connection to come back before it sends, and a
+confirmation pending on a channel that died under it is never answered: without this
+bound a handler publishing across a dropped connection waited forever, holding its
+batch (and the informer its lock)."""
 RECONNECT_FIRST = 0.5
 """Seconds before the second attempt to reconnect (the first is immediate)."""
 RECONNECT_MAX = 5.0
@@ -123,6 +129,7 @@ class RabbitBus:
         _RateLimit.install()
         self._url = url
         self.unavailable_pause = unavailable_pause
+        self.publish_timeout = PUBLISH_TIMEOUT
         self._tls = tls
         self._probe: AbstractChannel | None = None
         self.namespace = namespace
@@ -338,13 +345,14 @@ class RabbitBus:
 
     async def _publish_one(self, m: Message) -> None:
         mode = aio_pika.DeliveryMode.PERSISTENT if _DURABLE[m.exchange] else _TRANSIENT
-        await self._exchanges[m.exchange].publish(
-            aio_pika.Message(
-                m.body, headers=dict(m.headers), content_type=_JSON, delivery_mode=mode
-            ),
-            m.routing_key,
-            mandatory=False,
-        )
+        async with asyncio.timeout(self.publish_timeout):
+            await self._exchanges[m.exchange].publish(
+                aio_pika.Message(
+                    m.body, headers=dict(m.headers), content_type=_JSON, delivery_mode=mode
+                ),
+                m.routing_key,
+                mandatory=False,
+            )
 
     async def _dead_letter(self, queue: QueueSpec, items: Sequence[tuple[Delivery, str]]) -> None:
         await self.publish(
