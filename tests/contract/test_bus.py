@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from uuid import uuid4
 
 import aio_pika
@@ -17,7 +17,16 @@ import aiormq
 import pytest
 
 from contracts import topology as t
-from services.common.bus import Bus, BusError, Delivery, MemoryBus, Message, Rejection
+from services.common.bus import (
+    Bus,
+    BusError,
+    BusRefused,
+    Delivery,
+    MemoryBus,
+    Message,
+    Rejection,
+)
+from services.common.bus.base import unavailable
 from services.common.bus.rabbit import RabbitBus
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -309,6 +318,37 @@ async def test_an_unavailable_dependency_retries_the_batch_and_dead_letters_noth
     await dead.wait_body("dead-end")
     assert got.bodies == ["m"] * 4 + ["end"]
     assert dead.bodies == ["dead-end"], "an unavailable broker is not the message's fault"
+
+
+async def test_a_message_the_broker_cannot_carry_is_refused_not_unavailable(bus: Bus) -> None:
+    with pytest.raises(BusRefused, match=r"(?i)too long") as caught:
+        await bus.publish(events("x", exchange=t.ERRORS.name, key="error." + "k" * 300))
+    assert not unavailable(caught.value)
+    await bus.publish(events("fine", exchange=t.ERRORS.name, key="error.pod"))  # still usable
+
+
+async def test_a_handler_whose_publish_is_refused_dead_letters_after_two_attempts(
+    bus: Bus,
+) -> None:
+    async def publish_unpublishable(batch: Sequence[Delivery]) -> None:
+        await bus.publish(events("x", exchange=t.ERRORS.name, key="error." + "k" * 300))
+
+    got, dead = Recorder(), Recorder()
+    await bus.consume(queue("q"), lambda batch: _both(got, publish_unpublishable, batch))
+    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.publish(events("m"))
+    await dead.wait_for(lambda r: len(r.deliveries) == 1)
+    assert [(d.body, d.redelivered) for d in got.deliveries] == [(b"m", False), (b"m", True)]
+    assert "too long" in dead.deliveries[0].headers[t.REASON_HEADER].lower()
+
+
+async def _both(
+    recorder: Recorder,
+    then: Callable[[Sequence[Delivery]], Awaitable[None]],
+    batch: Sequence[Delivery],
+) -> None:
+    await recorder(batch)
+    await then(batch)
 
 
 async def test_fetch_takes_ready_messages_and_returns_those_not_removed(bus: Bus) -> None:

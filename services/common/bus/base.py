@@ -146,10 +146,19 @@ class BusError(RuntimeError):
     """The broker refused a publish or the connection is gone."""
 
 
+class BusRefused(BusError):
+    """The broker refused a message, or it cannot be sent at all (a nack, a channel
+    error such as access refused, a routing key over 255 bytes): sending the same
+    message again will not help, so a handler that raises it is not retried forever."""
+
+
 def unavailable(error: BaseException) -> bool:
     """Whether ``error``, raised by a handler, says a dependency is unavailable rather
-    than that its messages are bad: a :class:`BusError`, a refused, reset or timed-out
-    connection, an unreachable Redis. Such a batch is retried, never dead-lettered."""
+    than that its messages are bad: a :class:`BusError` (not :class:`BusRefused`), a
+    refused, reset or timed-out connection, an unreachable Redis. Such a batch is
+    retried, never dead-lettered."""
+    if isinstance(error, BusRefused):
+        return False
     return (
         isinstance(error, BusError | ConnectionError | TimeoutError)
         or store_failure(error) == "unreachable"

@@ -38,6 +38,7 @@ from services.common.bus.base import (
     UNAVAILABLE_PAUSE,
     BatchHandler,
     BusError,
+    BusRefused,
     Consumer,
     Delivery,
     Fetched,
@@ -47,6 +48,8 @@ from services.common.bus.base import (
     unavailable,
 )
 
+MAX_ROUTING_KEY = 255
+"""Bytes in a routing key, as AMQP 0-9-1 allows (a short string)."""
 _STABLE_CHECKS = 3
 """Consecutive idle observations, one loop iteration apart, before :meth:`wait_idle` returns."""
 
@@ -133,6 +136,8 @@ class MemoryBus:
         for message in messages:
             if message.exchange not in self._exchanges:
                 raise BusError(f"no exchange {message.exchange!r}")
+            if len(message.routing_key.encode()) > MAX_ROUTING_KEY:
+                raise BusRefused(f"routing key too long (max {MAX_ROUTING_KEY} bytes)")
         for m in messages:
             self._route(_Envelope(m.exchange, m.routing_key, m.body, dict(m.headers)))
         await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker

@@ -49,6 +49,7 @@ from services.common.bus.base import (
     UNAVAILABLE_PAUSE,
     BatchHandler,
     BusError,
+    BusRefused,
     Consumer,
     Delivery,
     Fetched,
@@ -161,10 +162,12 @@ class RabbitBus:
         )
         failures = [result for result in results if isinstance(result, BaseException)]
         if failures:
-            raise BusError(
-                f"{len(failures)} of {len(messages)} messages not confirmed: "
-                + redact(repr(failures[0]))
-            ) from failures[0]
+            refused = next((f for f in failures if not _lost(f)), None)
+            error = BusRefused if refused is not None else BusError
+            first = refused or failures[0]
+            raise error(
+                f"{len(failures)} of {len(messages)} messages not confirmed: " + redact(repr(first))
+            ) from first
 
     async def consume(
         self,
@@ -632,6 +635,24 @@ class _RabbitConsumer:
             return
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
+
+
+def _lost(failure: BaseException) -> bool:
+    """Whether a publish failed because the connection or channel went away (or the
+    confirm did not come in time), not because of the message: a frame or syntax error
+    closes the connection too, but the message caused it."""
+    if isinstance(
+        failure, aiormq.exceptions.ConnectionFrameError | aiormq.exceptions.ConnectionSyntaxError
+    ):
+        return False
+    return isinstance(
+        failure,
+        aiormq.exceptions.AMQPConnectionError
+        | aiormq.exceptions.ChannelInvalidStateError
+        | ConnectionError
+        | OSError
+        | TimeoutError,
+    )
 
 
 def _open(message: AbstractIncomingMessage) -> bool:
