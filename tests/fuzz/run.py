@@ -4,7 +4,10 @@
 from :func:`tests.fuzz.events.generate` to an embedded InformerService (MemoryBus,
 MemoryStore, MemoryEventLog), in the broker's batch sizes, and prints: events tried,
 rejected, valid recorded, crashes, lost valid events. It exits 1 on any crash, lost valid
-event or report that does not match its event.
+event or report that does not match its event. With ``--live`` the same cases go to the
+four services as processes on RabbitMQ and Redis (:mod:`tests.fuzz.live`), which adds
+the reports received, the dead letters, the processes that exited and a probe pod's
+latency to the summary.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
@@ -151,9 +156,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--invalid-share", type=float, default=0.9, help="share of malformed events (0.9)"
     )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="against the four services as processes on RabbitMQ and Redis, under a "
+        "throwaway namespace (removed afterwards)",
+    )
+    parser.add_argument("--amqp-url", help="--live: RabbitMQ (default: KSCHED_TEST_AMQP_URL)")
+    parser.add_argument("--redis-url", help="--live: Redis (default: KSCHED_TEST_REDIS_URL)")
+    parser.add_argument(
+        "--probe-within",
+        type=float,
+        default=30.0,
+        help="--live: seconds a pod published after the burst has to be bound (30)",
+    )
+    parser.add_argument(
+        "--non-utf8-headers",
+        action="store_true",
+        help="--live: also send headers whose strings are not UTF-8 (see tests/fuzz/live.py)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="--live: keep the event log here (default: a tmp dir)"
+    )
     args = parser.parse_args(argv)
+    if args.count < 1:
+        parser.error("--count must be at least 1")
     started = time.monotonic()
     batch = cases(args.count, args.seed, args.invalid_share)
+    if args.live:
+        return _live(args, batch, started)
     outcome = asyncio.run(run_embedded(batch))
     print(outcome.summary())
     print(f"elapsed: {time.monotonic() - started:.1f} s (seed {args.seed})")
@@ -162,6 +193,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     for case in outcome.lost[:20]:
         print(f"  lost: {case.mutation} {case.kind} {case.key}", file=sys.stderr)
     return 0 if outcome.ok else 1
+
+
+def _live(args: argparse.Namespace, batch: list[Case], started: float) -> int:
+    from tests.fuzz.live import run_live  # aio-pika and Redis only when asked for
+    from tests.integration.harness import AMQP_URL, REDIS_URL
+
+    async def live() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        result = await run_live(
+            batch,
+            seed=args.seed,
+            amqp_url=args.amqp_url or AMQP_URL,
+            redis_url=args.redis_url or REDIS_URL,
+            probe_within=args.probe_within,
+            workdir=args.workdir,
+            non_utf8_headers=args.non_utf8_headers,
+        )
+        print(result.summary())
+        print(f"elapsed: {time.monotonic() - started:.1f} s (seed {args.seed}, live)")
+        for line in result.outcome.mismatched[:20]:
+            print(f"  mismatch: {line}", file=sys.stderr)
+        for case in result.outcome.lost[:20]:
+            print(f"  lost: {case.mutation} {case.kind} {case.key}", file=sys.stderr)
+        return 0 if result.ok else 1
+
+    try:
+        return asyncio.run(live())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("ops/fuzz: interrupted; every process it started was stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
