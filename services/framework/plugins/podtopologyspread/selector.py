@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from contracts.k8s import LabelSelector, ObjectMeta, OwnerReference, Pod, Service
-from services.framework.listers import Listers
 from contracts.k8s.names import (
     label_value_errors,
     qualified_name_errors,
 )
+from services.framework.listers import Listers
 
 IN: Final = "In"
 NOT_IN: Final = "NotIn"
