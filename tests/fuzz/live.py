@@ -95,10 +95,9 @@ NON_UTF8_HEADER: Properties = {
     "content_type": "application/json",
     "headers": {"x-raw": RawLongString("x")},
 }
-"""A header whose long string is not UTF-8 (``--non-utf8-headers``). Off by default
-until the bus takes it: RabbitBus's consumer loop decodes header bytes strictly
-outside its error handling, so one such message ends the informer's consumer for good
-(the process lives on; nothing more is ingested; the probe pod is never bound)."""
+"""A header whose long string is not UTF-8. The bus keeps such bytes as escapes (it once
+decoded them strictly outside its error handling, and one such message ended the
+informer's consumer for good)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +106,11 @@ class Sent:
     properties: Properties
 
 
-def wire_cases(
-    cases: Sequence[Case], seed: int, *, share: float = 0.25, non_utf8_headers: bool = False
-) -> list[Sent]:
+def wire_cases(cases: Sequence[Case], seed: int, *, share: float = 0.25) -> list[Sent]:
     """``cases`` as published: about ``share`` of them with wrong AMQP properties, and
     some valid ones under an unknown routing key (which makes them invalid)."""
     rng = random.Random(f"live-{seed}")
-    variants = [*WIRE_PROPERTIES, *([NON_UTF8_HEADER] if non_utf8_headers else [])]
+    variants = [*WIRE_PROPERTIES, NON_UTF8_HEADER]
     out: list[Sent] = []
     for case in cases:
         properties: Properties = {"content_type": "application/json"}
@@ -238,14 +235,13 @@ async def run_live(
     settle_within: float | None = None,
     workdir: Path | None = None,
     log_tails: bool = True,
-    non_utf8_headers: bool = False,
 ) -> LiveOutcome:
     """Publish ``cases`` to the four services as processes and judge what became of them."""
     namespace = f"fuzz{uuid.uuid4().hex[:8]}"
     own_dir = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="ksched-fuzz-")) if workdir is None else workdir
     directory.mkdir(parents=True, exist_ok=True)
-    sent = wire_cases(cases, seed, non_utf8_headers=non_utf8_headers)
+    sent = wire_cases(cases, seed)
     settle = settle_within if settle_within is not None else 60.0 + len(sent) / 50
     processes = LiveProcesses(namespace, directory, amqp_url=amqp_url, redis_url=redis_url)
     store = RedisStore(redis_url, namespace=namespace)

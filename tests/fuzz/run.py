@@ -171,11 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--live: seconds a pod published after the burst has to be bound (30)",
     )
     parser.add_argument(
-        "--non-utf8-headers",
-        action="store_true",
-        help="--live: also send headers whose strings are not UTF-8 (see tests/fuzz/live.py)",
-    )
-    parser.add_argument(
         "--workdir", type=Path, help="--live: keep the event log here (default: a tmp dir)"
     )
     args = parser.parse_args(argv)
@@ -210,7 +205,6 @@ def _live(args: argparse.Namespace, batch: list[Case], started: float) -> int:
             redis_url=args.redis_url or REDIS_URL,
             probe_within=args.probe_within,
             workdir=args.workdir,
-            non_utf8_headers=args.non_utf8_headers,
         )
         print(result.summary())
         print(f"elapsed: {time.monotonic() - started:.1f} s (seed {args.seed}, live)")

@@ -665,15 +665,20 @@ def _open(message: AbstractIncomingMessage) -> bool:
         return False
 
 
+def _header_text(value: object) -> str:
+    """A header as text. Any AMQP client can send bytes that are not UTF-8: they are
+    kept as escapes, never raised on (that would end the consumer)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    return str(value)
+
+
 def _delivery(message: AbstractIncomingMessage, prefix: str) -> Delivery:
     return Delivery(
         body=message.body,
         exchange=(message.exchange or "").removeprefix(prefix),
         routing_key=message.routing_key or "",
-        headers={
-            key: value.decode() if isinstance(value, bytes) else str(value)
-            for key, value in (message.headers or {}).items()
-        },
+        headers={key: _header_text(value) for key, value in (message.headers or {}).items()},
         redelivered=bool(message.redelivered),
     )
 
