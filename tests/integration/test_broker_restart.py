@@ -23,7 +23,7 @@ import aio_pika
 import pytest
 
 from contracts.quantity import resource_amount
-from services.common.bus.rabbit import RECONNECT_LOG_EVERY
+from services.common.bus.rabbit_connection import RECONNECT_LOG_EVERY
 from services.common.store.redis import RedisStore
 from tests.integration.harness import REDIS_URL, Processes, node, pod
 from tests.integration.private_servers import RabbitNode

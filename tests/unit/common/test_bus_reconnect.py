@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from services.common.bus.rabbit import (
+from services.common.bus.rabbit_connection import (
     RECONNECT_FIRST,
     RECONNECT_LOG_EVERY,
     RECONNECT_MAX,

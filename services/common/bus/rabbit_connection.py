@@ -1,0 +1,144 @@
+"""The RabbitBus's connection: aio-pika's robust connection with a bounded first
+connect and close, backoff between reconnection attempts, and aio-pika's reconnection
+lines rate-limited (see :class:`_Connection`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aio_pika
+import aiormq
+from aio_pika.abc import AbstractRobustConnection, TimeoutType
+
+from services.common.redact import redact
+
+log = logging.getLogger("services.common.bus.rabbit")
+
+BROKER_ERRORS = (
+    aiormq.exceptions.AMQPError,
+    aiormq.exceptions.ChannelInvalidStateError,  # a RuntimeError: the channel is gone
+    ConnectionError,
+    OSError,
+    asyncio.TimeoutError,
+)
+CLOSE_TIMEOUT = 2.0
+"""Seconds each step of closing (a consumer's handler and channel, the connection) may
+take before it is abandoned; the broker requeues whatever was not acknowledged."""
+RECONNECT_FIRST = 0.5
+"""Seconds before the second attempt to reconnect (the first is immediate)."""
+RECONNECT_MAX = 5.0
+"""The longest wait between two attempts to reconnect."""
+RECONNECT_LOG_EVERY = 5.0
+"""Seconds between two lines about failed reconnection attempts."""
+
+
+class _Connection(aio_pika.RobustConnection):
+    """aio-pika's robust connection, except that a first connect that fails, times out
+    or is cancelled closes the connection. aio-pika leaves its reconnection task running
+    then, and that task swallows the cancellation ``asyncio.run`` sends at exit ("Connection
+    attempt cancelled. Reconnecting after 5 seconds"), so the process never ends: a
+    service stopped while connecting sat idle in its event loop until killed.
+
+    It also backs off between reconnection attempts: aio-pika waits
+    ``reconnect_interval`` after each, read here as the time the connection has been
+    down, between RECONNECT_FIRST and RECONNECT_MAX, so the waits double. The loss
+    and the recovery are logged once each."""
+
+    _lost_at: float | None = None
+    _was_connected = False
+    """A first connect that fails is the caller's error to report, not a loss."""
+
+    @property
+    def reconnect_interval(self) -> float:
+        if self._lost_at is None:
+            return RECONNECT_FIRST
+        return reconnect_delay(time.monotonic() - self._lost_at)
+
+    @reconnect_interval.setter
+    def reconnect_interval(self, value: float) -> None:  # aio-pika's __init__ sets it
+        pass
+
+    async def connect(self, timeout: TimeoutType = None) -> None:  # noqa: ASYNC109 (aio-pika's)
+        try:
+            await super().connect(timeout)
+        except BaseException:
+            await _close(self)
+            raise
+
+    async def _on_connection_close(self, closing: asyncio.Future[Any]) -> None:
+        lost = self._was_connected and not (self._close_called or self.is_closed)
+        if lost and self._lost_at is None:
+            self._lost_at = time.monotonic()
+            reason = closing.exception() if closing.done() and not closing.cancelled() else None
+            log.warning(
+                "lost the broker connection (%s); reconnecting with backoff "
+                "(%g s doubling up to %g s)",
+                redact(repr(reason)) if reason else "closed",
+                RECONNECT_FIRST,
+                RECONNECT_MAX,
+            )
+        await super()._on_connection_close(closing)
+
+    async def _on_connected(self) -> None:
+        await super()._on_connected()
+        self._was_connected = True
+        if self._lost_at is not None:
+            log.warning(
+                "reconnected to the broker after %.1f s: channels, exchanges, queues, "
+                "bindings and consumers restored",
+                time.monotonic() - self._lost_at,
+            )
+            self._lost_at = None
+
+
+def reconnect_delay(down: float) -> float:
+    """Seconds to wait before the next attempt to reconnect, the connection having been
+    down for ``down`` seconds: that long, between RECONNECT_FIRST and RECONNECT_MAX. As
+    each wait adds itself to ``down``, the waits double: 0.5, 0.5, 1, 2, 4, 5, 5…"""
+    return min(RECONNECT_MAX, max(RECONNECT_FIRST, down))
+
+
+class _RateLimit(logging.Filter):
+    """Lets a logger's records through at most once every RECONNECT_LOG_EVERY seconds:
+    installed on aio-pika's reconnection logger (a line or two per attempt, and attempts
+    come fast while the backoff is short) and on its callback logger (a line per channel
+    whose close callback finds the transport gone, on every connection loss). The bus's
+    own lines about the loss and the recovery are not limited."""
+
+    NOISY = ("aio_pika.robust_connection", "aio_pika.tools")
+    _installed = False
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        self._last: float | None = None
+
+    @classmethod
+    def install(cls) -> None:
+        if not cls._installed:
+            cls._installed = True
+            for name in cls.NOISY:
+                logging.getLogger(name).addFilter(cls())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.INFO:
+            return True
+        now = self._clock()
+        if self._last is not None and now - self._last < RECONNECT_LOG_EVERY:
+            return False
+        self._last = now
+        return True
+
+
+async def _close(connection: AbstractRobustConnection) -> None:
+    """Close ``connection`` within CLOSE_TIMEOUT. A robust connection is marked closed
+    first thing, so its reconnection task ends even if the broker never answers."""
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await connection.close()
+    except BROKER_ERRORS:
+        log.warning("unclean close of the broker connection", exc_info=True)
