@@ -81,6 +81,9 @@ class InformerService:
         """The store as this informer last made it live (its token and seq)."""
         self._rebuilding = False
         self._log_fault: LogWriteError | None = None
+        self._catch_up_due = False
+        """A catch-up started and has not succeeded since (the broker or the store was
+        down): run again before the next batch and by the store check until it does."""
 
     @property
     def ready(self) -> bool:
@@ -124,9 +127,9 @@ class InformerService:
             await self._clock.sleep(STORE_CHECK_PERIOD)
             try:
                 current = await self._store.epoch()
-                if self._epoch is None or (current.state, current.token) != (
-                    "live",
-                    self._epoch.token,
+                if self._catch_up_due or (
+                    self._epoch is None
+                    or (current.state, current.token) != ("live", self._epoch.token)
                 ):
                     async with self._lock:
                         await self._catch_up()
@@ -168,7 +171,15 @@ class InformerService:
             self._log.last_seq(),
         )
 
+    async def _catch_up_if_due(self) -> None:
+        """Finish a catch-up that failed (held lock): the entries it was to republish
+        reach ``ksched.cluster`` before anything newer. Raises while it still fails."""
+        if self._catch_up_due:
+            log.info("retrying the catch-up that failed before this batch")
+            await self._catch_up()
+
     async def _catch_up(self) -> None:
+        self._catch_up_due = True  # until this returns
         expected = self._epoch
         self._rebuilding = True
         try:
@@ -208,9 +219,11 @@ class InformerService:
             log.warning("%s", rebuild.describe(rebuilt, token, counts))
         if first is not None:
             log.info("republished log entries %d..%d", first, last)
+        self._catch_up_due = False
 
     async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
+            await self._catch_up_if_due()
             staged = self._objects.stage()
             changes: list[tuple[Change, dict[str, str]]] = []
             reports: list[ErrorReport] = []
@@ -244,6 +257,7 @@ class InformerService:
 
     async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
+            await self._catch_up_if_due()
             staged = self._objects.stage()
             changes: list[tuple[Change, dict[str, str]]] = []
             reports: list[ErrorReport] = []
@@ -304,6 +318,7 @@ class InformerService:
         # or the bus missed is repaired from the log by catch-up (here, or on the gap
         # the next apply finds).
         self._objects.commit(staged)
+        self._catch_up_due = True  # until the store and the bus have the batch
         try:
             if events:
                 await self._store.apply([_projected(event) for event in events])
@@ -312,8 +327,9 @@ class InformerService:
                 await self._bus.publish(messages)
         except Exception:
             log.exception("commit of %d events failed; recovering from the log", len(events))
-            await self._catch_up()
+            await self._catch_up()  # if it fails too, it stays due (see _catch_up_due)
             raise
+        self._catch_up_due = False
 
 
 def _cluster_message(events: Sequence[ClusterEvent]) -> Message:

@@ -444,61 +444,87 @@ class _RabbitConsumer:
         self._inbox.put_nowait(message)
 
     async def _run(self) -> None:
+        """Drain the inbox for good: nothing but this consumer's cancellation ends it.
+        Any other exception of one round (a CancelledError included: aiormq rejects the
+        futures of a channel that closes, a publish confirmation among them, with one)
+        is logged and the next round starts; the round's batch goes back to the queue.
+        A consumer task that ended there once stopped ingestion silently while aio-pika
+        went on restoring its subscription after every reconnection."""
         while True:
-            await asyncio.sleep(0)  # fairness when handlers never suspend
-            batch = [await self._inbox.get()]
-            while len(batch) < self._max_batch and not self._inbox.empty():
-                batch.append(self._inbox.get_nowait())
-            received = len(batch)
-            batch = [message for message in batch if _open(message)]
-            self.held -= received - len(batch)
-            if not batch:
-                continue
-            deliveries = [_delivery(message, self._prefix) for message in batch]
-            retry = False
             try:
-                rejections = await self._handler(deliveries)
-            except Exception as exc:
-                retry = True
-                if unavailable(exc):
-                    log.warning(
-                        "handler of %s: %s; %d messages go back to the queue in %g s",
-                        self._spec.name,
-                        redact(f"{type(exc).__name__}: {exc}"),
-                        len(batch),
-                        self._pause,
-                    )
-                    await asyncio.sleep(self._pause)
-                    self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
-                    dead = {}
-                else:
-                    log.warning("handler of %s failed", self._spec.name, exc_info=True)
-                    reason = f"{type(exc).__name__}: {exc}"
-                    dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
-            else:
-                self._pause = self._bus.unavailable_pause
-                index = {id(d): i for i, d in enumerate(deliveries)}
-                dead = {
-                    index[id(r.delivery)]: r.reason
-                    for r in rejections or ()
-                    if id(r.delivery) in index
-                }
-            try:
-                await self._settle(batch, deliveries, dead, retry)
-            except Exception as exc:  # this loop must outlive any broker failure
+                await self._round()
+            except asyncio.CancelledError:
+                if self._cancelled or _cancelling():
+                    raise
                 log.warning(
-                    "consumer of %s: cannot settle %d messages (%s); the broker redelivers them",
+                    "consumer of %s: a broker operation was cancelled under the handler "
+                    "(its channel closed); the batch goes back to the queue",
                     self._spec.name,
-                    len(batch),
-                    redact(repr(exc)),
                 )
-                # On a channel still open they would otherwise hold their prefetch slots.
-                with contextlib.suppress(Exception):
-                    await batch[-1].nack(multiple=True, requeue=True)
-            finally:
-                self.held -= len(batch)
-                with contextlib.suppress(Exception):  # the broker redelivers them anyway
-                    await batch[-1].nack(multiple=True, requeue=True)
+            except Exception:
+                log.exception("consumer of %s: a round failed; it goes on", self._spec.name)
+            else:
+                continue
+            await asyncio.sleep(self._pause)  # a failure that repeats does not spin
+            self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
+
+    async def _round(self) -> None:
+        """Take one batch from the inbox, hand it to the handler and settle it."""
+        await asyncio.sleep(0)  # fairness when handlers never suspend
+        batch = [await self._inbox.get()]
+        while len(batch) < self._max_batch and not self._inbox.empty():
+            batch.append(self._inbox.get_nowait())
+        received = len(batch)
+        batch = [message for message in batch if _open(message)]
+        self.held -= received - len(batch)
+        if not batch:
+            return
+        try:
+            deliveries = [_delivery(message, self._prefix) for message in batch]
+            await self._handle(batch, deliveries)
+        finally:
+            self.held -= len(batch)
+            with contextlib.suppress(Exception):  # the broker redelivers them anyway
+                await batch[-1].nack(multiple=True, requeue=True)
+
+    async def _handle(
+        self, batch: Sequence[AbstractIncomingMessage], deliveries: Sequence[Delivery]
+    ) -> None:
+        retry = False
+        try:
+            rejections = await self._handler(deliveries)
+        except Exception as exc:
+            retry = True
+            if unavailable(exc):
+                log.warning(
+                    "handler of %s: %s; %d messages go back to the queue in %g s",
+                    self._spec.name,
+                    redact(f"{type(exc).__name__}: {exc}"),
+                    len(batch),
+                    self._pause,
+                )
+                await asyncio.sleep(self._pause)
+                self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
+                dead = {}
+            else:
+                log.warning("handler of %s failed", self._spec.name, exc_info=True)
+                reason = f"{type(exc).__name__}: {exc}"
+                dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
+        else:
+            self._pause = self._bus.unavailable_pause
+            index = {id(d): i for i, d in enumerate(deliveries)}
+            dead = {
+                index[id(r.delivery)]: r.reason for r in rejections or () if id(r.delivery) in index
+            }
+        try:
+            await self._settle(batch, deliveries, dead, retry)
+        except Exception as exc:  # this loop must outlive any broker failure
+            log.warning(
+                "consumer of %s: cannot settle %d messages (%s); the broker redelivers them",
+                self._spec.name,
+                len(batch),
+                redact(repr(exc)),
+            )
 
     async def _settle(
         self,
@@ -518,6 +544,12 @@ class _RabbitConsumer:
             return
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
+
+
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (not merely met a CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _lost(failure: BaseException) -> bool:
