@@ -12,7 +12,7 @@ them in ``seq`` order and ignores a ``seq`` it has already applied.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -43,7 +43,7 @@ class WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
     object: msgspec.Raw
 
 
-class _Logged(Wire, kw_only=True, frozen=True, tag_field="kind"):
+class _LogEntryBase(Wire, kw_only=True, frozen=True, tag_field="kind"):
     seq: int
     """Position in the event log: strictly increasing, gap-free, assigned by the informer."""
     type: EventType
@@ -57,86 +57,80 @@ class _Logged(Wire, kw_only=True, frozen=True, tag_field="kind"):
     user entries back and compares its decisions with the binding entries."""
 
 
-class PodEvent(_Logged, kw_only=True, frozen=True, tag="pod"):
+class PodEntry(_LogEntryBase, kw_only=True, frozen=True, tag="pod"):
     object: Pod
 
 
-class NodeEvent(_Logged, kw_only=True, frozen=True, tag="node"):
+class NodeEntry(_LogEntryBase, kw_only=True, frozen=True, tag="node"):
     object: Node
 
 
-class NamespaceEvent(_Logged, kw_only=True, frozen=True, tag="namespace"):
+class NamespaceEntry(_LogEntryBase, kw_only=True, frozen=True, tag="namespace"):
     object: Namespace
 
 
-class PriorityClassEvent(_Logged, kw_only=True, frozen=True, tag="priorityclass"):
+class PriorityClassEntry(_LogEntryBase, kw_only=True, frozen=True, tag="priorityclass"):
     object: PriorityClass
 
 
-class PodDisruptionBudgetEvent(_Logged, kw_only=True, frozen=True, tag="poddisruptionbudget"):
+class PodDisruptionBudgetEntry(_LogEntryBase, kw_only=True, frozen=True, tag="poddisruptionbudget"):
     object: PodDisruptionBudget
 
 
-class PersistentVolumeEvent(_Logged, kw_only=True, frozen=True, tag="persistentvolume"):
+class PersistentVolumeEntry(_LogEntryBase, kw_only=True, frozen=True, tag="persistentvolume"):
     object: PersistentVolume
 
 
-class PersistentVolumeClaimEvent(_Logged, kw_only=True, frozen=True, tag="persistentvolumeclaim"):
+class PersistentVolumeClaimEntry(
+    _LogEntryBase, kw_only=True, frozen=True, tag="persistentvolumeclaim"
+):
     object: PersistentVolumeClaim
 
 
-class StorageClassEvent(_Logged, kw_only=True, frozen=True, tag="storageclass"):
+class StorageClassEntry(_LogEntryBase, kw_only=True, frozen=True, tag="storageclass"):
     object: StorageClass
 
 
-class ServiceEvent(_Logged, kw_only=True, frozen=True, tag="service"):
+class ServiceEntry(_LogEntryBase, kw_only=True, frozen=True, tag="service"):
     object: Service
 
 
-class ReplicationControllerEvent(_Logged, kw_only=True, frozen=True, tag="replicationcontroller"):
+class ReplicationControllerEntry(
+    _LogEntryBase, kw_only=True, frozen=True, tag="replicationcontroller"
+):
     object: ReplicationController
 
 
-class ReplicaSetEvent(_Logged, kw_only=True, frozen=True, tag="replicaset"):
+class ReplicaSetEntry(_LogEntryBase, kw_only=True, frozen=True, tag="replicaset"):
     object: ReplicaSet
 
 
-class StatefulSetEvent(_Logged, kw_only=True, frozen=True, tag="statefulset"):
+class StatefulSetEntry(_LogEntryBase, kw_only=True, frozen=True, tag="statefulset"):
     object: StatefulSet
 
 
-ClusterEvent = (
-    PodEvent
-    | NodeEvent
-    | NamespaceEvent
-    | PriorityClassEvent
-    | PodDisruptionBudgetEvent
-    | PersistentVolumeEvent
-    | PersistentVolumeClaimEvent
-    | StorageClassEvent
-    | ServiceEvent
-    | ReplicationControllerEvent
-    | ReplicaSetEvent
-    | StatefulSetEvent
+LogEntry = (
+    PodEntry
+    | NodeEntry
+    | NamespaceEntry
+    | PriorityClassEntry
+    | PodDisruptionBudgetEntry
+    | PersistentVolumeEntry
+    | PersistentVolumeClaimEntry
+    | StorageClassEntry
+    | ServiceEntry
+    | ReplicationControllerEntry
+    | ReplicaSetEntry
+    | StatefulSetEntry
 )
 
-EVENT_FOR_KIND: dict[str, type[ClusterEvent]] = {
-    "pod": PodEvent,
-    "node": NodeEvent,
-    "namespace": NamespaceEvent,
-    "priorityclass": PriorityClassEvent,
-    "poddisruptionbudget": PodDisruptionBudgetEvent,
-    "persistentvolume": PersistentVolumeEvent,
-    "persistentvolumeclaim": PersistentVolumeClaimEvent,
-    "storageclass": StorageClassEvent,
-    "service": ServiceEvent,
-    "replicationcontroller": ReplicationControllerEvent,
-    "replicaset": ReplicaSetEvent,
-    "statefulset": StatefulSetEvent,
+ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {
+    str(entry.__struct_config__.tag): entry for entry in get_args(LogEntry)
 }
+"""Routing-key kind → log entry type, read off the union's tags."""
 
 
 class ClusterBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ClusterBatch"):
     """Consecutive log entries, published on ``ksched.cluster`` as one message."""
 
-    events: list[ClusterEvent]
+    events: list[LogEntry]

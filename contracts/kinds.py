@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
 
 from contracts.k8s import (
     Binding,
@@ -36,18 +36,7 @@ KubeObject = (
 )
 
 KINDS: Final[dict[str, type[KubeObject]]] = {
-    "pod": Pod,
-    "node": Node,
-    "namespace": Namespace,
-    "priorityclass": PriorityClass,
-    "poddisruptionbudget": PodDisruptionBudget,
-    "persistentvolume": PersistentVolume,
-    "persistentvolumeclaim": PersistentVolumeClaim,
-    "storageclass": StorageClass,
-    "service": Service,
-    "replicationcontroller": ReplicationController,
-    "replicaset": ReplicaSet,
-    "statefulset": StatefulSet,
+    kind.__name__.lower(): kind for kind in get_args(KubeObject)
 }
 """Routing-key kind → struct. ``binding`` is accepted too: see BINDING_KIND."""
 

@@ -49,7 +49,7 @@ class ExchangeSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class Binding:
+class QueueBinding:
     exchange: str
     routing_key: str
 
@@ -57,7 +57,7 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class QueueSpec:
     name: str
-    bindings: tuple[Binding, ...]
+    bindings: tuple[QueueBinding, ...]
     durable: bool = True
     exclusive: bool = False
     auto_delete: bool = False
@@ -109,43 +109,43 @@ ORIGIN_QUEUE_HEADER: Final = "x-ksched-queue"
 
 INFORMER_EVENTS: Final = QueueSpec(
     "ksched.informer.events",
-    (Binding(EVENTS.name, "#"),),
+    (QueueBinding(EVENTS.name, "#"),),
     description="Every user watch event, in arrival order, for the informer.",
     payload="WatchEvent",
 )
 INFORMER_BINDINGS: Final = QueueSpec(
     "ksched.informer.bindings",
-    (Binding(DECISIONS.name, "binding.*"),),
+    (QueueBinding(DECISIONS.name, "binding.*"),),
     description="Bindings the binder published, to be recorded in the event log.",
     payload="Binding",
 )
 QUEUE_CLUSTER: Final = QueueSpec(
     "ksched.queue.cluster",
-    (Binding(CLUSTER.name, ""),),
+    (QueueBinding(CLUSTER.name, ""),),
     description="Cluster events for the scheduling queue.",
     payload="ClusterBatch",
 )
 QUEUE_RESULTS: Final = QueueSpec(
     "ksched.queue.results",
-    (Binding(RESULTS.name, RESULTS_KEY),),
+    (QueueBinding(RESULTS.name, RESULTS_KEY),),
     description="Attempt results for the scheduling queue.",
     payload="ResultBatch",
 )
 SCHEDULER_REQUESTS: Final = QueueSpec(
     "ksched.scheduler.requests",
-    (Binding(SCHEDULE.name, SCHEDULE_KEY),),
+    (QueueBinding(SCHEDULE.name, SCHEDULE_KEY),),
     description="Work queue shared by every scheduler replica.",
     payload="ScheduleBatch",
 )
 BINDER_REQUESTS: Final = QueueSpec(
     "ksched.binder.requests",
-    (Binding(BIND.name, BIND_KEY),),
+    (QueueBinding(BIND.name, BIND_KEY),),
     description="Work queue shared by every binder replica.",
     payload="BindBatch",
 )
 DEAD_LETTERS: Final = QueueSpec(
     "ksched.dead.letters",
-    (Binding(DEAD.name, ""),),
+    (QueueBinding(DEAD.name, ""),),
     dead_letter=False,
     description="Poison messages, with the reason in the x-ksched-reason header.",
 )
@@ -155,7 +155,7 @@ def scheduler_cluster_queue(replica: str) -> QueueSpec:
     """The private snapshot feed of one scheduler replica."""
     return QueueSpec(
         f"ksched.scheduler.cluster.{replica}",
-        (Binding(CLUSTER.name, ""),),
+        (QueueBinding(CLUSTER.name, ""),),
         durable=False,
         exclusive=True,
         auto_delete=True,

@@ -30,7 +30,7 @@ from services.binder.prebind import volume_messages
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.k8s_events import ATTEMPT_HEADER, binding_for, decision_message, pod_event
+from services.common.decisions import ATTEMPT_HEADER, binding_for, decision_message, pod_event
 from services.common.store import BindClaim, ClusterStore, StoreLost
 
 log = logging.getLogger("ksched.binder")

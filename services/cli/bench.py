@@ -188,7 +188,7 @@ async def bench_services(
     timings = Timings(pods)
     watch = topology.QueueSpec(
         f"ksched.bench.{namespace}",
-        (topology.Binding(topology.DECISIONS.name, "binding.*"),),
+        (topology.QueueBinding(topology.DECISIONS.name, "binding.*"),),
         durable=False,
         exclusive=True,
         auto_delete=True,

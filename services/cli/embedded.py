@@ -25,9 +25,9 @@ from services.cli.progress import MAX_SAME_FAILURES, Progress
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import Clock, FakeClock
+from services.common.decisions import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
-from services.common.k8s_events import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.store.memory import MemoryStore
 from services.framework.config import Profile, default_profile
 from services.framework.runtime import Framework
@@ -38,7 +38,7 @@ from services.scheduler.service import SchedulerService
 
 WATCH_QUEUE = topology.QueueSpec(
     "ksched.embedded.decisions",
-    (topology.Binding(topology.DECISIONS.name, "#"),),
+    (topology.QueueBinding(topology.DECISIONS.name, "#"),),
     durable=False,
     exclusive=True,
     auto_delete=True,

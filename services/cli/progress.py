@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from services.queue.types import QueuedPodInfo, Where
+from services.queue.types import QueuedPodInfo, SubQueue
 
 MAX_SAME_FAILURES: Final = 5
 """Attempts in a row failing with the same FailedScheduling message after which the
@@ -75,9 +75,9 @@ class Progress:
         """Whether another attempt of this pod could end otherwise than its last one:
         it is in activeQ or in flight, or in backoffQ with a change since its last
         attempt and fewer than ``max_same_failures`` identical failures in a row."""
-        if info.where in (Where.ACTIVE, Where.IN_FLIGHT):
+        if info.where in (SubQueue.ACTIVE, SubQueue.IN_FLIGHT):
             return True
-        if info.where is not Where.BACKOFF:
+        if info.where is not SubQueue.BACKOFF:
             return False  # parked: only a change the hints accept moves it
         record = self._last.get(info.uid)
         if record is None or record.attempts != info.attempts:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterEvent, PodEvent
+from contracts.events import LogEntry, PodEntry
 from contracts.k8s import namespaced_name
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
@@ -45,13 +45,13 @@ class ReplayResult:
         ]
 
 
-def segments(events: Iterable[ClusterEvent]) -> tuple[list[list[Document]], dict[str, str]]:
+def segments(events: Iterable[LogEntry]) -> tuple[list[list[Document]], dict[str, str]]:
     """User entries split at each recorded binding, and the recorded bindings."""
     out: list[list[Document]] = [[]]
     recorded: dict[str, str] = {}
     for event in events:
         if event.origin == "binding":
-            assert isinstance(event, PodEvent)
+            assert isinstance(event, PodEntry)
             recorded[namespaced_name(event.object.metadata)] = event.object.spec.node_name or ""
             if out[-1]:
                 out.append([])
@@ -63,7 +63,7 @@ def segments(events: Iterable[ClusterEvent]) -> tuple[list[list[Document]], dict
 
 
 async def replay(
-    events: Iterable[ClusterEvent], *, seed: int | None, profiles: Sequence[Profile] | None = None
+    events: Iterable[LogEntry], *, seed: int | None, profiles: Sequence[Profile] | None = None
 ) -> ReplayResult:
     parts, recorded = segments(events)
     cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)

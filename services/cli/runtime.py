@@ -296,9 +296,9 @@ async def watch(
     """Print every decision (and, with ``errors``, every error report) as a JSON line
     (``output="yaml"``: a YAML document); with ``explain``, each decision that carries
     an explanation (annotation ``ksched.io/explain``) is followed by it as tables."""
-    bindings = [topology.Binding(topology.DECISIONS.name, "#")]
+    bindings = [topology.QueueBinding(topology.DECISIONS.name, "#")]
     if errors:
-        bindings.append(topology.Binding(topology.ERRORS.name, "#"))
+        bindings.append(topology.QueueBinding(topology.ERRORS.name, "#"))
     spec = topology.QueueSpec(
         f"ksched.watch.{uuid.uuid4().hex[:12]}",
         tuple(bindings),

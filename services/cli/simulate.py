@@ -29,20 +29,14 @@ from services.common.eventlog import EventLog
 from services.framework.config import Profile
 
 # Objects others refer to go first, so a pod bound to a node never precedes the node.
-_KIND_ORDER = {
-    "namespace": 0,
-    "priorityclass": 1,
-    "storageclass": 2,
-    "persistentvolume": 3,
-    "persistentvolumeclaim": 4,
-    "node": 5,
-    "poddisruptionbudget": 6,
-    "service": 6,
-    "replicationcontroller": 6,
-    "replicaset": 6,
-    "statefulset": 6,
-    "pod": 7,
-}
+_FIRST: tuple[str, ...] = ("namespace", "priorityclass", "storageclass", "persistentvolume")
+_FIRST += ("persistentvolumeclaim", "node")
+
+
+def _rank(kind: str) -> int:
+    if kind in _FIRST:
+        return _FIRST.index(kind)
+    return len(_FIRST) + (kind == "pod")
 
 
 def load_cluster(text: str, source: str) -> list[Document]:
@@ -51,7 +45,7 @@ def load_cluster(text: str, source: str) -> list[Document]:
     documents = read_documents(text, source=source)
     for document in documents:
         check(document, source=source)
-    return sorted(documents, key=lambda d: (_KIND_ORDER[d.kind], d.index))
+    return sorted(documents, key=lambda d: (_rank(d.kind), d.index))
 
 
 async def simulate(

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 from contracts.k8s import (
     Namespace,
     PersistentVolume,
@@ -25,18 +25,10 @@ from contracts.k8s import (
     StatefulSet,
     StorageClass,
 )
+from contracts.kinds import KINDS as ALL_KINDS
 
 KINDS: Mapping[str, type] = {
-    "namespace": Namespace,
-    "persistentvolume": PersistentVolume,
-    "persistentvolumeclaim": PersistentVolumeClaim,
-    "storageclass": StorageClass,
-    "poddisruptionbudget": PodDisruptionBudget,
-    "priorityclass": PriorityClass,
-    "service": Service,
-    "replicationcontroller": ReplicationController,
-    "replicaset": ReplicaSet,
-    "statefulset": StatefulSet,
+    kind: struct for kind, struct in ALL_KINDS.items() if kind not in ("pod", "node")
 }
 """The kinds the listers hold, by routing-key kind: what the scheduler loads at start."""
 
@@ -69,7 +61,7 @@ class Listers:
         prefix = _key(namespace, "")
         return [s for key, s in self.services.items() if key.startswith(prefix)]
 
-    def apply(self, event: ClusterEvent) -> None:
+    def apply(self, event: LogEntry) -> None:
         """Apply one log entry (entries of kinds the listers do not hold are ignored)."""
         self.put(event.object, deleted=event.type == "DELETED")
 

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from contracts.events import ClusterEvent as LogEntry
-from contracts.events import NodeEvent, PodEvent
+from contracts.events import LogEntry, NodeEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Node, Pod, namespaced_name
 from services.common.resources import ResourceError, node_allocatable
 from services.framework.columns import NodeColumns
@@ -86,12 +85,12 @@ class Snapshot:
         for event in events:
             if event.seq <= self._seq:
                 continue
-            if isinstance(event, PodEvent):
+            if isinstance(event, PodEntry):
                 if event.type == "DELETED":
                     self.remove_pod(pod_uid(event.object))
                 else:
                     self.add_pod(event.object)
-            elif isinstance(event, NodeEvent):
+            elif isinstance(event, NodeEntry):
                 if event.type == "DELETED":
                     self.remove_node(event.object.metadata.name)
                 else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 from services.common.eventlog import EventLog
 from services.common.store import ClusterStore, Epoch, ProjectedEntry
 
@@ -37,7 +37,7 @@ class Rebuilt:
 
 
 async def ensure_live(
-    store: ClusterStore, log: EventLog, project: Callable[[ClusterEvent], ProjectedEntry]
+    store: ClusterStore, log: EventLog, project: Callable[[LogEntry], ProjectedEntry]
 ) -> Rebuilt | None:
     """Make ``store`` live and attach to it: rebuild it from ``log`` if it lost its
     projection (the Rebuilt), make a fresh store of an empty log live, or attach to a

@@ -39,7 +39,7 @@ from opentelemetry import trace
 
 from contracts import topology
 from contracts.errors import ErrorReport
-from contracts.events import EVENT_FOR_KIND, ClusterBatch, ClusterEvent, Origin, PodEvent
+from contracts.events import ENTRY_FOR_KIND, ClusterBatch, LogEntry, Origin, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Binding, Pod
 from contracts.kinds import KINDS, KubeObject
 from services.common import telemetry
@@ -136,7 +136,7 @@ class InformerService:
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
 
-    def _log_refused(self, events: Sequence[ClusterEvent], error: LogWriteError) -> None:
+    def _log_refused(self, events: Sequence[LogEntry], error: LogWriteError) -> None:
         """Stop ingest until ``events`` can be appended (see the module docstring)."""
         if self._log_fault is not None:
             return
@@ -146,7 +146,7 @@ class InformerService:
             asyncio.create_task(self._retry_log(list(events)), name="informer-log-retry")
         )
 
-    async def _retry_log(self, events: list[ClusterEvent]) -> None:
+    async def _retry_log(self, events: list[LogEntry]) -> None:
         await self._stop_consuming()  # the batch that failed is requeued, not acknowledged
         delay, waited = 0.5, 0.0
         while True:
@@ -199,7 +199,7 @@ class InformerService:
         # Consumers skip seqs they have applied, and reload from the store on a gap.
         # Read in chunks: the store may be far behind a long log.
         first: int | None = None
-        chunk: list[ClusterEvent] = []
+        chunk: list[LogEntry] = []
         for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
             chunk.append(event)
             if len(chunk) == rebuild.CHUNK or event.seq == last:
@@ -284,11 +284,11 @@ class InformerService:
     ) -> None:
         now = self._clock.now()
         seq = self._log.last_seq()
-        events: list[ClusterEvent] = []
+        events: list[LogEntry] = []
         for change, carrier in changes:
             seq += 1
             # The kind was checked when the change was accepted; the object matches it.
-            entry: Any = EVENT_FOR_KIND[change.kind]
+            entry: Any = ENTRY_FOR_KIND[change.kind]
             events.append(
                 entry(
                     seq=seq,
@@ -332,7 +332,7 @@ class InformerService:
         self._catch_up_due = False
 
 
-def _cluster_message(events: Sequence[ClusterEvent]) -> Message:
+def _cluster_message(events: Sequence[LogEntry]) -> Message:
     with tracer.start_as_current_span("publish_cluster_batch") as span:
         span.set_attribute("ksched.events", len(events))
         span.set_attribute("ksched.seq.last", events[-1].seq)
@@ -340,13 +340,13 @@ def _cluster_message(events: Sequence[ClusterEvent]) -> Message:
         return Message(topology.CLUSTER.name, "", body, telemetry.inject())
 
 
-def _projected(event: ClusterEvent) -> ProjectedEntry:
+def _projected(event: LogEntry) -> ProjectedEntry:
     obj: KubeObject = event.object
     kind = str(event.__struct_config__.tag)
     key = object_key(kind, obj.metadata)
     deleted = event.type == "DELETED"
     body = None if deleted else _encoder.encode(obj)
-    if isinstance(event, PodEvent):
+    if isinstance(event, PodEntry):
         pod = event.object
         node = None if deleted or pod.status.phase in TERMINAL_PHASES else pod.spec.node_name
         requests = {**pod_requests(pod), PODS: 1}

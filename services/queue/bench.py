@@ -24,7 +24,7 @@ from contracts.k8s import (
     Quantity,
     ResourceRequirements,
 )
-from services.queue.changes import NODE_ADD
+from services.queue.cluster_events import NODE_ADD
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
 

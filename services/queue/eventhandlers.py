@@ -25,16 +25,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from contracts.events import (
-    ClusterEvent as LogEntry,
-)
-from contracts.events import (
     EventType,
-    NodeEvent,
-    PersistentVolumeClaimEvent,
-    PersistentVolumeEvent,
-    PodEvent,
-    PriorityClassEvent,
-    StorageClassEvent,
+    LogEntry,
+    NodeEntry,
+    PersistentVolumeClaimEntry,
+    PersistentVolumeEntry,
+    PodEntry,
+    PriorityClassEntry,
+    StorageClassEntry,
 )
 from contracts.k8s import (
     TERMINAL_PHASES,
@@ -47,7 +45,7 @@ from contracts.k8s import (
     namespaced_name,
 )
 from services.framework.events import ActionType, ClusterEvent, EventResource
-from services.queue.changes import (
+from services.queue.cluster_events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -113,17 +111,17 @@ class EventHandlers:
 
     def handle(self, entry: LogEntry) -> None:
         match entry:
-            case PodEvent(object=pod, type=type_):
+            case PodEntry(object=pod, type=type_):
                 self.on_pod(type_, pod, order=entry.seq)
-            case NodeEvent(object=node, type=type_):
+            case NodeEntry(object=node, type=type_):
                 self.on_node(type_, node)
-            case PersistentVolumeEvent(object=obj, type=type_):
+            case PersistentVolumeEntry(object=obj, type=type_):
                 self.on_volume(EventResource.PersistentVolume, type_, obj)
-            case PersistentVolumeClaimEvent(object=obj, type=type_):
+            case PersistentVolumeClaimEntry(object=obj, type=type_):
                 self.on_volume(EventResource.PersistentVolumeClaim, type_, obj)
-            case StorageClassEvent(object=obj, type=type_):
+            case StorageClassEntry(object=obj, type=type_):
                 self.on_volume(EventResource.StorageClass, type_, obj)
-            case PriorityClassEvent(object=priority_class, type=type_):
+            case PriorityClassEntry(object=priority_class, type=type_):
                 self.on_priority_class(type_, priority_class)
             case _:
                 pass  # namespaces and PDBs move no pod

@@ -21,7 +21,7 @@ from services.framework.events import (
     QueueingHint,
     QueueingHintFn,
 )
-from services.queue.changes import label
+from services.queue.cluster_events import label
 
 log = logging.getLogger("ksched.queue")
 

@@ -23,9 +23,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import Where
+from services.queue.types import SubQueue
 
-PENDING_QUEUES = (Where.ACTIVE, Where.BACKOFF, Where.UNSCHEDULABLE, Where.GATED)
+PENDING_QUEUES = (SubQueue.ACTIVE, SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE, SubQueue.GATED)
 
 
 class QueueCollector(Collector):

@@ -49,7 +49,7 @@ from services.framework.events import ClusterEvent
 from services.framework.status import Status, as_status
 from services.framework.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
-from services.queue.changes import (
+from services.queue.cluster_events import (
     BACKOFF_COMPLETE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     POP_FROM_BACKOFF_Q,
@@ -64,7 +64,7 @@ from services.queue.heap import Key, KeyedHeap
 from services.queue.hints import QueueingHintMap, QueueingStrategy
 from services.queue.in_flight import InFlight
 from services.queue.profiles import QueueProfile
-from services.queue.types import QueuedPodInfo, Where
+from services.queue.types import QueuedPodInfo, SubQueue
 from services.queue.unschedulable_pods import UnschedulablePods
 
 INITIAL_BACKOFF: Final = 1.0
@@ -77,7 +77,7 @@ before the leftover flush retries it anyway."""
 LEFTOVER_FLUSH_PERIOD: Final = 30.0
 """Seconds between two leftover flushes (upstream runs it every 30 s)."""
 
-_PARKED: Final = (Where.UNSCHEDULABLE, Where.GATED)
+_PARKED: Final = (SubQueue.UNSCHEDULABLE, SubQueue.GATED)
 PreEnqueueCheck = Callable[[QueuedPodInfo], bool]
 """Upstream's ``PreEnqueueCheck``: narrows the parked pods an event may move."""
 
@@ -164,14 +164,14 @@ class SchedulingQueue:
         return frozenset(self._profiles)
 
     def counts(self) -> dict[str, int]:
-        """Pods per sub-queue, keyed by :class:`Where` value."""
+        """Pods per sub-queue, keyed by :class:`SubQueue` value."""
         gated = self._unschedulable.gated
         return {
-            Where.ACTIVE.value: len(self._active),
-            Where.BACKOFF.value: len(self._backoff),
-            Where.UNSCHEDULABLE.value: len(self._unschedulable) - gated,
-            Where.GATED.value: gated,
-            Where.IN_FLIGHT.value: len(self._in_flight),
+            SubQueue.ACTIVE.value: len(self._active),
+            SubQueue.BACKOFF.value: len(self._backoff),
+            SubQueue.UNSCHEDULABLE.value: len(self._unschedulable) - gated,
+            SubQueue.GATED.value: gated,
+            SubQueue.IN_FLIGHT.value: len(self._in_flight),
         }
 
     def in_flight_attempt(self, uid: str) -> int | None:
@@ -193,18 +193,18 @@ class SchedulingQueue:
     def backoff_duration(self, count: int) -> float:
         return self._backoff.backoff_duration(count)
 
-    def heads(self, n: int) -> dict[Where, list[QueuedPodInfo]]:
+    def heads(self, n: int) -> dict[SubQueue, list[QueuedPodInfo]]:
         """The first ``n`` pods of each sub-queue in the order they would leave it:
         activeQ by QueueSort, backoffQ by backoff end, parked and gated pods oldest
         first (the leftover flush order), in-flight pods by dispatch."""
         parked = [i for i in self._unschedulable if not i.gated]
         gated = [i for i in self._unschedulable if i.gated]
         return {
-            Where.ACTIVE: self._active.smallest(n),
-            Where.BACKOFF: self._backoff.smallest(n),
-            Where.UNSCHEDULABLE: heapq.nsmallest(n, parked, key=_oldest_first),
-            Where.GATED: heapq.nsmallest(n, gated, key=_oldest_first),
-            Where.IN_FLIGHT: [self._pods[uid] for uid in self._in_flight.uids()[:n]],
+            SubQueue.ACTIVE: self._active.smallest(n),
+            SubQueue.BACKOFF: self._backoff.smallest(n),
+            SubQueue.UNSCHEDULABLE: heapq.nsmallest(n, parked, key=_oldest_first),
+            SubQueue.GATED: heapq.nsmallest(n, gated, key=_oldest_first),
+            SubQueue.IN_FLIGHT: [self._pods[uid] for uid in self._in_flight.uids()[:n]],
         }
 
     # -- pod lifecycle ----------------------------------------------------------------
@@ -285,9 +285,9 @@ class SchedulingQueue:
                 info = self._backoff.pop_backoff()
                 if info is None:
                     break
-                self.incoming[(Where.ACTIVE.value, POP_FROM_BACKOFF_Q)] += 1
+                self.incoming[(SubQueue.ACTIVE.value, POP_FROM_BACKOFF_Q)] += 1
             info.attempts += 1
-            info.where, info.since = Where.IN_FLIGHT, now
+            info.where, info.since = SubQueue.IN_FLIGHT, now
             self._in_flight.add(info.uid)
             popped.append(info)
         if popped:
@@ -314,7 +314,7 @@ class SchedulingQueue:
         pending_plugins: Iterable[str] = (),
         *,
         message: str = "",
-    ) -> Where | None:
+    ) -> SubQueue | None:
         """``AddUnschedulableIfNotPresent``: the attempt in flight failed, rejected by
         ``unschedulable_plugins`` / ``pending_plugins``, or by none for an error.
         Returns where the pod went; None if it was not in flight (stale result)."""
@@ -427,7 +427,7 @@ class SchedulingQueue:
             info.pod, info.unschedulable_plugins, info.pending_plugins, event, old, new
         )
 
-    def _requeue(self, info: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> Where:
+    def _requeue(self, info: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> SubQueue:
         """``requeuePodWithQueueingStrategy``; returns where the pod is now."""
         if strategy is QueueingStrategy.QueueSkip:
             return self._park(info, event)
@@ -452,7 +452,7 @@ class SchedulingQueue:
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self.clock.now()
         self._enter_active(info)
-        self.incoming[(Where.ACTIVE.value, event)] += 1
+        self.incoming[(SubQueue.ACTIVE.value, event)] += 1
         return True
 
     def _move_to_backoff_q(self, info: QueuedPodInfo, event: str) -> bool:
@@ -464,28 +464,28 @@ class SchedulingQueue:
                 return False
         self._leave(info)
         self._backoff.add(info)
-        self._entered(info, Where.BACKOFF)
-        self.incoming[(Where.BACKOFF.value, event)] += 1
+        self._entered(info, SubQueue.BACKOFF)
+        self.incoming[(SubQueue.BACKOFF.value, event)] += 1
         return True
 
-    def _park(self, info: QueuedPodInfo, event: str) -> Where:
+    def _park(self, info: QueuedPodInfo, event: str) -> SubQueue:
         """``unschedulablePods.addOrUpdate``."""
         uid = info.uid
         if uid not in self._unschedulable:
             self._leave(info)
         if self._unschedulable.add_or_update(info):
-            self.incoming[(Where.UNSCHEDULABLE.value, event)] += 1
-            self._entered(info, Where.GATED if info.gated else Where.UNSCHEDULABLE)
+            self.incoming[(SubQueue.UNSCHEDULABLE.value, event)] += 1
+            self._entered(info, SubQueue.GATED if info.gated else SubQueue.UNSCHEDULABLE)
         else:
-            info.where = Where.GATED if info.gated else Where.UNSCHEDULABLE
+            info.where = SubQueue.GATED if info.gated else SubQueue.UNSCHEDULABLE
         return info.where
 
     def _enter_active(self, info: QueuedPodInfo) -> None:
         self._leave(info)
         self._active.push(info.uid, info)
-        self._entered(info, Where.ACTIVE)
+        self._entered(info, SubQueue.ACTIVE)
 
-    def _entered(self, info: QueuedPodInfo, where: Where) -> None:
+    def _entered(self, info: QueuedPodInfo, where: SubQueue) -> None:
         info.where, info.since = where, self.clock.now()
         self.version += 1
 

@@ -35,7 +35,7 @@ from typing import Any, Final
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterBatch, PodEvent
+from contracts.events import ClusterBatch, PodEntry
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
     Node,
@@ -218,14 +218,14 @@ class QueueService:
                             continue
                     self._seq = event.seq
                     self.handlers.handle(event)
-                    if isinstance(event, PodEvent):
+                    if isinstance(event, PodEntry):
                         self._note_origin(event)
                         if event.type == "DELETED" or event.object.spec.node_name:
                             self._binding.discard(event.object.metadata.uid)
         await self.nominator.flush(self._store)
         self._wake.set()
 
-    def _note_origin(self, event: PodEvent) -> None:
+    def _note_origin(self, event: PodEntry) -> None:
         uid = event.object.metadata.uid
         if uid in self.queue:
             self._origin.setdefault(uid, (event.at or self._clock.now(), event.trace))

@@ -10,7 +10,7 @@ from services.framework import types as framework
 from services.framework.events import ClusterEvent
 
 
-class Where(enum.Enum):
+class SubQueue(enum.Enum):
     """The sub-queue a pod is in; the values are the ``queue`` labels of
     ``scheduler_pending_pods`` (``inflight`` is ksched's: dispatched, no result yet)."""
 
@@ -41,7 +41,7 @@ class QueuedPodInfo(framework.QueuedPodInfo):
     gating_plugin_events: tuple[ClusterEvent, ...] = ()
     """The events that plugin registered: only those can un-gate the pod."""
     was_flushed_from_unschedulable: bool = False
-    where: Where = Where.ACTIVE
+    where: SubQueue = SubQueue.ACTIVE
     since: float = 0.0
     """Clock time the pod entered its current sub-queue."""
     message: str = ""

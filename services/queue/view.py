@@ -8,7 +8,7 @@ from typing import Final
 from contracts.k8s import namespaced_name
 from contracts.queueview import QueuedPod, QueueView
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo, Where
+from services.queue.types import QueuedPodInfo, SubQueue
 
 HEADS: Final = 20
 """Pods shown per sub-queue."""
@@ -26,9 +26,9 @@ def queue_view(queue: SchedulingQueue, *, at: float, applied_seq: int) -> QueueV
 
 def _shown(queue: SchedulingQueue, info: QueuedPodInfo) -> QueuedPod:
     backoff_until = None
-    if info.where in (Where.BACKOFF, Where.UNSCHEDULABLE) and queue.is_backing_off(info):
+    if info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE) and queue.is_backing_off(info):
         backoff_until = queue.backoff_time(info)
-    rejected = info.where in (Where.BACKOFF, Where.UNSCHEDULABLE)
+    rejected = info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE)
     return QueuedPod(
         pod=namespaced_name(info.pod.metadata),
         uid=info.uid,
@@ -37,5 +37,7 @@ def _shown(queue: SchedulingQueue, info: QueuedPodInfo) -> QueuedPod:
         since=info.since,
         backoff_until=backoff_until,
         plugins=sorted(info.rejector_plugins) if rejected else [],
-        gates=[g.name for g in info.pod.spec.scheduling_gates] if info.where is Where.GATED else [],
+        gates=[g.name for g in info.pod.spec.scheduling_gates]
+        if info.where is SubQueue.GATED
+        else [],
     )

@@ -36,7 +36,7 @@ from opentelemetry import trace
 from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
 from services.common import telemetry
 from services.common.clock import Clock
-from services.common.k8s_events import explain_requested, with_explanation
+from services.common.decisions import explain_requested, with_explanation
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
 from services.framework.filtering import NominatedPods

@@ -23,8 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from contracts.events import ClusterEvent as LogEntry
-from contracts.events import PodEvent
+from contracts.events import LogEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Pod
 from services.common.resources import ResourceError
 from services.common.store import Nomination
@@ -70,7 +69,7 @@ class PendingPods:
             if event.seq <= self._seq:
                 continue
             self._seq = event.seq
-            if not isinstance(event, PodEvent):
+            if not isinstance(event, PodEntry):
                 continue
             uid = pod_uid(event.object)
             self._infos.pop(uid, None)

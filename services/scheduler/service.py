@@ -38,13 +38,12 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterBatch
-from contracts.events import ClusterEvent as LogEntry
+from contracts.events import ClusterBatch, LogEntry
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message, Rejection
 from services.common.clock import Clock
-from services.common.k8s_events import (
+from services.common.decisions import (
     ATTEMPT_HEADER,
     EXPLAIN_ANNOTATION,
     decision_message,

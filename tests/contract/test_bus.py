@@ -39,7 +39,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def queue(name: str, exchange: str = t.EVENTS.name, key: str = "#") -> t.QueueSpec:
-    return t.QueueSpec(f"test.{name}", (t.Binding(exchange, key),))
+    return t.QueueSpec(f"test.{name}", (t.QueueBinding(exchange, key),))
 
 
 def events(*bodies: str, exchange: str = t.EVENTS.name, key: str = "pod.added") -> list[Message]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from contracts.events import ClusterEvent, NodeEvent, PodEvent
+from contracts.events import LogEntry, NodeEntry, PodEntry
 from contracts.k8s import Node, ObjectMeta, Pod
 from services.common.eventlog import (
     EventLog,
@@ -22,19 +22,19 @@ from services.common.eventlog import (
 )
 
 
-def event(seq: int) -> ClusterEvent:
+def event(seq: int) -> LogEntry:
     """Alternating node and pod events, so both union members round-trip."""
     if seq % 2:
-        return NodeEvent(seq=seq, type="ADDED", object=Node(metadata=ObjectMeta(name=f"n{seq}")))
+        return NodeEntry(seq=seq, type="ADDED", object=Node(metadata=ObjectMeta(name=f"n{seq}")))
     meta = ObjectMeta(name=f"p{seq}", namespace="default", uid=f"uid-{seq}")
-    return PodEvent(seq=seq, type="MODIFIED", at=float(seq), object=Pod(metadata=meta))
+    return PodEntry(seq=seq, type="MODIFIED", at=float(seq), object=Pod(metadata=meta))
 
 
-def events(first: int, last: int) -> list[ClusterEvent]:
+def events(first: int, last: int) -> list[LogEntry]:
     return [event(seq) for seq in range(first, last + 1)]
 
 
-def seqs(entries: Iterator[ClusterEvent]) -> list[int]:
+def seqs(entries: Iterator[LogEntry]) -> list[int]:
     return [e.seq for e in entries]
 
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from contracts.events import EVENT_FOR_KIND, ClusterEvent
+from contracts.events import ENTRY_FOR_KIND, LogEntry
 from contracts.k8s import LabelSelector
 from contracts.kinds import KubeObject, kind_of
 from services.common.store import ClusterStore, ProjectedEntry
@@ -32,9 +32,9 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[ClusterStore]:
 
 
 def entry(seq: int, obj: KubeObject, type_: str = "ADDED") -> ProjectedEntry:
-    event: ClusterEvent = msgspec.convert(
+    event: LogEntry = msgspec.convert(
         {"kind": kind_of(obj), "seq": seq, "type": type_, "object": msgspec.to_builtins(obj)},
-        type=EVENT_FOR_KIND[kind_of(obj)],
+        type=ENTRY_FOR_KIND[kind_of(obj)],
     )
     return _projected(event)
 

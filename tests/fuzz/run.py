@@ -37,10 +37,10 @@ from services.informer.validate import object_key
 from tests.fuzz.events import Case, generate
 
 ERRORS = topology.QueueSpec(
-    "fuzz.errors", (topology.Binding(topology.ERRORS.name, "#"),), dead_letter=False
+    "fuzz.errors", (topology.QueueBinding(topology.ERRORS.name, "#"),), dead_letter=False
 )
 DEAD = topology.QueueSpec(
-    "fuzz.dead", (topology.Binding(topology.DEAD.name, ""),), dead_letter=False
+    "fuzz.dead", (topology.QueueBinding(topology.DEAD.name, ""),), dead_letter=False
 )
 INTERNAL = "could not be validated"
 

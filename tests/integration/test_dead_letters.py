@@ -21,9 +21,9 @@ from tests.integration.harness import AMQP_URL
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-INGEST = topology.QueueSpec("test.ingest", (topology.Binding(topology.EVENTS.name, "pod.*"),))
+INGEST = topology.QueueSpec("test.ingest", (topology.QueueBinding(topology.EVENTS.name, "pod.*"),))
 TAP = topology.QueueSpec(
-    "test.dead-tap", (topology.Binding(topology.DEAD.name, ""),), dead_letter=False
+    "test.dead-tap", (topology.QueueBinding(topology.DEAD.name, ""),), dead_letter=False
 )
 """A second queue on ksched.dead: the test waits on it to know a message was dead-lettered."""
 WITHIN = 30.0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis.exceptions
 
-from contracts.topology import ERRORS, Binding, QueueSpec
+from contracts.topology import ERRORS, QueueBinding, QueueSpec
 from services.common.bus import BusError, Delivery, Message, Rejection, open_bus
 from services.common.settings import from_env
 from services.common.store import open_store
@@ -57,7 +57,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         )
 
 
-PROBE = QueueSpec("test.tls", (Binding(ERRORS.name, "error.#"),))
+PROBE = QueueSpec("test.tls", (QueueBinding(ERRORS.name, "error.#"),))
 
 
 async def test_the_bus_publishes_and_consumes_over_mutual_tls(servers: Servers) -> None:

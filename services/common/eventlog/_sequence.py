@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 from services.common.eventlog.base import LogSequenceError
 
 
-def check_sequence(last_seq: int, events: Sequence[ClusterEvent]) -> None:
+def check_sequence(last_seq: int, events: Sequence[LogEntry]) -> None:
     """Raise LogSequenceError unless ``events`` continue ``last_seq`` without gap or repeat."""
     for offset, event in enumerate(events, start=1):
         if event.seq != last_seq + offset:

@@ -2,7 +2,7 @@
 
 Every other piece of state (the Redis projection, each scheduler's snapshot, the queue)
 can be rebuilt by reading it from the start; ``ksched replay LOG`` does exactly that.
-A file log stores one JSON ClusterEvent per line; an append is durable (fsync) when it
+A file log stores one JSON LogEntry per line; an append is durable (fsync) when it
 returns; a torn last line left by a crash is discarded when the log is opened. An append
 that cannot be made durable (disk full, fsync failed) raises :class:`LogWriteError` and
 leaves nothing of itself in the log.
@@ -13,20 +13,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 
 
 class EventLog(Protocol):
     def last_seq(self) -> int:
         """The seq of the last entry (0 when empty)."""
 
-    async def append(self, events: Sequence[ClusterEvent]) -> None:
+    async def append(self, events: Sequence[LogEntry]) -> None:
         """Append, durably. ``events[0].seq`` must be ``last_seq() + 1`` and the rest
         consecutive; anything else raises :class:`LogSequenceError`. Raises
         :class:`LogWriteError` when the entries could not be made durable: none of them
         is in the log, and the same append may be retried later."""
 
-    def read(self, after: int = 0) -> Iterator[ClusterEvent]:
+    def read(self, after: int = 0) -> Iterator[LogEntry]:
         """Entries with seq > ``after``, in order."""
 
     async def close(self) -> None: ...

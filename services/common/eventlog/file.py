@@ -1,4 +1,4 @@
-"""The event log in a file: one JSON ClusterEvent per line, fsynced on every append.
+"""The event log in a file: one JSON LogEntry per line, fsynced on every append.
 
 Open it with ``FileEventLog(path)`` (blocking: it scans the file) or, from async code,
 ``await FileEventLog.open(path)`` (the same scan in a worker thread). The file is created
@@ -40,7 +40,7 @@ from typing import Protocol
 import anyio.to_thread
 import msgspec
 
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 from services.common.eventlog._sequence import check_sequence
 from services.common.eventlog.base import LogSequenceError, LogWriteError
 
@@ -82,7 +82,7 @@ class FileEventLog:
         self._files = files
         self._torn = False
         """A failed append could not cut its partial line: cut it before the next one."""
-        self._decoder = msgspec.json.Decoder(ClusterEvent)
+        self._decoder = msgspec.json.Decoder(LogEntry)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
         _make_private_dirs(self.path.parent)
@@ -111,7 +111,7 @@ class FileEventLog:
     def last_seq(self) -> int:
         return self._last_seq
 
-    async def append(self, events: Sequence[ClusterEvent]) -> None:
+    async def append(self, events: Sequence[LogEntry]) -> None:
         """Write every line, then flush and fsync once; durable when it returns."""
         if not events:
             return
@@ -137,7 +137,7 @@ class FileEventLog:
             self._size = offset
             self._last_seq = events[-1].seq
 
-    def read(self, after: int = 0) -> Iterator[ClusterEvent]:
+    def read(self, after: int = 0) -> Iterator[LogEntry]:
         """Entries with seq > ``after`` that were appended before this call, in order."""
         if after >= self._last_seq:
             return iter(())
@@ -151,7 +151,7 @@ class FileEventLog:
                 os.close(self._fd)
                 self._fd = -1
 
-    def _stream(self, offset: int, end: int, seq: int, after: int) -> Iterator[ClusterEvent]:
+    def _stream(self, offset: int, end: int, seq: int, after: int) -> Iterator[LogEntry]:
         with self.path.open("rb") as f:
             f.seek(offset)
             while offset < end:

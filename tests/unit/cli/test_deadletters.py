@@ -23,7 +23,7 @@ from services.cli.errors import InputError
 from services.common.bus import Delivery, MemoryBus, Message, Rejection
 from tests.builders import make_node, make_pod
 
-PROBE = topology.QueueSpec("test.ingest", (topology.Binding(topology.EVENTS.name, "#"),))
+PROBE = topology.QueueSpec("test.ingest", (topology.QueueBinding(topology.EVENTS.name, "#"),))
 
 
 def watch_event(kind: str, obj: object) -> Message:

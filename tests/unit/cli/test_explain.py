@@ -15,7 +15,7 @@ from services.cli import explain_table
 from services.cli.main import main
 from services.cli.runtime import _print_explanation
 from services.cli.simulate import load_cluster, simulate
-from services.common.k8s_events import EXPLAIN_ANNOTATION, binding_for, with_explanation
+from services.common.decisions import EXPLAIN_ANNOTATION, binding_for, with_explanation
 from tests.builders import make_pod
 
 CLUSTER = """\

@@ -20,7 +20,7 @@ from services.cli.simulate import load_cluster, print_table, simulate
 from services.framework.config import load_config
 from services.framework.diagnosis import NO_NODES_AVAILABLE
 from services.framework.types import PodInfo
-from services.queue.types import QueuedPodInfo, Where
+from services.queue.types import QueuedPodInfo, SubQueue
 from tests.builders import make_pod
 
 NO_NODES = "kind: Pod\nmetadata: {name: lonely, namespace: demo}\nspec: {containers: [{name: c}]}\n"
@@ -125,7 +125,7 @@ def test_the_table_shows_each_pod_once_with_its_last_decision() -> None:
     assert lines[-1] == "1 bound, 2 failed scheduling"
 
 
-def queued(where: Where, attempts: int, message: str) -> QueuedPodInfo:
+def queued(where: SubQueue, attempts: int, message: str) -> QueuedPodInfo:
     pod = PodInfo.of(make_pod("p"))
     return QueuedPodInfo(pod, 0.0, attempts=attempts, uid="p", where=where, message=message)
 
@@ -134,18 +134,18 @@ def queued(where: Where, attempts: int, message: str) -> QueuedPodInfo:
     ("history", "where", "expected"),
     [
         # (attempts, message, cluster seq) at each quiet point
-        ([(1, "no", 5)], Where.BACKOFF, True),  # no quiet point before: may have changed
-        ([(0, "", 5), (1, "no", 5)], Where.BACKOFF, False),
-        ([(0, "", 5), (1, "no", 6)], Where.BACKOFF, True),  # a binding during its attempt
-        ([(0, "", 5), (1, "no", 5), (1, "no", 7)], Where.BACKOFF, True),  # one after it
-        ([(0, "", 5), (1, "no", 6), (2, "no", 6)], Where.BACKOFF, False),
-        ([(1, "no", 5), (2, "no", 6), (3, "no", 7), (4, "no", 8)], Where.BACKOFF, True),
-        ([(i, "no", i) for i in range(1, 5)], Where.BACKOFF, True),  # 4 in a row so far
-        ([(i, "no", i) for i in range(1, 6)], Where.BACKOFF, False),  # 5 in a row: bound
-        ([(i, f"no {i % 2}", i) for i in range(1, 9)], Where.BACKOFF, True),
-        ([(1, "no", 5), (1, "no", 9)], Where.UNSCHEDULABLE, False),  # parked: hints said no
-        ([(1, "no", 5)], Where.ACTIVE, True),
-        ([(1, "no", 5)], Where.IN_FLIGHT, True),
+        ([(1, "no", 5)], SubQueue.BACKOFF, True),  # no quiet point before: may have changed
+        ([(0, "", 5), (1, "no", 5)], SubQueue.BACKOFF, False),
+        ([(0, "", 5), (1, "no", 6)], SubQueue.BACKOFF, True),  # a binding during its attempt
+        ([(0, "", 5), (1, "no", 5), (1, "no", 7)], SubQueue.BACKOFF, True),  # one after it
+        ([(0, "", 5), (1, "no", 6), (2, "no", 6)], SubQueue.BACKOFF, False),
+        ([(1, "no", 5), (2, "no", 6), (3, "no", 7), (4, "no", 8)], SubQueue.BACKOFF, True),
+        ([(i, "no", i) for i in range(1, 5)], SubQueue.BACKOFF, True),  # 4 in a row so far
+        ([(i, "no", i) for i in range(1, 6)], SubQueue.BACKOFF, False),  # 5 in a row: bound
+        ([(i, f"no {i % 2}", i) for i in range(1, 9)], SubQueue.BACKOFF, True),
+        ([(1, "no", 5), (1, "no", 9)], SubQueue.UNSCHEDULABLE, False),  # parked: hints said no
+        ([(1, "no", 5)], SubQueue.ACTIVE, True),
+        ([(1, "no", 5)], SubQueue.IN_FLIGHT, True),
     ],
     ids=[
         "first-quiet-point",
@@ -163,9 +163,9 @@ def queued(where: Where, attempts: int, message: str) -> QueuedPodInfo:
     ],
 )
 def test_a_pod_is_waited_for_only_while_a_change_may_help_it(
-    history: list[tuple[int, str, int]], where: Where, expected: bool
+    history: list[tuple[int, str, int]], where: SubQueue, expected: bool
 ) -> None:
     progress = Progress(max_same_failures=5)
     for attempts, message, seq in history:
-        progress.quiet([queued(Where.BACKOFF, attempts, message)], seq)
+        progress.quiet([queued(SubQueue.BACKOFF, attempts, message)], seq)
     assert progress.may_progress(queued(where, history[-1][0], history[-1][1])) is expected

@@ -59,7 +59,7 @@ async def test_one_trace_from_ingest_to_binding() -> None:
     try:
         spec = topology.QueueSpec(
             "test.bindings",
-            (topology.Binding(topology.DECISIONS.name, "binding.*"),),
+            (topology.QueueBinding(topology.DECISIONS.name, "binding.*"),),
             durable=False,
             exclusive=True,
             auto_delete=True,

@@ -20,7 +20,7 @@ from services.common.store.memory import MemoryStore
 from services.informer.service import STORE_CHECK_PERIOD, InformerService
 from tests.builders import make_node, make_pod
 
-WATCH = QueueSpec("test.cluster", (topology.Binding(topology.CLUSTER.name, ""),))
+WATCH = QueueSpec("test.cluster", (topology.QueueBinding(topology.CLUSTER.name, ""),))
 
 
 class FlakyBus(MemoryBus):

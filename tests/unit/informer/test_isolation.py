@@ -20,7 +20,7 @@ from services.informer.service import InformerService
 from tests.builders import make_pod
 
 ERRORS = topology.QueueSpec(
-    "test.isolation.errors", (topology.Binding(topology.ERRORS.name, "#"),), dead_letter=False
+    "test.isolation.errors", (topology.QueueBinding(topology.ERRORS.name, "#"),), dead_letter=False
 )
 
 

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from contracts import topology
-from contracts.events import ClusterEvent
+from contracts.events import LogEntry
 from contracts.kinds import KubeObject, kind_of
 from services.common.bus import Message
 from services.common.bus.memory import MemoryBus
@@ -250,7 +250,7 @@ class _Truncated:
     def last_seq(self) -> int:
         return self._log.last_seq()
 
-    def read(self, after: int = 0) -> Iterator[ClusterEvent]:
+    def read(self, after: int = 0) -> Iterator[LogEntry]:
         for event in self._log.read(after):
             if event.seq > self._n:
                 raise _Crash

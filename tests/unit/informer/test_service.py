@@ -27,7 +27,7 @@ from tests.workload_builders import (
 )
 
 ERRORS = topology.QueueSpec(
-    "test.informer.errors", (topology.Binding(topology.ERRORS.name, "#"),), dead_letter=False
+    "test.informer.errors", (topology.QueueBinding(topology.ERRORS.name, "#"),), dead_letter=False
 )
 
 

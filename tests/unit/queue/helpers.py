@@ -10,14 +10,14 @@ from typing import Any
 
 import msgspec
 
-from contracts.events import EVENT_FOR_KIND, ClusterEvent, EventType
+from contracts.events import ENTRY_FOR_KIND, EventType, LogEntry
 from contracts.k8s import Pod
 from contracts.kinds import kind_of
 from services.framework.config import PluginRef, PluginSet, Profile, default_profile
 from services.framework.runtime import Framework
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo, Where
+from services.queue.types import QueuedPodInfo, SubQueue
 
 START = 1_700_000_000.0
 
@@ -71,13 +71,15 @@ def park(queue: SchedulingQueue, pod: Pod, *plugins: str) -> QueuedPodInfo:
     for other in popped:
         if other.uid != pod.metadata.uid:
             queue.retry(other.uid)
-    assert queue.add_unschedulable_if_not_present(pod.metadata.uid, plugins) is Where.UNSCHEDULABLE
+    assert (
+        queue.add_unschedulable_if_not_present(pod.metadata.uid, plugins) is SubQueue.UNSCHEDULABLE
+    )
     info = queue.get(pod.metadata.uid)
     assert info is not None
     return info
 
 
-def where(queue: SchedulingQueue, pod: Pod) -> Where | None:
+def where(queue: SchedulingQueue, pod: Pod) -> SubQueue | None:
     info = queue.get(pod.metadata.uid)
     return info.where if info is not None else None
 
@@ -85,9 +87,9 @@ def where(queue: SchedulingQueue, pod: Pod) -> Where | None:
 _seq = itertools.count(1)
 
 
-def logged(obj: Any, type_: EventType = "ADDED") -> ClusterEvent:
+def logged(obj: Any, type_: EventType = "ADDED") -> LogEntry:
     """``obj`` as the informer's next log entry."""
-    return EVENT_FOR_KIND[kind_of(obj)](seq=next(_seq), type=type_, object=obj)
+    return ENTRY_FOR_KIND[kind_of(obj)](seq=next(_seq), type=type_, object=obj)
 
 
 def with_(obj: Any, **changes: Any) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.queue.changes import NODE_ADD
-from services.queue.types import Where
+from services.queue.cluster_events import NODE_ADD
+from services.queue.types import SubQueue
 from tests.builders import make_node, make_pod
 from tests.unit.queue.helpers import START, add, make_queue, park
 
@@ -35,7 +35,7 @@ def test_each_error_doubles_the_backoff_until_ten_seconds(pop_from_backoff: bool
     for expected in (1, 2, 4, 8, 10, 10):
         (info,) = queue.pop(1)
         failed_at = clock.now()
-        assert queue.add_unschedulable_if_not_present(info.uid, []) is Where.BACKOFF
+        assert queue.add_unschedulable_if_not_present(info.uid, []) is SubQueue.BACKOFF
         end = queue.backoff_time(info)
         assert end == failed_at + expected
         # Flushed on the first tick after the backoff (with aligned windows, after the
@@ -96,7 +96,7 @@ def test_pop_from_backoff_takes_the_backoff_head_when_active_q_is_empty() -> Non
     low = park(queue, make_pod("low", priority=1), "NodeResourcesFit")
     high = park(queue, make_pod("high", priority=9), "NodeResourcesFit")
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    assert (low.where, high.where) == (Where.BACKOFF, Where.BACKOFF)
+    assert (low.where, high.where) == (SubQueue.BACKOFF, SubQueue.BACKOFF)
     add(queue, make_pod("new"))
     # activeQ first; then the backoff head, same window ordered by priority.
     assert [i.pod.metadata.name for i in queue.pop(3)] == ["new", "high", "low"]
@@ -108,7 +108,7 @@ def test_pop_from_backoff_never_takes_error_backoff_pods() -> None:
     add(queue, make_pod("a"))
     (info,) = queue.pop(1)
     queue.add_unschedulable_if_not_present(info.uid, [])
-    assert info.where is Where.BACKOFF
+    assert info.where is SubQueue.BACKOFF
     assert queue.pop(1) == []
 
 
@@ -133,5 +133,5 @@ def test_heads_of_backoff_are_in_expiry_order() -> None:
     queue.add_unschedulable_if_not_present("default-second-uid", ["NodeResourcesFit"])
     clock.advance(0.1)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    heads = queue.heads(5)[Where.BACKOFF]
+    heads = queue.heads(5)[SubQueue.BACKOFF]
     assert [i.pod.metadata.name for i in heads] == ["first", "second"]

@@ -28,7 +28,7 @@ from contracts.k8s import (
 )
 from services.queue.eventhandlers import EventHandlers
 from services.queue.nominator import Nominator
-from services.queue.types import Where
+from services.queue.types import SubQueue
 from tests.builders import container, host_port, make_node, make_pod
 from tests.unit.queue.helpers import logged, make_queue, with_
 
@@ -243,13 +243,14 @@ def test_event_moves_the_parked_pod_as_the_hint_decides(case: Case) -> None:
     popped = queue.pop(10)
     assert [i.pod.metadata.name for i in popped] == [case.pod.metadata.name]
     assert (
-        queue.add_unschedulable_if_not_present(popped[0].uid, case.plugins) is Where.UNSCHEDULABLE
+        queue.add_unschedulable_if_not_present(popped[0].uid, case.plugins)
+        is SubQueue.UNSCHEDULABLE
     )
     clock.advance(30)  # backoff over: a move goes straight to activeQ
     handlers.handle(case.event)
     info = queue.get(case.pod.metadata.uid)
     assert info is not None
-    assert (info.where is Where.ACTIVE) is case.moved, info.where
+    assert (info.where is SubQueue.ACTIVE) is case.moved, info.where
 
 
 def test_a_pod_update_that_adds_a_toleration_moves_it() -> None:
@@ -262,4 +263,4 @@ def test_a_pod_update_that_adds_a_toleration_moves_it() -> None:
     handlers.handle(
         logged(with_(BIG, spec__tolerations=[Toleration(operator="Exists")]), "MODIFIED")
     )
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE

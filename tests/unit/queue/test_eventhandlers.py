@@ -7,7 +7,7 @@ from contracts.k8s import ObjectMeta, PriorityClass
 from services.common.store import Nomination
 from services.queue.eventhandlers import ClusterState, EventHandlers
 from services.queue.nominator import Nominator
-from services.queue.types import Where
+from services.queue.types import SubQueue
 from tests.builders import container, host_port, make_node, make_pod
 from tests.unit.queue.helpers import logged, make_queue, with_
 
@@ -120,7 +120,11 @@ def test_a_released_nomination_moves_lower_or_equal_priority_pods() -> None:
     handlers.handle(logged(nominated))
     handlers.handle(logged(nominated, "DELETED"))
     state = {i.pod.metadata.name: i.where for i in queue.pods()}
-    assert state == {"low": Where.ACTIVE, "equal": Where.ACTIVE, "high": Where.UNSCHEDULABLE}
+    assert state == {
+        "low": SubQueue.ACTIVE,
+        "equal": SubQueue.ACTIVE,
+        "high": SubQueue.UNSCHEDULABLE,
+    }
 
 
 def test_priority_classes_set_and_change_the_priority() -> None:
@@ -175,7 +179,7 @@ def test_resync_converges_on_the_store_as_if_the_log_had_been_applied() -> None:
     handlers.resync(state)
     by_name = {i.pod.metadata.name: i for i in queue.pods()}
     assert set(by_name) == {"big", "new"}
-    assert by_name["big"].where is Where.ACTIVE  # moved by the NodeUpdateNodeAllocatable
+    assert by_name["big"].where is SubQueue.ACTIVE  # moved by the NodeUpdateNodeAllocatable
     assert by_name["new"].attempts == 3  # its next attempt is the 4th
     assert nominator.nominations == {}
 

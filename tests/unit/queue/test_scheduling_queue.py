@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Toleration
-from services.queue.changes import ASSIGNED_POD_DELETE, NODE_ADD
-from services.queue.types import Where
+from services.queue.cluster_events import ASSIGNED_POD_DELETE, NODE_ADD
+from services.queue.types import SubQueue
 from tests.builders import make_node, make_pod
 from tests.unit.queue.helpers import add, make_queue, names, park, qos_profile, where
 
@@ -49,7 +49,7 @@ def test_pop_marks_pods_in_flight_and_counts_the_attempt() -> None:
     add(queue, *[make_pod(f"p{i}") for i in range(5)])
     first = queue.pop(2)
     assert names(first) == ["p0", "p1"]
-    assert all(i.where is Where.IN_FLIGHT and i.attempts == 1 for i in first)
+    assert all(i.where is SubQueue.IN_FLIGHT and i.attempts == 1 for i in first)
     assert queue.counts() == {
         "active": 3,
         "backoff": 0,
@@ -78,9 +78,9 @@ def test_an_update_of_a_pod_in_backoff_q_keeps_it_there() -> None:
     pod = make_pod("a")
     info = park(queue, pod, "NodeResourcesFit")
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    assert info.where is Where.BACKOFF
+    assert info.where is SubQueue.BACKOFF
     queue.update(pod, make_pod("a", labels={"v": "2"}), priority=0)
-    assert info.where is Where.BACKOFF and info.pod.metadata.labels == {"v": "2"}
+    assert info.where is SubQueue.BACKOFF and info.pod.metadata.labels == {"v": "2"}
 
 
 def test_status_or_annotation_updates_of_a_parked_pod_do_not_move_it() -> None:
@@ -89,7 +89,7 @@ def test_status_or_annotation_updates_of_a_parked_pod_do_not_move_it() -> None:
     info = park(queue, pod, "TaintToleration")
     clock.advance(60)
     queue.update(pod, make_pod("a", phase="Pending", nominated_node_name=""), priority=0)
-    assert info.where is Where.UNSCHEDULABLE
+    assert info.where is SubQueue.UNSCHEDULABLE
 
 
 def test_an_update_that_may_help_moves_a_parked_pod() -> None:
@@ -99,7 +99,7 @@ def test_an_update_that_may_help_moves_a_parked_pod() -> None:
     clock.advance(60)  # backoff over: straight to activeQ
     tolerant = make_pod("a", tolerations=[Toleration(key="k", operator="Exists")])
     queue.update(pod, tolerant, priority=0)
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE
     assert queue.incoming[("active", "UnschedulablePodUpdatePodToleration")] == 1
 
 
@@ -109,7 +109,7 @@ def test_an_update_of_a_pod_rejected_by_an_unrelated_plugin_keeps_it_parked() ->
     info = park(queue, pod, "NodeAffinity")
     clock.advance(60)
     queue.update(pod, make_pod("a", labels={"tier": "web"}), priority=0)
-    assert info.where is Where.UNSCHEDULABLE
+    assert info.where is SubQueue.UNSCHEDULABLE
 
 
 def test_deleting_a_pod_removes_it_from_every_sub_queue() -> None:
@@ -150,13 +150,13 @@ def test_a_gated_pod_waits_until_its_gates_are_removed() -> None:
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     clock.advance(3600)
     queue.flush_unschedulable_pods_leftover()
-    assert info.where is Where.GATED
+    assert info.where is SubQueue.GATED
     # A label change keeps it gated; removing the gates brings it in.
     relabelled = make_pod("a", scheduling_gates=("example.com/wait",), labels={"x": "y"})
     queue.update(gated, relabelled, priority=0)
-    assert info.where is Where.GATED
+    assert info.where is SubQueue.GATED
     queue.update(relabelled, make_pod("a", labels={"x": "y"}), priority=0)
-    assert info.where is Where.ACTIVE and names(queue.pop(1)) == ["a"]
+    assert info.where is SubQueue.ACTIVE and names(queue.pop(1)) == ["a"]
     assert queue.incoming[("unschedulable", "UnschedulablePodAdd")] == 1
     assert queue.incoming[("active", "UnschedulablePodUpdatePodSchedulingGatesEliminated")] == 1
 
@@ -166,7 +166,7 @@ def test_removing_one_of_two_gates_keeps_the_pod_gated() -> None:
     pod = make_pod("a", scheduling_gates=("one", "two"))
     add(queue, pod)
     queue.update(pod, make_pod("a", scheduling_gates=("two",)), priority=0)
-    assert where(queue, pod) is Where.GATED
+    assert where(queue, pod) is SubQueue.GATED
 
 
 # -- failures and the in-flight rule --------------------------------------------------
@@ -185,7 +185,7 @@ def test_an_error_backs_off_instead_of_parking() -> None:
     queue, _ = make_queue()
     add(queue, make_pod("a"))
     queue.pop(1)
-    assert queue.add_unschedulable_if_not_present("default-a-uid", []) is Where.BACKOFF
+    assert queue.add_unschedulable_if_not_present("default-a-uid", []) is SubQueue.BACKOFF
     info = queue.get("default-a-uid")
     assert info is not None and info.consecutive_errors_count == 1
     assert queue.incoming[("backoff", "ScheduleAttemptFailure")] == 1
@@ -197,8 +197,8 @@ def test_an_event_that_may_help_while_in_flight_requeues_instead_of_parking() ->
     queue.pop(1)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("big"))
     assert queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"]) in (
-        Where.BACKOFF,
-        Where.ACTIVE,
+        SubQueue.BACKOFF,
+        SubQueue.ACTIVE,
     )
 
 
@@ -210,7 +210,7 @@ def test_an_event_seen_in_flight_that_cannot_help_still_parks() -> None:
     small = make_node("small", allocatable={"cpu": "1", "pods": 10})
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, small)
     where_to = queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"])
-    assert where_to is Where.UNSCHEDULABLE
+    assert where_to is SubQueue.UNSCHEDULABLE
 
 
 def test_events_before_the_pop_do_not_count_for_the_attempt() -> None:
@@ -222,10 +222,10 @@ def test_events_before_the_pop_do_not_count_for_the_attempt() -> None:
     )
     queue.pop(1)  # b popped after the event
     assert queue.add_unschedulable_if_not_present("default-b-uid", ["NodeResourcesFit"]) is (
-        Where.UNSCHEDULABLE
+        SubQueue.UNSCHEDULABLE
     )
     assert queue.add_unschedulable_if_not_present("default-a-uid", ["NodeResourcesFit"]) is (
-        Where.BACKOFF
+        SubQueue.BACKOFF
     )
 
 
@@ -238,7 +238,7 @@ def test_an_own_update_while_in_flight_counts_for_the_attempt() -> None:
     queue.update(pod, tolerant, priority=0)
     info = queue.get("default-a-uid")
     assert info is not None and info.pod is tolerant  # requeued as its latest version
-    assert queue.add_unschedulable_if_not_present(info.uid, ["TaintToleration"]) is Where.BACKOFF
+    assert queue.add_unschedulable_if_not_present(info.uid, ["TaintToleration"]) is SubQueue.BACKOFF
 
 
 def test_a_pending_plugin_queue_hint_skips_backoff() -> None:
@@ -249,7 +249,7 @@ def test_a_pending_plugin_queue_hint_skips_backoff() -> None:
     where_to = queue.add_unschedulable_if_not_present(
         "default-a-uid", [], pending_plugins=["NodeAffinity"]
     )
-    assert where_to is Where.ACTIVE
+    assert where_to is SubQueue.ACTIVE
 
 
 def test_a_stale_or_unknown_result_is_ignored() -> None:
@@ -272,7 +272,7 @@ def test_retry_puts_a_lost_dispatch_back_without_reusing_its_attempt() -> None:
     add(queue, make_pod("a"), make_pod("b"))
     (info,) = queue.pop(1)
     queue.retry(info.uid)
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE
     (again,) = queue.pop(1)
     assert again is info and again.attempts == 2
 
@@ -288,14 +288,14 @@ def test_a_move_only_helps_pods_rejected_by_a_plugin_that_registered_the_event()
     clock.advance(60)
     labelled = make_node("n", labels={"zone": "a"})
     relabelled = make_node("n", labels={"zone": "b"})
-    from services.queue.changes import node_scheduling_properties_change
+    from services.queue.cluster_events import node_scheduling_properties_change
 
     (event,) = node_scheduling_properties_change(relabelled, labelled)
     moved = queue.move_all_to_active_or_backoff_queue(event, labelled, relabelled)
     # NodeAffinity registered node label updates (its hint: the pod has no required
     # affinity, so any node matches and did before → skip); Fit and NodePorts did not.
     assert moved == 0
-    assert (fit.where, ports.where, affinity.where) == (Where.UNSCHEDULABLE,) * 3
+    assert (fit.where, ports.where, affinity.where) == (SubQueue.UNSCHEDULABLE,) * 3
     moved = queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, labelled)
     assert moved == 3
 
@@ -309,7 +309,7 @@ def test_an_event_no_plugin_registered_moves_nothing() -> None:
     heartbeat = ClusterEvent(EventResource.Node, ActionType.UpdateNodeCondition)
     assert not queue.hints.is_event_of_interest(heartbeat)
     assert queue.move_all_to_active_or_backoff_queue(heartbeat, None, None) == 0
-    assert info.where is Where.UNSCHEDULABLE
+    assert info.where is SubQueue.UNSCHEDULABLE
 
 
 def test_a_move_during_backoff_goes_to_backoff_q_then_flushes_after_it() -> None:
@@ -317,12 +317,12 @@ def test_a_move_during_backoff_goes_to_backoff_q_then_flushes_after_it() -> None
     info = park(queue, make_pod("a"), "NodeResourcesFit")
     clock.advance(0.5)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    assert info.where is Where.BACKOFF
+    assert info.where is SubQueue.BACKOFF
     assert queue.flush_backoff_q_completed() == 0
     clock.advance(0.5)  # exactly at the end of the 1 s backoff: still backing off
     assert queue.flush_backoff_q_completed() == 0
     clock.advance(0.01)
-    assert queue.flush_backoff_q_completed() == 1 and info.where is Where.ACTIVE
+    assert queue.flush_backoff_q_completed() == 1 and info.where is SubQueue.ACTIVE
     assert queue.incoming[("active", "BackoffComplete")] == 1
 
 
@@ -331,7 +331,7 @@ def test_a_move_after_the_backoff_goes_straight_to_active_q() -> None:
     info = park(queue, make_pod("a"), "NodeResourcesFit")
     clock.advance(5)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE
     assert queue.incoming[("active", "NodeAdd")] == 1
 
 
@@ -359,7 +359,7 @@ def test_a_hint_that_raises_counts_as_queue() -> None:
     info = park(queue, make_pod("a"), "Broken")
     clock.advance(5)
     assert queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n")) == 1
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE
 
 
 def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
@@ -371,7 +371,7 @@ def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
     queue.move_all_to_active_or_backoff_queue(
         ASSIGNED_POD_DELETE, gone, None, pre_check=lambda i: i.priority <= 5
     )
-    assert (low.where, high.where) == (Where.ACTIVE, Where.UNSCHEDULABLE)
+    assert (low.where, high.where) == (SubQueue.ACTIVE, SubQueue.UNSCHEDULABLE)
 
 
 # -- the leftover flush ---------------------------------------------------------------
@@ -384,7 +384,7 @@ def test_pods_parked_over_five_minutes_are_retried_by_the_leftover_flush() -> No
     assert queue.flush_unschedulable_pods_leftover() == 0  # not longer than 5 minutes yet
     clock.advance(0.5)
     assert queue.flush_unschedulable_pods_leftover() == 1
-    assert info.where is Where.ACTIVE and info.was_flushed_from_unschedulable
+    assert info.where is SubQueue.ACTIVE and info.was_flushed_from_unschedulable
     assert queue.incoming[("active", "UnschedulableTimeout")] == 1
 
 
@@ -394,7 +394,7 @@ def test_the_leftover_flush_moves_pods_whatever_rejected_them(rejectors: tuple[s
     info = park(queue, make_pod("a"), *rejectors)
     clock.advance(301)
     queue.flush_unschedulable_pods_leftover()
-    assert info.where is Where.ACTIVE
+    assert info.where is SubQueue.ACTIVE
 
 
 # -- reading --------------------------------------------------------------------------
@@ -408,7 +408,7 @@ def test_heads_show_each_sub_queue_in_leave_order() -> None:
     add(queue, make_pod("gated", scheduling_gates=("g",)))
     add(queue, make_pod("low", priority=1), make_pod("high", priority=9))
     heads = queue.heads(20)
-    assert names(heads[Where.ACTIVE]) == ["high", "low"]
-    assert names(heads[Where.UNSCHEDULABLE]) == ["parked-1", "parked-2"]
-    assert names(heads[Where.GATED]) == ["gated"]
-    assert names(queue.heads(1)[Where.ACTIVE]) == ["high"]
+    assert names(heads[SubQueue.ACTIVE]) == ["high", "low"]
+    assert names(heads[SubQueue.UNSCHEDULABLE]) == ["parked-1", "parked-2"]
+    assert names(heads[SubQueue.GATED]) == ["gated"]
+    assert names(queue.heads(1)[SubQueue.ACTIVE]) == ["high"]

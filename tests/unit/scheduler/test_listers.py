@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from contracts.events import NamespaceEvent, PersistentVolumeClaimEvent, StorageClassEvent
+from contracts.events import NamespaceEntry, PersistentVolumeClaimEntry, StorageClassEntry
 from contracts.k8s import Namespace, ObjectMeta, PersistentVolumeClaim, StorageClass
 from services.framework.snapshot import Snapshot
 
@@ -16,10 +16,10 @@ def test_listers_follow_the_log_and_reload_from_the_store() -> None:
     fast = StorageClass(metadata=ObjectMeta(name="fast"), provisioner="csi.example.com")
     snapshot.apply(
         [
-            NamespaceEvent(seq=1, type="ADDED", object=ns),
-            PersistentVolumeClaimEvent(seq=2, type="ADDED", object=claim),
-            StorageClassEvent(seq=3, type="ADDED", object=fast),
-            StorageClassEvent(seq=4, type="DELETED", object=fast),
+            NamespaceEntry(seq=1, type="ADDED", object=ns),
+            PersistentVolumeClaimEntry(seq=2, type="ADDED", object=claim),
+            StorageClassEntry(seq=3, type="ADDED", object=fast),
+            StorageClassEntry(seq=4, type="DELETED", object=fast),
         ]
     )
     listers = snapshot.listers

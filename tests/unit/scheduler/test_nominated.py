@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from contracts import topology
-from contracts.events import ClusterBatch, PodEvent
+from contracts.events import ClusterBatch, PodEntry
 from contracts.k8s import Pod
 from services.common.bus import Message
 from services.common.store import Nomination, PodCharge, ProjectedEntry
@@ -53,7 +53,7 @@ class NominationHarness(Harness):
         charge = PodCharge(pod.metadata.uid, pod.spec.node_name, requests)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         await self.store.apply([ProjectedEntry(self.seq, "pod", key, body, pod=charge)])
-        event = PodEvent(seq=self.seq, type=type_, object=pod)  # type: ignore[arg-type]
+        event = PodEntry(seq=self.seq, type=type_, object=pod)  # type: ignore[arg-type]
         batch = msgspec.json.encode(ClusterBatch(events=[event]))
         await self.bus.publish([Message(topology.CLUSTER.name, "", batch)])
         await self.bus.wait_idle()
@@ -149,17 +149,17 @@ class TestPendingPods:
         pending.load([], seq=1)
         a = make_pod("a", priority=7, requests={"cpu": "1"})
         events = [
-            PodEvent(seq=1, type="ADDED", object=make_pod("old")),  # already applied
-            PodEvent(seq=2, type="ADDED", object=a),
-            PodEvent(seq=3, type="ADDED", object=make_pod("b")),
-            PodEvent(seq=4, type="MODIFIED", object=make_pod("b", node_name="n1")),
+            PodEntry(seq=1, type="ADDED", object=make_pod("old")),  # already applied
+            PodEntry(seq=2, type="ADDED", object=a),
+            PodEntry(seq=3, type="ADDED", object=make_pod("b")),
+            PodEntry(seq=4, type="MODIFIED", object=make_pod("b", node_name="n1")),
         ]
         pending.apply(events)
         assert len(pending) == 1
         info = pending.info("default-a-uid")
         assert info is not None and (info.priority, info.requests["cpu"]) == (7, 1000)
         assert pending.info("default-b-uid") is None
-        pending.apply([PodEvent(seq=5, type="DELETED", object=a)])
+        pending.apply([PodEntry(seq=5, type="DELETED", object=a)])
         assert len(pending) == 0 and pending.info("default-a-uid") is None
 
     def test_nominations_of_unknown_pods_mean_no_second_pass(self):

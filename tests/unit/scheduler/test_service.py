@@ -13,10 +13,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from contracts import topology
-from contracts.events import ClusterBatch, NodeEvent
+from contracts.events import ClusterBatch, NodeEntry
 from contracts.k8s import Event, Node, Pod
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
-from contracts.topology import Binding, QueueSpec
+from contracts.topology import QueueBinding, QueueSpec
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
@@ -26,7 +26,9 @@ from services.common.store.memory import MemoryStore
 from services.scheduler.service import SchedulerService
 from tests.builders import make_node, make_pod
 
-EVENTS = QueueSpec("test.events", (Binding(topology.DECISIONS.name, "event.#"),), durable=False)
+EVENTS = QueueSpec(
+    "test.events", (QueueBinding(topology.DECISIONS.name, "event.#"),), durable=False
+)
 
 
 class Harness:
@@ -69,7 +71,7 @@ class Harness:
         )
         await self.store.apply([entry])
         if publish:
-            batch = ClusterBatch(events=[NodeEvent(seq=self.seq, type="ADDED", object=node)])
+            batch = ClusterBatch(events=[NodeEntry(seq=self.seq, type="ADDED", object=node)])
             await self.bus.publish([Message(topology.CLUSTER.name, "", msgspec.json.encode(batch))])
 
     async def schedule(

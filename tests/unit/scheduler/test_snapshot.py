@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from contracts.events import ClusterEvent, NamespaceEvent, NodeEvent, PodEvent
+from contracts.events import LogEntry, NamespaceEntry, NodeEntry, PodEntry
 from contracts.k8s import Namespace, ObjectMeta
 from services.framework import PodInfo, Snapshot
 from tests.builders import make_node, make_pod
@@ -20,22 +20,22 @@ def requested(snapshot: Snapshot, node: str) -> dict[str, int]:
 
 def test_events_in_seq_order_and_terminal_pods():
     snapshot = Snapshot()
-    events: list[ClusterEvent] = [
-        NodeEvent(seq=1, type="ADDED", object=make_node("n1")),
-        PodEvent(seq=2, type="ADDED", object=make_pod("a", node_name="n1", requests={"cpu": "1"})),
-        PodEvent(seq=3, type="ADDED", object=make_pod("b", requests={"cpu": "1"})),
-        NamespaceEvent(seq=4, type="ADDED", object=Namespace(metadata=ObjectMeta(name="x"))),
+    events: list[LogEntry] = [
+        NodeEntry(seq=1, type="ADDED", object=make_node("n1")),
+        PodEntry(seq=2, type="ADDED", object=make_pod("a", node_name="n1", requests={"cpu": "1"})),
+        PodEntry(seq=3, type="ADDED", object=make_pod("b", requests={"cpu": "1"})),
+        NamespaceEntry(seq=4, type="ADDED", object=Namespace(metadata=ObjectMeta(name="x"))),
     ]
     assert snapshot.apply(events) == 4
     assert snapshot.applied_seq == 4
     assert requested(snapshot, "n1") == {"cpu": 1000, "pods": 1}
     assert snapshot.apply(events) == 0  # already applied
     done = make_pod("a", node_name="n1", requests={"cpu": "1"}, phase="Succeeded")
-    snapshot.apply([PodEvent(seq=5, type="MODIFIED", object=done)])
+    snapshot.apply([PodEntry(seq=5, type="MODIFIED", object=done)])
     assert requested(snapshot, "n1") == {}
     bound = make_pod("b", node_name="n1", requests={"cpu": "1"})
-    snapshot.apply([PodEvent(seq=6, type="MODIFIED", object=bound)])
-    snapshot.apply([PodEvent(seq=7, type="DELETED", object=bound)])
+    snapshot.apply([PodEntry(seq=6, type="MODIFIED", object=bound)])
+    snapshot.apply([PodEntry(seq=7, type="DELETED", object=bound)])
     assert requested(snapshot, "n1") == {}
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from contracts.k8s import NodeCondition, Toleration
 from services.framework.events import ActionType, ClusterEvent, EventResource
-from services.queue.changes import (
+from services.queue.cluster_events import (
     ASSIGNED_POD_DELETE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     NODE_ADD,
