@@ -28,7 +28,7 @@ from contracts.k8s import namespaced_name
 from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
 from services.binder.prebind import volume_messages
 from services.common import telemetry
-from services.common.bus import Bus, Consumer, Delivery, Message
+from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.decisions import ATTEMPT_HEADER, binding_for, decision_message, pod_event
 from services.common.store import BindClaim, ClusterStore, StoreLost
@@ -54,7 +54,7 @@ class BinderService:
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
         self._consumer = await self._bus.consume(
-            topology.BINDER_REQUESTS, self._on_requests, max_batch=512
+            topology.BINDER_REQUESTS, self._on_requests, decode=BindBatch, max_batch=512
         )
 
     async def stop(self) -> None:
@@ -62,9 +62,8 @@ class BinderService:
             await self._consumer.cancel()
             self._consumer = None
 
-    async def _on_requests(self, deliveries: Sequence[Delivery]) -> None:
-        decoder = msgspec.json.Decoder(BindBatch)
-        requests = [r for d in deliveries for r in decoder.decode(d.body).requests]
+    async def _on_requests(self, batches: Sequence[Received[BindBatch]]) -> None:
+        requests = [r for batch in batches for r in batch.value.requests]
         claims = [BindClaim(r.pod.metadata.uid, r.node, r.attempt) for r in requests]
         try:
             granted = await self._store.begin_bind(claims)

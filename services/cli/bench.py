@@ -211,7 +211,7 @@ async def bench_services(
     peaks: dict[str, float | None] = {}
     try:
         await bus.declare(topology.QUEUES)
-        await bus.consume(watch, on_decisions, max_batch=1024)
+        await bus.consume_raw(watch, on_decisions, max_batch=1024)
         env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
         for name in SERVICES:
             children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))

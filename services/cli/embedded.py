@@ -151,7 +151,7 @@ class EmbeddedCluster:
 
     async def start(self) -> None:
         await self.bus.declare(topology.QUEUES)
-        await self.bus.consume(WATCH_QUEUE, self._on_decisions, max_batch=1024)
+        await self.bus.consume_raw(WATCH_QUEUE, self._on_decisions, max_batch=1024)
         await self.informer.start()
         await self.scheduler.start()
         await self.binder.start()

@@ -326,7 +326,7 @@ async def watch(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, done.set)
     await bus.declare(topology.QUEUES)
-    await bus.consume(spec, show)
+    await bus.consume_raw(spec, show)
     print(
         "watching ksched.decisions" + (" and ksched.errors" if errors else ""),
         file=sys.stderr,

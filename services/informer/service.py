@@ -99,8 +99,12 @@ class InformerService:
 
     async def _consume(self) -> None:
         self._consumers = [
-            await self._bus.consume(topology.INFORMER_EVENTS, self._on_events, max_batch=256),
-            await self._bus.consume(topology.INFORMER_BINDINGS, self._on_bindings, max_batch=256),
+            # Raw: watch events are validated field by field (services.informer.validate)
+            # and a malformed Binding is an error report, not a dead letter.
+            await self._bus.consume_raw(topology.INFORMER_EVENTS, self._on_events, max_batch=256),
+            await self._bus.consume_raw(
+                topology.INFORMER_BINDINGS, self._on_bindings, max_batch=256
+            ),
         ]
 
     async def _stop_consuming(self) -> None:

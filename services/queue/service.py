@@ -48,7 +48,7 @@ from contracts.k8s import (
 )
 from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
-from services.common.bus import Bus, Consumer, Delivery, Message
+from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.store import ClusterStore, StoreLost
 from services.common.store.live import attach_when_live
@@ -155,8 +155,12 @@ class QueueService:
         await self._bus.declare(topology.QUEUES)
         await self._resync()
         self._consumers = [
-            await self._bus.consume(topology.QUEUE_CLUSTER, self._on_cluster, max_batch=64),
-            await self._bus.consume(topology.QUEUE_RESULTS, self._on_results, max_batch=256),
+            await self._bus.consume(
+                topology.QUEUE_CLUSTER, self._on_cluster, decode=ClusterBatch, max_batch=64
+            ),
+            await self._bus.consume(
+                topology.QUEUE_RESULTS, self._on_results, decode=ResultBatch, max_batch=256
+            ),
         ]
         self._tasks = [
             asyncio.create_task(self._dispatch_loop(), name="queue-dispatch"),
@@ -196,17 +200,16 @@ class QueueService:
 
     # -- cluster events ---------------------------------------------------------------
 
-    async def _on_cluster(self, deliveries: Sequence[Delivery]) -> None:
+    async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         try:
-            await self._apply_cluster(deliveries)
+            await self._apply_cluster(batches)
         except StoreLost as lost:
             await self._recover(lost)
 
-    async def _apply_cluster(self, deliveries: Sequence[Delivery]) -> None:
-        decoder = msgspec.json.Decoder(ClusterBatch)
+    async def _apply_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         async with self._converging:
-            for delivery in deliveries:
-                for event in decoder.decode(delivery.body).events:
+            for batch in batches:
+                for event in batch.value.events:
                     if event.seq <= self._seq:
                         continue
                     if event.seq > self._seq + 1:
@@ -340,12 +343,11 @@ class QueueService:
 
     # -- results ----------------------------------------------------------------------
 
-    async def _on_results(self, deliveries: Sequence[Delivery]) -> None:
-        decoder = msgspec.json.Decoder(ResultBatch)
+    async def _on_results(self, batches: Sequence[Received[ResultBatch]]) -> None:
         ended: list[str] = []
         async with self._converging:  # a resync's older snapshot must not revive a bound pod
-            for delivery in deliveries:
-                for result in decoder.decode(delivery.body).results:
+            for batch in batches:
+                for result in batch.value.results:
                     uid = result.uid
                     if self.queue.in_flight_attempt(uid) != result.attempt:
                         continue

@@ -41,7 +41,7 @@ from contracts import topology
 from contracts.events import ClusterBatch, LogEntry
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
-from services.common.bus import Bus, Consumer, Delivery, Message, Rejection
+from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.decisions import (
     ATTEMPT_HEADER,
@@ -123,8 +123,6 @@ class SchedulerService:
         )
         self._catch_up_timeout = catch_up_timeout
         self._encoder = msgspec.json.Encoder()
-        self._cluster_decoder = msgspec.json.Decoder(ClusterBatch)
-        self._request_decoder = msgspec.json.Decoder(ScheduleBatch)
         self._buffer: list[LogEntry] | None = []
         self._attached = False
         """Whether the snapshot came from a live store (see services.common.store.base)."""
@@ -136,10 +134,14 @@ class SchedulerService:
         await self._bus.declare([feed, topology.SCHEDULER_REQUESTS])
         # Each message is a ClusterBatch (up to hundreds of entries): a small batch keeps
         # the prefetched backlog, and so this process's memory, small during a burst.
-        self._consumers.append(await self._bus.consume(feed, self._on_cluster, max_batch=32))
+        self._consumers.append(
+            await self._bus.consume(feed, self._on_cluster, decode=ClusterBatch, max_batch=32)
+        )
         await self._load()
         self._consumers.append(
-            await self._bus.consume(topology.SCHEDULER_REQUESTS, self._on_requests)
+            await self._bus.consume(
+                topology.SCHEDULER_REQUESTS, self._on_requests, decode=ScheduleBatch
+            )
         )
 
     async def stop(self) -> None:
@@ -178,16 +180,11 @@ class SchedulerService:
             self.snapshot.num_nodes,
         )
 
-    async def _on_cluster(self, deliveries: Sequence[Delivery]) -> list[Rejection]:
-        rejections, events = [], []
-        for delivery in deliveries:
-            try:
-                events.extend(self._cluster_decoder.decode(delivery.body).events)
-            except msgspec.DecodeError as err:  # ValidationError is a DecodeError
-                rejections.append(Rejection(delivery, f"not a ClusterBatch: {err}"))
+    async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
+        events = [event for batch in batches for event in batch.value.events]
         if self._buffer is not None:
             self._buffer.extend(events)
-            return rejections
+            return
         fresh = [e for e in events if e.seq > self.snapshot.applied_seq]
         if fresh and fresh[0].seq != self.snapshot.applied_seq + 1:
             # Entries are missing (an informer crash between its store write and its
@@ -203,18 +200,11 @@ class SchedulerService:
             self.pending.apply(fresh)
             if self.snapshot.apply(fresh):
                 self._advanced.set()
-        return rejections
 
-    async def _on_requests(self, deliveries: Sequence[Delivery]) -> list[Rejection]:
-        rejections: list[Rejection] = []
-        requests: list[ScheduleRequest] = []
-        for delivery in deliveries:
-            try:
-                requests.extend(self._request_decoder.decode(delivery.body).requests)
-            except msgspec.DecodeError as err:
-                rejections.append(Rejection(delivery, f"not a ScheduleBatch: {err}"))
+    async def _on_requests(self, batches: Sequence[Received[ScheduleBatch]]) -> None:
+        requests = [request for batch in batches for request in batch.value.requests]
         if not requests:
-            return rejections
+            return
         self.snapshot.expire_assumed(self._clock.now())
         await self._catch_up(max(r.seq for r in requests))
         applied = self.snapshot.applied_seq
@@ -229,7 +219,7 @@ class SchedulerService:
             await self._bus.publish(self._messages(_lost(requests, lost)))
             self._buffer = []
             await self._load()
-            return rejections
+            return
         for request in requests:
             if request.seq > applied:
                 reason = (
@@ -241,7 +231,6 @@ class SchedulerService:
         messages = self._messages(outcome)
         if messages:
             await self._bus.publish(messages)
-        return rejections
 
     async def _catch_up(self, seq: int) -> None:
         """Wait until the snapshot applied ``seq`` or ``catch_up_timeout`` passed."""

@@ -14,6 +14,7 @@ from uuid import uuid4
 
 import aio_pika
 import aiormq
+import msgspec
 import pytest
 
 from contracts import topology as t
@@ -24,6 +25,7 @@ from services.common.bus import (
     Delivery,
     MemoryBus,
     Message,
+    Received,
     Rejection,
 )
 from services.common.bus.base import unavailable
@@ -155,7 +157,7 @@ async def bus(backend: Backend) -> Bus:
 async def test_round_trip_keeps_body_headers_and_names(bus: Bus) -> None:
     q = queue("q")
     got = Recorder()
-    await bus.consume(q, got)
+    await bus.consume_raw(q, got)
     await bus.publish([Message(t.EVENTS.name, "pod.added", b'{"n": 1}', {"x-trace": "abc"})])
     await got.wait_for(lambda r: len(r.deliveries) == 1)
     [d] = got.deliveries
@@ -167,9 +169,9 @@ async def test_round_trip_keeps_body_headers_and_names(bus: Bus) -> None:
 
 async def test_topic_routing_star_is_one_word_hash_is_zero_or_more(bus: Bus) -> None:
     star, hash_all, hash_tail = Recorder(), Recorder(), Recorder()
-    await bus.consume(queue("a", t.DECISIONS.name, "binding.*"), star)
-    await bus.consume(queue("b", t.DECISIONS.name, "#"), hash_all)
-    await bus.consume(queue("c", t.DECISIONS.name, "binding.#"), hash_tail)
+    await bus.consume_raw(queue("a", t.DECISIONS.name, "binding.*"), star)
+    await bus.consume_raw(queue("b", t.DECISIONS.name, "#"), hash_all)
+    await bus.consume_raw(queue("c", t.DECISIONS.name, "binding.#"), hash_tail)
     keys = ["binding.default", "event.default", "binding.a.b", "binding", "binding.end"]
     await bus.publish([Message(t.DECISIONS.name, key, key.encode()) for key in keys])
     for recorder in (star, hash_all, hash_tail):
@@ -181,9 +183,9 @@ async def test_topic_routing_star_is_one_word_hash_is_zero_or_more(bus: Bus) -> 
 
 async def test_fanout_reaches_every_queue_and_direct_only_its_key(bus: Bus) -> None:
     first, second, direct = Recorder(), Recorder(), Recorder()
-    await bus.consume(queue("a", t.CLUSTER.name, ""), first)
-    await bus.consume(queue("b", t.CLUSTER.name, ""), second)
-    await bus.consume(queue("direct", t.SCHEDULE.name, t.SCHEDULE_KEY), direct)
+    await bus.consume_raw(queue("a", t.CLUSTER.name, ""), first)
+    await bus.consume_raw(queue("b", t.CLUSTER.name, ""), second)
+    await bus.consume_raw(queue("direct", t.SCHEDULE.name, t.SCHEDULE_KEY), direct)
     await bus.publish(events("1", "2", "3", exchange=t.CLUSTER.name, key="any"))
     await bus.publish(events("x", exchange=t.SCHEDULE.name, key="other"))
     await bus.publish(events("end", exchange=t.SCHEDULE.name, key=t.SCHEDULE_KEY))
@@ -200,7 +202,7 @@ async def test_batches_hold_what_is_ready_in_order_and_lose_nothing(bus: Bus) ->
     bodies = [str(i) for i in range(50)]
     await bus.publish(events(*bodies))
     got = Recorder()
-    await bus.consume(q, got, max_batch=10)
+    await bus.consume_raw(q, got, max_batch=10)
     await got.wait_for(lambda r: len(r.deliveries) >= 50)
     assert got.bodies == bodies
     assert max(got.batches) <= 10
@@ -213,7 +215,7 @@ async def test_publish_returns_after_the_broker_has_them(backend: Backend, bus: 
     await bus.publish(events(*(str(i) for i in range(20))))
     await bus.publish(events("nowhere", exchange=t.ERRORS.name, key="error.pod"))  # dropped
     got = Recorder()
-    await (await backend.open()).consume(q, got)
+    await (await backend.open()).consume_raw(q, got)
     await got.wait_for(lambda r: len(r.deliveries) == 20)
     assert got.bodies == [str(i) for i in range(20)]
 
@@ -228,8 +230,8 @@ async def test_rejection_dead_letters_with_the_reason(bus: Bus) -> None:
         return [Rejection(d, "malformed") for d in batch if d.body == b"bad"]
 
     got, dead = Recorder(reject_bad), Recorder()
-    await bus.consume(queue("q"), got)
-    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.consume_raw(queue("q"), got)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
     await bus.publish(events("good", "bad", "good2"))
     await bus.publish([Message(t.EVENTS.name, "pod.deleted", b"bad", {"x-trace": "t1"})])
     await dead.wait_for(lambda r: len(r.deliveries) == 2)
@@ -246,6 +248,104 @@ async def test_rejection_dead_letters_with_the_reason(bus: Bus) -> None:
     assert second.headers["x-trace"] == "t1"
 
 
+class Greeting(msgspec.Struct, frozen=True, kw_only=True):
+    """A declared message type for the typed-consumer tests."""
+
+    text: str
+    count: int = 0
+
+
+class TypedRecorder:
+    """A typed handler that records the values and deliveries it receives and rejects
+    the greetings whose text is ``no``."""
+
+    def __init__(self) -> None:
+        self.received: list[Received[Greeting]] = []
+        self.calls = 0
+        self._changed = asyncio.Event()
+
+    async def __call__(self, batch: Sequence[Received[Greeting]]) -> list[Rejection]:
+        self.calls += 1
+        self.received.extend(batch)
+        self._changed.set()
+        return [Rejection(r.delivery, "said no") for r in batch if r.value.text == "no"]
+
+    async def wait_for(self, done: Callable[[TypedRecorder], bool]) -> None:
+        async with asyncio.timeout(DEADLINE):
+            while not done(self):
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def test_typed_consumer_decodes_into_the_declared_type(bus: Bus) -> None:
+    got = TypedRecorder()
+    await bus.consume(queue("q"), got, decode=Greeting)
+    await bus.publish(
+        [
+            Message(t.EVENTS.name, "pod.added", b'{"text": "hi", "count": 2}', {"x-trace": "t1"}),
+            Message(t.EVENTS.name, "pod.added", b'{"text": "again", "extra": true}'),
+        ]
+    )
+    await got.wait_for(lambda r: len(r.received) == 2)
+    assert [r.value for r in got.received] == [Greeting(text="hi", count=2), Greeting(text="again")]
+    first = got.received[0].delivery
+    assert (first.body, first.routing_key, first.headers["x-trace"]) == (
+        b'{"text": "hi", "count": 2}',
+        "pod.added",
+        "t1",
+    )
+    assert not first.redelivered
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"not json", "malformed"),
+        (b'{"count": 1}', "missing required field `text`"),
+        (b'{"text": 3}', "Expected `str`, got `int` - at `$.text`"),
+    ],
+)
+async def test_typed_consumer_dead_letters_what_does_not_decode_with_the_reason(
+    bus: Bus, body: bytes, error: str
+) -> None:
+    got, dead = TypedRecorder(), Recorder()
+    await bus.consume(queue("q"), got, decode=Greeting)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
+    await bus.publish(
+        [
+            Message(t.EVENTS.name, "pod.added", b'{"text": "before"}'),
+            Message(t.EVENTS.name, "pod.added", body, {"x-trace": "t2"}),
+            Message(t.EVENTS.name, "pod.added", b'{"text": "no"}'),
+            Message(t.EVENTS.name, "pod.added", b'{"text": "after"}'),
+        ]
+    )
+    await dead.wait_for(lambda r: len(r.deliveries) == 2)
+    await got.wait_for(lambda r: len(r.received) == 3)
+    assert [r.value.text for r in got.received] == ["before", "no", "after"]
+    undecodable, refused = dead.deliveries
+    assert undecodable.body == body
+    reason = undecodable.headers[t.REASON_HEADER]
+    assert reason.startswith("undecodable on test.q: not a Greeting: "), reason
+    assert error.lower() in reason.lower()
+    assert undecodable.headers[t.ORIGIN_QUEUE_HEADER] == "test.q"
+    assert undecodable.headers[t.ORIGIN_EXCHANGE_HEADER] == t.EVENTS.name
+    assert undecodable.headers["x-trace"] == "t2"
+    assert refused.body == b'{"text": "no"}'
+    assert refused.headers[t.REASON_HEADER] == "said no"
+
+
+async def test_typed_handler_is_not_called_when_nothing_decodes(bus: Bus) -> None:
+    got, dead = TypedRecorder(), Recorder()
+    await bus.consume(queue("q"), got, decode=Greeting, max_batch=1)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
+    await bus.publish(events("x", "y"))
+    await dead.wait_for(lambda r: len(r.deliveries) == 2)
+    await bus.publish([Message(t.EVENTS.name, "pod.added", b'{"text": "end"}')])
+    await got.wait_for(lambda r: len(r.received) == 1)
+    assert got.calls == 1
+    assert [d.body for d in dead.deliveries] == [b"x", b"y"]
+
+
 async def test_handler_error_redelivers_once_then_succeeds(bus: Bus) -> None:
     calls = 0
 
@@ -256,8 +356,8 @@ async def test_handler_error_redelivers_once_then_succeeds(bus: Bus) -> None:
             raise RuntimeError("transient")
 
     got, dead = Recorder(fail_first), Recorder()
-    await bus.consume(queue("q"), got)
-    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.consume_raw(queue("q"), got)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
     await bus.publish(events("m"))
     await got.wait_for(lambda r: len(r.deliveries) == 2)
     assert [(d.body, d.redelivered) for d in got.deliveries] == [(b"m", False), (b"m", True)]
@@ -275,8 +375,8 @@ async def test_handler_error_twice_dead_letters_with_the_exception(bus: Bus) -> 
             raise ValueError("cannot decode 42")
 
     got, dead = Recorder(poison), Recorder()
-    await bus.consume(queue("q"), got, max_batch=1)
-    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.consume_raw(queue("q"), got, max_batch=1)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
     await bus.publish(events("poison"))
     await dead.wait_for(lambda r: len(r.deliveries) == 1)
     [d] = dead.deliveries
@@ -308,8 +408,8 @@ async def test_an_unavailable_dependency_retries_the_batch_and_dead_letters_noth
             raise error
 
     got, dead = Recorder(broker_down_three_times), Recorder()
-    await bus.consume(queue("q"), got, max_batch=1)
-    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.consume_raw(queue("q"), got, max_batch=1)
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
     await bus.publish(events("m"))
     await got.wait_for(lambda r: len(r.deliveries) == 4)
     await bus.publish(events("end"))
@@ -334,8 +434,8 @@ async def test_a_handler_whose_publish_is_refused_dead_letters_after_two_attempt
         await bus.publish(events("x", exchange=t.ERRORS.name, key="error." + "k" * 300))
 
     got, dead = Recorder(), Recorder()
-    await bus.consume(queue("q"), lambda batch: _both(got, publish_unpublishable, batch))
-    await bus.consume(t.DEAD_LETTERS, dead)
+    await bus.consume_raw(queue("q"), lambda batch: _both(got, publish_unpublishable, batch))
+    await bus.consume_raw(t.DEAD_LETTERS, dead)
     await bus.publish(events("m"))
     await dead.wait_for(lambda r: len(r.deliveries) == 1)
     assert [(d.body, d.redelivered) for d in got.deliveries] == [(b"m", False), (b"m", True)]
@@ -374,11 +474,11 @@ async def test_cancel_gives_unacked_deliveries_to_the_next_consumer(bus: Bus) ->
     await bus.publish(events("1", "2", "3"))
     stuck = Recorder()
     stuck.gate.clear()
-    consumer = await bus.consume(q, stuck)
+    consumer = await bus.consume_raw(q, stuck)
     await stuck.wait_for(lambda r: len(r.deliveries) >= 1)
     await consumer.cancel()
     got = Recorder()
-    await bus.consume(q, got)
+    await bus.consume_raw(q, got)
     await got.wait_for(lambda r: len(r.deliveries) == 3)
     assert got.bodies == ["1", "2", "3"]
     assert all(d.redelivered for d in got.deliveries[: len(stuck.deliveries)])
@@ -386,7 +486,7 @@ async def test_cancel_gives_unacked_deliveries_to_the_next_consumer(bus: Bus) ->
 
 async def test_exclusive_queue_disappears_with_its_consumer(backend: Backend, bus: Bus) -> None:
     q = t.scheduler_cluster_queue("r1")
-    consumer = await bus.consume(q, Recorder())
+    consumer = await bus.consume_raw(q, Recorder())
     assert await backend.queue_exists(q.name)
     await consumer.cancel()
     assert not await backend.queue_exists(q.name)
@@ -398,7 +498,7 @@ async def test_queue_contents_survive_a_new_connection(backend: Backend, bus: Bu
     await bus.publish(events("1", "2", "3", "4", "5"))
     again = await backend.reconnect(bus)
     got = Recorder()
-    await again.consume(q, got)
+    await again.consume_raw(q, got)
     await got.wait_for(lambda r: len(r.deliveries) == 5)
     assert got.bodies == ["1", "2", "3", "4", "5"]
     assert not any(d.redelivered for d in got.deliveries)
@@ -408,10 +508,10 @@ async def test_prefetch_bounds_unacked_deliveries(bus: Bus) -> None:
     q = queue("q")
     slow, fast = Recorder(), Recorder()
     slow.gate.clear()
-    await bus.consume(q, slow, max_batch=100, prefetch=5)
+    await bus.consume_raw(q, slow, max_batch=100, prefetch=5)
     await bus.publish(events(*(str(i) for i in range(20))))
     await slow.wait_for(lambda r: len(r.deliveries) >= 1)
-    await bus.consume(q, fast)
+    await bus.consume_raw(q, fast)
     await fast.wait_for(lambda r: len(r.deliveries) == 15)
     assert len(slow.deliveries) <= 5
     slow.gate.set()
@@ -430,8 +530,8 @@ async def test_memory_wait_idle_returns_when_the_pipeline_has_quiesced() -> None
         await asyncio.sleep(0)
         await bus.publish([Message(t.SCHEDULE.name, t.SCHEDULE_KEY, d.body) for d in batch])
 
-    await bus.consume(first, forward)
-    await bus.consume(second, got)
+    await bus.consume_raw(first, forward)
+    await bus.consume_raw(second, got)
     await bus.publish(events("1", "2"))
     await bus.publish(events("dead", exchange=t.DEAD.name))
     async with asyncio.timeout(DEADLINE):

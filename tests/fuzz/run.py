@@ -85,8 +85,8 @@ async def run_embedded(cases: Sequence[Case], *, chunk: int = 256) -> Outcome:
 
     informer = InformerService(bus, store, event_log, FakeClock())
     await informer.start()
-    await bus.consume(ERRORS, collect)
-    await bus.consume(DEAD, collect_dead)
+    await bus.consume_raw(ERRORS, collect)
+    await bus.consume_raw(DEAD, collect_dead)
     try:
         for start in range(0, len(cases), chunk):
             part = cases[start : start + chunk]

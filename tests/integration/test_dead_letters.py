@@ -88,8 +88,8 @@ async def test_a_poison_message_is_listed_replayed_after_the_fix_and_purged(
 ) -> None:
     ingest = Ingest()
     await bus.declare([topology.DEAD_LETTERS])
-    await bus.consume(TAP, ingest.on_dead)
-    await bus.consume(INGEST, ingest.handle, max_batch=1)
+    await bus.consume_raw(TAP, ingest.on_dead)
+    await bus.consume_raw(INGEST, ingest.handle, max_batch=1)
     await bus.publish([pod_event("good-1"), pod_event("poison-1"), pod_event("good-2")])
     await ingest.wait(lambda: ingest.dead == ["poison-1"] and len(ingest.taken) == 2)
 

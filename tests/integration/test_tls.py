@@ -78,7 +78,7 @@ async def test_the_bus_publishes_and_consumes_over_mutual_tls(servers: Servers) 
         return ()
 
     try:
-        await bus.consume(PROBE, handler)
+        await bus.consume_raw(PROBE, handler)
         await bus.publish([Message(ERRORS.name, "error.pod", b'{"over":"tls"}')])
         async with asyncio.timeout(30):
             assert await received.get() == b'{"over":"tls"}'

@@ -7,8 +7,11 @@ from services.common.bus.base import (
     BusRefused,
     Consumer,
     Delivery,
+    Handler,
     Message,
+    Received,
     Rejection,
+    decoding,
 )
 from services.common.bus.memory import MemoryBus
 from services.common.tls import NO_TLS_FILES, TLSFiles
@@ -37,8 +40,11 @@ __all__ = [
     "BusRefused",
     "Consumer",
     "Delivery",
+    "Handler",
     "MemoryBus",
     "Message",
+    "Received",
     "Rejection",
+    "decoding",
     "open_bus",
 ]

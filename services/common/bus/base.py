@@ -7,6 +7,12 @@ Delivery semantics (both implementations):
   (one wait per call, so publish batches, not single messages).
 - ``consume`` hands the handler a *batch*: whatever is ready now, at least one message,
   at most ``max_batch``. It never waits for a batch to fill.
+- ``consume`` decodes every delivery into the consumer's declared type (``decode``,
+  one msgspec Decoder built per consumer) and hands the handler :class:`Received`
+  values; a delivery that does not decode never reaches the handler: it is
+  dead-lettered with the decode error, naming the queue and the type, as the reason.
+  ``consume_raw`` hands over the bytes, for a consumer that decodes by itself (the
+  informer's watch events, validated field by field) or only inspects messages.
 - When the handler returns, every delivery of the batch is acknowledged except the ones
   it returned as :class:`Rejection`, which are dead-lettered to ``ksched.dead`` with the
   reason in the ``x-ksched-reason`` header. Acknowledge means "its effect is durable":
@@ -33,7 +39,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, Generic, Protocol, TypeVar
+
+import msgspec
 
 from contracts.topology import QueueSpec
 from services.common.store.errors import store_failure
@@ -75,6 +83,48 @@ class Rejection:
 
 
 BatchHandler = Callable[[Sequence[Delivery]], Awaitable[Sequence[Rejection] | None]]
+"""A raw consumer's handler (:meth:`Bus.consume_raw`): the deliveries' bytes."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Received(Generic[T]):
+    """One delivery decoded into the consumer's declared type: ``value``, and the
+    ``delivery`` itself (headers, redelivered; the element to reject)."""
+
+    value: T
+    delivery: Delivery
+
+
+Handler = Callable[[Sequence[Received[T]]], Awaitable[Sequence[Rejection] | None]]
+"""A typed consumer's handler (:meth:`Bus.consume`): the batch's decodable deliveries,
+in order. It may reject any of them (``Rejection(received.delivery, reason)``)."""
+
+
+def decoding(queue: QueueSpec, decode: type[T], handler: Handler[T]) -> BatchHandler:
+    """``handler`` as a raw handler of ``queue``: one Decoder for ``decode``, built
+    here, decodes each delivery; those that do not decode are rejected (dead-lettered)
+    with the reason ``undecodable on <queue>: not a <type>: <error>`` and the handler
+    sees the rest (it is not called when none is left). If the handler raises, the
+    whole batch, undecodable ones included, meets the bus's failure rules."""
+    decoder = msgspec.json.Decoder(decode)
+    expected = getattr(decode, "__name__", repr(decode))
+
+    async def handle(deliveries: Sequence[Delivery]) -> Sequence[Rejection]:
+        received: list[Received[T]] = []
+        rejections: list[Rejection] = []
+        for delivery in deliveries:
+            try:
+                received.append(Received(decoder.decode(delivery.body), delivery))
+            except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+                reason = f"undecodable on {queue.name}: not a {expected}: {error}"
+                rejections.append(Rejection(delivery, reason))
+        if received:
+            rejections.extend(await handler(received) or ())
+        return rejections
+
+    return handle
 
 
 class Fetched(Protocol):
@@ -106,6 +156,19 @@ class Bus(Protocol):
         contracts.topology. A message no queue is bound for is dropped, as in AMQP."""
 
     async def consume(
+        self,
+        queue: QueueSpec,
+        handler: Handler[T],
+        *,
+        decode: type[T],
+        max_batch: int = 256,
+        prefetch: int | None = None,
+    ) -> Consumer:
+        """:meth:`consume_raw` with each delivery decoded into ``decode`` (see
+        :func:`decoding`): the handler receives :class:`Received` values; what does not
+        decode is dead-lettered with the reason."""
+
+    async def consume_raw(
         self,
         queue: QueueSpec,
         handler: BatchHandler,

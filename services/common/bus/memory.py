@@ -42,8 +42,11 @@ from services.common.bus.base import (
     Consumer,
     Delivery,
     Fetched,
+    Handler,
     Message,
     Rejection,
+    T,
+    decoding,
     effective_prefetch,
     unavailable,
 )
@@ -143,6 +146,19 @@ class MemoryBus:
         await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker
 
     async def consume(
+        self,
+        queue: QueueSpec,
+        handler: Handler[T],
+        *,
+        decode: type[T],
+        max_batch: int = 256,
+        prefetch: int | None = None,
+    ) -> Consumer:
+        return await self.consume_raw(
+            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
+        )
+
+    async def consume_raw(
         self,
         queue: QueueSpec,
         handler: BatchHandler,

@@ -50,7 +50,10 @@ from services.common.bus.base import (
     Consumer,
     Delivery,
     Fetched,
+    Handler,
     Message,
+    T,
+    decoding,
     effective_prefetch,
     unavailable,
 )
@@ -161,6 +164,19 @@ class RabbitBus:
             ) from first
 
     async def consume(
+        self,
+        queue: QueueSpec,
+        handler: Handler[T],
+        *,
+        decode: type[T],
+        max_batch: int = 256,
+        prefetch: int | None = None,
+    ) -> Consumer:
+        return await self.consume_raw(
+            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
+        )
+
+    async def consume_raw(
         self,
         queue: QueueSpec,
         handler: BatchHandler,

@@ -42,7 +42,7 @@ async def dead_lettered(bus: MemoryBus, messages: Sequence[Message]) -> None:
     async def reject(batch: Sequence[Delivery]) -> list[Rejection]:
         return [Rejection(d, f"cannot take {d.routing_key}\nyet") for d in batch]
 
-    consumer = await bus.consume(PROBE, reject)
+    consumer = await bus.consume_raw(PROBE, reject)
     await bus.declare([topology.DEAD_LETTERS])
     await bus.publish(messages)
     await bus.wait_idle()
@@ -101,7 +101,7 @@ async def test_replay_republishes_the_selection_where_it_was_going_and_removes_i
     async def fixed(batch: Sequence[Delivery]) -> None:
         seen.extend(batch)
 
-    await bus.consume(PROBE, fixed)
+    await bus.consume_raw(PROBE, fixed)
     out = io.StringIO()
     assert await replay_dead_letters(bus, selection, out) == 0
     await bus.wait_idle()

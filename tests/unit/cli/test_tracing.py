@@ -65,7 +65,7 @@ async def test_one_trace_from_ingest_to_binding() -> None:
             auto_delete=True,
             dead_letter=False,
         )
-        await cluster.bus.consume(spec, keep_headers)
+        await cluster.bus.consume_raw(spec, keep_headers)
         await cluster.bus.publish([Message(topology.EVENTS.name, "node.added", event(NODE))])
         await cluster.settle()
         await cluster.bus.publish(

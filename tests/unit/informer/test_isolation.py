@@ -62,7 +62,7 @@ async def test_a_poisoned_message_fails_nothing_else_of_its_batch(poison: bytes)
 
     informer = InformerService(bus, store, event_log, FakeClock())
     await informer.start()
-    await bus.consume(ERRORS, collect)
+    await bus.consume_raw(ERRORS, collect)
     events = [pod_event(f"p{i}") for i in range(5)]
     events.insert(2, Message(topology.EVENTS.name, "pod.added", poison))
     await bus.publish(events)

@@ -46,7 +46,7 @@ async def informer():
 
     service = InformerService(bus, store, MemoryEventLog(), FakeClock())
     await service.start()
-    await bus.consume(ERRORS, collect)
+    await bus.consume_raw(ERRORS, collect)
     yield bus, store, reports
     await service.stop()
     await bus.close()

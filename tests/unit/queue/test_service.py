@@ -46,7 +46,7 @@ class Harness:
 
     async def start(self) -> None:
         await self.bus.declare(topology.QUEUES)
-        await self.bus.consume(topology.SCHEDULER_REQUESTS, self._collect)
+        await self.bus.consume_raw(topology.SCHEDULER_REQUESTS, self._collect)
         await self.queue.start()
         await self.settle()
 

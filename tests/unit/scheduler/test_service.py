@@ -48,9 +48,9 @@ class Harness:
 
     async def start(self) -> None:
         await self.bus.declare(topology.QUEUES)
-        await self.bus.consume(topology.BINDER_REQUESTS, self._collect(BindBatch, self.binds))
-        await self.bus.consume(topology.QUEUE_RESULTS, self._collect(ResultBatch, self.results))
-        await self.bus.consume(EVENTS, self._collect(Event, self.events))
+        await self.bus.consume_raw(topology.BINDER_REQUESTS, self._collect(BindBatch, self.binds))
+        await self.bus.consume_raw(topology.QUEUE_RESULTS, self._collect(ResultBatch, self.results))
+        await self.bus.consume_raw(EVENTS, self._collect(Event, self.events))
         await self.service.start()
 
     def _collect(self, kind, into):
