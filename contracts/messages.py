@@ -6,17 +6,32 @@ scheduler, binder → queue: :class:`ResultBatch` on ``ksched.results``
 
 A batch spans many pods, so the trace context of each pod travels inside its item
 (``trace``); the AMQP headers carry the context of the span that published the batch.
+
+Requests are references, not objects: a pod is named by its ``uid`` (with its namespace
+and name for messages and logs), because the receiver already holds it. The scheduler
+follows ``ksched.cluster`` and resolves the pod in its own projection once it has
+applied the request's ``seq``; the binder holds no projection, so a BindRequest carries
+the few fields of the pod that its Binding and its ``Scheduled`` Event name. What the
+receiver cannot know travels: the attempt, the profile, the log position, the trace
+context and the plugins' decisions (VolumeBinding's claim bindings, the explanation).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod, Wire
+from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Wire
 
 
 class ScheduleRequest(Wire, kw_only=True, frozen=True):
-    pod: Pod
+    """Schedule the pending pod ``uid`` (a reference: the scheduler resolves it in its
+    own projection, as of ``seq`` or later; a pod that is no longer pending there ends
+    the attempt ``stale``)."""
+
+    uid: str
+    namespace: str | None = None
+    """The pod's ``metadata.namespace`` as the log has it (for messages and logs)."""
+    name: str
     attempt: int
     """1 for the first attempt; the queue's lease in the store carries the same number."""
     profile: str
@@ -55,7 +70,15 @@ class ClaimBinding(Wire, kw_only=True, frozen=True):
 
 
 class BindRequest(Wire, kw_only=True, frozen=True):
-    pod: Pod
+    """Bind the pod ``uid``, assumed on ``node`` by attempt ``attempt``. The binder holds
+    no projection: the pod's namespace, name and resourceVersion (as the scheduler
+    scheduled it) are what its Binding and ``Scheduled`` Event name; ``profile`` is the
+    pod's schedulerName (the Event's reporting component)."""
+
+    uid: str
+    namespace: str | None = None
+    name: str
+    resource_version: str | None = None
     node: str
     attempt: int
     profile: str
@@ -64,6 +87,9 @@ class BindRequest(Wire, kw_only=True, frozen=True):
     volume_bindings: list[ClaimBinding] = []
     """The claims VolumeBinding bound or chose to provision for this pod and node; the
     binder applies them before the Binding (empty when every claim is already bound)."""
+    explanation: str = ""
+    """The scheduler's explanation of the decision (JSON), when it explained it; the
+    binder copies it onto the Binding (annotation ``ksched.io/explain``)."""
 
 
 class BindBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="BindBatch"):

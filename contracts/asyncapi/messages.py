@@ -133,8 +133,14 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
         )
     summaries: dict[type[Any], str] = {
         ClusterBatch: "Consecutive entries of the informer's event log, in seq order.",
-        ScheduleBatch: "Scheduling attempts the queue hands to any scheduler replica.",
-        BindBatch: "Bind requests from a scheduler to any binder replica.",
+        ScheduleBatch: (
+            "Scheduling attempts the queue hands to any scheduler replica; each names its"
+            " pod by uid (the replica resolves it in its projection as of `seq`)."
+        ),
+        BindBatch: (
+            "Bind requests from a scheduler to any binder replica; each names its pod"
+            " (uid, namespace, name, resourceVersion) and carries the plugins' decisions."
+        ),
         ResultBatch: "How attempts ended, back to the queue (frees in-flight slots).",
         Binding: "v1 Binding: the pod in metadata is bound to the Node in target.",
         Event: "v1 Event about a pod (Scheduled, FailedScheduling, Preempted).",

@@ -10,6 +10,10 @@ the queue retries the pod after its backoff. If the publish fails the batch is
 redelivered; the claim holds, so the same pods are bound (at least once; the informer
 ignores a repeated Binding to the same node).
 
+A BindRequest is a reference (see :mod:`contracts.messages`): the binder holds no
+projection, and the Binding and the Event name the pod by the request's namespace,
+name, uid and resourceVersion (:func:`pod_reference`).
+
 PreBind: the volume bindings the scheduler decided (VolumeBinding) are published as
 watch events just before the Binding, in the same publish (see :mod:`.prebind`).
 Permit waits and the other PreBind/PostBind plugins join this cycle with the framework
@@ -24,13 +28,19 @@ from collections.abc import Sequence
 import msgspec
 
 from contracts import topology
-from contracts.k8s import namespaced_name
+from contracts.k8s import ObjectMeta, Pod, PodSpec, namespaced_name
 from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
 from services.binder.prebind import volume_messages
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
-from services.common.decisions import ATTEMPT_HEADER, binding_for, decision_message, pod_event
+from services.common.decisions import (
+    ATTEMPT_HEADER,
+    EXPLAIN_ANNOTATION,
+    binding_for,
+    decision_message,
+    pod_event,
+)
 from services.common.store import BindClaim, ClusterStore, StoreLost
 
 log = logging.getLogger("ksched.binder")
@@ -64,7 +74,7 @@ class BinderService:
 
     async def _on_requests(self, batches: Sequence[Received[BindBatch]]) -> None:
         requests = [r for batch in batches for r in batch.value.requests]
-        claims = [BindClaim(r.pod.metadata.uid, r.node, r.attempt) for r in requests]
+        claims = [BindClaim(r.uid, r.node, r.attempt) for r in requests]
         try:
             granted = await self._store.begin_bind(claims)
         except StoreLost as lost:  # the reservations went with the store: retried
@@ -89,7 +99,7 @@ class BinderService:
         await self._bus.publish(messages)
 
     def _bind(self, request: BindRequest) -> list[Message]:
-        pod = request.pod
+        pod = pod_reference(request)
         context = telemetry.extract(request.trace)
         with tracer.start_as_current_span("binding_cycle", context=context) as span:
             span.set_attribute("ksched.pod", namespaced_name(pod.metadata))
@@ -118,12 +128,26 @@ class BinderService:
         return out
 
 
+def pod_reference(request: BindRequest) -> Pod:
+    """The pod as far as its Binding and ``Scheduled`` Event name it: namespace, name,
+    uid, resourceVersion, the scheduler's explanation and the schedulerName (the
+    request's profile). Nothing else of the pod travels to the binder."""
+    annotations = {EXPLAIN_ANNOTATION: request.explanation} if request.explanation else {}
+    metadata = ObjectMeta(
+        name=request.name,
+        namespace=request.namespace,
+        uid=request.uid,
+        resource_version=request.resource_version,
+        annotations=annotations,
+    )
+    return Pod(metadata=metadata, spec=PodSpec(scheduler_name=request.profile))
+
+
 def _result(request: BindRequest, outcome: str, message: str = "") -> AttemptResult:
-    meta = request.pod.metadata
     return AttemptResult(
-        uid=meta.uid,
-        namespace=meta.namespace or "default",
-        name=meta.name,
+        uid=request.uid,
+        namespace=request.namespace or "default",
+        name=request.name,
         attempt=request.attempt,
         outcome=outcome,  # type: ignore[arg-type]
         node=request.node,

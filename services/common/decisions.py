@@ -19,7 +19,8 @@ EXPLAIN_ANNOTATION = "ksched.io/explain"
 """On a pod, ``"true"`` asks the scheduler to explain its decision. On a Binding or a
 FailedScheduling Event, the explanation itself: a JSON object (see
 ``services.framework.explain``). Between the scheduler and the binder it
-rides on the pod of the BindRequest, whose annotation the scheduler replaces."""
+rides in the BindRequest's ``explanation``, which the binder puts back on the pod's
+annotation when it builds the Binding."""
 
 
 def rfc3339(seconds: float) -> str:

@@ -321,14 +321,17 @@ class QueueService:
         for info in batch:
             uid = info.uid
             at, carrier = self._origin.get(uid, (self._clock.now(), {}))
+            meta = info.pod.metadata
             with tracer.start_as_current_span(
                 "scheduling_queue.pop", context=telemetry.extract(carrier)
             ) as span:
-                span.set_attribute("ksched.pod", namespaced_name(info.pod.metadata))
+                span.set_attribute("ksched.pod", namespaced_name(meta))
                 span.set_attribute("ksched.attempt", info.attempts)
                 requests.append(
                     ScheduleRequest(
-                        pod=info.pod,
+                        uid=uid,
+                        namespace=meta.namespace,
+                        name=meta.name,
                         attempt=info.attempts,
                         profile=info.profile,
                         seq=self._seq,

@@ -1,5 +1,10 @@
 """The scheduling cycle for a batch of requests: algorithm, local assume, one store assume.
 
+A request names its pod by uid: the pod is the one this replica's projection of
+pending pods (:class:`PendingPods`, as of the request's ``seq`` or later) holds, with its
+PodInfo computed once per pod version; a pod no longer pending there (bound, deleted,
+finished) ends the attempt ``stale``.
+
 For each request, in order: run the profile's framework against the snapshot; a pod
 that fits is assumed in the snapshot and reserved by the Reserve plugins at once (so the
 next pod of the batch sees both) and gets a store :class:`Reservation` that re-checks
@@ -21,8 +26,8 @@ pod of the batch pass upstream's two-pass filter: a node must fit the pod both w
 and without the nominated pods of equal or higher priority.
 
 A pod annotated ``ksched.io/explain: "true"`` (or every pod, with ``explain=True``) is
-scheduled with an explanation, which goes with its BindRequest (on the pod's explain
-annotation, which the binder copies onto the Binding) or its FailedScheduling Event.
+scheduled with an explanation, which goes with its BindRequest (``explanation``, which
+the binder puts on the Binding) or its FailedScheduling Event.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
+from contracts.k8s import Pod
 from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
 from services.common import telemetry
 from services.common.clock import Clock
-from services.common.decisions import explain_requested, with_explanation
+from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
 from services.framework.filtering import NominatedPods
@@ -44,7 +50,8 @@ from services.framework.interface import CycleState
 from services.framework.plugins.volumebinding import claim_bindings
 from services.framework.runtime import Framework, ScheduleResult
 from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo, pod_uid
+from services.framework.types import PodInfo
+from services.scheduler.nominated import PendingPods
 
 
 @dataclass(slots=True)
@@ -57,6 +64,9 @@ class Failure:
     event: bool
     explanation: str | None = None
     """The scheduler's explanation (JSON), when the attempt was explained."""
+    pod: Pod | None = None
+    """The pod as this replica's projection holds it (None: not pending there); the
+    FailedScheduling Event is about it."""
 
 
 @dataclass(slots=True)
@@ -81,11 +91,10 @@ class _Attempt:
 def attempt_result(
     request: ScheduleRequest, outcome: Outcome, message: str = "", **extra: object
 ) -> AttemptResult:
-    meta = request.pod.metadata
     return AttemptResult(
-        uid=pod_uid(request.pod),
-        namespace=meta.namespace or "default",
-        name=meta.name,
+        uid=request.uid,
+        namespace=request.namespace or "default",
+        name=request.name,
         attempt=request.attempt,
         outcome=outcome,
         message=message,
@@ -119,13 +128,17 @@ class BatchScheduler:
         store: ClusterStore,
         clock: Clock,
         *,
+        pending: PendingPods,
         assume_ttl: float,
         max_conflict_retries: int,
         tracer: trace.Tracer | None = None,
         explain: bool = False,
     ) -> None:
-        """``explain``: explain every decision, not only those of pods that ask."""
+        """``pending``: the pending pods the requests name (fed by the caller from the
+        same log as ``snapshot``). ``explain``: explain every decision, not only those
+        of pods that ask."""
         self._snapshot = snapshot
+        self._pending = pending
         self._frameworks = frameworks
         self._store = store
         self._clock = clock
@@ -150,24 +163,22 @@ class BatchScheduler:
         return outcome
 
     def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
-        pod = request.pod
+        uid = request.uid
+        pod = self._pending.pod(uid)
         framework = self._frameworks.get(request.profile)
         if framework is None:
             reason = f'no profile "{request.profile}" in this scheduler'
-            outcome.failures.append(
-                Failure(request, attempt_result(request, "error", reason), True)
-            )
+            result = attempt_result(request, "error", reason)
+            outcome.failures.append(Failure(request, result, True, pod=pod))
             return None
-        uid = pod_uid(pod)
-        if pod.metadata.deletion_timestamp or pod.spec.node_name or self._snapshot.is_bound(uid):
+        if pod is None or self._snapshot.is_bound(uid):
             outcome.failures.append(Failure(request, attempt_result(request, "stale"), False))
             return None
-        try:
-            info = PodInfo.of(pod)
+        try:  # PodInfo once per pod version; None when its requests are invalid
+            info = self._pending.info(uid) or PodInfo.of(pod)
         except ResourceError as err:
-            outcome.failures.append(
-                Failure(request, attempt_result(request, "error", str(err)), True)
-            )
+            result = attempt_result(request, "error", str(err))
+            outcome.failures.append(Failure(request, result, True, pod=pod))
             return None
         span = self._tracer.start_span(
             "scheduling_cycle",
@@ -269,14 +280,14 @@ class BatchScheduler:
         return True
 
     def _reserved(self, attempt: _Attempt, outcome: BatchOutcome) -> None:
-        node, request = attempt.node, attempt.request
+        node, request, meta = attempt.node, attempt.request, attempt.pod.pod.metadata
         outcome.binds.append(
             BindRequest(
-                pod=(
-                    with_explanation(request.pod, attempt.explanation)
-                    if attempt.explanation
-                    else request.pod
-                ),
+                uid=request.uid,
+                namespace=meta.namespace,
+                name=meta.name,
+                resource_version=meta.resource_version,
+                explanation=(attempt.explanation or meta.annotations.get(EXPLAIN_ANNOTATION, "")),
                 node=node,
                 attempt=request.attempt,
                 profile=request.profile,
@@ -308,7 +319,9 @@ class BatchScheduler:
     ) -> None:
         attempt.span.set_attribute("outcome", result.outcome)
         attempt.span.end()
-        outcome.failures.append(Failure(attempt.request, result, event, attempt.explanation))
+        outcome.failures.append(
+            Failure(attempt.request, result, event, attempt.explanation, attempt.pod.pod)
+        )
 
 
 __all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests"]

@@ -78,6 +78,10 @@ class PendingPods:
             else:
                 self._pods.pop(uid, None)
 
+    def pod(self, uid: str) -> Pod | None:
+        """The pending pod ``uid`` as this projection holds it (None: not pending)."""
+        return self._pods.get(uid)
+
     def info(self, uid: str) -> PodInfo | None:
         """The pending pod's PodInfo (None if not pending, or its requests are invalid)."""
         if uid in self._infos:
@@ -88,7 +92,7 @@ class PendingPods:
         try:
             info: PodInfo | None = PodInfo.of(pod)
         except ResourceError as err:
-            log.warning("nominated pod %s ignored: %s", uid, err)
+            log.warning("pod %s has invalid requests: %s", uid, err)
             info = None
         self._infos[uid] = info
         return info

@@ -116,6 +116,7 @@ class SchedulerService:
             self.frameworks,
             store,
             clock,
+            pending=self.pending,
             assume_ttl=assume_ttl,
             max_conflict_retries=max_conflict_retries,
             tracer=tracer,
@@ -254,11 +255,11 @@ class SchedulerService:
             messages.append(Message(topology.BIND.name, topology.BIND_KEY, body))
         now = self._clock.now()
         for failure in outcome.failures:
-            if not failure.event:
+            if not failure.event or failure.pod is None:
                 continue
             request = failure.request
             event = pod_event(
-                request.pod,
+                failure.pod,
                 reason="FailedScheduling",
                 message=truncate_message(failure.result.message),
                 warning=True,

@@ -82,9 +82,9 @@ class Harness:
             ResultBatch(
                 results=[
                     AttemptResult(
-                        uid=r.pod.metadata.uid,
-                        namespace=r.pod.metadata.namespace or "default",
-                        name=r.pod.metadata.name,
+                        uid=r.uid,
+                        namespace=r.namespace or "default",
+                        name=r.name,
                         attempt=r.attempt,
                         outcome=outcome,  # type: ignore[arg-type]
                         plugins=plugins,
@@ -97,7 +97,7 @@ class Harness:
         await self.settle()
 
     def names(self) -> list[str]:
-        return [r.pod.metadata.name for r in self.requests]
+        return [r.name for r in self.requests]
 
     async def advance(self, seconds: float) -> None:
         await self.clock.advance(seconds)
@@ -277,12 +277,12 @@ async def test_a_restarted_queue_attempts_pods_in_flight_again_exactly_once() ->
     await first.start()
     await first.apply(make_pod("a"), make_pod("b"), make_pod("c"))
     lost = list(first.requests)
-    assert [(r.pod.metadata.name, r.attempt) for r in lost] == [("a", 1), ("b", 1)]
+    assert [(r.name, r.attempt) for r in lost] == [("a", 1), ("b", 1)]
     await first.queue.stop()  # killed: no result ever comes for the attempts in flight
     restarted = QueueService(first.bus, first.store, first.clock, max_in_flight=10)
     await restarted.start()
     await first.settle()
-    again = [(r.pod.metadata.name, r.attempt) for r in first.requests[len(lost) :]]
+    again = [(r.name, r.attempt) for r in first.requests[len(lost) :]]
     assert sorted(again) == [("a", 2), ("b", 2), ("c", 1)]
     assert await first.store.leases() == {
         "default-a-uid": 2,
@@ -406,7 +406,7 @@ async def test_a_pod_bound_while_the_queue_resyncs_is_not_attempted_again() -> N
 
     async def bind_a() -> None:
         result = AttemptResult(
-            uid=request.pod.metadata.uid,
+            uid=request.uid,
             namespace="default",
             name="a",
             attempt=request.attempt,

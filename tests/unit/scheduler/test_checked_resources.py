@@ -16,6 +16,7 @@ from services.framework.runtime import Framework
 from services.framework.snapshot import Snapshot
 from services.framework.types import PodInfo
 from services.scheduler.cycle import BatchScheduler
+from services.scheduler.nominated import PendingPods
 from tests.builders import make_node, make_pod
 
 REQUESTS: dict[str, str | int] = {
@@ -98,15 +99,25 @@ async def test_the_reservation_carries_what_the_profile_checks(
     framework = Framework(profile(**fields), listers=snapshot.listers)
     store = RecordingStore()
     await store.set_leases({pod.metadata.uid: 1})
+    pending = PendingPods()
+    pending.load([pod], 0)
     scheduler = BatchScheduler(
         snapshot,
         {"default-scheduler": framework},
         store,
         FakeClock(),
+        pending=pending,
         assume_ttl=30.0,
         max_conflict_retries=0,
     )
-    request = ScheduleRequest(pod=pod, attempt=1, profile="default-scheduler", seq=0, at=0.0)
+    request = ScheduleRequest(
+        uid=pod.metadata.uid,
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
+        attempt=1,
+        profile="default-scheduler",
+        seq=0,
+    )
     await scheduler.run([request])
     [reservation] = store.reservations
     assert reservation.checked == frozenset(checked)

@@ -65,7 +65,7 @@ class NominationHarness(Harness):
     async def placements(self, *pods: Pod) -> dict[str, str | None]:
         await self.schedule(*pods)
         await self.bus.wait_idle()
-        placed: dict[str, str | None] = {b.pod.metadata.name: b.node for b in self.binds}
+        placed: dict[str, str | None] = {b.name: b.node for b in self.binds}
         placed.update({r.name: None for r in self.results if r.outcome == "unschedulable"})
         return placed
 

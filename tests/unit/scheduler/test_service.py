@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from contracts import topology
-from contracts.events import ClusterBatch, NodeEntry
+from contracts.events import ClusterBatch, NodeEntry, PodEntry
 from contracts.k8s import Event, Node, Pod
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from contracts.topology import QueueBinding, QueueSpec
@@ -74,18 +74,33 @@ class Harness:
             batch = ClusterBatch(events=[NodeEntry(seq=self.seq, type="ADDED", object=node)])
             await self.bus.publish([Message(topology.CLUSTER.name, "", msgspec.json.encode(batch))])
 
+    async def add_pod(self, pod: Pod) -> None:
+        """The informer's work for a pending pod: the store, then the cluster feed."""
+        self.seq += 1
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        await self.store.apply([ProjectedEntry(self.seq, "pod", key, msgspec.json.encode(pod))])
+        batch = ClusterBatch(events=[PodEntry(seq=self.seq, type="ADDED", object=pod)])
+        await self.bus.publish([Message(topology.CLUSTER.name, "", msgspec.json.encode(batch))])
+
     async def schedule(
         self,
         *pods: Pod,
         seq: int | None = None,
         lease: bool = True,
         trace: dict[str, str] | None = None,
+        add: bool = True,
     ) -> None:
+        """Request ``pods`` as the queue would, by reference (``add``: after the
+        informer's work for each, so the scheduler's projection holds them)."""
+        for pod in pods if add else ():
+            await self.add_pod(pod)
         if lease:
             await self.store.set_leases({p.metadata.uid: 1 for p in pods})
         requests = [
             ScheduleRequest(
-                pod=p,
+                uid=p.metadata.uid,
+                namespace=p.metadata.namespace,
+                name=p.metadata.name,
                 attempt=1,
                 profile="default-scheduler",
                 seq=seq or self.seq,
@@ -114,7 +129,7 @@ async def test_schedules_a_batch_and_reports_the_unschedulable(harness):
     await harness.schedule(*pods, big)
     await harness.bus.wait_idle()
 
-    placed = {b.pod.metadata.name: b.node for b in harness.binds}
+    placed = {b.name: b.node for b in harness.binds}
     assert set(placed) == {"p0", "p1", "p2"}
     assert sorted(placed.values()).count("n1") <= 2 and sorted(placed.values()).count("n2") <= 2
     assumed = await harness.store.assumed()
@@ -170,13 +185,15 @@ async def test_waits_for_the_snapshot_to_reach_the_request_seq(harness):
     await harness.add_node(make_node("small", allocatable={"cpu": "1", "pods": 110}))
     await harness.start()
     pod = make_pod("p", requests={"cpu": "2"})
-    await harness.schedule(pod, seq=2)  # the queue already saw node "large"
+    # The queue already saw the pod (seq 2) and node "large" (seq 3); the scheduler not.
+    await harness.schedule(pod, seq=3, add=False)
     for _ in range(50):
         await asyncio.sleep(0)  # let the request reach the scheduler, which must wait
     assert harness.binds == [] and harness.results == []
+    await harness.add_pod(pod)
     await harness.add_node(make_node("large", allocatable={"cpu": "4", "pods": 110}), publish=True)
     await harness.bus.wait_idle()
-    assert [(b.pod.metadata.name, b.node) for b in harness.binds] == [("p", "large")]
+    assert [(b.name, b.node) for b in harness.binds] == [("p", "large")]
 
 
 async def test_gives_up_waiting_after_the_catch_up_timeout(harness):

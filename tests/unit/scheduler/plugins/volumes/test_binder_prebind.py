@@ -59,7 +59,9 @@ def decide(objects, pod, node):
     plugin.filter_all(state, info, table)
     assert plugin.reserve(state, info, node).is_success()
     return BindRequest(
-        pod=pod,
+        uid=pod.metadata.uid,
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
         node=node,
         attempt=1,
         profile=pod.spec.scheduler_name,
@@ -139,7 +141,9 @@ async def test_volume_updates_go_out_with_the_binding(cluster):
 def test_provisioning_publishes_the_claim_only():
     claim = make_pvc("data", storage_class="fast")
     request = BindRequest(
-        pod=make_pod("web"),
+        uid="web-uid",
+        namespace="default",
+        name="web",
         node="n1",
         attempt=1,
         profile="default-scheduler",
@@ -157,7 +161,14 @@ def test_provisioning_publishes_the_claim_only():
 async def test_no_volume_events_without_bindings(cluster):
     bus, store = cluster
     pod = make_pod("web")
-    request = BindRequest(pod=pod, node="n1", attempt=1, profile="default-scheduler")
+    request = BindRequest(
+        uid=pod.metadata.uid,
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
+        node="n1",
+        attempt=1,
+        profile="default-scheduler",
+    )
     await store.set_leases({pod.metadata.uid: 1})
     await store.assume(
         [Reservation(uid=pod.metadata.uid, node="n1", attempt=1, requests={}, ttl=30)], 0.0

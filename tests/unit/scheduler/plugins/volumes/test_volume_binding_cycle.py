@@ -27,6 +27,7 @@ from services.framework.plugins.volumebinding import (
 )
 from services.framework.profile import merge_plugins
 from services.scheduler.cycle import BatchScheduler
+from services.scheduler.nominated import PendingPods
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 from tests.volume_builders import claim_volume, make_pv, make_pvc, make_storage_class
@@ -174,16 +175,27 @@ async def schedule_batch(pods, objects, nodes):
         ]
     )
     await store.set_leases({p.metadata.uid: 1 for p in pods})
+    pending = PendingPods()
+    pending.load(pods, 0)
     cycle = BatchScheduler(
         snapshot,
         {profile.scheduler_name: framework},
         store,
         FakeClock(),
+        pending=pending,
         assume_ttl=30,
         max_conflict_retries=3,
     )
     requests = [
-        ScheduleRequest(pod=p, attempt=1, profile=profile.scheduler_name, seq=0) for p in pods
+        ScheduleRequest(
+            uid=p.metadata.uid,
+            namespace=p.metadata.namespace,
+            name=p.metadata.name,
+            attempt=1,
+            profile=profile.scheduler_name,
+            seq=0,
+        )
+        for p in pods
     ]
     return await cycle.run(requests)
 
