@@ -45,6 +45,18 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._now + seconds, next(self._order), future))
         await future
 
+    def step(self, seconds: float) -> None:
+        """Move time forward without yielding to the loop (upstream's fake clock ``Step``),
+        for code that only reads :meth:`now`. A sleeper it would wake is an error: use
+        :meth:`advance` for those."""
+        self.set_time(self._now + seconds)
+
+    def set_time(self, now: float) -> None:
+        """Put the clock at ``now`` (upstream's fake clock ``SetTime``); see :meth:`step`."""
+        if any(wake <= now and not f.done() for wake, _, f in self._sleepers):
+            raise RuntimeError("a sleeper is due: await advance() instead")
+        self._now = now
+
     async def advance(self, seconds: float) -> None:
         """Move time forward, waking every sleeper whose time has come, in order."""
         target = self._now + seconds

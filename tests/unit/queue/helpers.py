@@ -1,5 +1,5 @@
-"""Builders for the queue tests: a hand-driven clock, a queue on upstream's default
-profile, and a pod that is parked after failing on given plugins."""
+"""Builders for the queue tests: a queue on upstream's default profile driven by a
+FakeClock, and a pod that is parked after failing on given plugins."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import msgspec
 from contracts.events import ENTRY_FOR_KIND, EventType, LogEntry
 from contracts.k8s import Pod
 from contracts.kinds import kind_of
+from services.common.clock import FakeClock
 from services.framework.config import PluginRef, PluginSet, Profile, default_profile
 from services.framework.runtime import Framework
 from services.queue.profiles import QueueProfile
@@ -20,19 +21,6 @@ from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import QueuedPodInfo, SubQueue
 
 START = 1_700_000_000.0
-
-
-class Clock:
-    """``now()`` moves only when a test moves it."""
-
-    def __init__(self, start: float = START) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 DEFAULT = QueueProfile.default()
@@ -46,12 +34,12 @@ def qos_profile() -> QueueProfile:
 
 
 def make_queue(
-    clock: Clock | None = None,
+    clock: FakeClock | None = None,
     *,
     profiles: Iterable[QueueProfile] = (DEFAULT,),
     pop_from_backoff: bool = True,
-) -> tuple[SchedulingQueue, Clock]:
-    clock = clock or Clock()
+) -> tuple[SchedulingQueue, FakeClock]:
+    clock = clock or FakeClock(START)
     return SchedulingQueue(list(profiles), clock, pop_from_backoff=pop_from_backoff), clock
 
 

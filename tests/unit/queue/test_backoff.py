@@ -21,10 +21,11 @@ def test_backoff_doubles_from_one_second_up_to_ten(count: int, seconds: float) -
 
 
 def test_the_configured_backoff_bounds_are_used() -> None:
+    from services.common.clock import FakeClock
     from services.queue.scheduling_queue import SchedulingQueue
-    from tests.unit.queue.helpers import DEFAULT, Clock
+    from tests.unit.queue.helpers import DEFAULT
 
-    queue = SchedulingQueue([DEFAULT], Clock(), initial_backoff=2.0, max_backoff=30.0)
+    queue = SchedulingQueue([DEFAULT], FakeClock(), initial_backoff=2.0, max_backoff=30.0)
     assert [queue.backoff_duration(n) for n in (1, 2, 3, 4, 5)] == [2.0, 4.0, 8.0, 16.0, 30.0]
 
 
@@ -41,23 +42,23 @@ def test_each_error_doubles_the_backoff_until_ten_seconds(pop_from_backoff: bool
         # Flushed on the first tick after the backoff (with aligned windows, after the
         # window it ends in).
         over = end + 1.0 if pop_from_backoff else end + 0.01
-        clock.t = over - 0.01
+        clock.set_time(over - 0.01)
         assert queue.flush_backoff_q_completed() == 0
-        clock.t = over
+        clock.set_time(over)
         assert queue.flush_backoff_q_completed() == 1
 
 
 def test_expiry_is_aligned_to_the_second_with_pop_from_backoff() -> None:
     queue, clock = make_queue()
-    clock.advance(0.3)
+    clock.step(0.3)
     add(queue, make_pod("a"))
     (info,) = queue.pop(1)
     queue.add_unschedulable_if_not_present(info.uid, [])
     assert queue.backoff_time(info) == START + 1.0  # 0.3 + 1 s, truncated to the second
     assert queue.next_backoff_expiry() == START + 2.0
-    clock.t = START + 1.9  # inside the window the backoff ends in
+    clock.set_time(START + 1.9)  # inside the window the backoff ends in
     assert queue.flush_backoff_q_completed() == 0
-    clock.t = START + 2.0
+    clock.set_time(START + 2.0)
     assert queue.flush_backoff_q_completed() == 1
 
 
@@ -67,7 +68,7 @@ def test_rejections_and_errors_are_counted_apart() -> None:
     for _ in range(4):  # four rejections: the next rejection would wait 16 → 10 s
         (info,) = queue.pop(1)
         queue.add_unschedulable_if_not_present(info.uid, ["NodeResourcesFit"])
-        clock.advance(400)
+        clock.step(400)
         queue.flush_unschedulable_pods_leftover()
         queue.flush_backoff_q_completed()
     (info,) = queue.pop(1)
@@ -75,7 +76,7 @@ def test_rejections_and_errors_are_counted_apart() -> None:
     queue.add_unschedulable_if_not_present(info.uid, [])  # an error: first in a row
     assert (info.unschedulable_count, info.consecutive_errors_count) == (4, 1)
     assert queue.backoff_time(info) == failed_at + 1.0
-    clock.advance(2)
+    clock.step(2)
     queue.flush_backoff_q_completed()
     (info,) = queue.pop(1)
     queue.add_unschedulable_if_not_present(info.uid, ["NodeResourcesFit"])
@@ -117,7 +118,7 @@ def test_without_pop_from_backoff_backoff_pods_wait_for_the_flush() -> None:
     park(queue, make_pod("a"), "NodeResourcesFit")
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     assert queue.pop(1) == []
-    clock.advance(1.01)
+    clock.step(1.01)
     queue.flush_backoff_q_completed()
     assert len(queue.pop(1)) == 1
 
@@ -127,11 +128,11 @@ def test_heads_of_backoff_are_in_expiry_order() -> None:
     add(queue, make_pod("first"))
     queue.pop(1)
     queue.add_unschedulable_if_not_present("default-first-uid", [])
-    clock.advance(1.5)
+    clock.step(1.5)
     add(queue, make_pod("second"), order=1)
     queue.pop(1)
     queue.add_unschedulable_if_not_present("default-second-uid", ["NodeResourcesFit"])
-    clock.advance(0.1)
+    clock.step(0.1)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     heads = queue.heads(5)[SubQueue.BACKOFF]
     assert [i.pod.metadata.name for i in heads] == ["first", "second"]

@@ -246,7 +246,7 @@ def test_event_moves_the_parked_pod_as_the_hint_decides(case: Case) -> None:
         queue.add_unschedulable_if_not_present(popped[0].uid, case.plugins)
         is SubQueue.UNSCHEDULABLE
     )
-    clock.advance(30)  # backoff over: a move goes straight to activeQ
+    clock.step(30)  # backoff over: a move goes straight to activeQ
     handlers.handle(case.event)
     info = queue.get(case.pod.metadata.uid)
     assert info is not None
@@ -259,7 +259,7 @@ def test_a_pod_update_that_adds_a_toleration_moves_it() -> None:
     handlers.handle(logged(BIG))
     (info,) = queue.pop(1)
     queue.add_unschedulable_if_not_present(info.uid, ["TaintToleration"])
-    clock.advance(30)
+    clock.step(30)
     handlers.handle(
         logged(with_(BIG, spec__tolerations=[Toleration(operator="Exists")]), "MODIFIED")
     )

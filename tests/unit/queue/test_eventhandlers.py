@@ -114,7 +114,7 @@ def test_a_released_nomination_moves_lower_or_equal_priority_pods() -> None:
         handlers.handle(logged(make_pod(name, priority=priority, requests=port)))
     for info in queue.pop(3):
         queue.add_unschedulable_if_not_present(info.uid, ["NodePorts"])
-    queue.clock.advance(30)  # type: ignore[attr-defined]
+    queue.clock.step(30)  # type: ignore[attr-defined]
     # The nominated pod held port 80 on n1 for the pods of lower or equal priority.
     nominated = make_pod("preemptor", priority=5, nominated_node_name="n1", requests=port)
     handlers.handle(logged(nominated))
@@ -168,7 +168,7 @@ def test_resync_converges_on_the_store_as_if_the_log_had_been_applied() -> None:
     handlers.handle(logged(make_pod("big", requests={"cpu": "2"})))
     for info in queue.pop(2):
         queue.add_unschedulable_if_not_present(info.uid, ["NodeResourcesFit"])
-    queue.clock.advance(30)  # type: ignore[attr-defined]
+    queue.clock.step(30)  # type: ignore[attr-defined]
     nominator.load({"default-gone-uid": Nomination("n1", 0)})
     # Meanwhile (missed entries): the node grew, "gone" was deleted, "new" arrived.
     state = ClusterState(

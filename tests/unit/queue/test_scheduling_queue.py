@@ -17,9 +17,9 @@ from tests.unit.queue.helpers import add, make_queue, names, park, qos_profile, 
 def test_higher_priority_first_then_earlier_timestamp_then_arrival() -> None:
     queue, clock = make_queue()
     add(queue, make_pod("low-early", priority=0), order=1)
-    clock.advance(5)
+    clock.step(5)
     add(queue, make_pod("high-late", priority=100), order=2)
-    clock.advance(-3)  # an earlier timestamp than high-late, later than low-early
+    clock.step(-3)  # an earlier timestamp than high-late, later than low-early
     add(queue, make_pod("low-late", priority=0), order=3)
     add(queue, make_pod("low-same-time", priority=0), order=4)
     assert names(queue.pop(10)) == ["high-late", "low-early", "low-late", "low-same-time"]
@@ -87,7 +87,7 @@ def test_status_or_annotation_updates_of_a_parked_pod_do_not_move_it() -> None:
     queue, clock = make_queue()
     pod = make_pod("a")
     info = park(queue, pod, "TaintToleration")
-    clock.advance(60)
+    clock.step(60)
     queue.update(pod, make_pod("a", phase="Pending", nominated_node_name=""), priority=0)
     assert info.where is SubQueue.UNSCHEDULABLE
 
@@ -96,7 +96,7 @@ def test_an_update_that_may_help_moves_a_parked_pod() -> None:
     queue, clock = make_queue()
     pod = make_pod("a")
     info = park(queue, pod, "TaintToleration")
-    clock.advance(60)  # backoff over: straight to activeQ
+    clock.step(60)  # backoff over: straight to activeQ
     tolerant = make_pod("a", tolerations=[Toleration(key="k", operator="Exists")])
     queue.update(pod, tolerant, priority=0)
     assert info.where is SubQueue.ACTIVE
@@ -107,7 +107,7 @@ def test_an_update_of_a_pod_rejected_by_an_unrelated_plugin_keeps_it_parked() ->
     queue, clock = make_queue()
     pod = make_pod("a")
     info = park(queue, pod, "NodeAffinity")
-    clock.advance(60)
+    clock.step(60)
     queue.update(pod, make_pod("a", labels={"tier": "web"}), priority=0)
     assert info.where is SubQueue.UNSCHEDULABLE
 
@@ -148,7 +148,7 @@ def test_a_gated_pod_waits_until_its_gates_are_removed() -> None:
     assert info.message == "waiting for scheduling gates: [example.com/wait]"
     # Events never un-gate it, nor does the leftover flush.
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
-    clock.advance(3600)
+    clock.step(3600)
     queue.flush_unschedulable_pods_leftover()
     assert info.where is SubQueue.GATED
     # A label change keeps it gated; removing the gates brings it in.
@@ -285,7 +285,7 @@ def test_a_move_only_helps_pods_rejected_by_a_plugin_that_registered_the_event()
     fit = park(queue, make_pod("fit", requests={"cpu": "1"}), "NodeResourcesFit")
     ports = park(queue, make_pod("ports"), "NodePorts")
     affinity = park(queue, make_pod("affinity"), "NodeAffinity")
-    clock.advance(60)
+    clock.step(60)
     labelled = make_node("n", labels={"zone": "a"})
     relabelled = make_node("n", labels={"zone": "b"})
     from services.queue.cluster_events import node_scheduling_properties_change
@@ -305,7 +305,7 @@ def test_an_event_no_plugin_registered_moves_nothing() -> None:
 
     queue, clock = make_queue()
     info = park(queue, make_pod("a"), "NodeResourcesFit")
-    clock.advance(60)
+    clock.step(60)
     heartbeat = ClusterEvent(EventResource.Node, ActionType.UpdateNodeCondition)
     assert not queue.hints.is_event_of_interest(heartbeat)
     assert queue.move_all_to_active_or_backoff_queue(heartbeat, None, None) == 0
@@ -315,13 +315,13 @@ def test_an_event_no_plugin_registered_moves_nothing() -> None:
 def test_a_move_during_backoff_goes_to_backoff_q_then_flushes_after_it() -> None:
     queue, clock = make_queue(pop_from_backoff=False)
     info = park(queue, make_pod("a"), "NodeResourcesFit")
-    clock.advance(0.5)
+    clock.step(0.5)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     assert info.where is SubQueue.BACKOFF
     assert queue.flush_backoff_q_completed() == 0
-    clock.advance(0.5)  # exactly at the end of the 1 s backoff: still backing off
+    clock.step(0.5)  # exactly at the end of the 1 s backoff: still backing off
     assert queue.flush_backoff_q_completed() == 0
-    clock.advance(0.01)
+    clock.step(0.01)
     assert queue.flush_backoff_q_completed() == 1 and info.where is SubQueue.ACTIVE
     assert queue.incoming[("active", "BackoffComplete")] == 1
 
@@ -329,7 +329,7 @@ def test_a_move_during_backoff_goes_to_backoff_q_then_flushes_after_it() -> None
 def test_a_move_after_the_backoff_goes_straight_to_active_q() -> None:
     queue, clock = make_queue()
     info = park(queue, make_pod("a"), "NodeResourcesFit")
-    clock.advance(5)
+    clock.step(5)
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     assert info.where is SubQueue.ACTIVE
     assert queue.incoming[("active", "NodeAdd")] == 1
@@ -357,7 +357,7 @@ def test_a_hint_that_raises_counts_as_queue() -> None:
     )
     queue, clock = make_queue(profiles=[profile])
     info = park(queue, make_pod("a"), "Broken")
-    clock.advance(5)
+    clock.step(5)
     assert queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n")) == 1
     assert info.where is SubQueue.ACTIVE
 
@@ -366,7 +366,7 @@ def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
     queue, clock = make_queue()
     low = park(queue, make_pod("low", priority=1), "NodeResourcesFit")
     high = park(queue, make_pod("high", priority=9), "NodeResourcesFit")
-    clock.advance(5)
+    clock.step(5)
     gone = make_pod("victim", node_name="n")
     queue.move_all_to_active_or_backoff_queue(
         ASSIGNED_POD_DELETE, gone, None, pre_check=lambda i: i.priority <= 5
@@ -380,9 +380,9 @@ def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
 def test_pods_parked_over_five_minutes_are_retried_by_the_leftover_flush() -> None:
     queue, clock = make_queue()
     info = park(queue, make_pod("a"), "NodeResourcesFit")
-    clock.advance(300)
+    clock.step(300)
     assert queue.flush_unschedulable_pods_leftover() == 0  # not longer than 5 minutes yet
-    clock.advance(0.5)
+    clock.step(0.5)
     assert queue.flush_unschedulable_pods_leftover() == 1
     assert info.where is SubQueue.ACTIVE and info.was_flushed_from_unschedulable
     assert queue.incoming[("active", "UnschedulableTimeout")] == 1
@@ -392,7 +392,7 @@ def test_pods_parked_over_five_minutes_are_retried_by_the_leftover_flush() -> No
 def test_the_leftover_flush_moves_pods_whatever_rejected_them(rejectors: tuple[str, ...]) -> None:
     queue, clock = make_queue()
     info = park(queue, make_pod("a"), *rejectors)
-    clock.advance(301)
+    clock.step(301)
     queue.flush_unschedulable_pods_leftover()
     assert info.where is SubQueue.ACTIVE
 
@@ -403,7 +403,7 @@ def test_the_leftover_flush_moves_pods_whatever_rejected_them(rejectors: tuple[s
 def test_heads_show_each_sub_queue_in_leave_order() -> None:
     queue, clock = make_queue()
     park(queue, make_pod("parked-1"), "NodeResourcesFit")
-    clock.advance(1)
+    clock.step(1)
     park(queue, make_pod("parked-2"), "NodeResourcesFit")
     add(queue, make_pod("gated", scheduling_gates=("g",)))
     add(queue, make_pod("low", priority=1), make_pod("high", priority=9))
