@@ -14,7 +14,7 @@ from contracts.kinds import KubeObject, kind_of
 from services.common.store import ClusterStore, ProjectedEntry
 from services.informer.service import _projected
 from tests.contract.test_store import Clients
-from tests.workload_builders import (
+from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,

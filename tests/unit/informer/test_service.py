@@ -19,7 +19,7 @@ from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import labels
-from tests.workload_builders import (
+from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,

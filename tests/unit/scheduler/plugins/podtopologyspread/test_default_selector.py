@@ -20,7 +20,7 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     owned_by,
     pod,
 )
-from tests.workload_builders import (
+from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,

@@ -26,7 +26,7 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     toleration,
     zoned,
 )
-from tests.workload_builders import (
+from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,

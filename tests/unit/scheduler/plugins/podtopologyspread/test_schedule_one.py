@@ -24,7 +24,7 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     pod,
     spread,
 )
-from tests.workload_builders import make_replica_set
+from tests.builders.workloads import make_replica_set
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 

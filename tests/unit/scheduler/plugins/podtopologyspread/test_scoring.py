@@ -33,7 +33,7 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     spread,
     table,
 )
-from tests.workload_builders import make_replica_set, make_service
+from tests.builders.workloads import make_replica_set, make_service
 
 SA, DNS = "ScheduleAnyway", "DoNotSchedule"
 FOO_POD = pod(foo="")

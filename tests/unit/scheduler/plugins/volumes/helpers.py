@@ -12,7 +12,7 @@ from services.framework.nodeinfo import NodeTable
 from services.framework.status import Status
 from tests.builders import make_node
 from tests.unit.scheduler.helpers import snapshot_of
-from tests.volume_builders import HOSTNAME
+from tests.builders.volumes import HOSTNAME
 
 
 def listers_of(*objects: object) -> Listers:

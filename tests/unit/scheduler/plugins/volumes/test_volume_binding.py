@@ -21,7 +21,7 @@ from services.framework.registry import ConfigError
 from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
-from tests.volume_builders import (
+from tests.builders.volumes import (
     HOSTNAME,
     IMMEDIATE,
     claim_volume,

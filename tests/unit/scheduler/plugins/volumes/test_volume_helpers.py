@@ -22,7 +22,7 @@ from services.framework.plugins.volumehelpers.nodeselector import (
     topology_mask,
 )
 from tests.builders import make_node
-from tests.volume_builders import make_pv, make_pvc
+from tests.builders.volumes import make_pv, make_pvc
 
 NODES = [
     make_node("a", labels={"zone": "z1", "cores": "8"}),

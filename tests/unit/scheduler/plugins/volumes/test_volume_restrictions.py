@@ -21,7 +21,7 @@ from tests.unit.scheduler.plugins.volumes.helpers import (
     statuses,
     table_of,
 )
-from tests.volume_builders import claim_volume, inline_volume, make_pvc
+from tests.builders.volumes import claim_volume, inline_volume, make_pvc
 
 DISK_CONFLICT = Status(Code.Unschedulable, (ERR_REASON_DISK_CONFLICT,))
 RWOP_CONFLICT = Status(Code.Unschedulable, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))

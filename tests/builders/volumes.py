@@ -15,19 +15,16 @@ from contracts.k8s import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
-    ObjectMeta,
-    ObjectReference,
-    OwnerReference,
     PersistentVolume,
     PersistentVolumeClaim,
     PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource,
     PersistentVolumeSpec,
-    Quantity,
     StorageClass,
     Volume,
     VolumeNodeAffinity,
 )
+from contracts.k8s.base import ObjectMeta, ObjectReference, OwnerReference, Quantity
 from contracts.k8s.storage import (
     PersistentVolumeClaimStatus,
     PersistentVolumeStatus,

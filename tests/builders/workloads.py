@@ -9,18 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from contracts.k8s import (
-    LabelSelector,
-    ObjectMeta,
-    ReplicaSet,
-    ReplicaSetSpec,
-    ReplicationController,
-    ReplicationControllerSpec,
-    Service,
-    ServiceSpec,
-    StatefulSet,
-    StatefulSetSpec,
-)
+from contracts.k8s import LabelSelector, ObjectMeta, workloads
 
 
 def _meta(name: str, namespace: str, uid: str | None) -> ObjectMeta:
@@ -33,29 +22,34 @@ def make_service(
     namespace: str = "default",
     *,
     uid: str | None = None,
-) -> Service:
+) -> workloads.Service:
     chosen = None if selector is None else dict(selector)
-    return Service(metadata=_meta(name, namespace, uid), spec=ServiceSpec(selector=chosen))
+    return workloads.Service(
+        metadata=_meta(name, namespace, uid), spec=workloads.ServiceSpec(selector=chosen)
+    )
 
 
 def make_replication_controller(
     name: str, selector: Mapping[str, str] | None, namespace: str = "default"
-) -> ReplicationController:
+) -> workloads.ReplicationController:
     chosen = None if selector is None else dict(selector)
-    return ReplicationController(
-        metadata=_meta(name, namespace, None), spec=ReplicationControllerSpec(selector=chosen)
+    return workloads.ReplicationController(
+        metadata=_meta(name, namespace, None),
+        spec=workloads.ReplicationControllerSpec(selector=chosen),
     )
 
 
 def make_replica_set(
     name: str, selector: LabelSelector | None, namespace: str = "default"
-) -> ReplicaSet:
-    return ReplicaSet(metadata=_meta(name, namespace, None), spec=ReplicaSetSpec(selector=selector))
+) -> workloads.ReplicaSet:
+    return workloads.ReplicaSet(
+        metadata=_meta(name, namespace, None), spec=workloads.ReplicaSetSpec(selector=selector)
+    )
 
 
 def make_stateful_set(
     name: str, selector: LabelSelector | None, namespace: str = "default"
-) -> StatefulSet:
-    return StatefulSet(
-        metadata=_meta(name, namespace, None), spec=StatefulSetSpec(selector=selector)
+) -> workloads.StatefulSet:
+    return workloads.StatefulSet(
+        metadata=_meta(name, namespace, None), spec=workloads.StatefulSetSpec(selector=selector)
     )

@@ -8,7 +8,9 @@ Quantities are given as Kubernetes strings (or numbers) exactly as in a manifest
     make_pod(containers=1)                                     # one container, no requests
     make_node("n1", allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
 
-Like upstream's builder, a pod has no container unless asked for one.
+Like upstream's builder, a pod has no container unless asked for one. Storage objects are
+built by :mod:`tests.builders.volumes`, Services and controllers by
+:mod:`tests.builders.workloads`.
 """
 
 from __future__ import annotations
