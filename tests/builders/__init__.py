@@ -89,6 +89,7 @@ def make_pod(
     namespace: str = "default",
     *,
     uid: str | None = None,
+    resource_version: str | None = None,
     requests: Requests | Sequence[ContainerSpec] | None = None,
     containers: int = 0,
     init: Sequence[ContainerSpec] = (),
@@ -124,6 +125,7 @@ def make_pod(
             namespace=namespace,
             uid=uid if uid is not None else f"{namespace}-{name}-uid",
             labels=dict(labels or {}),
+            resource_version=resource_version,
             deletion_timestamp=deletion_timestamp,
         ),
         spec=PodSpec(

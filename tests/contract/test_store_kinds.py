@@ -13,13 +13,13 @@ from contracts.k8s import LabelSelector
 from contracts.kinds import KubeObject, kind_of
 from services.common.store import ClusterStore, ProjectedEntry
 from services.informer.service import _projected
-from tests.contract.test_store import Clients
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,
     make_stateful_set,
 )
+from tests.contract.test_store import Clients
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

@@ -119,10 +119,26 @@ async def test_a_quiet_informer_notices_the_loss_within_its_check_period(
     assert len(rebuilds(caplog)) == 1
 
 
+@pytest.mark.parametrize(
+    ("crashed_after", "left", "restored", "found"),
+    [
+        (None, Epoch("blank"), [2, 2, 2, 2], "found it blank"),
+        # a rebuild that died after restoring seqs 1..2 (CHUNK = 2) is continued
+        (4, Epoch("building", seq=2), [2, 2, 2], "found it building at seq 2"),
+    ],
+    ids=["blank", "interrupted-by-a-crash"],
+)
 async def test_a_restarted_informer_rebuilds_from_the_whole_log_in_chunks(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    crashed_after: int | None,
+    left: Epoch,
+    restored: list[int],
+    found: str,
 ) -> None:
-    """The seen failure: the tail is not enough, the nodes are the log's first entries."""
+    """The seen failure: the tail is not enough, the nodes are the log's first entries.
+    ``crashed_after``: an informer read that many log entries while rebuilding, then
+    died (the store was left Building)."""
     monkeypatch.setattr(rebuild, "CHUNK", 2)
     log = MemoryEventLog()
     first = await open_cluster(log)
@@ -130,20 +146,25 @@ async def test_a_restarted_informer_rebuilds_from_the_whole_log_in_chunks(
     await first.informer.stop()
     store = first.store
     store.flush()
+    if crashed_after is not None:
+        with pytest.raises(_Crash):
+            await rebuild.ensure_live(store.client(), _Truncated(log, crashed_after), _projected)
+    assert await store.epoch() == left
 
-    restored: list[int] = []
+    chunks: list[int] = []
     real_restore = MemoryStore.restore
 
     async def restore(self: MemoryStore, entries: list[object], *, final: bool) -> None:
-        restored.append(len(entries))
+        chunks.append(len(entries))
         await real_restore(self, entries, final=final)  # type: ignore[arg-type]
 
     monkeypatch.setattr(MemoryStore, "restore", restore)
     second = await open_cluster(log, store)
     assert await second.stored() == ALL
-    assert restored == [2, 2, 2, 2]  # bounded chunks, the last one makes the store live
+    assert chunks == restored  # bounded chunks, the last one makes the store live
     assert (await store.epoch()).state == "live"
-    assert len(rebuilds(caplog)) == 1
+    [line] = rebuilds(caplog)
+    assert f"{found}): rebuilt {len(restored) * 2} event log entries up to seq 8" in line
     await second.informer.stop()
 
 
@@ -217,27 +238,6 @@ async def test_a_full_disk_stops_ingest_until_the_log_is_writable_again(
     await cluster.informer.stop()
     await cluster.bus.close()
     await log.close()
-
-
-async def test_a_rebuild_interrupted_by_a_crash_is_continued_from_its_prefix(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setattr(rebuild, "CHUNK", 2)
-    log = MemoryEventLog()
-    first = await open_cluster(log)
-    await first.send(*NODES, *PODS)
-    await first.informer.stop()
-    store = first.store
-    store.flush()
-    with pytest.raises(_Crash):  # dies after restoring seqs 1..2 (CHUNK = 2)
-        await rebuild.ensure_live(store.client(), _Truncated(log, 4), _projected)
-    assert await store.epoch() == Epoch("building", seq=2)
-
-    second = await open_cluster(log, store)
-    assert await second.stored() == ALL
-    [line] = rebuilds(caplog)
-    assert "found it building at seq 2): rebuilt 6 event log entries up to seq 8" in line
-    await second.informer.stop()
 
 
 class _Truncated:

@@ -18,13 +18,13 @@ from services.common.eventlog.memory import MemoryEventLog
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from tests.builders import make_node, make_pod
-from tests.unit.scheduler.plugins.podtopologyspread.helpers import labels
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
     make_service,
     make_stateful_set,
 )
+from tests.unit.scheduler.plugins.podtopologyspread.helpers import labels
 
 ERRORS = topology.QueueSpec(
     "test.informer.errors", (topology.QueueBinding(topology.ERRORS.name, "#"),), dead_letter=False

@@ -13,18 +13,18 @@ from services.framework.plugins.podtopologyspread.selector import (
     default_selector,
     pod_services,
 )
+from tests.builders.workloads import (
+    make_replica_set,
+    make_replication_controller,
+    make_service,
+    make_stateful_set,
+)
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     exists,
     labels,
     listers_of,
     owned_by,
     pod,
-)
-from tests.builders.workloads import (
-    make_replica_set,
-    make_replication_controller,
-    make_service,
-    make_stateful_set,
 )
 
 SERVICES = [make_service(f"service-{i}", {"app": f"test-{i}"}, "test") for i in range(3)]

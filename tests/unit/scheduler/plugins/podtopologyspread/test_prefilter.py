@@ -6,6 +6,12 @@ import pytest
 
 from services.framework import CycleState, PodInfo
 from services.framework.status import Code
+from tests.builders.workloads import (
+    make_replica_set,
+    make_replication_controller,
+    make_service,
+    make_stateful_set,
+)
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
@@ -25,12 +31,6 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     table,
     toleration,
     zoned,
-)
-from tests.builders.workloads import (
-    make_replica_set,
-    make_replication_controller,
-    make_service,
-    make_stateful_set,
 )
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"

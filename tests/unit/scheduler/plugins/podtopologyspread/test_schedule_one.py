@@ -12,6 +12,7 @@ from services.framework.filtering import NominatedPods
 from services.framework.plugins import in_tree_registry
 from services.framework.plugins.podtopologyspread import ENTRY
 from services.framework.profile import merge_plugins
+from tests.builders.workloads import make_replica_set
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     FOO,
@@ -24,7 +25,6 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     pod,
     spread,
 )
-from tests.builders.workloads import make_replica_set
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 

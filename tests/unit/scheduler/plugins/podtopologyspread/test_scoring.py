@@ -16,6 +16,7 @@ from services.framework.plugins.podtopologyspread.scoring import (
 )
 from services.framework.plugins.podtopologyspread.selector import from_label_selector
 from services.framework.status import Code
+from tests.builders.workloads import make_replica_set, make_service
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
@@ -33,7 +34,6 @@ from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     spread,
     table,
 )
-from tests.builders.workloads import make_replica_set, make_service
 
 SA, DNS = "ScheduleAnyway", "DoNotSchedule"
 FOO_POD = pod(foo="")

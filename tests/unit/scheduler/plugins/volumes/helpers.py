@@ -11,8 +11,8 @@ from services.framework.listers import Listers
 from services.framework.nodeinfo import NodeTable
 from services.framework.status import Status
 from tests.builders import make_node
-from tests.unit.scheduler.helpers import snapshot_of
 from tests.builders.volumes import HOSTNAME
+from tests.unit.scheduler.helpers import snapshot_of
 
 
 def listers_of(*objects: object) -> Listers:

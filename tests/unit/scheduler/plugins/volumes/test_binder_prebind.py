@@ -29,8 +29,8 @@ from services.framework.plugins.volumebinding import (
 )
 from services.informer.service import InformerService
 from tests.builders import make_pod
-from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 from tests.builders.volumes import claim_volume, make_pv, make_pvc, make_storage_class
+from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 
 
 class RecordingBus(MemoryBus):

@@ -19,8 +19,14 @@ from services.framework.plugins.nodevolumelimits import (
 )
 from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
+from tests.builders.volumes import (
+    claim_volume,
+    inline_volume,
+    make_pv,
+    make_pvc,
+    make_storage_class,
+)
 from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
-from tests.builders.volumes import claim_volume, inline_volume, make_pv, make_pvc, make_storage_class
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"

@@ -20,7 +20,6 @@ from services.framework.plugins.volumebinding.plugin import StateData
 from services.framework.registry import ConfigError
 from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
-from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
 from tests.builders.volumes import (
     HOSTNAME,
     IMMEDIATE,
@@ -29,6 +28,7 @@ from tests.builders.volumes import (
     make_pvc,
     make_storage_class,
 )
+from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, statuses, table_of
 
 IMMEDIATE_SC = make_storage_class("immediate-sc", mode=IMMEDIATE)
 WAIT_SC = make_storage_class("wait-sc")

@@ -29,8 +29,8 @@ from services.framework.profile import merge_plugins
 from services.scheduler.cycle import BatchScheduler
 from services.scheduler.nominated import PendingPods
 from tests.builders import make_pod
-from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 from tests.builders.volumes import claim_volume, make_pv, make_pvc, make_storage_class
+from tests.unit.scheduler.plugins.volumes.helpers import host, listers_of, table_of
 
 ENTRIES = (volumebinding.ENTRY, volumerestrictions.ENTRY, volumezone.ENTRY, nodevolumelimits.ENTRY)
 WAIT_SC = make_storage_class("wait-sc")

@@ -14,6 +14,7 @@ from services.framework.plugins.volumerestrictions import (
 )
 from services.framework.status import Code, Status
 from tests.builders import make_pod
+from tests.builders.volumes import claim_volume, inline_volume, make_pvc
 from tests.unit.scheduler.plugins.volumes.helpers import (
     host,
     listers_of,
@@ -21,7 +22,6 @@ from tests.unit.scheduler.plugins.volumes.helpers import (
     statuses,
     table_of,
 )
-from tests.builders.volumes import claim_volume, inline_volume, make_pvc
 
 DISK_CONFLICT = Status(Code.Unschedulable, (ERR_REASON_DISK_CONFLICT,))
 RWOP_CONFLICT = Status(Code.Unschedulable, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))

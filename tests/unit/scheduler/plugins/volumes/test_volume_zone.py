@@ -26,8 +26,8 @@ from services.framework.plugins.volumezone import (
 )
 from services.framework.status import Code, Status
 from tests.builders import make_node, make_pod
-from tests.unit.scheduler.plugins.volumes.helpers import listers_of, statuses, table_of
 from tests.builders.volumes import claim_volume, make_pvc, make_storage_class
+from tests.unit.scheduler.plugins.volumes.helpers import listers_of, statuses, table_of
 
 CONFLICT = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON_CONFLICT,))
 SKIP = Status(Code.Skip)
