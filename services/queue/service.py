@@ -17,8 +17,10 @@ A store that lost its projection (StoreLost from any store call, see
 queue writes back the leases of the attempts in flight and the nominations it holds
 (they went with the store) and converges on the rebuilt store as after a gap. A stale
 attempt still cannot reserve: the store refuses any attempt that is not the lease.
-A resync reads the store and converges on it with no cluster event or result applied
-in between (they wait): the snapshot may be older than what they bring.
+The cluster feed is followed by a :class:`~services.common.projection.LogProjection`
+(seq order, duplicates skipped, a gap or a StoreLost reloads from the store). A load
+reads the store and converges on it with no cluster event or result applied in between
+(they wait): the snapshot may be older than what they bring.
 
 Every second (on the second) backoffQ is flushed and the view is republished if it
 changed; every 30 s pods parked for more than 5 minutes are retried.
@@ -35,7 +37,7 @@ from typing import Any, Final
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterBatch, PodEntry
+from contracts.events import ClusterBatch, LogEntry, PodEntry
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
     Node,
@@ -50,8 +52,8 @@ from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
-from services.common.store import ClusterStore, StoreLost
-from services.common.store.live import attach_when_live
+from services.common.projection import LogProjection
+from services.common.store import ClusterStore, Epoch, StoreLost
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import MetricsEndpoint, registry_for
 from services.queue.nominator import Nominator
@@ -119,20 +121,18 @@ class QueueService:
         """This service's Prometheus registry (``scheduler_pending_pods``…)."""
         self._metrics_port = metrics_port
         self.metrics: MetricsEndpoint | None = None
-        self._seq = 0
         self._origin: dict[str, tuple[float, dict[str, str]]] = {}
         self._wake = asyncio.Event()
         self._held = hold
         self._published: tuple[int, int] | None = None
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
-        self._attached = False
-        self._recovering = asyncio.Lock()
+        self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
+        """The cluster feed: cluster events wait in its buffer while a load runs."""
         self._converging = asyncio.Lock()
-        """Held while cluster events or attempt results are applied and while a resync
-        reads the store and converges on it: an event applied between the resync's read
-        and its convergence would be undone by the older snapshot, then skipped as
-        already seen (seq); a pod bound meanwhile would be taken for pending again."""
+        """Held while attempt results are applied and while a load reads the store and
+        converges on it: a pod bound between the read and the convergence would be
+        taken for pending again by the older snapshot."""
         self._binding: set[str] = set()
         """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
         a resync must not take them for pending (after a store loss nothing else fences
@@ -145,7 +145,7 @@ class QueueService:
 
     @property
     def applied_seq(self) -> int:
-        return self._seq
+        return self._projection.applied_seq
 
     @property
     def in_flight(self) -> int:
@@ -153,7 +153,7 @@ class QueueService:
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
-        await self._resync()
+        await self._projection.reload()
         self._consumers = [
             await self._bus.consume(
                 topology.QUEUE_CLUSTER, self._on_cluster, decode=ClusterBatch, max_batch=64
@@ -202,31 +202,20 @@ class QueueService:
 
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         try:
-            await self._apply_cluster(batches)
+            await self._projection.feed([event for b in batches for event in b.value.events])
+            await self.nominator.flush(self._store)
         except StoreLost as lost:
             await self._recover(lost)
-
-    async def _apply_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
-        async with self._converging:
-            for batch in batches:
-                for event in batch.value.events:
-                    if event.seq <= self._seq:
-                        continue
-                    if event.seq > self._seq + 1:
-                        log.warning(
-                            "gap in the cluster stream (%d → %d): resync", self._seq, event.seq
-                        )
-                        await self._converge()
-                        if event.seq <= self._seq:
-                            continue
-                    self._seq = event.seq
-                    self.handlers.handle(event)
-                    if isinstance(event, PodEntry):
-                        self._note_origin(event)
-                        if event.type == "DELETED" or event.object.spec.node_name:
-                            self._binding.discard(event.object.metadata.uid)
-        await self.nominator.flush(self._store)
         self._wake.set()
+
+    def _apply(self, events: Sequence[LogEntry]) -> None:
+        """Cluster events from the projection: in seq order, each once."""
+        for event in events:
+            self.handlers.handle(event)
+            if isinstance(event, PodEntry):
+                self._note_origin(event)
+                if event.type == "DELETED" or event.object.spec.node_name:
+                    self._binding.discard(event.object.metadata.uid)
 
     def _note_origin(self, event: PodEntry) -> None:
         uid = event.object.metadata.uid
@@ -236,61 +225,40 @@ class QueueService:
             self._origin.pop(uid, None)
 
     async def _recover(self, lost: StoreLost) -> None:
-        """After StoreLost: wait for the rebuilt store, write back what was in flight
-        (leases of the attempts out, nominations), then converge on it."""
-        async with self._recovering:
-            current = await self._store.epoch()
-            if current.state == "live" and self._attached:
-                try:
-                    await self._store.leases()  # still attached to this epoch?
-                    return  # another task recovered meanwhile
-                except StoreLost:
-                    pass
-            log.warning("resyncing with the store: %s", lost)
-            while True:
-                try:
-                    await attach_when_live(self._store, self._clock, log)
-                    in_flight = {
-                        info.uid: attempt
-                        for info in self.queue.pods()
-                        if (attempt := self.queue.in_flight_attempt(info.uid)) is not None
-                    }
-                    await self._store.set_leases(in_flight)
-                    await self._store.set_nominations(dict(self.nominator.nominations))
-                    await self._resync()
-                    self._attached = True
-                    return
-                except StoreLost as again:
-                    log.warning("resyncing with the store: %s", again)
+        """After StoreLost: reload once the informer has rebuilt the store (see
+        :meth:`_load`), unless another task already did."""
+        await self._projection.reload(lost)
 
-    async def _resync(self) -> None:
+    async def _load(self, epoch: Epoch, lost: StoreLost | None) -> None:
         """Converge on the store: objects, leases and nominations, with no cluster event
-        or attempt result applied meanwhile."""
+        or attempt result applied meanwhile. After a StoreLost, first write back what
+        went with the store: the leases of the attempts in flight, the nominations."""
         async with self._converging:
-            await self._converge()
-
-    async def _converge(self) -> None:
-        """:meth:`_resync` with ``_converging`` held."""
-        epoch = await attach_when_live(self._store, self._clock, log, blank_ok=not self._attached)
-        self._attached = epoch.state == "live"
-        seq = epoch.seq
-        pods = _decode(await self._store.objects("pod"), Pod)
-        self._binding &= {p.metadata.uid for p in pods if not p.spec.node_name}
-        pods = [p for p in pods if p.metadata.uid not in self._binding]
-        nodes = _decode(await self._store.objects("node"), Node)
-        classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
-        volumes: list[Volume] = []
-        for kind, cls in _VOLUME_KINDS.items():
-            volumes.extend(_decode(await self._store.objects(kind), cls))
-        leases = await self._store.leases()
-        self.nominator.load(await self._store.nominations())
-        self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
-        now = self._clock.now()
-        self._origin = {
-            info.uid: self._origin.get(info.uid, (now, {})) for info in self.queue.pods()
-        }
-        self._seq = max(self._seq, seq)
-        await self.nominator.flush(self._store)
+            if lost is not None:
+                in_flight = {
+                    info.uid: attempt
+                    for info in self.queue.pods()
+                    if (attempt := self.queue.in_flight_attempt(info.uid)) is not None
+                }
+                await self._store.set_leases(in_flight)
+                await self._store.set_nominations(dict(self.nominator.nominations))
+            pods = _decode(await self._store.objects("pod"), Pod)
+            self._binding &= {p.metadata.uid for p in pods if not p.spec.node_name}
+            pods = [p for p in pods if p.metadata.uid not in self._binding]
+            nodes = _decode(await self._store.objects("node"), Node)
+            classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
+            volumes: list[Volume] = []
+            for kind, cls in _VOLUME_KINDS.items():
+                volumes.extend(_decode(await self._store.objects(kind), cls))
+            leases = await self._store.leases()
+            self.nominator.load(await self._store.nominations())
+            self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
+            now = self._clock.now()
+            self._origin = {
+                info.uid: self._origin.get(info.uid, (now, {})) for info in self.queue.pods()
+            }
+            await self.nominator.flush(self._store)
+        log.debug("converged on the store at seq %d (%s)", epoch.seq, epoch.state)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -334,7 +302,7 @@ class QueueService:
                         name=meta.name,
                         attempt=info.attempts,
                         profile=info.profile,
-                        seq=self._seq,
+                        seq=self._projection.applied_seq,
                         at=at,
                         trace=telemetry.inject(),
                     )
@@ -399,10 +367,11 @@ class QueueService:
 
     async def _publish_view(self, *, force: bool = False) -> None:
         """Publish the view if anything changed since the last one."""
-        state = (self.queue.version, self._seq)
+        applied = self._projection.applied_seq
+        state = (self.queue.version, applied)
         if state == self._published and not force:
             return
-        view = queue_view(self.queue, at=self._clock.now(), applied_seq=self._seq)
+        view = queue_view(self.queue, at=self._clock.now(), applied_seq=applied)
         await self._store.put_queue_view(_encoder.encode(view))
         self._published = state
 
