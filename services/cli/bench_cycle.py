@@ -1,6 +1,6 @@
 """``ksched bench --mode cycle``: the scheduling cycle alone, in this process.
 
-No bus, store or queue: a :class:`Snapshot` holds the workload's nodes and its init
+No bus, store or queue: a :class:`Cache` holds the workload's nodes and its init
 pods (bound), and each measured pod, in order, goes through what the scheduler does
 for it in its cycle: ``PodInfo.of``, :meth:`Framework.schedule_one` with the default
 profile (whatever plugins it has), and the local assume of the chosen node, so the
@@ -18,10 +18,11 @@ import msgspec
 
 from contracts.k8s import Node, Pod
 from services.cli.workloads import Workload
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import default_profile
-from services.framework.runtime import Framework
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 
 
 @dataclass(slots=True)
@@ -38,9 +39,9 @@ def _decode(obj: dict[str, Any], kind: type[Any]) -> Any:
     return msgspec.json.decode(msgspec.json.encode(obj), type=kind)
 
 
-def build_snapshot(workload: Workload, nodes: int, init: int) -> Snapshot:
+def build_snapshot(workload: Workload, nodes: int, init: int) -> Cache:
     """The workload's nodes with its ``init`` pods bound (as upstream's initPods)."""
-    snapshot = Snapshot()
+    snapshot = Cache()
     for i in range(nodes):
         snapshot.add_node(_decode(workload.node(i), Node))
     for i in range(init):
@@ -51,7 +52,9 @@ def build_snapshot(workload: Workload, nodes: int, init: int) -> Snapshot:
 def run_cycle(workload: Workload, nodes: int, init: int, pods: int, seed: int = 0) -> CycleRun:
     """Schedule ``pods`` measured pods one after the other; see the module docstring."""
     snapshot = build_snapshot(workload, nodes, init)
-    framework = Framework(default_profile(), rng=random.Random(seed), listers=snapshot.listers)
+    framework = Framework(
+        default_profile(), in_tree_registry(), rng=random.Random(seed), listers=snapshot.listers
+    )
     measured: list[Pod] = [_decode(workload.measured(i), Pod) for i in range(pods)]
     run = CycleRun()
     clock = time.perf_counter

@@ -30,7 +30,8 @@ from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store.memory import MemoryStore
 from services.framework.config import Profile, default_profile
-from services.framework.runtime import Framework
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.informer.service import InformerService
 from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
@@ -131,7 +132,10 @@ class EmbeddedCluster:
             self.bus,
             self.store.client(),
             self.clock,
-            profiles=[QueueProfile.of(Framework(p)) for p in profiles or (default_profile(),)],
+            profiles=[
+                QueueProfile.of(Framework(p, in_tree_registry()))
+                for p in profiles or (default_profile(),)
+            ],
             hold=hold,
             max_in_flight=max_in_flight,
             batch_size=dispatch_batch,

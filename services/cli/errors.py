@@ -18,7 +18,7 @@ from services.common.bus import BusError
 from services.common.eventlog.base import LogSequenceError
 from services.common.redact import redact
 from services.common.store.errors import store_failure
-from services.framework.registry import ConfigError
+from services.framework.api.registry import ConfigError
 
 OK, CHECK_FAILED, BAD_INPUT, UNREACHABLE, INTERNAL = 0, 1, 2, 3, 70
 INTERRUPTED, TERMINATED = 130, 143

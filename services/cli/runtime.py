@@ -31,7 +31,8 @@ from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
-from services.framework.runtime import Framework
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.informer.service import InformerService
 from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
@@ -63,7 +64,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             bus,
             store,
             clock,
-            profiles=[QueueProfile.of(Framework(p)) for p in config.profiles],
+            profiles=[QueueProfile.of(Framework(p, in_tree_registry())) for p in config.profiles],
             max_in_flight=settings.max_in_flight,
             batch_size=settings.dispatch_batch,
             initial_backoff=config.pod_initial_backoff_seconds,

@@ -18,7 +18,7 @@ ATTEMPT_HEADER = "x-ksched-attempt"
 EXPLAIN_ANNOTATION = "ksched.io/explain"
 """On a pod, ``"true"`` asks the scheduler to explain its decision. On a Binding or a
 FailedScheduling Event, the explanation itself: a JSON object (see
-``services.framework.explain``). Between the scheduler and the binder it
+``services.framework.runtime.explain``). Between the scheduler and the binder it
 rides in the BindRequest's ``explanation``, which the binder puts back on the pod's
 annotation when it builds the Binding."""
 

@@ -1,28 +1,12 @@
-"""The scheduling framework: extension points, CycleState, Status, the columnar
-Snapshot and the runtime that runs a profile's plugins (upstream's
-``pkg/scheduler/framework``)."""
+"""The scheduling framework, in upstream's layers (high → low, checked by import-linter):
 
-from services.framework.diagnosis import Diagnosis, FitError
-from services.framework.interface import CycleState, ExtensionPoint, FilterResult
-from services.framework.nodeinfo import NodeInfo, NodeTable
-from services.framework.runtime import Framework, ScheduleResult
-from services.framework.snapshot import Snapshot
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo, QueuedPodInfo
-
-__all__ = [
-    "Code",
-    "CycleState",
-    "Diagnosis",
-    "ExtensionPoint",
-    "FilterResult",
-    "FitError",
-    "Framework",
-    "NodeInfo",
-    "NodeTable",
-    "PodInfo",
-    "QueuedPodInfo",
-    "ScheduleResult",
-    "Snapshot",
-    "Status",
-]
+- :mod:`~services.framework.config`: KubeSchedulerConfiguration decoding and defaults, and
+  the in-tree registry (``pkg/scheduler/apis/config``, ``plugins/registry.go``);
+- :mod:`~services.framework.runtime`: the Framework that runs a profile's plugins, and its
+  filtering, scoring and sampling (``framework/runtime``, ``schedule_one.go``);
+- :mod:`~services.framework.plugins`: the in-tree plugins, one per module or package;
+- :mod:`~services.framework.cache`: the Cache (assume/forget) and the per-cycle Snapshot
+  plugins read (``backend/cache``);
+- :mod:`~services.framework.api`: extension points, CycleState, Status, PodInfo, cluster
+  events, the plugin registry types (``pkg/scheduler/framework``).
+"""

@@ -13,7 +13,7 @@ from typing import Final
 
 from contracts.k8s import Node, Pod
 from services.common.resources import ResourceError, node_allocatable, pod_requests
-from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.framework.api.events import ActionType, ClusterEvent, EventResource
 
 A, R = ActionType, EventResource
 

@@ -44,7 +44,7 @@ from contracts.k8s import (
     StorageClass,
     namespaced_name,
 )
-from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.framework.api.events import ActionType, ClusterEvent, EventResource
 from services.queue.cluster_events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,

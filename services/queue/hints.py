@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from contracts.k8s import Pod, namespaced_name
-from services.framework.events import (
+from services.framework.api.events import (
     ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from services.framework.events import ClusterEvent
+from services.framework.api.events import ClusterEvent
 
 
 @dataclass(frozen=True, slots=True)

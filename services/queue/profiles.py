@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import cast
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
+from services.framework.api.events import ClusterEventWithHint
+from services.framework.api.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
 from services.framework.config import default_profile
-from services.framework.events import ClusterEventWithHint
-from services.framework.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
-from services.framework.runtime import Framework
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,4 +40,4 @@ class QueueProfile:
     @classmethod
     def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> QueueProfile:
         """Upstream's default plugins under ``scheduler_name``."""
-        return cls.of(Framework(default_profile(scheduler_name)))
+        return cls.of(Framework(default_profile(scheduler_name), in_tree_registry()))

@@ -45,9 +45,9 @@ from typing import Final, Protocol
 
 from contracts.k8s import Pod, namespaced_name
 from services.common.resources import ResourceError
-from services.framework.events import ClusterEvent
-from services.framework.status import Status, as_status
-from services.framework.types import PodInfo
+from services.framework.api.events import ClusterEvent
+from services.framework.api.status import Status, as_status
+from services.framework.api.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
 from services.queue.cluster_events import (
     BACKOFF_COMPLETE,

@@ -6,8 +6,8 @@ import enum
 from dataclasses import dataclass
 
 from contracts.k8s import Pod
-from services.framework import types as framework
-from services.framework.events import ClusterEvent
+from services.framework.api import types as framework
+from services.framework.api.events import ClusterEvent
 
 
 class SubQueue(enum.Enum):

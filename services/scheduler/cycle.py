@@ -45,12 +45,12 @@ from services.common.clock import Clock
 from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
 from services.common.resources import PODS, ResourceError
 from services.common.store import ClusterStore, Reservation
-from services.framework.filtering import NominatedPods
-from services.framework.interface import CycleState
+from services.framework.api.interface import CycleState
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.plugins.volumebinding import claim_bindings
-from services.framework.runtime import Framework, ScheduleResult
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.runtime.filtering import NominatedPods
+from services.framework.runtime.framework import Framework, ScheduleResult
 from services.scheduler.nominated import PendingPods
 
 
@@ -123,7 +123,7 @@ def charged_requests(pod: PodInfo) -> dict[str, int]:
 class BatchScheduler:
     def __init__(
         self,
-        snapshot: Snapshot,
+        snapshot: Cache,
         frameworks: Mapping[str, Framework],
         store: ClusterStore,
         clock: Clock,

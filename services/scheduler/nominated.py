@@ -27,9 +27,9 @@ from contracts.events import LogEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Pod
 from services.common.resources import ResourceError
 from services.common.store import Nomination
-from services.framework.filtering import NominatedPods
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo, pod_uid
+from services.framework.api.types import PodInfo, pod_uid
+from services.framework.cache.cache import Cache
+from services.framework.runtime.filtering import NominatedPods
 
 log = logging.getLogger("ksched.scheduler")
 
@@ -99,7 +99,7 @@ class PendingPods:
 
 
 def nominated_pods(
-    nominations: Mapping[str, Nomination], pending: PendingPods, snapshot: Snapshot
+    nominations: Mapping[str, Nomination], pending: PendingPods, snapshot: Cache
 ) -> NominatedPods | None:
     """Node name → the pods nominated to it, for ``Framework.schedule_one``; None when
     no pending pod is nominated (the filter then runs once, as upstream's does)."""

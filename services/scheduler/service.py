@@ -6,9 +6,10 @@ Start-up (no cluster event may be lost between the store read and the feed)::
         ─▶ snapshot = store as of ≥ S ─▶ apply buffered entries with seq > S ─▶ live
         ─▶ consume ksched.schedule
 
-The store applies an entry before the informer publishes it, so every entry after S
-reaches the feed, which was bound before S was read. Entries carry whole objects, so
-applying one again over a newer store read converges to the same state.
+The feed is followed by a :class:`~services.common.projection.LogProjection` (buffering
+while loading, seq order, duplicates skipped, a gap reloads from the store): the store
+applies an entry before the informer publishes it, so every entry after S reaches the
+feed, which was bound before S was read.
 
 A ScheduleBatch is served once the snapshot has applied every request's ``seq`` (or
 after ``catch_up_timeout``, failing the requests still ahead with ``error``). Its
@@ -28,7 +29,6 @@ pods that are still pending.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
@@ -50,15 +50,16 @@ from services.common.decisions import (
     pod_event,
 )
 from services.common.resources import ResourceError
-from services.common.store import ClusterStore, StoreLost
-from services.common.store.live import attach_when_live
+from services.common.projection import LogProjection
+from services.common.store import ClusterStore, Epoch, StoreLost
+from services.framework.api.diagnosis import truncate_message
+from services.framework.api.listers import KINDS as LISTED_KINDS
+from services.framework.api.registry import Registry
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
-from services.framework.diagnosis import truncate_message
-from services.framework.listers import KINDS as LISTED_KINDS
-from services.framework.registry import Registry
-from services.framework.runtime import Framework
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
 from services.scheduler.nominated import PendingPods, nominated_pods
 
@@ -97,13 +98,13 @@ class SchedulerService:
         self._replica = replica
         rng = random.Random(seed)
         tracer = tracer or telemetry.tracer("scheduler")
-        self.snapshot = Snapshot()
+        self.snapshot = Cache()
         self.pending = PendingPods()
         """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
             p.scheduler_name: Framework(
                 p,
-                registry,
+                registry if registry is not None else in_tree_registry(),
                 rng=rng,
                 tracer=tracer,
                 path=f"profiles[{i}]",
@@ -124,10 +125,8 @@ class SchedulerService:
         )
         self._catch_up_timeout = catch_up_timeout
         self._encoder = msgspec.json.Encoder()
-        self._buffer: list[LogEntry] | None = []
-        self._attached = False
-        """Whether the snapshot came from a live store (see services.common.store.base)."""
-        self._advanced = asyncio.Event()
+        self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
+        """The cluster feed, applied to the snapshot and the pending pods."""
         self._consumers: list[Consumer] = []
 
     async def start(self) -> None:
@@ -138,7 +137,7 @@ class SchedulerService:
         self._consumers.append(
             await self._bus.consume(feed, self._on_cluster, decode=ClusterBatch, max_batch=32)
         )
-        await self._load()
+        await self._projection.reload()
         self._consumers.append(
             await self._bus.consume(
                 topology.SCHEDULER_REQUESTS, self._on_requests, decode=ScheduleBatch
@@ -149,66 +148,39 @@ class SchedulerService:
         while self._consumers:
             await self._consumers.pop().cancel()
 
-    async def _load(self) -> None:
-        while True:
-            try:
-                epoch = await attach_when_live(
-                    self._store, self._clock, log, blank_ok=not self._attached
-                )
-                self._attached = epoch.state == "live"
-                nodes = await self._store.objects("node")
-                pods = await self._store.objects("pod")
-                others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
-                assumed = await self._store.assumed()
-                seq = epoch.seq  # read before the objects: they are as of seq or later
-                break
-            except StoreLost as lost:
-                log.warning("reloading the snapshot: %s", lost)
-        by_uid = self.snapshot.load(nodes, pods, seq, others)
-        self.pending.load(by_uid.values(), seq)
+    async def _load(self, epoch: Epoch, lost: StoreLost | None) -> None:
+        """Replace the snapshot and the pending pods with the store's objects (as of
+        ``epoch.seq`` or later) and assume again the store's assumptions of pods not
+        bound (the local ones went with the snapshot, or with the lost store)."""
+        nodes = await self._store.objects("node")
+        pods = await self._store.objects("pod")
+        others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
+        assumed = await self._store.assumed()
+        by_uid = self.snapshot.load(nodes, pods, epoch.seq, others)
+        self.pending.load(by_uid.values())
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
             if pod is not None and not self.snapshot.is_bound(uid):
                 with contextlib.suppress(ResourceError):
                     self.snapshot.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
-        buffered, self._buffer = self._buffer or [], None
-        self.snapshot.apply(buffered)
-        self.pending.apply(buffered)
-        self._advanced.set()
-        log.info(
-            "snapshot loaded at seq %d: %d nodes",
-            self.snapshot.applied_seq,
-            self.snapshot.num_nodes,
-        )
+        log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.snapshot.num_nodes)
+
+    def _apply(self, events: Sequence[LogEntry]) -> None:
+        self.pending.apply(events)
+        self.snapshot.apply(events)
 
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
-        events = [event for batch in batches for event in batch.value.events]
-        if self._buffer is not None:
-            self._buffer.extend(events)
-            return
-        fresh = [e for e in events if e.seq > self.snapshot.applied_seq]
-        if fresh and fresh[0].seq != self.snapshot.applied_seq + 1:
-            # Entries are missing (an informer crash between its store write and its
-            # publish): the store has them, so reload from it, keeping these.
-            log.warning(
-                "gap in the cluster feed (%d → %d): reloading",
-                self.snapshot.applied_seq,
-                fresh[0].seq,
-            )
-            self._buffer = fresh
-            await self._load()
-        else:
-            self.pending.apply(fresh)
-            if self.snapshot.apply(fresh):
-                self._advanced.set()
+        await self._projection.feed([event for batch in batches for event in batch.value.events])
 
     async def _on_requests(self, batches: Sequence[Received[ScheduleBatch]]) -> None:
         requests = [request for batch in batches for request in batch.value.requests]
         if not requests:
             return
         self.snapshot.expire_assumed(self._clock.now())
-        await self._catch_up(max(r.seq for r in requests))
-        applied = self.snapshot.applied_seq
+        await self._projection.wait_for(
+            max(r.seq for r in requests), within=self._catch_up_timeout
+        )
+        applied = self._projection.applied_seq
         ready = [r for r in requests if r.seq <= applied]
         try:
             nominated = None
@@ -218,8 +190,7 @@ class SchedulerService:
             outcome = await self._cycle.run(ready, nominated)
         except StoreLost as lost:
             await self._bus.publish(self._messages(_lost(requests, lost)))
-            self._buffer = []
-            await self._load()
+            await self._projection.reload(lost)
             return
         for request in requests:
             if request.seq > applied:
@@ -232,20 +203,6 @@ class SchedulerService:
         messages = self._messages(outcome)
         if messages:
             await self._bus.publish(messages)
-
-    async def _catch_up(self, seq: int) -> None:
-        """Wait until the snapshot applied ``seq`` or ``catch_up_timeout`` passed."""
-        if self.snapshot.applied_seq >= seq:
-            return
-        timeout = asyncio.ensure_future(self._clock.sleep(self._catch_up_timeout))
-        try:
-            while self.snapshot.applied_seq < seq and not timeout.done():
-                self._advanced.clear()
-                advanced = asyncio.ensure_future(self._advanced.wait())
-                await asyncio.wait({advanced, timeout}, return_when=asyncio.FIRST_COMPLETED)
-                advanced.cancel()
-        finally:
-            timeout.cancel()
 
     def _messages(self, outcome: BatchOutcome) -> list[Message]:
         encode = self._encoder.encode

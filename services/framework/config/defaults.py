@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
-from services.framework.profile import PluginRef, Plugins, PluginSet, Profile
+from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile
 
 DEFAULT_PLUGINS: Final = Plugins(
     multi_point=PluginSet(

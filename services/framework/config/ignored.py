@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from services.framework.api.registry import ConfigError, join_path
 from services.framework.config.v1 import (
     ClientConnectionV1,
     KubeSchedulerConfigurationV1,
     LeaderElectionV1,
 )
-from services.framework.registry import ConfigError, join_path
 
 NO_APISERVER: Final = (
     "ksched talks to no kube-apiserver: cluster state comes as watch events (on "

@@ -22,8 +22,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
+from services.framework.api.interface import ExtensionPoint
+from services.framework.api.registry import (
+    ConfigError,
+    PluginArgs,
+    Registry,
+    convert_strict,
+    decode_args,
+    is_not_implemented,
+    missing_plugin,
+)
 from services.framework.config.defaults import DEFAULT_PLUGINS, default_profile
 from services.framework.config.ignored import WHY_IGNORED, check_ignored
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.config.source import Source, read_source
 from services.framework.config.v1 import (
     API_VERSION,
@@ -33,25 +44,14 @@ from services.framework.config.v1 import (
     PluginSetV1,
     PluginsV1,
 )
-from services.framework.interface import ExtensionPoint
-from services.framework.plugins import in_tree_registry
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from services.framework.profile import (
+from services.framework.runtime.profile import (
     PluginRef,
     Plugins,
     PluginSet,
     Profile,
     merge_plugins,
     resolve_plugins,
-)
-from services.framework.registry import (
-    ConfigError,
-    PluginArgs,
-    Registry,
-    convert_strict,
-    decode_args,
-    is_not_implemented,
-    missing_plugin,
 )
 
 logger = logging.getLogger("ksched.config")

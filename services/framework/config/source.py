@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from services.framework.registry import ConfigError, join_path
+from services.framework.api.registry import ConfigError, join_path
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.framework.interface import CycleState, Handle
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo
+from services.framework.api.interface import CycleState, Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 
 NAME: Final = "DefaultBinder"
 
@@ -26,3 +27,6 @@ class DefaultBinder:
 
 def new(args: None, handle: Handle) -> DefaultBinder:
     return DefaultBinder()
+
+
+ENTRY: Final = PluginEntry(NAME, DefaultBinder, new)

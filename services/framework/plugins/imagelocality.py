@@ -16,12 +16,12 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Pod
-from services.framework.attributes import ImageIndex
-from services.framework.interface import CycleState, Handle, Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import CycleState, Handle, Rows
+from services.framework.api.registry import PluginEntry
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.attributes import ImageIndex
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.noderesources.resource_allocation import go_div
-from services.framework.registry import PluginEntry
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 NAME: Final = "ImageLocality"
 MB: Final = 1024 * 1024
@@ -70,9 +70,7 @@ def calculate_priority(sum_scores: Int64Array, num_containers: int) -> Int64Arra
 class ImageLocality:
     name: Final = NAME
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         images = pod_images(pod.pod)
         if not images:
             return np.zeros(len(rows), dtype=np.int64)

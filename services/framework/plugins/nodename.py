@@ -11,17 +11,17 @@ from typing import Final
 
 import numpy as np
 
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.interface import CycleState, FilterResult, Handle
-from services.framework.nodeinfo import NodeTable
-from services.framework.registry import PluginEntry
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo
+from services.framework.api.interface import CycleState, FilterResult, Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 
 NAME: Final = "NodeName"
 ERR_REASON: Final = "node(s) didn't match the requested node name"
@@ -31,7 +31,7 @@ _REJECTED: Final = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON,))
 class NodeName:
     name: Final = NAME
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         wanted = pod.pod.spec.node_name
         if not wanted:
             return FilterResult.all_passed(nodes.num_nodes)

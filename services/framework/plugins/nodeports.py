@@ -22,24 +22,24 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Pod
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
     PreFilterExtensions,
     PreFilterResult,
 )
-from services.framework.nodeinfo import NodeTable
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 
 NAME: Final = "NodePorts"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -94,7 +94,7 @@ class NodePorts:
         ports are computed once (the PodInfo kept in the entry guards against id reuse)."""
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         ports = host_ports(pod.pod)
         if not ports:
@@ -105,7 +105,7 @@ class NodePorts:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         try:
             wanted = state.read(PRE_FILTER_STATE_KEY, _PreFilterState).ports
         except StatusError as err:

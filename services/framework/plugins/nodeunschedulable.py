@@ -11,25 +11,25 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Node, Pod
-from services.framework.attributes import TaintKey
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import CycleState, FilterResult, Handle
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.interface import CycleState, FilterResult, Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.cache.attributes import TaintKey
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.taints import (
     NO_SCHEDULE,
     TAINT_NODE_UNSCHEDULABLE,
     tolerations_of,
     tolerations_tolerate,
 )
-from services.framework.registry import PluginEntry
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo
 
 NAME: Final = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
@@ -45,7 +45,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 class NodeUnschedulable:
     name: Final = NAME
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         if tolerates_unschedulable(pod.pod):
             return FilterResult.all_passed(nodes.num_nodes)
         return FilterResult.uniform(~nodes.attributes.unschedulable(), _REJECTED)

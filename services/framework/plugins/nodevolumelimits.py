@@ -31,22 +31,25 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import PersistentVolumeClaim, Pod, Volume
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
     PreFilterExtensions,
     PreFilterResult,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumehelpers.claims import (
     Unresolvable,
     claim_class,
@@ -54,9 +57,6 @@ from services.framework.plugins.volumehelpers.claims import (
     pod_claim_name,
     volume_is_for_pod,
 )
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
 
 NAME: Final = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
@@ -123,7 +123,7 @@ class CSILimits:
         )
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         for volume in pod.pod.spec.volumes:
             if pod_claim_name(pod.pod, volume) is not None or is_inline_migratable(volume):
@@ -133,7 +133,7 @@ class CSILimits:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         n = nodes.num_nodes
         if not pod.pod.spec.volumes:
             return FilterResult.all_passed(n)
@@ -213,7 +213,7 @@ class CSILimits:
         return provisioner, f"{self._random_prefix}-{namespace}/{claim.metadata.name}"
 
 
-def _limit_column(nodes: NodeTable, key: str) -> tuple[np.ndarray, np.ndarray]:
+def _limit_column(nodes: Snapshot, key: str) -> tuple[np.ndarray, np.ndarray]:
     """(node has the key in its allocatable, the limit) per row."""
     present = np.fromiter(
         (key in node.status.allocatable for node in nodes.nodes), np.bool_, nodes.num_nodes

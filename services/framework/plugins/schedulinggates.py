@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Pod
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import Handle
-from services.framework.registry import PluginEntry
-from services.framework.status import SUCCESS, Code, Status
-from services.framework.types import PodInfo
+from services.framework.api.interface import Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SUCCESS, Code, Status
+from services.framework.api.types import PodInfo
 
 NAME: Final = "SchedulingGates"
 

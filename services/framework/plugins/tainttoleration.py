@@ -22,16 +22,19 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Node, Pod
-from services.framework.attributes import TaintKey
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import CycleState, FilterResult, Handle, Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import CycleState, FilterResult, Handle, Rows
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SUCCESS, Code, Status, StatusError
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.attributes import TaintKey
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.normalize_score import default_normalize_score
 from services.framework.plugins.helper.taints import (
     DO_NOT_SCHEDULE,
@@ -41,9 +44,6 @@ from services.framework.plugins.helper.taints import (
     tolerations_tolerate,
     untolerated_rows,
 )
-from services.framework.registry import PluginEntry
-from services.framework.status import SUCCESS, Code, Status, StatusError
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 NAME: Final = "TaintToleration"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
@@ -74,21 +74,19 @@ def _prefer_no_schedule(tolerations: Sequence[TolerationKey]) -> tuple[Toleratio
 class TaintToleration:
     name: Final = NAME
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         index = nodes.attributes.taints()
         if not index.taints:
             return FilterResult.all_passed(nodes.num_nodes)
         rejected = untolerated_rows(tolerations_of(pod.pod.spec.tolerations), nodes.attributes)
         return FilterResult.uniform(~rejected, _REJECTED)
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         tolerations = _prefer_no_schedule(tolerations_of(pod.pod.spec.tolerations))
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(tolerations))
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         """``countIntolerableTaintsPreferNoSchedule`` per scored row."""
         try:
             tolerations = state.read(

@@ -24,26 +24,26 @@ from typing import Any, Final
 import numpy as np
 
 from contracts.k8s import PersistentVolumeClaim, Pod, Volume
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
     PreFilterExtensions,
     PreFilterResult,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumehelpers.claims import READ_WRITE_ONCE_POD, claim_not_found
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status
-from services.framework.types import PodInfo
 
 NAME: Final = "VolumeRestrictions"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -173,7 +173,7 @@ class VolumeRestrictions:
     # -- PreFilter --------------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         spec = pod.pod.spec
         needs_check = any(needs_restrictions_check(v) for v in spec.volumes)
@@ -207,7 +207,7 @@ class VolumeRestrictions:
 
     # -- Filter -----------------------------------------------------------------
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         restricted = [v for v in pod.pod.spec.volumes if needs_restrictions_check(v)]
         passed = np.ones(nodes.num_nodes, dtype=np.bool_)
         if restricted:
@@ -226,7 +226,7 @@ def _describe(code: int) -> Status:
     return _DISK_CONFLICT if code == 1 else _RWOP_CONFLICT
 
 
-def _count_claim_users(nodes: NodeTable, claims: set[str]) -> int:
+def _count_claim_users(nodes: Snapshot, claims: set[str]) -> int:
     """``IsPVCUsedByPods`` summed over ``claims`` (``namespace/name``): each claim used
     by some scheduled pod counts once."""
     if not claims:

@@ -22,22 +22,25 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
     PreFilterExtensions,
     PreFilterResult,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumehelpers.claims import (
     WAIT_FOR_FIRST_CONSUMER,
     Unresolvable,
@@ -47,9 +50,6 @@ from services.framework.plugins.volumehelpers.claims import (
     class_not_found,
     volume_not_found,
 )
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
 
 NAME: Final = "VolumeZone"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -165,7 +165,7 @@ class VolumeZone:
         return pv
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         try:
             topologies = self.topologies(pod.pod)
@@ -179,7 +179,7 @@ class VolumeZone:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         if not pod.pod.spec.volumes:
             return FilterResult.all_passed(nodes.num_nodes)
         try:

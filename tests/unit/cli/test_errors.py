@@ -16,8 +16,8 @@ import pytest
 from services.cli import main as cli_main
 from services.cli.errors import EXIT_CODES
 from services.cli.main import main
+from services.framework.api.registry import ConfigError
 from services.framework.config import load_config
-from services.framework.registry import ConfigError
 
 NO_BROKER = "amqp://guest:s3cret@127.0.0.1:1/"
 NO_REDIS = "redis://:s3cret@127.0.0.1:1/0"

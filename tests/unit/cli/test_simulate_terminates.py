@@ -17,9 +17,9 @@ import pytest
 from services.cli.embedded import DecisionRecord
 from services.cli.progress import Progress
 from services.cli.simulate import load_cluster, print_table, simulate
+from services.framework.api.diagnosis import NO_NODES_AVAILABLE
+from services.framework.api.types import PodInfo
 from services.framework.config import load_config
-from services.framework.diagnosis import NO_NODES_AVAILABLE
-from services.framework.types import PodInfo
 from services.queue.types import QueuedPodInfo, SubQueue
 from tests.builders import make_pod
 

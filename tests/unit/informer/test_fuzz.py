@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from services.cli.manifests import ManifestError, check, read_documents
+from services.framework.api.registry import ConfigError
 from services.framework.config.load import load_config
-from services.framework.registry import ConfigError
 from tests.fuzz.events import generate
 from tests.fuzz.run import run_embedded
 

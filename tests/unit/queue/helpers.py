@@ -15,7 +15,8 @@ from contracts.k8s import Pod
 from contracts.kinds import kind_of
 from services.common.clock import FakeClock
 from services.framework.config import PluginRef, PluginSet, Profile, default_profile
-from services.framework.runtime import Framework
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import QueuedPodInfo, SubQueue
@@ -30,7 +31,9 @@ def qos_profile() -> QueueProfile:
     """The default profile with QOSSort instead of PrioritySort."""
     plugins = default_profile().plugins
     sort = PluginSet(enabled=(PluginRef("QOSSort"),), disabled=(PluginRef("*"),))
-    return QueueProfile.of(Framework(Profile(plugins=replace(plugins, queue_sort=sort))))
+    return QueueProfile.of(
+        Framework(Profile(plugins=replace(plugins, queue_sort=sort)), in_tree_registry())
+    )
 
 
 def make_queue(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import NodeCondition, Toleration
-from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.framework.api.events import ActionType, ClusterEvent, EventResource
 from services.queue.cluster_events import (
     ASSIGNED_POD_DELETE,
     EVENT_UNSCHEDULABLE_TIMEOUT,

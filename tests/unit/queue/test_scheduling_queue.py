@@ -301,7 +301,7 @@ def test_a_move_only_helps_pods_rejected_by_a_plugin_that_registered_the_event()
 
 
 def test_an_event_no_plugin_registered_moves_nothing() -> None:
-    from services.framework.events import ActionType, ClusterEvent, EventResource
+    from services.framework.api.events import ActionType, ClusterEvent, EventResource
 
     queue, clock = make_queue()
     info = park(queue, make_pod("a"), "NodeResourcesFit")
@@ -336,7 +336,7 @@ def test_a_move_after_the_backoff_goes_straight_to_active_q() -> None:
 
 
 def test_a_hint_that_raises_counts_as_queue() -> None:
-    from services.framework.events import (
+    from services.framework.api.events import (
         ActionType,
         ClusterEvent,
         ClusterEventWithHint,

@@ -6,7 +6,7 @@ import random
 
 from services.common.store import Nomination
 from services.common.store.memory import MemoryStore
-from services.framework.events import ActionType, ClusterEvent, EventResource
+from services.framework.api.events import ActionType, ClusterEvent, EventResource
 from services.queue.heap import KeyedHeap
 from services.queue.in_flight import InFlight
 from services.queue.nominator import Nominator

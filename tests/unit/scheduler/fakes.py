@@ -8,14 +8,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.framework import CycleState, FilterResult, Framework, NodeTable, PodInfo
+from services.framework.api.interface import (
+    CycleState,
+    FilterResult,
+    PreFilterExtensions,
+    PreFilterResult,
+    Rows,
+)
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SUCCESS, Code, Status
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import PODS_COL, Snapshot
 from services.framework.config import PluginRef, Plugins, PluginSet, Profile
-from services.framework.interface import PreFilterExtensions, PreFilterResult, Rows
-from services.framework.nodeinfo import PODS_COL, Int64Array
-from services.framework.plugins import in_tree_registry
-from services.framework.profile import merge_plugins
-from services.framework.registry import PluginEntry
-from services.framework.status import SUCCESS, Code, Status
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import merge_plugins
 
 TAINTED = Status(Code.UnschedulableAndUnresolvable, ("node(s) had untolerated taint",))
 
@@ -28,7 +35,7 @@ class RejectNodes:
     status: Status = TAINTED
     name: str = "RejectNodes"
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         passed = np.array([n not in self.nodes for n in nodes.names], dtype=np.bool_)
         return FilterResult.uniform(passed, self.status)
 
@@ -39,7 +46,7 @@ class NeedsCompany:
 
     name: str = "NeedsCompany"
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         status = Status(Code.Unschedulable, ("node(s) didn't match pod affinity rules",))
         return FilterResult.uniform(nodes.requested[:, PODS_COL] > 0, status)
 
@@ -54,7 +61,7 @@ class FixedPreFilter:
     added: list[tuple[str, str]] = field(default_factory=list)
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         return self.result, self.status
 
@@ -76,9 +83,7 @@ class FixedScore:
     scores: Mapping[str, int]
     name: str = "FixedScore"
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         return np.array([self.scores.get(nodes.names[r], 0) for r in rows], dtype=np.int64)
 
 

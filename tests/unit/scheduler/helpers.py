@@ -7,13 +7,14 @@ from collections.abc import Iterable
 import numpy as np
 
 from contracts.k8s import Node, Pod
-from services.framework import CycleState, PodInfo, Snapshot
-from services.framework.interface import Rows
+from services.framework.api.interface import CycleState, Rows
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 
 
-def snapshot_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
+def snapshot_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Cache:
     """A snapshot with ``nodes`` and the (bound) ``pods``, as upstream's NewSnapshot."""
-    snapshot = Snapshot()
+    snapshot = Cache()
     for node in nodes:
         snapshot.add_node(node)
     for pod in pods:
@@ -21,7 +22,7 @@ def snapshot_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
     return snapshot
 
 
-def all_rows(snapshot: Snapshot) -> Rows:
+def all_rows(snapshot: Cache) -> Rows:
     return np.arange(snapshot.num_nodes, dtype=np.intp)
 
 

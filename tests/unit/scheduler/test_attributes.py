@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from tests.builders import make_node, make_pod
 
 
-def snapshot_with(*nodes: tuple[str, dict[str, str]]) -> Snapshot:
-    snapshot = Snapshot()
+def snapshot_with(*nodes: tuple[str, dict[str, str]]) -> Cache:
+    snapshot = Cache()
     for name, labels in nodes:
         snapshot.add_node(make_node(name, labels=labels))
     return snapshot
@@ -48,7 +48,7 @@ def test_rows_follow_a_removed_node() -> None:
 
 
 def test_taint_index_spreads_a_decision_per_distinct_taint() -> None:
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("a", taints=[("k", "v", "NoSchedule"), ("x", "", "NoExecute")]))
     snapshot.add_node(make_node("b"))
     snapshot.add_node(make_node("c", taints=[("k", "v", "NoSchedule")]))
@@ -60,7 +60,7 @@ def test_taint_index_spreads_a_decision_per_distinct_taint() -> None:
 
 
 def test_image_index_and_cordons() -> None:
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("a", images=[(["img:1", "img:latest"], 10), (["img:1"], 20)]))
     snapshot.add_node(make_node("b", images=[(["img:1"], 30)], unschedulable=True))
     attributes = snapshot.table().attributes

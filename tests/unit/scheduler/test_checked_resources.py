@@ -11,10 +11,11 @@ import pytest
 from contracts.messages import ScheduleRequest
 from services.common.clock import FakeClock
 from services.common.store import MemoryStore, Reservation
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import load_config
-from services.framework.runtime import Framework
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchScheduler
 from services.scheduler.nominated import PendingPods
 from tests.builders import make_node, make_pod
@@ -66,7 +67,7 @@ ALL = [{"name": "*"}]
 def test_checked_resources_follow_the_enabled_filters(
     fields: dict[str, Any], expected: set[str]
 ) -> None:
-    framework = Framework(profile(**fields))
+    framework = Framework(profile(**fields), in_tree_registry())
     pod = PodInfo.of(make_pod("p", requests=REQUESTS))
     assert framework.checked_resources(pod) == expected
 
@@ -92,11 +93,11 @@ class RecordingStore(MemoryStore):
 async def test_the_reservation_carries_what_the_profile_checks(
     fields: dict[str, Any], checked: set[str]
 ) -> None:
-    snapshot = Snapshot()
+    snapshot = Cache()
     node = make_node("n1", allocatable={"cpu": "4", "memory": "8Gi", "pods": 10})
     pod = make_pod("p", requests={"cpu": "1", "memory": "1Gi"})
     snapshot.load({"n1": _encode(node)}, {}, 0, {})
-    framework = Framework(profile(**fields), listers=snapshot.listers)
+    framework = Framework(profile(**fields), in_tree_registry(), listers=snapshot.listers)
     store = RecordingStore()
     await store.set_leases({pod.metadata.uid: 1})
     pending = PendingPods()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from services.framework import ExtensionPoint, Framework
+from services.framework.api.interface import ExtensionPoint
 from services.framework.config import (
     ConfigError,
     PluginRef,
@@ -15,8 +15,10 @@ from services.framework.config import (
     load_config,
     load_profiles,
 )
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.noderesources.fit import Fit
-from services.framework.profile import merge_plugin_set
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import merge_plugin_set
 
 P = ExtensionPoint
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -27,13 +29,13 @@ def config(**fields: Any) -> dict[str, Any]:
 
 
 def framework(raw: dict[str, Any], index: int = 0) -> Framework:
-    return Framework(load_config(raw).profiles[index])
+    return Framework(load_config(raw).profiles[index], in_tree_registry())
 
 
 def test_no_profiles_means_the_default_profile():
     loaded = load_config(config())
     assert [p.scheduler_name for p in loaded.profiles] == ["default-scheduler"]
-    fw = Framework(loaded.profiles[0])
+    fw = Framework(loaded.profiles[0], in_tree_registry())
     assert fw.plugin_names(P.QueueSort) == ("PrioritySort",)
     # Upstream's getDefaultPlugins order, as multiPoint expands it per extension point.
     assert fw.plugin_names(P.Filter) == (
@@ -82,7 +84,7 @@ def test_load_from_a_yaml_file(tmp_path):
     )
     (profile,) = load_profiles(path)
     assert profile.scheduler_name == "bin-packer"
-    fit = Framework(profile).plugins["NodeResourcesFit"]
+    fit = Framework(profile, in_tree_registry()).plugins["NodeResourcesFit"]
     assert isinstance(fit, Fit)
     assert fit.scorer.name == "MostAllocated"
     assert [(r.name, r.weight) for r in fit.scorer.resources] == [("cpu", 2), ("memory", 1)]

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from services.framework import ExtensionPoint, Framework
+from services.framework.api.interface import ExtensionPoint, PostFilterResult
+from services.framework.api.registry import PluginEntry
 from services.framework.config import ConfigError, load_config
-from services.framework.interface import PostFilterResult
-from services.framework.plugins import in_tree_registry
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from services.framework.registry import PluginEntry
+from services.framework.runtime.framework import Framework
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -160,7 +160,7 @@ def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_configs_users_have_load(tmp_path, caplog, text, warned):
     with caplog.at_level(logging.WARNING, logger="ksched.config"):
         loaded = load_config(write(tmp_path, text))
-    Framework(loaded.profiles[0])
+    Framework(loaded.profiles[0], in_tree_registry())
     messages = warnings(caplog)
     assert [m.split(": ")[1] for m in messages] == warned  # one warning each, in order
     for message in messages:
@@ -190,7 +190,7 @@ def test_disabling_an_unknown_plugin_loads_with_a_warning(tmp_path, caplog):
     text = HEAD + "profiles: [{plugins: {filter: {disabled: [{name: Nope}]}}}]\n"
     with caplog.at_level(logging.WARNING, logger="ksched.config"):
         loaded = load_config(write(tmp_path, text))
-    Framework(loaded.profiles[0])
+    Framework(loaded.profiles[0], in_tree_registry())
     assert warnings(caplog) == [
         f"{tmp_path / 'config.yaml'}:3: profiles[0].plugins.filter.disabled[0].name: "
         "ignored: 'Nope' is not a known plugin"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.framework import Code, Status
-from services.framework.interface import PreFilterResult
+from services.framework.api.interface import PreFilterResult
+from services.framework.api.status import Code, Status
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import (
     TAINTED,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, CycleState, PodInfo
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
 from services.framework.plugins.noderesources.args import NodeResourcesFitArgs
 from services.framework.plugins.noderesources.fit import Fit
 from tests.builders import make_node, make_pod

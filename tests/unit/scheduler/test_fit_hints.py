@@ -6,18 +6,21 @@ import msgspec
 import pytest
 
 from contracts.k8s import PodStatus
-from services.framework import Framework
+from services.framework.api.events import ActionType, ClusterEvent, EventResource
+from services.framework.api.events import QueueingHint as Q
 from services.framework.config import default_profile
-from services.framework.events import ActionType, ClusterEvent, EventResource
-from services.framework.events import QueueingHint as Q
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.noderesources.fit_hints import after_node_change, after_pod_event
+from services.framework.runtime.framework import Framework
 from tests.builders import make_node, make_pod
 
 POD = make_pod("pending", requests={"cpu": "2"})
 
 
 def test_registered_events():
-    (pod_event, node_event) = Framework(default_profile()).events_to_register()["NodeResourcesFit"]
+    (pod_event, node_event) = Framework(default_profile(), in_tree_registry()).events_to_register()[
+        "NodeResourcesFit"
+    ]
     assert pod_event.event.matches(ClusterEvent(EventResource.AssignedPod, ActionType.Delete))
     assert not pod_event.event.matches(ClusterEvent(EventResource.Pod, ActionType.Add))
     assert node_event.event.matches(ClusterEvent(EventResource.Node, ActionType.Add))

@@ -6,11 +6,11 @@ import msgspec
 
 from contracts.events import NamespaceEntry, PersistentVolumeClaimEntry, StorageClassEntry
 from contracts.k8s import Namespace, ObjectMeta, PersistentVolumeClaim, StorageClass
-from services.framework.snapshot import Snapshot
+from services.framework.cache.cache import Cache
 
 
 def test_listers_follow_the_log_and_reload_from_the_store() -> None:
-    snapshot = Snapshot()
+    snapshot = Cache()
     ns = Namespace(metadata=ObjectMeta(name="team-a", labels={"tier": "gold"}))
     claim = PersistentVolumeClaim(metadata=ObjectMeta(name="data", namespace="team-a"))
     fast = StorageClass(metadata=ObjectMeta(name="fast"), provisioner="csi.example.com")

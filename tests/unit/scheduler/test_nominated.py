@@ -13,8 +13,8 @@ from contracts.k8s import Pod
 from services.common.bus import Message
 from services.common.store import Nomination, PodCharge, ProjectedEntry
 from services.common.store.memory import MemoryStore
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.scheduler.nominated import PendingPods, nominated_pods
 from services.scheduler.service import SchedulerService
 from tests.builders import make_node, make_pod
@@ -164,9 +164,9 @@ class TestPendingPods:
 
     def test_nominations_of_unknown_pods_mean_no_second_pass(self):
         pending = PendingPods()
-        assert nominated_pods({"nobody": Nomination("n1", 5)}, pending, Snapshot()) is None
+        assert nominated_pods({"nobody": Nomination("n1", 5)}, pending, Cache()) is None
         pending.load([make_pod("a")], seq=1)
-        nominated = nominated_pods({"default-a-uid": Nomination("n1", 5)}, pending, Snapshot())
+        nominated = nominated_pods({"default-a-uid": Nomination("n1", 5)}, pending, Cache())
         assert nominated is not None
         assert [p.key for p in nominated.pods_for("n1")] == ["default/a"]
         assert list(nominated.pods_for("n2")) == []

@@ -7,7 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from services.framework.interface import CycleState
+from services.framework.api.interface import CycleState
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.plugins.noderesources.args import (
     NodeResourcesBalancedAllocationArgs,
     ResourceSpec,
@@ -15,8 +17,6 @@ from services.framework.plugins.noderesources.args import (
 from services.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
 from services.framework.plugins.noderesources.least_allocated import least_requested_score
 from services.framework.plugins.noderesources.resource_allocation import ResourceAllocationScorer
-from services.framework.snapshot import Snapshot
-from services.framework.types import PodInfo
 from tests.builders import make_node, make_pod
 
 LEAST = ResourceAllocationScorer(
@@ -27,7 +27,7 @@ LEAST = ResourceAllocationScorer(
 SIZES = [("100m", "128Mi"), ("500m", "1Gi"), ("2", "4Gi")]
 
 
-def random_step(rng: random.Random, snapshot: Snapshot, step: int) -> None:
+def random_step(rng: random.Random, snapshot: Cache, step: int) -> None:
     names = list(snapshot.table().names)
     action = rng.choice(["assume", "assume", "bind", "forget", "delete", "node", "usage"])
     cpu, memory = rng.choice(SIZES)
@@ -55,7 +55,7 @@ def random_step(rng: random.Random, snapshot: Snapshot, step: int) -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_cached_scores_equal_fresh_scores_after_every_change(seed: int) -> None:
     rng = random.Random(seed)
-    snapshot = Snapshot()
+    snapshot = Cache()
     for i in range(30):
         snapshot.add_node(
             make_node(f"n{i}", allocatable={"cpu": "8", "memory": "16Gi", "pods": 110})

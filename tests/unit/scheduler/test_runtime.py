@@ -7,10 +7,13 @@ from collections import Counter
 
 import pytest
 
-from services.framework import Code, Framework, PodInfo, Status
+from services.framework.api.interface import PreFilterResult
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.config import default_profile
-from services.framework.filtering import NominatedPods
-from services.framework.interface import PreFilterResult
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.filtering import NominatedPods
+from services.framework.runtime.framework import Framework
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import (
     FixedPreFilter,
@@ -23,7 +26,7 @@ from tests.unit.scheduler.helpers import snapshot_of
 
 
 def default_framework(seed: int | None = 0) -> Framework:
-    return Framework(default_profile(), rng=random.Random(seed))
+    return Framework(default_profile(), in_tree_registry(), rng=random.Random(seed))
 
 
 def node(name, cpu="4", memory="8Gi", pods=110):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.framework import Framework
+from services.framework.api.interface import PreFilterResult
 from services.framework.config import (
     DEFAULT_PLUGINS,
     PluginRef,
@@ -18,9 +18,10 @@ from services.framework.config import (
     default_profile,
     load_config,
 )
-from services.framework.interface import PreFilterResult
-from services.framework.profile import merge_plugins
-from services.framework.sampling import first_feasible, num_feasible_nodes_to_find
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import merge_plugins
+from services.framework.runtime.sampling import first_feasible, num_feasible_nodes_to_find
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.fakes import FixedPreFilter, framework_with
 from tests.unit.scheduler.helpers import snapshot_of
@@ -94,7 +95,7 @@ def sampled(percentage: int | None, *, scores: bool = True, seed: int = 0) -> Fr
         plugins=merge_plugins(DEFAULT_PLUGINS, custom),
         percentage_of_nodes_to_score=percentage,
     )
-    return Framework(profile, rng=random.Random(seed))
+    return Framework(profile, in_tree_registry(), rng=random.Random(seed))
 
 
 def nodes(count: int, small: frozenset[int] | set[int] = frozenset()) -> list[Any]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.framework import CycleState, PodInfo
-from services.framework.plugins import in_tree_registry
+from services.framework.api.interface import CycleState
+from services.framework.api.registry import ConfigError
+from services.framework.api.status import StatusError
+from services.framework.api.types import PodInfo
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.noderesources.args import (
     NodeResourcesFitArgs,
     ResourceSpec,
@@ -19,8 +22,6 @@ from services.framework.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     go_div,
 )
-from services.framework.registry import ConfigError
-from services.framework.status import StatusError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import all_rows, snapshot_of
 

@@ -1,4 +1,4 @@
-"""Snapshot: the log projection, this replica's assumptions and the store correction."""
+"""Cache: the log projection, this replica's assumptions and the store correction."""
 
 from __future__ import annotations
 
@@ -6,20 +6,21 @@ import msgspec
 
 from contracts.events import LogEntry, NamespaceEntry, NodeEntry, PodEntry
 from contracts.k8s import Namespace, ObjectMeta
-from services.framework import PodInfo, Snapshot
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from tests.builders import make_node, make_pod
 
 MI = 1024 * 1024
 
 
-def requested(snapshot: Snapshot, node: str) -> dict[str, int]:
+def requested(snapshot: Cache, node: str) -> dict[str, int]:
     table = snapshot.table()
     info = table.node_info(table.index[node])
     return {k: v for k, v in info.requested.items() if v}
 
 
 def test_events_in_seq_order_and_terminal_pods():
-    snapshot = Snapshot()
+    snapshot = Cache()
     events: list[LogEntry] = [
         NodeEntry(seq=1, type="ADDED", object=make_node("n1")),
         PodEntry(seq=2, type="ADDED", object=make_pod("a", node_name="n1", requests={"cpu": "1"})),
@@ -40,7 +41,7 @@ def test_events_in_seq_order_and_terminal_pods():
 
 
 def test_nonzero_requested_for_scoring():
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("n1"))
     snapshot.add_pod(make_pod("a", node_name="n1", containers=1))
     info = snapshot.table().node_info(0)
@@ -49,7 +50,7 @@ def test_nonzero_requested_for_scoring():
 
 
 def test_pods_outlive_their_node_and_are_counted_when_it_comes_back():
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_pod(make_pod("early", node_name="n2", requests={"example.com/gpu": "1"}))
     snapshot.add_node(make_node("n1"))
     snapshot.add_node(make_node("n2"))
@@ -63,7 +64,7 @@ def test_pods_outlive_their_node_and_are_counted_when_it_comes_back():
 
 
 def test_assume_forget_expire_and_binding_replaces_the_assumption():
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("n1"))
     snapshot.add_node(make_node("n2"))
     pod = make_pod("p", requests={"cpu": "1"})
@@ -83,7 +84,7 @@ def test_assume_forget_expire_and_binding_replaces_the_assumption():
 
 
 def test_pending_update_keeps_the_assumption():
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("n1"))
     pod = make_pod("p", requests={"cpu": "1"})
     snapshot.assume(PodInfo.of(pod), "n1")
@@ -92,7 +93,7 @@ def test_pending_update_keeps_the_assumption():
 
 
 def test_correct_usage_until_the_next_event_for_the_node():
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("n1"))
     snapshot.add_node(make_node("n2"))
     snapshot.add_pod(make_pod("a", node_name="n1", requests={"cpu": "1"}))
@@ -109,7 +110,7 @@ def test_load_from_store_objects():
     nodes = {"n1": encode(make_node("n1", allocatable={"cpu": "2", "pods": 10}))}
     bound = make_pod("a", node_name="n1", requests={"cpu": "500m"})
     pods = {"default/a": encode(bound), "default/b": encode(make_pod("b"))}
-    snapshot = Snapshot()
+    snapshot = Cache()
     snapshot.add_node(make_node("stale"))
     by_uid = snapshot.load(nodes, pods, seq=42)
     assert snapshot.applied_seq == 42
@@ -119,7 +120,7 @@ def test_load_from_store_objects():
 
 
 def test_with_pods_view_adds_pods_to_a_subset():
-    snapshot = Snapshot()
+    snapshot = Cache()
     for name in ("a", "b", "c"):
         snapshot.add_node(make_node(name))
     table = snapshot.table()

@@ -6,7 +6,7 @@ from typing import Final, Self
 
 import msgspec
 
-from services.framework.registry import ConfigError, join_path
+from services.framework.api.registry import ConfigError, join_path
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: Final = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100

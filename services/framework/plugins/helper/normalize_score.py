@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.framework.nodeinfo import Int64Array
+from services.framework.api.types import Int64Array
 from services.framework.plugins.noderesources.resource_allocation import go_div
 
 

@@ -15,7 +15,7 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Toleration
-from services.framework.attributes import BoolArray, NodeAttributes, TaintKey
+from services.framework.cache.attributes import BoolArray, NodeAttributes, TaintKey
 
 NO_SCHEDULE: Final = "NoSchedule"
 PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"

@@ -6,7 +6,7 @@ from typing import Final, Self
 
 import msgspec
 
-from services.framework.registry import ConfigError, join_path
+from services.framework.api.registry import ConfigError, join_path
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
 MIN_HARD_POD_AFFINITY_WEIGHT: Final = 0

@@ -29,15 +29,15 @@ from typing import Final
 
 import numpy as np
 
-from services.framework.attributes import BoolArray
-from services.framework.interface import FilterResult
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import FilterResult
+from services.framework.api.status import Code, Status
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.attributes import BoolArray
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.index import PodIndex
 from services.framework.plugins.interpodaffinity.terms import pod_namespace, pod_terms
 from services.framework.plugins.interpodaffinity.topology import Accumulator, TopologyCounts
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = (
     "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -61,7 +61,7 @@ class PreFilterState:
     affinity: TopologyCounts
     anti: TopologyCounts
     pod: IncomingPod
-    nodes: NodeTable
+    nodes: Snapshot
     """The table the counts were built against (AddPod / RemovePod find nodes in it)."""
 
     def clone(self) -> PreFilterState:
@@ -97,7 +97,7 @@ def _update(counts: TopologyCounts, key: str, labels: Mapping[str, str], sign: i
         counts.update(key, value, sign)
 
 
-def pre_filter_state(index: PodIndex, nodes: NodeTable, pod: IncomingPod) -> PreFilterState:
+def pre_filter_state(index: PodIndex, nodes: Snapshot, pod: IncomingPod) -> PreFilterState:
     """Count the matches over ``nodes`` (``index`` must be synced with it)."""
     existing = Accumulator(nodes.attributes)
     for group in index.affinity_groups:
@@ -134,7 +134,7 @@ def should_skip(state: PreFilterState) -> bool:
     return not own.required_affinity and not own.required_anti_affinity and not state.existing_anti
 
 
-def filter_nodes(state: PreFilterState, nodes: NodeTable) -> FilterResult:
+def filter_nodes(state: PreFilterState, nodes: Snapshot) -> FilterResult:
     """Filter over every node of ``nodes`` at once."""
     n = nodes.num_nodes
     per_node: dict[tuple[str, int], Int64Array] = {}

@@ -4,12 +4,8 @@
 from __future__ import annotations
 
 from contracts.k8s import Node, Pod
-from services.framework.events import QueueingHint
-from services.framework.plugins.interpodaffinity.terms import (
-    AffinityTerm,
-    pod_namespace,
-    pod_terms,
-)
+from services.framework.api.events import QueueingHint
+from services.framework.plugins.interpodaffinity.terms import AffinityTerm, pod_namespace, pod_terms
 
 
 def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:

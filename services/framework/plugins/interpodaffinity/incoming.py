@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from contracts.k8s import Namespace
+from services.framework.api.types import PodInfo
 from services.framework.plugins.interpodaffinity.terms import (
     AffinityTerm,
     PodTerms,
     WeightedTerm,
     pod_namespace,
 )
-from services.framework.types import PodInfo
 
 
 @dataclass(frozen=True, slots=True)

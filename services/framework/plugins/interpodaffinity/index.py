@@ -27,7 +27,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.interpodaffinity.terms import (
     AffinityTerm,
     PodTerms,
@@ -35,7 +36,6 @@ from services.framework.plugins.interpodaffinity.terms import (
     pod_namespace,
     pod_terms,
 )
-from services.framework.types import PodInfo
 
 _MATCH_CACHE_LIMIT: Final = 1024
 
@@ -119,12 +119,12 @@ class PodIndex:
         self.affinity_groups: list[AffinityGroup] = []
         self._matches: dict[object, _Matches] = {}
         self._entries: dict[str, _Entry] = {}
-        self._table: NodeTable | None = None
+        self._table: Snapshot | None = None
         self._pods: Sequence[Mapping[str, PodInfo]] | None = None
         self._names: list[str] = []
         self._seen: list[dict[str, PodInfo]] = []
         self._versions: Int64Array = np.zeros(0, dtype=np.int64)
-        """``NodeTable.pod_versions`` as last synced: rows whose value moved are diffed."""
+        """``Snapshot.pod_versions`` as last synced: rows whose value moved are diffed."""
         self._attributes: object = None
         """The NodeAttributes last seen (replaced by the snapshot when nodes change)."""
 
@@ -159,7 +159,7 @@ class PodIndex:
 
     # -- following the table --------------------------------------------------------
 
-    def sync(self, nodes: NodeTable) -> None:
+    def sync(self, nodes: Snapshot) -> None:
         """Bring the index up to date with ``nodes``."""
         if nodes is self._table:
             return
@@ -178,7 +178,7 @@ class PodIndex:
         self._attributes = nodes.attributes
         self._table = nodes
 
-    def _rebuild(self, nodes: NodeTable) -> None:
+    def _rebuild(self, nodes: Snapshot) -> None:
         if len(self.label_groups) > 4 * len(self._entries) + 1024:
             self._reset()  # drop the groups of long-gone pods
         for group in self.label_groups:

@@ -13,13 +13,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
@@ -27,16 +27,16 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.interpodaffinity import filtering, hints, scoring
 from services.framework.plugins.interpodaffinity.args import InterPodAffinityArgs
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.index import PodIndex
 from services.framework.plugins.interpodaffinity.terms import pod_terms
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
 
 NAME: Final = "InterPodAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -67,7 +67,7 @@ class InterPodAffinity:
             ),
         )
 
-    def index(self, nodes: NodeTable) -> PodIndex:
+    def index(self, nodes: Snapshot) -> PodIndex:
         """The pod index of ``nodes``, brought up to date."""
         key = id(nodes.pods)
         index = self._indexes.get(key)
@@ -82,7 +82,7 @@ class InterPodAffinity:
     # -- PreFilter / Filter ---------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         terms = pod_terms(pod.pod)
         if terms.error is not None:
@@ -114,13 +114,13 @@ class InterPodAffinity:
         computed.update_with_pod(other, computed.nodes.nodes[row].metadata.labels, sign)
         return SUCCESS
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         computed = state.read(PRE_FILTER_STATE_KEY, filtering.PreFilterState)
         return filtering.filter_nodes(computed, nodes)
 
     # -- PreScore / Score -------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         terms = pod_terms(pod.pod)
         if terms.error is not None:
             return Status(Code.Error, (f"failed to parse pod: {terms.error}",))
@@ -135,9 +135,7 @@ class InterPodAffinity:
         state.write(PRE_SCORE_STATE_KEY, computed)
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         computed = state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState)
         return scoring.score_rows(computed, nodes, rows)
 

@@ -24,12 +24,12 @@ from typing import Final
 
 import numpy as np
 
-from services.framework.interface import Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import Rows
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.index import AffinityGroup, PodIndex
 from services.framework.plugins.interpodaffinity.topology import Accumulator, TopologyCounts
-from services.framework.types import MAX_NODE_SCORE
 
 PRE_SCORE_STATE_KEY: Final = "PreScoreInterPodAffinity"
 
@@ -49,7 +49,7 @@ def has_preferred_terms(pod: IncomingPod) -> bool:
 
 
 def pre_score_state(
-    index: PodIndex, nodes: NodeTable, pod: IncomingPod, hard_weight: int
+    index: PodIndex, nodes: Snapshot, pod: IncomingPod, hard_weight: int
 ) -> PreScoreState | None:
     """The summed weights over ``nodes`` (``index`` synced with it); None means Skip."""
     sums = Accumulator(nodes.attributes)
@@ -87,7 +87,7 @@ def _weights_for(group: AffinityGroup, pod: IncomingPod, hard_weight: int) -> di
     return weights
 
 
-def score_rows(state: PreScoreState, nodes: NodeTable, rows: Rows) -> Int64Array:
+def score_rows(state: PreScoreState, nodes: Snapshot, rows: Rows) -> Int64Array:
     """Score for each of ``rows``: the sum of its pairs' weights."""
     total = np.zeros(len(rows), dtype=np.int64)
     for key in state.scores.keys():

@@ -1,7 +1,7 @@
 """Counts per topology pair (``topologyToMatchedTermCount``), held as arrays.
 
 For one topology key the counts live in an int64 vector aligned with a node table's
-:class:`~services.framework.attributes.LabelColumn` for that key (index =
+:class:`~services.framework.cache.attributes.LabelColumn` for that key (index =
 label value code), so mapping them onto nodes is one fancy-index over the column's
 codes. Counts are built by :func:`accumulate` from (node rows, weight per row) pieces
 with ``np.bincount``, and changed one pair at a time by :meth:`TopologyCounts.update`
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from services.framework.attributes import LabelColumn, NodeAttributes
-from services.framework.nodeinfo import Int64Array
+from services.framework.api.types import Int64Array
+from services.framework.cache.attributes import LabelColumn, NodeAttributes
 
 Rows = NDArray[np.intp]
 

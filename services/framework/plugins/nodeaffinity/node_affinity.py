@@ -23,15 +23,14 @@ import msgspec
 import numpy as np
 
 from contracts.k8s import Node, NodeSelector, Pod, PreferredSchedulingTerm
-from services.framework.attributes import BoolArray
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
@@ -39,7 +38,11 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.attributes import BoolArray
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.normalize_score import default_normalize_score
 from services.framework.plugins.nodeaffinity.args import NodeAffinityArgs
 from services.framework.plugins.nodeaffinity.selector import (
@@ -53,9 +56,6 @@ from services.framework.plugins.nodeaffinity.selector import (
     terms_match,
 )
 from services.framework.plugins.nodeaffinity.validation import FieldError, aggregate
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 NAME: Final = "NodeAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -122,11 +122,11 @@ class RequiredNodeAffinity:
     def clone(self) -> RequiredNodeAffinity:
         return self
 
-    def mask(self, nodes: NodeTable) -> BoolArray:
+    def mask(self, nodes: Snapshot) -> BoolArray:
         """Per row: does the node match? Memoized for as long as the nodes stay."""
         return nodes.attributes.memo((NAME, "required", self), lambda: self._mask(nodes))
 
-    def _mask(self, nodes: NodeTable) -> BoolArray:
+    def _mask(self, nodes: Snapshot) -> BoolArray:
         mask = np.ones(nodes.num_nodes, dtype=np.bool_)
         for key, value in self.node_selector:
             column = nodes.attributes.label(key)
@@ -195,7 +195,7 @@ class NodeAffinity:
     # -- PreFilter / Filter -----------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         required = _required_of(pod.pod)
         if required is None and self._added_required is None and not pod.pod.spec.node_selector:
@@ -211,7 +211,7 @@ class NodeAffinity:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         try:
             required = state.read(PRE_FILTER_STATE_KEY, RequiredNodeAffinity)
         except StatusError:  # PreFilter disabled: compute here, as upstream falls back
@@ -230,7 +230,7 @@ class NodeAffinity:
 
     # -- PreScore / Score -------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         preferred, errors = _pod_preferred(pod.pod)
         if errors:
             return Status(Code.Error, (aggregate(errors),))
@@ -239,9 +239,7 @@ class NodeAffinity:
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(preferred))
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         try:
             preferred = state.read(PRE_SCORE_STATE_KEY, _PreScoreState).preferred
         except StatusError:

@@ -6,7 +6,7 @@ a selector without terms matches nothing; a term with a parse error matches noth
 ``matchFields`` see one field, ``metadata.name``; any other key reads as "".
 
 Every compiled object is a frozen, hashable value, so a mask computed over the nodes
-is memoized in :class:`~services.framework.attributes.NodeAttributes` and
+is memoized in :class:`~services.framework.cache.attributes.NodeAttributes` and
 reused by every pod with the same selector until a node changes.
 """
 
@@ -19,15 +19,16 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Node, NodeSelectorTerm, PreferredSchedulingTerm
-from services.framework.attributes import BoolArray, NodeAttributes
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.registry import join_path
+from services.framework.api.types import Int64Array
+from services.framework.cache.attributes import BoolArray, NodeAttributes
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.nodeaffinity.validation import (
     FieldError,
     check_field_requirement,
     check_label_requirement,
     parse_int64,
 )
-from services.framework.registry import join_path
 
 OBJECT_NAME_FIELD: Final = "metadata.name"
 
@@ -87,7 +88,7 @@ class FieldRequirement:
     operator: str
     value: str
 
-    def mask(self, nodes: NodeTable) -> BoolArray:
+    def mask(self, nodes: Snapshot) -> BoolArray:
         if self.key == OBJECT_NAME_FIELD:
             equal = np.zeros(nodes.num_nodes, dtype=np.bool_)
             row = nodes.index.get(self.value)
@@ -110,7 +111,7 @@ class Term:
     fields: tuple[FieldRequirement, ...] | None
     errors: tuple[FieldError, ...] = ()
 
-    def mask(self, nodes: NodeTable) -> BoolArray:
+    def mask(self, nodes: Snapshot) -> BoolArray:
         mask = np.full(nodes.num_nodes, not self.errors, dtype=np.bool_)
         if self.errors:
             return mask
@@ -169,7 +170,7 @@ def compile_terms(terms: Sequence[NodeSelectorTerm], path: str) -> tuple[Term, .
     )
 
 
-def terms_mask(terms: tuple[Term, ...], nodes: NodeTable) -> BoolArray:
+def terms_mask(terms: tuple[Term, ...], nodes: Snapshot) -> BoolArray:
     """Nodes matched by any of ``terms`` (none when there are no terms)."""
     mask = np.zeros(nodes.num_nodes, dtype=np.bool_)
     for term in terms:
@@ -204,7 +205,7 @@ def compile_preferred(
     return tuple(compiled), tuple(errors)
 
 
-def preferred_scores(terms: tuple[PreferredTerm, ...], nodes: NodeTable) -> Int64Array:
+def preferred_scores(terms: tuple[PreferredTerm, ...], nodes: Snapshot) -> Int64Array:
     """``PreferredSchedulingTerms.Score`` for every node: the matching terms' weights."""
     total = np.zeros(nodes.num_nodes, dtype=np.int64)
     for preferred in terms:

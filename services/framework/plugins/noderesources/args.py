@@ -8,7 +8,7 @@ from typing import Final, Self
 
 import msgspec
 
-from services.framework.registry import ConfigError, join_path
+from services.framework.api.registry import ConfigError, join_path
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"

@@ -19,16 +19,16 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from services.framework.interface import CycleState, Handle, Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import CycleState, Handle, Rows
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SKIP, SUCCESS, Status, StatusError
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from services.framework.plugins.noderesources.resource_allocation import (
     SCORES,
     ResourceAllocationScorer,
 )
-from services.framework.registry import PluginEntry
-from services.framework.status import SKIP, SUCCESS, Status, StatusError
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
@@ -102,16 +102,14 @@ class BalancedAllocation:
             name=NAME, resources=args.defaulted().resources, use_requested=True
         )
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         requests = self.requests.pod_requests(pod)
         if not any(requests):  # isBestEffortPod
             return SKIP
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(requests))
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         try:
             requests = state.read(PRE_SCORE_STATE_KEY, _PreScoreState).pod_requests
         except StatusError:
@@ -127,7 +125,7 @@ class BalancedAllocation:
             lambda some: self._score_rows(nodes, some, requests),
         )
 
-    def _score_rows(self, nodes: NodeTable, rows: Rows, requests: tuple[int, ...]) -> Int64Array:
+    def _score_rows(self, nodes: Snapshot, rows: Rows, requests: tuple[int, ...]) -> Int64Array:
         fractions = []
         for spec, pod_request in zip(self.requests.resources, requests, strict=True):
             pair = self.requests.allocatable_requested(nodes, rows, spec.name, pod_request)

@@ -25,13 +25,13 @@ from services.common.resources import (
     PODS,
     is_extended_resource_name,
 )
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
@@ -39,7 +39,10 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
-from services.framework.nodeinfo import PODS_COL, Int64Array, NodeTable
+from services.framework.api.registry import PluginEntry
+from services.framework.api.status import SUCCESS, Code, Status, StatusError
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import PODS_COL, Snapshot
 from services.framework.plugins.noderesources import fit_hints
 from services.framework.plugins.noderesources.args import (
     LEAST_ALLOCATED,
@@ -58,8 +61,6 @@ from services.framework.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     ResourceScorer,
 )
-from services.framework.status import SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
 
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -153,7 +154,7 @@ class Fit:
     # -- PreFilter / Filter ---------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         checked = sorted(self._checked(pod), key=_reason_order)
         amounts = tuple(pod.requests[r] for r in checked)
@@ -163,7 +164,7 @@ class Fit:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         request = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
         if len(request.resources) > _MAX_CHECKED:
             raise StatusError(f"pod requests more than {_MAX_CHECKED} resources")
@@ -183,13 +184,11 @@ class Fit:
 
     # -- PreScore / Score -------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         try:
             requests = state.read(PRE_SCORE_STATE_KEY, _PreScoreState).pod_requests
         except StatusError:
@@ -199,3 +198,6 @@ class Fit:
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:
     return Fit(args or NodeResourcesFitArgs().defaulted())
+
+
+ENTRY: Final = PluginEntry(NAME, Fit, new, NodeResourcesFitArgs)

@@ -17,7 +17,7 @@ from services.common.resources import (
     node_allocatable,
     pod_requests,
 )
-from services.framework.events import QueueingHint
+from services.framework.api.events import QueueingHint
 
 
 def _scaled_down(target: Pod, old: Pod, new: Pod) -> bool:

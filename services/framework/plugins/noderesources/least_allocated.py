@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.framework.nodeinfo import Int64Array
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array
 from services.framework.plugins.noderesources.resource_allocation import go_div
-from services.framework.types import MAX_NODE_SCORE
 
 
 def least_requested_score(requested: Int64Array, capacity: Int64Array) -> Int64Array:

@@ -17,8 +17,9 @@ from typing import Final
 
 import numpy as np
 
-from services.framework.interface import Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import Rows
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.noderesources.args import (
     MAX_CUSTOM_PRIORITY_SCORE,
     ResourceSpec,
@@ -28,7 +29,6 @@ from services.framework.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     go_div,
 )
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 NAME: Final = "RequestedToCapacityRatio"
 MAX_UTILIZATION: Final = 100
@@ -97,7 +97,7 @@ class RequestedToCapacityRatioScorer:
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         return self.requests.pod_requests(pod)
 
-    def score(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
+    def score(self, nodes: Snapshot, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
         base = self.requests
         node_score = np.zeros(len(rows), dtype=np.int64)
         weight_sum = np.zeros(len(rows), dtype=np.int64)

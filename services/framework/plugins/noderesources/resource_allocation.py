@@ -16,18 +16,12 @@ from typing import Protocol
 import numpy as np
 
 from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
-from services.framework.interface import Rows
-from services.framework.nodeinfo import (
-    CPU_COL,
-    EPHEMERAL_COL,
-    MEMORY_COL,
-    Int64Array,
-    NodeTable,
-)
+from services.framework.api.interface import Rows
+from services.framework.api.status import StatusError
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.rowcache import RowCache
+from services.framework.cache.snapshot import CPU_COL, EPHEMERAL_COL, MEMORY_COL, Snapshot
 from services.framework.plugins.noderesources.args import ResourceSpec
-from services.framework.rowcache import RowCache
-from services.framework.status import StatusError
-from services.framework.types import PodInfo
 
 SCORES = RowCache()
 """Scores per node of every strategy built on this scorer, by (scorer, pod requests)."""
@@ -59,7 +53,7 @@ class NodeScorer(Protocol):
 
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]: ...
 
-    def score(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array: ...
+    def score(self, nodes: Snapshot, rows: Rows, pod_requests: Sequence[int]) -> Int64Array: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +74,7 @@ class ResourceAllocationScorer:
         source = pod.requests if self.use_requested else pod.nonzero_requests
         return tuple(source.get(r.name, 0) for r in self.resources)
 
-    def score(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
+    def score(self, nodes: Snapshot, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
         """One score per row in ``rows``. Raises StatusError without resources.
         Rows whose node and pods did not change since the last pod with the same
         requests keep their score (see framework.rowcache)."""
@@ -93,7 +87,7 @@ class ResourceAllocationScorer:
             nodes, rows, (self, requests), lambda some: self._score_rows(nodes, some, requests)
         )
 
-    def _score_rows(self, nodes: NodeTable, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
+    def _score_rows(self, nodes: Snapshot, rows: Rows, pod_requests: Sequence[int]) -> Int64Array:
         scorer = self.scorer
         assert scorer is not None  # checked by score()
         total = np.zeros(len(rows), dtype=np.int64)
@@ -116,7 +110,7 @@ class ResourceAllocationScorer:
         return np.where(weights == 0, 0, go_div(total, np.maximum(weights, 1)))
 
     def allocatable_requested(
-        self, nodes: NodeTable, rows: Rows, resource: str, pod_request: int
+        self, nodes: Snapshot, rows: Rows, resource: str, pod_request: int
     ) -> tuple[Int64Array, Int64Array] | None:
         """``calculateResourceAllocatableRequest``; None stands for upstream's (0, 0)."""
         if pod_request == 0 and is_scalar_resource_name(resource):

@@ -24,10 +24,10 @@ plus the selector of its ReplicationController, ReplicaSet or StatefulSet, read 
 the listers; a pod whose default selector is empty gets no default constraints.
 """
 
+from services.framework.api.registry import PluginEntry
 from services.framework.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from services.framework.plugins.podtopologyspread.common import NAME
 from services.framework.plugins.podtopologyspread.plugin import PodTopologySpread, new
-from services.framework.registry import PluginEntry
 
 ENTRY = PluginEntry(NAME, PodTopologySpread, new, PodTopologySpreadArgs)
 """The registry entry: ``{**in_tree_registry(), ENTRY.name: ENTRY}``."""

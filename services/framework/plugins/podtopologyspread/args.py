@@ -8,12 +8,12 @@ import msgspec
 
 from contracts.k8s import TopologySpreadConstraint
 from contracts.k8s.names import qualified_name_errors
+from services.framework.api.registry import ConfigError, join_path
 from services.framework.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULT_CONSTRAINTS,
 )
-from services.framework.registry import ConfigError, join_path
 
 SYSTEM_DEFAULTING: Final = "System"
 LIST_DEFAULTING: Final = "List"

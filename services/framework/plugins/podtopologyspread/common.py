@@ -15,9 +15,9 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Pod, TopologySpreadConstraint
-from services.framework.attributes import BoolArray
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.cache.attributes import BoolArray
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.taints import tolerations_of, untolerated_rows
 from services.framework.plugins.podtopologyspread.nodeaffinity import required_affinity_rows
 from services.framework.plugins.podtopologyspread.selector import (
@@ -141,7 +141,7 @@ def node_has_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) 
     return all(c.topology_key in labels for c in constraints)
 
 
-def keys_present(constraints: Sequence[Constraint], nodes: NodeTable) -> BoolArray:
+def keys_present(constraints: Sequence[Constraint], nodes: Snapshot) -> BoolArray:
     """Per row: :func:`node_has_keys`."""
     present = np.ones(nodes.num_nodes, dtype=np.bool_)
     for c in constraints:
@@ -149,7 +149,7 @@ def keys_present(constraints: Sequence[Constraint], nodes: NodeTable) -> BoolArr
     return present
 
 
-def included_rows(pod: Pod, constraints: Sequence[Constraint], nodes: NodeTable) -> list[BoolArray]:
+def included_rows(pod: Pod, constraints: Sequence[Constraint], nodes: Snapshot) -> list[BoolArray]:
     """Per constraint, the rows passing its node inclusion policies
     (``matchNodeInclusionPolicies``): the pod's required node affinity if Honor, and
     tolerated NoSchedule/NoExecute taints if Honor."""

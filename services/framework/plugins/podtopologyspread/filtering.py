@@ -19,9 +19,11 @@ from typing import Final
 
 import numpy as np
 
-from services.framework.attributes import BoolArray, Int32Array, LabelColumn
-from services.framework.interface import CycleState, FilterResult
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import CycleState, FilterResult
+from services.framework.api.status import Code, Status
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.attributes import BoolArray, Int32Array, LabelColumn
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.common import (
     MAX_INT32,
     NAME,
@@ -30,8 +32,6 @@ from services.framework.plugins.podtopologyspread.common import (
     keys_present,
 )
 from services.framework.plugins.podtopologyspread.podindex import PodIndex, namespace_of
-from services.framework.status import Code, Status
-from services.framework.types import PodInfo
 
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 ERR_REASON_CONSTRAINTS_NOT_MATCH: Final = "node(s) didn't match pod topology spread constraints"
@@ -91,7 +91,7 @@ class PreFilterState:
 
 
 def pre_filter_state(
-    pod: PodInfo, constraints: Sequence[Constraint], nodes: NodeTable, pods: PodIndex
+    pod: PodInfo, constraints: Sequence[Constraint], nodes: Snapshot, pods: PodIndex
 ) -> PreFilterState:
     """``calPreFilterState`` for non-empty ``constraints``."""
     has_keys = keys_present(constraints, nodes)
@@ -109,7 +109,7 @@ def pre_filter_state(
     return PreFilterState(tuple(constraints), spreads, nodes.index, has_keys)
 
 
-def filter_nodes(state: PreFilterState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+def filter_nodes(state: PreFilterState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
     """``Filter`` over every node, constraint by constraint in the pod's order."""
     n = nodes.num_nodes
     codes = np.zeros(n, dtype=np.int64)

@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from contracts.k8s import Node, Pod
-from services.framework.events import QueueingHint
-from services.framework.plugins.podtopologyspread.common import (
-    HONOR,
-    Constraint,
-    node_has_keys,
-)
+from services.framework.api.events import QueueingHint
+from services.framework.plugins.podtopologyspread.common import HONOR, Constraint, node_has_keys
 from services.framework.plugins.podtopologyspread.selector import SelectorError
 
 ConstraintsOf = Callable[[Pod], list[Constraint]]

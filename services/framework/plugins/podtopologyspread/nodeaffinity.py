@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from contracts.k8s import Pod
-from services.framework.attributes import BoolArray
-from services.framework.nodeinfo import NodeTable
+from services.framework.cache.attributes import BoolArray
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.nodeaffinity.selector import compile_terms, terms_mask
 
 
-def required_affinity_rows(pod: Pod, nodes: NodeTable) -> BoolArray | None:
+def required_affinity_rows(pod: Pod, nodes: Snapshot) -> BoolArray | None:
     """Rows matching the pod's required node affinity; None when every node does."""
     affinity = pod.spec.affinity
     required = None

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Pod
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
@@ -20,8 +20,10 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.status import SKIP, SUCCESS, Code, Status
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread import filtering, scoring
 from services.framework.plugins.podtopologyspread.args import (
     SYSTEM_DEFAULTING,
@@ -37,8 +39,6 @@ from services.framework.plugins.podtopologyspread.common import (
 from services.framework.plugins.podtopologyspread.hints import Hints
 from services.framework.plugins.podtopologyspread.podindex import PodIndex
 from services.framework.plugins.podtopologyspread.selector import SelectorError
-from services.framework.status import SKIP, SUCCESS, Code, Status
-from services.framework.types import PodInfo
 
 _POD_EVENTS: Final = ActionType.Add | ActionType.UpdatePodLabel | ActionType.UpdatePodToleration
 _NODE_EVENTS: Final = ActionType.Add | ActionType.UpdateNodeLabel | ActionType.UpdateNodeTaint
@@ -76,7 +76,7 @@ class PodTopologySpread:
     # -- PreFilter / Filter -----------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         try:
             constraints = self.hard_constraints(pod.pod)
@@ -107,12 +107,12 @@ class PodTopologySpread:
         filtering.update_with_pod(filtering.read_state(state), pod, to_remove, node, -1)
         return SUCCESS
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         return filtering.filter_nodes(filtering.read_state(state), pod, nodes)
 
     # -- PreScore / Score -------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         if nodes.num_nodes == 0:
             return SKIP
         own = bool(pod.pod.spec.topology_spread_constraints)
@@ -131,9 +131,7 @@ class PodTopologySpread:
         state.write(scoring.PRE_SCORE_STATE_KEY, built)
         return SUCCESS
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         return scoring.score(scoring.read_state(state))
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:

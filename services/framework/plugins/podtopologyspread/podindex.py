@@ -4,7 +4,7 @@ Upstream counts, for every node, the node's pods that ``countPodsMatchSelector``
 accepts (same namespace as the incoming pod, not terminating, matched by the
 selector). Doing that per cycle is a pass over every pod. :class:`PodIndex` instead
 keeps one count array per recently used (namespace, selector) and, when it sees a new
-NodeTable, brings them up to date from the rows whose pods changed:
+Snapshot, brings them up to date from the rows whose pods changed:
 
 - a row's pods changed iff its pod dict differs from the copy taken when the row was
   last counted (pod UIDs and PodInfo objects, which the snapshot replaces on every pod
@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.selector import Selector
-from services.framework.types import PodInfo
 
 PodMatcher = tuple[str, Selector]
 """(namespace, selector): what ``countPodsMatchSelector`` is called with."""
@@ -55,17 +55,17 @@ def count_in(pods: Mapping[str, PodInfo], namespace: str, selector: Selector) ->
 class PodIndex:
     def __init__(self, max_selectors: int = 64) -> None:
         self._max = max_selectors
-        self._table: NodeTable | None = None
+        self._table: Snapshot | None = None
         self._pods: Sequence[Mapping[str, PodInfo]] | None = None
         self._attributes: object = None
         """The NodeAttributes last seen: the snapshot replaces it when nodes change."""
         self._names: list[str] = []
         self._seen: list[dict[str, PodInfo]] = []
         self._versions: Int64Array = np.zeros(0, dtype=np.int64)
-        """Per row, ``NodeTable.pod_versions`` when the row was last counted."""
+        """Per row, ``Snapshot.pod_versions`` when the row was last counted."""
         self._counts: OrderedDict[PodMatcher, Int64Array] = OrderedDict()
 
-    def row_counts(self, nodes: NodeTable, namespace: str, selector: Selector) -> Int64Array:
+    def row_counts(self, nodes: Snapshot, namespace: str, selector: Selector) -> Int64Array:
         """Per row of ``nodes``: the pods there that ``selector`` counts (read-only)."""
         if selector.empty() or selector.nothing:
             return np.zeros(nodes.num_nodes, dtype=np.int64)
@@ -85,7 +85,7 @@ class PodIndex:
             self._counts.move_to_end(key)
         return found
 
-    def _sync(self, nodes: NodeTable) -> None:
+    def _sync(self, nodes: Snapshot) -> None:
         if nodes is self._table:
             return
         n, known = nodes.num_nodes, len(self._seen)
@@ -103,7 +103,7 @@ class PodIndex:
         self._versions = versions.copy()
         self._table = nodes
 
-    def _recount(self, nodes: NodeTable, rows: list[int]) -> None:
+    def _recount(self, nodes: Snapshot, rows: list[int]) -> None:
         for row in rows:
             pods = nodes.pods[row]
             if pods == self._seen[row]:
@@ -112,7 +112,7 @@ class PodIndex:
             for (namespace, selector), array in self._counts.items():
                 array[row] = count_in(seen, namespace, selector)
 
-    def _same_rows(self, nodes: NodeTable, known: int) -> bool:
+    def _same_rows(self, nodes: Snapshot, known: int) -> bool:
         """Rows ``0..known-1`` still hold the nodes they held (names compared only
         when the node objects changed)."""
         if nodes.attributes is self._attributes and nodes.num_nodes == known:
@@ -120,7 +120,7 @@ class PodIndex:
         self._attributes = nodes.attributes
         return list(nodes.names[:known]) == self._names
 
-    def _reset(self, nodes: NodeTable) -> None:
+    def _reset(self, nodes: Snapshot) -> None:
         self._table = nodes
         self._pods = nodes.pods
         self._attributes = nodes.attributes

@@ -27,9 +27,10 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from services.framework.attributes import BoolArray, Int32Array
-from services.framework.interface import CycleState, Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import CycleState, Rows
+from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.attributes import BoolArray, Int32Array
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     NAME,
@@ -38,7 +39,6 @@ from services.framework.plugins.podtopologyspread.common import (
     keys_present,
 )
 from services.framework.plugins.podtopologyspread.podindex import PodIndex, namespace_of
-from services.framework.types import MAX_NODE_SCORE, PodInfo
 
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 FloatArray = NDArray[np.float64]
@@ -81,7 +81,7 @@ def _domain_codes(codes: Int32Array, values: Sequence[str]) -> Int32Array:
 def pre_score_state(
     pod: PodInfo,
     constraints: Sequence[Constraint],
-    nodes: NodeTable,
+    nodes: Snapshot,
     rows: Rows,
     require_all_keys: bool,
     pods: PodIndex,

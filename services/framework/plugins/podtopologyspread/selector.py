@@ -23,7 +23,7 @@ from contracts.k8s.names import (
     label_value_errors,
     qualified_name_errors,
 )
-from services.framework.listers import Listers
+from services.framework.api.listers import Listers
 
 IN: Final = "In"
 NOT_IN: Final = "NotIn"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.framework.interface import Handle
-from services.framework.types import QueuedPodInfo
+from services.framework.api.interface import Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.types import QueuedPodInfo
 
 NAME: Final = "PrioritySort"
 
@@ -23,3 +24,6 @@ class PrioritySort:
 
 def new(args: None, handle: Handle) -> PrioritySort:
     return PrioritySort()
+
+
+ENTRY: Final = PluginEntry(NAME, PrioritySort, new)

@@ -16,9 +16,9 @@ from typing import Final
 
 from contracts.k8s import Container, Pod, Quantity
 from contracts.quantity import QuantityError, parse_quantity
-from services.framework.interface import Handle
-from services.framework.registry import PluginEntry
-from services.framework.types import QueuedPodInfo
+from services.framework.api.interface import Handle
+from services.framework.api.registry import PluginEntry
+from services.framework.api.types import QueuedPodInfo
 
 NAME: Final = "QOSSort"
 GUARANTEED: Final = "Guaranteed"

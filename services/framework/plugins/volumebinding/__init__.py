@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from services.framework.api.registry import PluginEntry
 from services.framework.plugins.volumebinding.args import VolumeBindingArgs
-from services.framework.plugins.volumebinding.plugin import (
-    NAME,
-    VolumeBinding,
-    claim_bindings,
-    new,
-)
-from services.framework.registry import PluginEntry
+from services.framework.plugins.volumebinding.plugin import NAME, VolumeBinding, claim_bindings, new
 
 ENTRY: Final = PluginEntry(NAME, VolumeBinding, new, VolumeBindingArgs)
 

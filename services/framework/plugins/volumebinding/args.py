@@ -6,7 +6,7 @@ from typing import Final, Self
 
 import msgspec
 
-from services.framework.registry import ConfigError, join_path
+from services.framework.api.registry import ConfigError, join_path
 
 DEFAULT_BIND_TIMEOUT_SECONDS: Final = 600
 STORAGE_CAPACITY_SCORING: Final = False

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, namespaced_name
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumehelpers.claims import ANN_SELECTED_NODE, volume_class
 
 T = TypeVar("T", PersistentVolume, PersistentVolumeClaim)
@@ -39,7 +39,7 @@ class Assumption(Generic[T]):
     node: str
 
 
-def _still_placed(nodes: NodeTable, uid: str, node: str) -> bool:
+def _still_placed(nodes: Snapshot, uid: str, node: str) -> bool:
     row = nodes.index.get(node)
     return row is not None and uid in nodes.pods[row]
 
@@ -95,7 +95,7 @@ class AssumeCache:
         if (assumed := self.claims.get(key)) is not None and assumed.pod_uid == pod_uid:
             del self.claims[key]
 
-    def refresh(self, nodes: NodeTable) -> None:
+    def refresh(self, nodes: Snapshot) -> None:
         """Drop stale assumptions (see the module docstring)."""
         pvs = self._listers.persistent_volumes
         _drop(
@@ -116,7 +116,7 @@ class AssumeCache:
 
 def _drop(
     assumed: dict[str, Assumption[T]],
-    nodes: NodeTable,
+    nodes: Snapshot,
     listed_of: Callable[[str], T | None],
     caught_up: Callable[[T], bool],
 ) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod
-from services.framework.listers import Listers
+from services.framework.api.listers import Listers
 from services.framework.plugins.volumebinding.assume_cache import AssumeCache
 from services.framework.plugins.volumehelpers.claims import (
     CLAIM_LOST,

@@ -32,9 +32,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim
-from services.framework.attributes import BoolArray, NodeAttributes
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.status import StatusError
+from services.framework.cache.attributes import BoolArray, NodeAttributes
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumebinding.assume_cache import AssumeCache
 from services.framework.plugins.volumebinding.claims import PodVolumeClaims
 from services.framework.plugins.volumehelpers.claims import (
@@ -49,11 +50,7 @@ from services.framework.plugins.volumehelpers.claims import (
     volume_phase,
 )
 from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
-from services.framework.plugins.volumehelpers.nodeselector import (
-    node_selector_mask,
-    topology_mask,
-)
-from services.framework.status import StatusError
+from services.framework.plugins.volumehelpers.nodeselector import node_selector_mask, topology_mask
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT: Final = "node(s) had volume node affinity conflict"
@@ -199,7 +196,7 @@ class VolumeMatcher:
         self._cache = cache
         self._masks = AffinityMasks()
 
-    def find(self, claims: PodVolumeClaims, nodes: NodeTable) -> Outcome:
+    def find(self, claims: PodVolumeClaims, nodes: Snapshot) -> Outcome:
         """Evaluate every node; raises StatusError where upstream's FindPodVolumes errs."""
         n = nodes.num_nodes
         codes = self._check_bound(claims.bound, nodes)
@@ -232,7 +229,7 @@ class VolumeMatcher:
         return outcome
 
     def _check_bound(
-        self, bound: Sequence[PersistentVolumeClaim], nodes: NodeTable
+        self, bound: Sequence[PersistentVolumeClaim], nodes: Snapshot
     ) -> NDArray[np.int64]:
         codes = np.zeros(nodes.num_nodes, dtype=np.int64)
         undecided = np.ones(nodes.num_nodes, dtype=np.bool_)
@@ -293,7 +290,7 @@ class VolumeMatcher:
         to_match: Sequence[PersistentVolumeClaim],
         chosen: NDArray[np.intp],
         active: BoolArray,
-        nodes: NodeTable,
+        nodes: Snapshot,
     ) -> BoolArray:
         """``checkVolumeProvisions``: per row, whether every claim left to provision can
         be provisioned there (claims checked in order, the first failure decides)."""

@@ -25,14 +25,14 @@ import numpy as np
 
 from contracts.k8s import PersistentVolume, Pod
 from contracts.messages import ClaimBinding
-from services.framework.events import (
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
 )
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     FilterResult,
     Handle,
@@ -40,8 +40,10 @@ from services.framework.interface import (
     PreFilterResult,
     Rows,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.listers import Listers
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.volumebinding.args import VolumeBindingArgs
 from services.framework.plugins.volumebinding.assume_cache import AssumeCache
 from services.framework.plugins.volumebinding.claims import (
@@ -67,8 +69,6 @@ from services.framework.plugins.volumehelpers.claims import (
     is_fully_bound,
     pod_claim_name,
 )
-from services.framework.status import SKIP, SUCCESS, Code, Status, StatusError
-from services.framework.types import PodInfo
 
 NAME: Final = "VolumeBinding"
 STATE_KEY: Final = NAME
@@ -133,7 +133,7 @@ class VolumeBinding:
     # -- PreFilter / Filter ---------------------------------------------------------
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         self.cache.refresh(nodes)
         try:
@@ -153,7 +153,7 @@ class VolumeBinding:
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
 
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
         data = state.read(STATE_KEY, StateData)
         if data.claims is None:
             return FilterResult.all_passed(nodes.num_nodes)
@@ -163,13 +163,11 @@ class VolumeBinding:
 
     # -- PreScore / Score -----------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
         """Skip: no scorer without the StorageCapacityScoring gate."""
         return SKIP
 
-    def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Int64Array:
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
         return np.zeros(len(rows), dtype=np.int64)
 
     # -- Reserve / Unreserve / PreBind ----------------------------------------------

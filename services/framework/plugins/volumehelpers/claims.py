@@ -18,8 +18,8 @@ from typing import Final
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod, Volume
 from contracts.quantity import QuantityError, parse_quantity
-from services.framework.listers import Listers
-from services.framework.status import Code, Status
+from services.framework.api.listers import Listers
+from services.framework.api.status import Code, Status
 
 ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"

@@ -17,7 +17,7 @@ import numpy as np
 
 from contracts.k8s import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from contracts.k8s.storage import TopologySelectorTerm
-from services.framework.attributes import BoolArray, NodeAttributes
+from services.framework.cache.attributes import BoolArray, NodeAttributes
 
 NODE_NAME_FIELD = "metadata.name"
 

@@ -20,11 +20,14 @@ from contracts.k8s import (
     PreferredSchedulingTerm,
     Toleration,
 )
-from services.framework import CycleState, Framework, PodInfo, Status
+from services.framework.api.interface import CycleState
+from services.framework.api.registry import PluginEntry, Registry
+from services.framework.api.status import Status
+from services.framework.api.types import PodInfo
 from services.framework.config import load_config
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins import (
     imagelocality,
-    in_tree_registry,
     nodename,
     nodeports,
     nodeunschedulable,
@@ -34,7 +37,7 @@ from services.framework.plugins import (
 from services.framework.plugins.nodeaffinity import node_affinity
 from services.framework.plugins.noderesources import balanced_allocation
 from services.framework.plugins.queuesort import qos_sort
-from services.framework.registry import PluginEntry, Registry
+from services.framework.runtime.framework import Framework
 from tests.unit.scheduler.helpers import snapshot_of
 
 ENTRIES: tuple[PluginEntry, ...] = (

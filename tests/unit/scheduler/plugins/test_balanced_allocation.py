@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, Status
+from services.framework.api.registry import ConfigError
+from services.framework.api.status import Code, Status
 from services.framework.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from services.framework.plugins.noderesources.balanced_allocation import ENTRY, BalancedAllocation
-from services.framework.registry import ConfigError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.plugins.basic_plugins import scores
 

@@ -3,8 +3,9 @@ default order: the FitError message aggregates every plugin's reasons per node."
 
 from __future__ import annotations
 
-from services.framework import Code, PodInfo
-from services.framework.interface import ExtensionPoint
+from services.framework.api.interface import ExtensionPoint
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
 from tests.builders import container, host_port, make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.basic_plugins import affinity, framework, req, term, tol

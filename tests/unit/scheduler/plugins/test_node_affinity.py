@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, CycleState, PodInfo, Status
-from services.framework.events import QueueingHint
-from services.framework.interface import PreFilterResult
+from services.framework.api.events import QueueingHint
+from services.framework.api.interface import CycleState, PreFilterResult
+from services.framework.api.registry import ConfigError
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.plugins.nodeaffinity.args import NodeAffinityArgs
 from services.framework.plugins.nodeaffinity.node_affinity import (
     ENTRY,
@@ -16,7 +18,6 @@ from services.framework.plugins.nodeaffinity.node_affinity import (
     ERR_REASON_POD,
     NodeAffinity,
 )
-from services.framework.registry import ConfigError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.basic_plugins import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, Status
+from services.framework.api.status import Code, Status
 from services.framework.plugins.nodename import ERR_REASON, NodeName
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.plugins.basic_plugins import filter_statuses

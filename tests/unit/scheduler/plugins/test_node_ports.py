@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import ContainerPort, Pod
-from services.framework import Code, CycleState, PodInfo, Status
-from services.framework.events import QueueingHint
+from services.framework.api.events import QueueingHint
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.plugins.nodeports import ERR_REASON, NodePorts, after_pod_deleted, fits
 from tests.builders import container, make_node, make_pod
 from tests.unit.scheduler.helpers import snapshot_of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, Status
-from services.framework.events import QueueingHint
+from services.framework.api.events import QueueingHint
+from services.framework.api.status import Code, Status
 from services.framework.plugins.nodeunschedulable import (
     ERR_REASON_UNSCHEDULABLE,
     NodeUnschedulable,

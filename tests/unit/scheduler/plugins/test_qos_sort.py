@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import PodInfo, QueuedPodInfo
+from services.framework.api.types import PodInfo, QueuedPodInfo
 from services.framework.plugins.queuesort.qos_sort import QOSSort, pod_qos
 from tests.builders import container, make_pod
 

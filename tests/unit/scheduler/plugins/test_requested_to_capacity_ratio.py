@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from services.framework.api.registry import ConfigError
 from services.framework.config import load_config
-from services.framework.plugins import in_tree_registry
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.noderesources.args import NodeResourcesFitArgs
 from services.framework.plugins.noderesources.fit import Fit
 from services.framework.plugins.noderesources.requested_to_capacity_ratio import (
     broken_linear,
     scaled_utilization,
 )
-from services.framework.registry import ConfigError
 from tests.builders import make_node, make_pod
 from tests.unit.scheduler.plugins.basic_plugins import configuration, registry, scores
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import Code, PodInfo, Status
-from services.framework.events import QueueingHint
+from services.framework.api.events import QueueingHint
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.plugins.schedulinggates import SchedulingGates, after_gates_eliminated
 from tests.builders import make_pod
 

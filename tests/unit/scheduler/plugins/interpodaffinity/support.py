@@ -21,7 +21,10 @@ from contracts.k8s import (
     PodAffinityTerm,
     WeightedPodAffinityTerm,
 )
-from services.framework import CycleState, PodInfo, Snapshot, Status
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Status
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from tests.builders import make_node, make_pod
 
@@ -131,8 +134,8 @@ def node(name: str, labels: Mapping[str, str] | None = None) -> Node:
 
 def snapshot(
     nodes: Iterable[Node], pods: Iterable[Pod] = (), namespaces: Iterable[Namespace] = NAMESPACES
-) -> Snapshot:
-    snap = Snapshot()
+) -> Cache:
+    snap = Cache()
     for n in nodes:
         snap.add_node(n)
     for p in pods:
@@ -142,7 +145,7 @@ def snapshot(
     return snap
 
 
-def plugin(snap: Snapshot, args: InterPodAffinityArgs | None = None) -> InterPodAffinity:
+def plugin(snap: Cache, args: InterPodAffinityArgs | None = None) -> InterPodAffinity:
     return InterPodAffinity((args or InterPodAffinityArgs()).defaulted(), snap.listers)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Namespace, ObjectMeta
-from services.framework import Code, Status
-from services.framework.status import SKIP, SUCCESS
+from services.framework.api.status import SKIP, SUCCESS, Code, Status
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

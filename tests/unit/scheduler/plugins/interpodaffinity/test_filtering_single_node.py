@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import LabelSelector
-from services.framework import Code, Status
-from services.framework.status import SKIP, SUCCESS
+from services.framework.api.status import SKIP, SUCCESS, Code, Status
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     does_not_exist,
     exists,

@@ -7,19 +7,15 @@ import random
 
 import pytest
 
-from services.framework import Code, Framework, PodInfo
-from services.framework import ExtensionPoint as P
+from services.framework.api.interface import ExtensionPoint as P
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
 from services.framework.config import DEFAULT_PLUGINS
-from services.framework.filtering import NominatedPods
-from services.framework.plugins import in_tree_registry
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.interpodaffinity import ENTRY, NAME
-from services.framework.profile import (
-    PluginRef,
-    Plugins,
-    PluginSet,
-    Profile,
-    merge_plugins,
-)
+from services.framework.runtime.filtering import NominatedPods
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile, merge_plugins
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from contracts.k8s import Pod
-from services.framework import CycleState, PodInfo, Snapshot
+from services.framework.api.interface import CycleState
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.plugins.interpodaffinity import InterPodAffinity
 from services.framework.plugins.interpodaffinity.filtering import PreFilterState
 from services.framework.plugins.interpodaffinity.plugin import (
@@ -58,7 +60,7 @@ def random_node(rng: random.Random, name: str):
     return node(name, labels)
 
 
-def outcome(plug: InterPodAffinity, snap: Snapshot, incoming: Pod):
+def outcome(plug: InterPodAffinity, snap: Cache, incoming: Pod):
     table, info = snap.table(), PodInfo.of(incoming)
     state = CycleState()
     _, status = plug.pre_filter(state, info, table)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import msgspec
 
 from contracts.k8s import LabelSelector, Namespace, ObjectMeta
-from services.framework import Code, CycleState, PodInfo, Status
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.plugins.interpodaffinity.selectors import compile_selector
 from services.framework.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
 from tests.unit.scheduler.plugins.interpodaffinity.support import (

@@ -7,13 +7,9 @@ import numpy as np
 import pytest
 
 from contracts.k8s import Pod
-from services.framework.events import (
-    ActionType,
-    ClusterEvent,
-    EventResource,
-    QueueingHint,
-)
-from services.framework.interface import Handle
+from services.framework.api.events import ActionType, ClusterEvent, EventResource, QueueingHint
+from services.framework.api.interface import Handle
+from services.framework.api.registry import ConfigError
 from services.framework.plugins.interpodaffinity import (
     ENTRY,
     NAME,
@@ -22,7 +18,6 @@ from services.framework.plugins.interpodaffinity import (
 )
 from services.framework.plugins.interpodaffinity.hints import after_node_change, after_pod_change
 from services.framework.plugins.interpodaffinity.scoring import normalize
-from services.framework.registry import ConfigError
 from tests.unit.scheduler.plugins.interpodaffinity.support import exists, in_, node, pod, term
 
 

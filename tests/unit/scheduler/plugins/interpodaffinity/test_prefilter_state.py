@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Affinity, PodAffinity
-from services.framework import CycleState, PodInfo
+from services.framework.api.interface import CycleState
+from services.framework.api.status import StatusError
+from services.framework.api.types import PodInfo
 from services.framework.plugins.interpodaffinity import filtering
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY
 from services.framework.plugins.interpodaffinity.terms import pod_terms
-from services.framework.status import StatusError
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     exists,
     in_,

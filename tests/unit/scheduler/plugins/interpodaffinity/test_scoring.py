@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Affinity, LabelSelector, PodAffinity, WeightedPodAffinityTerm
-from services.framework import Code
+from services.framework.api.status import Code
 from services.framework.plugins.interpodaffinity import InterPodAffinityArgs
 from tests.unit.scheduler.plugins.interpodaffinity.support import (
     does_not_exist,

@@ -22,8 +22,10 @@ from contracts.k8s import (
     Toleration,
     TopologySpreadConstraint,
 )
-from services.framework import CycleState, NodeTable, PodInfo
-from services.framework.listers import Listers
+from services.framework.api.interface import CycleState
+from services.framework.api.listers import Listers
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from services.framework.plugins.podtopologyspread.args import DefaultConstraint
 from services.framework.plugins.podtopologyspread.filtering import read_state
@@ -162,7 +164,7 @@ def plugin(
     return PodTopologySpread(args, listers_of(objects))
 
 
-def table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> NodeTable:
+def table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
     return snapshot_of(nodes, pods).table()
 
 
@@ -188,7 +190,7 @@ def min_matches(state: CycleState) -> list[int]:
 
 
 def pre_filtered(
-    pl: PodTopologySpread, incoming: Pod, nodes: NodeTable
+    pl: PodTopologySpread, incoming: Pod, nodes: Snapshot
 ) -> tuple[CycleState, PodInfo]:
     state, info = CycleState(), PodInfo.of(incoming)
     _, status = pl.pre_filter(state, info, nodes)

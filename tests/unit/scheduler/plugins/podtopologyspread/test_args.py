@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from services.framework.api.registry import ConfigError
 from services.framework.plugins.podtopologyspread import ENTRY, PodTopologySpreadArgs
 from services.framework.plugins.podtopologyspread.common import SYSTEM_DEFAULT_CONSTRAINTS
-from services.framework.registry import ConfigError
 
 PATH = "profiles[0].pluginConfig[0].args"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework.status import Code, Status
+from services.framework.api.status import Code, Status
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,

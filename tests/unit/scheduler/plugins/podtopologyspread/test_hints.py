@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework.events import ActionType, EventResource, QueueingHint
+from services.framework.api.events import ActionType, EventResource, QueueingHint
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     FOO,
     UNSCHEDULABLE_TAINT,

@@ -7,7 +7,9 @@ import random
 
 import msgspec
 
-from services.framework import NodeTable, PodInfo, Snapshot
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.podindex import PodIndex, count_in
 from services.framework.plugins.podtopologyspread.selector import (
     EVERYTHING,
@@ -22,11 +24,11 @@ FOO_SEL = from_label_selector(FOO)
 BLUE = from_label_selector(labels(color="blue"))
 
 
-def fresh(nodes: NodeTable, namespace: str, selector: Selector) -> list[int]:
+def fresh(nodes: Snapshot, namespace: str, selector: Selector) -> list[int]:
     return [count_in(nodes.pods[row], namespace, selector) for row in range(nodes.num_nodes)]
 
 
-def check(index: PodIndex, snapshot: Snapshot, *selectors: Selector) -> None:
+def check(index: PodIndex, snapshot: Cache, *selectors: Selector) -> None:
     nodes = snapshot.table()
     for selector in selectors or (FOO_SEL, BLUE):
         for namespace in ("default", "other"):
@@ -34,8 +36,8 @@ def check(index: PodIndex, snapshot: Snapshot, *selectors: Selector) -> None:
             assert got == fresh(nodes, namespace, selector), (namespace, selector)
 
 
-def cluster(n: int = 4) -> Snapshot:
-    snapshot = Snapshot()
+def cluster(n: int = 4) -> Cache:
+    snapshot = Cache()
     for i in range(n):
         snapshot.add_node(make_node(f"n{i}", labels={"zone": f"z{i % 2}"}))
     return snapshot

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import CycleState, PodInfo
-from services.framework.status import Code
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.framework import PodInfo
+from services.framework.api.types import PodInfo
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
@@ -292,8 +292,8 @@ def test_cloned_state_is_independent():
 
 
 def test_extensions_need_pre_filter_state():
-    from services.framework import CycleState
-    from services.framework.status import StatusError
+    from services.framework.api.interface import CycleState
+    from services.framework.api.status import StatusError
 
     pl = plugin()
     with pytest.raises(StatusError):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.framework import CycleState, PodInfo
+from services.framework.api.interface import CycleState
+from services.framework.api.types import PodInfo
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     UNSCHEDULABLE_TAINT,

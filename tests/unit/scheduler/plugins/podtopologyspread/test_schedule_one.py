@@ -6,12 +6,15 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
-from services.framework import Code, Framework, PodInfo, Snapshot
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
-from services.framework.filtering import NominatedPods
-from services.framework.plugins import in_tree_registry
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.podtopologyspread import ENTRY
-from services.framework.profile import merge_plugins
+from services.framework.runtime.filtering import NominatedPods
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import merge_plugins
 from tests.builders.workloads import make_replica_set
 from tests.unit.scheduler.helpers import snapshot_of
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
@@ -137,7 +140,7 @@ def test_list_defaults_apply_hard_constraints_to_pods_without_their_own():
 def test_nominated_pods_count_on_their_node():
     """zone-a holds one matching pod, b and c none: b1 and c1 fit, unless a nominated
     pod (the two-pass filter adds it through AddPod) already fills c."""
-    snapshot: Snapshot = snapshot_of(NODES, [pod("e1", "a1", foo="")])
+    snapshot: Cache = snapshot_of(NODES, [pod("e1", "a1", foo="")])
     nominee = PodInfo.of(spread(pod("nominee", foo=""), 1, ZONE, DNS, FOO))
     incoming = spread(pod("late", foo=""), 1, ZONE, DNS, FOO)
     for seed in range(5):

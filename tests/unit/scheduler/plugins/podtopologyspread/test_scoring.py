@@ -8,14 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from services.framework import CycleState, PodInfo
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code
+from services.framework.api.types import PodInfo
 from services.framework.plugins.podtopologyspread.scoring import (
     PRE_SCORE_STATE_KEY,
     PreScoreState,
     go_round,
 )
 from services.framework.plugins.podtopologyspread.selector import from_label_selector
-from services.framework.status import Code
 from tests.builders.workloads import make_replica_set, make_service
 from tests.unit.scheduler.plugins.podtopologyspread.helpers import (
     BAR,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from contracts.k8s import Node, Pod
-from services.framework import CycleState, PodInfo
-from services.framework.interface import FilterResult
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
-from services.framework.status import Status
+from services.framework.api.interface import CycleState, FilterResult
+from services.framework.api.listers import Listers
+from services.framework.api.status import Status
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 from tests.builders import make_node
 from tests.builders.volumes import HOSTNAME
 from tests.unit.scheduler.helpers import snapshot_of
@@ -22,7 +22,7 @@ def listers_of(*objects: object) -> Listers:
     return listers
 
 
-def table_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> NodeTable:
+def table_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
     return snapshot_of(nodes, pods).table()
 
 
@@ -46,7 +46,7 @@ def statuses(result: FilterResult) -> list[Status | None]:
     ]
 
 
-def run_pre_filter(plugin: object, pod: Pod, nodes: NodeTable) -> tuple[CycleState, object]:
+def run_pre_filter(plugin: object, pod: Pod, nodes: Snapshot) -> tuple[CycleState, object]:
     state = CycleState()
     _, status = plugin.pre_filter(state, PodInfo.of(pod), nodes)  # type: ignore[attr-defined]
     return state, status

@@ -9,15 +9,15 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Volume
-from services.framework import PodInfo
-from services.framework.events import QueueingHint
-from services.framework.interface import CycleState
+from services.framework.api.events import QueueingHint
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code, Status, StatusError
+from services.framework.api.types import PodInfo
 from services.framework.plugins.nodevolumelimits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     CSILimits,
     csi_attach_limit_key,
 )
-from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
 from tests.builders.volumes import (
     claim_volume,

@@ -8,8 +8,10 @@ import pytest
 from msgspec.structs import replace
 
 from contracts.k8s import LabelSelector, Volume
-from services.framework import PodInfo
-from services.framework.interface import CycleState, PreFilterResult
+from services.framework.api.interface import CycleState, PreFilterResult
+from services.framework.api.registry import ConfigError
+from services.framework.api.status import Code, Status, StatusError
+from services.framework.api.types import PodInfo
 from services.framework.plugins.volumebinding import ENTRY, VolumeBinding, VolumeBindingArgs
 from services.framework.plugins.volumebinding.matching import (
     ERR_REASON_BIND_CONFLICT,
@@ -17,8 +19,6 @@ from services.framework.plugins.volumebinding.matching import (
     ERR_REASON_PV_NOT_EXIST,
 )
 from services.framework.plugins.volumebinding.plugin import StateData
-from services.framework.registry import ConfigError
-from services.framework.status import Code, Status, StatusError
 from tests.builders import make_pod
 from tests.builders.volumes import (
     HOSTNAME,

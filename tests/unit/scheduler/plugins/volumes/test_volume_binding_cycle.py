@@ -11,10 +11,12 @@ from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
 from services.common.store import ProjectedEntry
 from services.common.store.memory import MemoryStore
-from services.framework import CycleState, Framework, PodInfo, Snapshot
+from services.framework.api.interface import CycleState
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
+from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins import (
-    in_tree_registry,
     nodevolumelimits,
     volumebinding,
     volumerestrictions,
@@ -25,7 +27,8 @@ from services.framework.plugins.volumebinding import (
     VolumeBindingArgs,
     claim_bindings,
 )
-from services.framework.profile import merge_plugins
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.profile import merge_plugins
 from services.scheduler.cycle import BatchScheduler
 from services.scheduler.nominated import PendingPods
 from tests.builders import make_pod
@@ -159,7 +162,7 @@ async def schedule_batch(pods, objects, nodes):
     profile = Profile(
         plugins=merge_plugins(DEFAULT_PLUGINS, Plugins(multi_point=PluginSet(enabled)))
     )
-    snapshot = Snapshot()
+    snapshot = Cache()
     for node in nodes:
         snapshot.add_node(node)
     for obj in objects:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import Volume
-from services.framework import PodInfo
-from services.framework.events import QueueingHint
+from services.framework.api.events import QueueingHint
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
 from services.framework.plugins.volumerestrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
 )
-from services.framework.status import Code, Status
 from tests.builders import make_pod
 from tests.builders.volumes import claim_volume, inline_volume, make_pvc
 from tests.unit.scheduler.plugins.volumes.helpers import (

@@ -5,26 +5,15 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import ObjectMeta, PersistentVolume
-from services.framework import PodInfo
-from services.framework.events import QueueingHint
-from services.framework.interface import CycleState
-from services.framework.plugins.volumezone import (
-    ERR_REASON_CONFLICT,
-    VolumeZone,
-)
-from services.framework.plugins.volumezone import (
-    LABEL_FAILURE_DOMAIN_BETA_REGION as BETA_REGION,
-)
-from services.framework.plugins.volumezone import (
-    LABEL_FAILURE_DOMAIN_BETA_ZONE as BETA_ZONE,
-)
-from services.framework.plugins.volumezone import (
-    LABEL_TOPOLOGY_REGION as REGION,
-)
-from services.framework.plugins.volumezone import (
-    LABEL_TOPOLOGY_ZONE as ZONE,
-)
-from services.framework.status import Code, Status
+from services.framework.api.events import QueueingHint
+from services.framework.api.interface import CycleState
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
+from services.framework.plugins.volumezone import LABEL_FAILURE_DOMAIN_BETA_REGION as BETA_REGION
+from services.framework.plugins.volumezone import LABEL_FAILURE_DOMAIN_BETA_ZONE as BETA_ZONE
+from services.framework.plugins.volumezone import LABEL_TOPOLOGY_REGION as REGION
+from services.framework.plugins.volumezone import LABEL_TOPOLOGY_ZONE as ZONE
 from tests.builders import make_node, make_pod
 from tests.builders.volumes import claim_volume, make_pvc, make_storage_class
 from tests.unit.scheduler.plugins.volumes.helpers import listers_of, statuses, table_of

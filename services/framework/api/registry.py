@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol, Self, TypeVar
 
 import msgspec
 
-from services.framework.interface import Handle, Plugin
+from services.framework.api.interface import Handle, Plugin
 
 T = TypeVar("T")
 _AT = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$")

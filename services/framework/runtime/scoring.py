@@ -7,20 +7,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     PreScorePlugin,
     Rows,
     ScoreExtensions,
     ScorePlugin,
 )
-from services.framework.nodeinfo import Int64Array, NodeTable
-from services.framework.status import StatusError, as_status
-from services.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, PodInfo
+from services.framework.api.status import StatusError, as_status
+from services.framework.api.types import MAX_NODE_SCORE, MIN_NODE_SCORE, Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
 
 
 def run_pre_score(
-    plugins: Sequence[PreScorePlugin], state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    plugins: Sequence[PreScorePlugin], state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows
 ) -> None:
     """``RunPreScorePlugins``: Skip excludes the plugin's Score; other failures raise."""
     for plugin in plugins:
@@ -39,7 +39,7 @@ def run_score(
     weights: Mapping[str, int],
     state: CycleState,
     pod: PodInfo,
-    nodes: NodeTable,
+    nodes: Snapshot,
     rows: Rows,
     breakdown: dict[str, Int64Array] | None = None,
 ) -> Int64Array:

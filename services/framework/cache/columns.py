@@ -12,9 +12,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from contracts.k8s import Node
-from services.framework.attributes import NodeAttributes
-from services.framework.nodeinfo import BUILTIN_RESOURCES, NodeTable, charge
-from services.framework.types import PodInfo
+from services.framework.api.types import PodInfo
+from services.framework.cache.attributes import NodeAttributes
+from services.framework.cache.snapshot import BUILTIN_RESOURCES, Snapshot, charge
 
 
 class NodeColumns:
@@ -30,15 +30,15 @@ class NodeColumns:
         self._versions = np.zeros(16, dtype=np.int64)
         """Per row: the value of ``_version`` when the row's pods last changed."""
         self._version = 0
-        self._table: NodeTable | None = None
+        self._table: Snapshot | None = None
         self._attributes: NodeAttributes | None = None
         """Rebuilt only when a node changes (not when pods do): see framework.attributes."""
 
-    def table(self) -> NodeTable:
-        """The live rows as a NodeTable; valid until the next change."""
+    def table(self) -> Snapshot:
+        """The live rows as a Snapshot; valid until the next change."""
         if self._table is None:
             n, r = len(self.names), len(self._resources)
-            self._table = NodeTable(
+            self._table = Snapshot(
                 names=self.names,
                 index=self.index,
                 nodes=self._nodes,

@@ -22,16 +22,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import Pod
-from services.framework import filtering, sampling, scoring
-from services.framework.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
-from services.framework.events import (
+from services.framework.api.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
+from services.framework.api.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.explain import Explanation, filter_verdicts, node_scores
-from services.framework.interface import (
+from services.framework.api.interface import (
     CycleState,
     EnqueueExtensions,
     ExtensionPoint,
@@ -45,13 +43,15 @@ from services.framework.interface import (
     ResourceFilter,
     ScorePlugin,
 )
-from services.framework.listers import Listers
-from services.framework.nodeinfo import Int64Array, NodeTable
-from services.framework.profile import Profile, resolve_plugins
-from services.framework.registry import Registry, join_path
-from services.framework.snapshot import Snapshot
-from services.framework.status import SUCCESS, Code, Status, StatusError, as_status
-from services.framework.types import PodInfo
+from services.framework.api.listers import Listers
+from services.framework.api.registry import Registry, join_path
+from services.framework.api.status import SUCCESS, Code, Status, StatusError, as_status
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.cache import Cache
+from services.framework.cache.snapshot import Snapshot
+from services.framework.runtime import filtering, sampling, scoring
+from services.framework.runtime.explain import Explanation, filter_verdicts, node_scores
+from services.framework.runtime.profile import Profile, resolve_plugins
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -100,19 +100,15 @@ class Framework:
     def __init__(
         self,
         profile: Profile,
-        registry: Registry | None = None,
+        registry: Registry,
         *,
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
         path: str = "",
         listers: Listers | None = None,
     ) -> None:
-        """``listers``: the snapshot's (``Snapshot.listers``), for plugins that read
+        """``listers``: the snapshot's (``Cache.listers``), for plugins that read
         namespaces, volumes or claims; an empty set when None."""
-        if registry is None:
-            from services.framework.plugins import in_tree_registry
-
-            registry = in_tree_registry()
         resolved = resolve_plugins(profile, registry, path)
         handle = Handle(profile.scheduler_name, listers or Listers())
         self.profile = profile
@@ -182,7 +178,7 @@ class Framework:
 
     def schedule_one(
         self,
-        snapshot: Snapshot | NodeTable,
+        snapshot: Cache | Snapshot,
         pod: Pod | PodInfo,
         *,
         state: CycleState | None = None,
@@ -192,7 +188,7 @@ class Framework:
         """Find the node for ``pod`` (``schedulePod``); see :class:`ScheduleResult`.
         ``nominated`` gives the pods nominated to a node, for the two-pass filter."""
         info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
-        nodes = snapshot.table() if isinstance(snapshot, Snapshot) else snapshot
+        nodes = snapshot.table() if isinstance(snapshot, Cache) else snapshot
         state = state if state is not None else CycleState()
         if nodes.num_nodes == 0:
             status = Status(Code.UnschedulableAndUnresolvable, (NO_NODES_AVAILABLE,))
@@ -206,7 +202,7 @@ class Framework:
         self,
         state: CycleState,
         pod: PodInfo,
-        nodes: NodeTable,
+        nodes: Snapshot,
         nominated: filtering.NominatedPods | None,
         explain: bool,
     ) -> ScheduleResult:
@@ -275,7 +271,7 @@ class Framework:
         self,
         pod: PodInfo,
         state: CycleState,
-        nodes: NodeTable,
+        nodes: Snapshot,
         diagnosis: Diagnosis,
         status: Status,
         explain: bool,
@@ -294,7 +290,7 @@ class Framework:
     def _find(
         self,
         pod: PodInfo,
-        nodes: NodeTable,
+        nodes: Snapshot,
         candidates: NDArray[np.bool_],
         passed: NDArray[np.bool_],
     ) -> sampling.Sample:
@@ -316,7 +312,7 @@ class Framework:
         return found
 
     def _candidates(
-        self, nodes: NodeTable, allowed: frozenset[str] | None, plugins: set[str]
+        self, nodes: Snapshot, allowed: frozenset[str] | None, plugins: set[str]
     ) -> tuple[NDArray[np.bool_], Status | None]:
         if allowed is None:
             return np.ones(nodes.num_nodes, dtype=np.bool_), None
@@ -330,7 +326,7 @@ class Framework:
         self,
         state: CycleState,
         pod: PodInfo,
-        nodes: NodeTable,
+        nodes: Snapshot,
         rows: np.ndarray[Any, np.dtype[np.intp]],
         breakdown: dict[str, Int64Array] | None,
     ) -> Int64Array:
@@ -348,7 +344,7 @@ class Framework:
         self,
         pod: PodInfo,
         state: CycleState,
-        nodes: NodeTable,
+        nodes: Snapshot,
         diagnosis: Diagnosis,
         explanation: Explanation | None = None,
     ) -> ScheduleResult:

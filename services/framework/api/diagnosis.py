@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.framework.status import Code, Status
+from services.framework.api.status import Code, Status
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 """``framework.NoNodeAvailableMsg``."""

@@ -1,6 +1,6 @@
-"""``Snapshot``: one scheduler replica's columnar view of nodes and the pods on them.
+"""``Cache``: one scheduler replica's columnar view of nodes and the pods on them.
 
-It is a projection of the event log (:meth:`Snapshot.apply` takes the informer's
+It is a projection of the event log (:meth:`Cache.apply` takes the informer's
 sequenced entries, ignoring any ``seq`` already applied) plus this replica's own
 assumptions. A pod counts on a node while it has ``spec.nodeName`` and is not
 Succeeded/Failed (bound), or while this replica assumed it there. A pod's life here,
@@ -27,10 +27,10 @@ import msgspec
 from contracts.events import LogEntry, NodeEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Node, Pod, namespaced_name
 from services.common.resources import ResourceError, node_allocatable
-from services.framework.columns import NodeColumns
-from services.framework.listers import Listers
-from services.framework.nodeinfo import NodeTable
-from services.framework.types import PodInfo, pod_priority, pod_uid
+from services.framework.api.listers import Listers
+from services.framework.api.types import PodInfo, pod_priority, pod_uid
+from services.framework.cache.columns import NodeColumns
+from services.framework.cache.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def _pod_info(pod: Pod) -> PodInfo:
         return PodInfo(pod, uid, key, pod_priority(pod), {}, {})
 
 
-class Snapshot:
+class Cache:
     def __init__(self) -> None:
         self.listers = Listers()
         """Namespaces, volumes, claims, storage classes, PDBs, priority classes."""
@@ -71,8 +71,8 @@ class Snapshot:
     def num_nodes(self) -> int:
         return len(self._columns.names)
 
-    def table(self) -> NodeTable:
-        """The current nodes as a :class:`NodeTable` (valid until the next change)."""
+    def table(self) -> Snapshot:
+        """The current nodes as a :class:`Snapshot` (valid until the next change)."""
         return self._columns.table()
 
     # -- the event log -------------------------------------------------------------

@@ -4,7 +4,7 @@ Most of what a score plugin computes for a node depends only on that node (its
 allocatable, the pods counted on it) and on a few numbers of the incoming pod, such as
 its requests. Between two pods of a workload usually one node changes: the one the
 previous pod went to. A :class:`RowCache` keeps, per key (those pod numbers), the value
-for every row and recomputes only the rows whose ``NodeTable.pod_versions`` moved, and
+for every row and recomputes only the rows whose ``Snapshot.pod_versions`` moved, and
 everything when the nodes themselves changed (their ``attributes`` object is replaced).
 
 The values are exactly what the plugin would compute from scratch: the cache only
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.framework.interface import Rows
-from services.framework.nodeinfo import Int64Array, NodeTable
+from services.framework.api.interface import Rows
+from services.framework.api.types import Int64Array
+from services.framework.cache.snapshot import Snapshot
 
 Compute = Callable[[Rows], Int64Array]
 """``compute(rows)``: the values for those rows, in that order."""
@@ -38,7 +39,7 @@ class RowCache:
         self._max = max_keys
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
-    def values(self, nodes: NodeTable, rows: Rows, key: Hashable, compute: Compute) -> Int64Array:
+    def values(self, nodes: Snapshot, rows: Rows, key: Hashable, compute: Compute) -> Int64Array:
         """The values of ``rows`` for ``key``, computing only rows that changed."""
         n = nodes.num_nodes
         entry = self._entries.get(key)

@@ -3,7 +3,7 @@
 A plugin is one class with a ``name`` and the methods of the points it serves; the
 framework finds the points by the method names in :data:`EXTENSION_POINTS`, as
 upstream checks which interfaces a plugin implements. Filter and Score are columnar:
-they see every node at once through a :class:`NodeTable` and answer with arrays.
+they see every node at once through a :class:`Snapshot` and answer with arrays.
 
 Contracts, per point (what the framework does with the answer):
 
@@ -24,21 +24,25 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from services.framework.diagnosis import Diagnosis
-from services.framework.events import ClusterEventWithHint
-from services.framework.listers import Listers
-from services.framework.nodeinfo import Int64Array, NodeTable
-from services.framework.status import Status, StatusError
-from services.framework.types import PodInfo, QueuedPodInfo
+from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.events import ClusterEventWithHint
+from services.framework.api.listers import Listers
+from services.framework.api.status import Status, StatusError
+from services.framework.api.types import Int64Array, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    # Annotations only: the per-cycle Snapshot is the cache's, a layer below plugins
+    # and above this API (import-linter: exclude_type_checking_imports).
+    from services.framework.cache.snapshot import Snapshot
 
 T = TypeVar("T")
 Rows = NDArray[np.intp]
-"""Row numbers into a :class:`NodeTable` (the feasible nodes, for Score)."""
+"""Row numbers into a :class:`Snapshot` (the feasible nodes, for Score)."""
 
 
 class ExtensionPoint(enum.StrEnum):
@@ -212,14 +216,14 @@ class PreFilterExtensions(Protocol):
 
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]: ...
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
 
 
 class FilterPlugin(Plugin, Protocol):
-    def filter_all(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult: ...
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult: ...
 
 
 @runtime_checkable
@@ -241,14 +245,12 @@ class PostFilterPlugin(Plugin, Protocol):
 
 
 class PreScorePlugin(Plugin, Protocol):
-    def pre_score(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> Status: ...
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status: ...
 
 
 class ScorePlugin(Plugin, Protocol):
     def score_all(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows
     ) -> Int64Array: ...
 
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from services.framework.diagnosis import Diagnosis
-from services.framework.interface import (
+from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.interface import (
     CycleState,
     FilterPlugin,
     FilterResult,
     PreFilterPlugin,
     PreFilterResult,
 )
-from services.framework.nodeinfo import NodeTable
-from services.framework.status import SUCCESS, Code, Status, StatusError, as_status
-from services.framework.types import PodInfo
+from services.framework.api.status import SUCCESS, Code, Status, StatusError, as_status
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class Verdicts:
 
 
 def run_pre_filter(
-    plugins: Sequence[PreFilterPlugin], state: CycleState, pod: PodInfo, nodes: NodeTable
+    plugins: Sequence[PreFilterPlugin], state: CycleState, pod: PodInfo, nodes: Snapshot
 ) -> tuple[PreFilterResult, Status, set[str]]:
     """``RunPreFilterPlugins``: the merged PreFilterResult, the status, and the plugins
     that narrowed the nodes."""
@@ -94,7 +94,7 @@ def run_filters(
     plugins: Sequence[FilterPlugin],
     state: CycleState,
     pod: PodInfo,
-    nodes: NodeTable,
+    nodes: Snapshot,
     candidates: NDArray[np.bool_],
 ) -> Verdicts:
     """Every filter over every node; only nodes in ``candidates`` can pass. Raises
@@ -132,7 +132,7 @@ def nominated_pass(
     pre_filters: Sequence[PreFilterPlugin],
     state: CycleState,
     pod: PodInfo,
-    nodes: NodeTable,
+    nodes: Snapshot,
     rows: NDArray[np.intp],
     nominated: NominatedPods,
 ) -> dict[int, Status]:

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.framework.nodeinfo import Int64Array
-from services.framework.status import Status
+from services.framework.api.status import Status
+from services.framework.api.types import Int64Array
 
 PASSED = "passed"
 

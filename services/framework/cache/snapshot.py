@@ -1,4 +1,4 @@
-"""``NodeTable``: the snapshot's nodes in columns, what Filter and Score plugins read.
+"""``Snapshot``: the snapshot's nodes in columns, what Filter and Score plugins read.
 
 Row ``i`` is node ``names[i]``. Resources are columns of ``allocatable`` and
 ``requested`` (int64, cpu in millicores); the first four are fixed (:data:`CPU_COL`,
@@ -19,20 +19,17 @@ from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
-from numpy.typing import NDArray
 
 from contracts.k8s import Node
 from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from services.framework.attributes import NodeAttributes
-from services.framework.types import PodInfo
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.attributes import NodeAttributes
 
 CPU_COL: Final = 0
 MEMORY_COL: Final = 1
 EPHEMERAL_COL: Final = 2
 PODS_COL: Final = 3
 BUILTIN_RESOURCES: Final = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
-
-Int64Array = NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +62,7 @@ def charge(
 
 
 @dataclass(frozen=True, slots=True)
-class NodeTable:
+class Snapshot:
     names: Sequence[str]
     index: Mapping[str, int]
     """Node name → row."""
@@ -102,7 +99,7 @@ class NodeTable:
             pods=tuple(self.pods[row].values()),
         )
 
-    def with_pods(self, rows: Sequence[int], added: Mapping[int, Sequence[PodInfo]]) -> NodeTable:
+    def with_pods(self, rows: Sequence[int], added: Mapping[int, Sequence[PodInfo]]) -> Snapshot:
         """A table of only ``rows`` (in that order), where each row also counts the pods
         ``added[row]``: the view the nominated-pods pass filters against."""
         resources = dict(self.resources)
@@ -123,7 +120,7 @@ class NodeTable:
                 charge(requested[i], nonzero[i], resources, pod)
             pods.append(on_node)
         names = [self.names[r] for r in rows]
-        return NodeTable(
+        return Snapshot(
             names=names,
             index={name: i for i, name in enumerate(names)},
             nodes=[self.nodes[r] for r in rows],

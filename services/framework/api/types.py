@@ -6,8 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+from numpy.typing import NDArray
+
 from contracts.k8s import Pod, namespaced_name
 from services.common.resources import CPU, MEMORY, pod_nonzero_requests, pod_requests
+
+Int64Array = NDArray[np.int64]
+"""One int64 per node row (scores, counts, requested resources)."""
 
 MAX_NODE_SCORE: Final = 100
 """Upstream's ``framework.MaxNodeScore``: a Score plugin's result after normalizing."""

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
-from services.framework.interface import ExtensionPoint, implements
-from services.framework.registry import ConfigError, Registry, join_path, missing_plugin
-from services.framework.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
+from services.framework.api.interface import ExtensionPoint, implements
+from services.framework.api.registry import ConfigError, Registry, join_path, missing_plugin
+from services.framework.api.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 
 
 @dataclass(frozen=True, slots=True)
