@@ -44,12 +44,12 @@ def is_pending(pod: Pod) -> bool:
 
 
 class PendingPods:
-    """Pending pods by uid, a projection of the log like the snapshot (same ``seq``)."""
+    """Pending pods by uid, a projection of the log like the snapshot: the scheduler's
+    LogProjection loads and feeds both (in seq order, each entry once)."""
 
     def __init__(self) -> None:
         self._pods: dict[str, Pod] = {}
         self._infos: dict[str, PodInfo | None] = {}
-        self._seq = 0
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -57,18 +57,14 @@ class PendingPods:
     def __contains__(self, uid: str) -> bool:
         return uid in self._pods
 
-    def load(self, pods: Iterable[Pod], seq: int) -> None:
-        """Replace everything with the store's pods as of ``seq``."""
+    def load(self, pods: Iterable[Pod]) -> None:
+        """Replace everything with the store's pods."""
         self._pods = {pod_uid(p): p for p in pods if is_pending(p)}
         self._infos = {}
-        self._seq = seq
 
     def apply(self, events: Iterable[LogEntry]) -> None:
-        """Apply log entries in order, skipping those with ``seq`` already applied."""
+        """Apply log entries in seq order (the projection skips those already applied)."""
         for event in events:
-            if event.seq <= self._seq:
-                continue
-            self._seq = event.seq
             if not isinstance(event, PodEntry):
                 continue
             uid = pod_uid(event.object)

@@ -49,8 +49,8 @@ from services.common.decisions import (
     decision_message,
     pod_event,
 )
-from services.common.resources import ResourceError
 from services.common.projection import LogProjection
+from services.common.resources import ResourceError
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.listers import KINDS as LISTED_KINDS
@@ -177,9 +177,7 @@ class SchedulerService:
         if not requests:
             return
         self.snapshot.expire_assumed(self._clock.now())
-        await self._projection.wait_for(
-            max(r.seq for r in requests), within=self._catch_up_timeout
-        )
+        await self._projection.wait_for(max(r.seq for r in requests), within=self._catch_up_timeout)
         applied = self._projection.applied_seq
         ready = [r for r in requests if r.seq <= applied]
         try:

@@ -4,6 +4,8 @@ as upstream's two-pass filter (``RunFilterPluginsWithNominatedPods``) does."""
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import pytest
 
@@ -11,7 +13,9 @@ from contracts import topology
 from contracts.events import ClusterBatch, PodEntry
 from contracts.k8s import Pod
 from services.common.bus import Message
-from services.common.store import Nomination, PodCharge, ProjectedEntry
+from services.common.clock import FakeClock
+from services.common.projection import LogProjection
+from services.common.store import Epoch, Nomination, PodCharge, ProjectedEntry, StoreLost
 from services.common.store.memory import MemoryStore
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
@@ -139,14 +143,23 @@ class TestPendingPods:
                 make_pod("bound", node_name="n1"),
                 make_pod("done", phase="Succeeded"),
                 make_pod("going", deletion_timestamp="2026-01-01T00:00:00Z"),
-            ],
-            seq=3,
+            ]
         )
         assert len(pending) == 1 and "default-a-uid" in pending
 
-    def test_follows_the_feed_in_seq_order(self):
+    async def test_follows_the_feed_in_seq_order(self):
+        """Fed by a LogProjection, as the scheduler feeds it (loaded at seq 1)."""
+        store = MemoryStore()
+        await store.apply([ProjectedEntry(1, "namespace", "default", b"{}")])
         pending = PendingPods()
-        pending.load([], seq=1)
+
+        async def load(epoch: Epoch, lost: StoreLost | None) -> None:
+            pending.load([])
+
+        projection = LogProjection(
+            store, FakeClock(), logging.getLogger("test"), load=load, apply=pending.apply
+        )
+        await projection.reload()
         a = make_pod("a", priority=7, requests={"cpu": "1"})
         events = [
             PodEntry(seq=1, type="ADDED", object=make_pod("old")),  # already applied
@@ -154,18 +167,18 @@ class TestPendingPods:
             PodEntry(seq=3, type="ADDED", object=make_pod("b")),
             PodEntry(seq=4, type="MODIFIED", object=make_pod("b", node_name="n1")),
         ]
-        pending.apply(events)
+        await projection.feed(events)
         assert len(pending) == 1
         info = pending.info("default-a-uid")
         assert info is not None and (info.priority, info.requests["cpu"]) == (7, 1000)
         assert pending.info("default-b-uid") is None
-        pending.apply([PodEntry(seq=5, type="DELETED", object=a)])
+        await projection.feed([PodEntry(seq=5, type="DELETED", object=a)])
         assert len(pending) == 0 and pending.info("default-a-uid") is None
 
     def test_nominations_of_unknown_pods_mean_no_second_pass(self):
         pending = PendingPods()
         assert nominated_pods({"nobody": Nomination("n1", 5)}, pending, Cache()) is None
-        pending.load([make_pod("a")], seq=1)
+        pending.load([make_pod("a")])
         nominated = nominated_pods({"default-a-uid": Nomination("n1", 5)}, pending, Cache())
         assert nominated is not None
         assert [p.key for p in nominated.pods_for("n1")] == ["default/a"]
