@@ -24,7 +24,7 @@ from tests.builders.workloads import (
     make_service,
     make_stateful_set,
 )
-from tests.unit.scheduler.plugins.podtopologyspread.helpers import labels
+from tests.unit.framework.plugins.podtopologyspread.helpers import labels
 
 ERRORS = topology.QueueSpec(
     "test.informer.errors", (topology.QueueBinding(topology.ERRORS.name, "#"),), dead_letter=False

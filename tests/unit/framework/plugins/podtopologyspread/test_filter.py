@@ -1,0 +1,418 @@
+"""Filter: upstream's TestSingleConstraint and TestMultipleConstraints tables, and the
+reasons each rejection carries."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.framework.api.status import Code, Status
+from tests.unit.framework.plugins.podtopologyspread.helpers import (
+    BAR,
+    FOO,
+    UNSCHEDULABLE_TAINT,
+    node,
+    node_affinity,
+    node_selector,
+    plugin,
+    pod,
+    pre_filtered,
+    spread,
+    table,
+    zoned,
+)
+
+DNS = "DoNotSchedule"
+OK, NO, NEVER = Code.Success, Code.Unschedulable, Code.UnschedulableAndUnresolvable
+FOUR_NODES = [
+    zoned("node-a", "zone1"),
+    zoned("node-b", "zone1"),
+    zoned("node-x", "zone2"),
+    zoned("node-y", "zone2"),
+]
+SPREAD_2103 = [
+    pod("p-a1", "node-a", foo=""),
+    pod("p-a2", "node-a", foo=""),
+    pod("p-b1", "node-b", foo=""),
+    pod("p-y1", "node-y", foo=""),
+    pod("p-y2", "node-y", foo=""),
+    pod("p-y3", "node-y", foo=""),
+]
+FOO_POD = pod(foo="")
+THREE_NODES = [node(n, node=n) for n in ("node-a", "node-b", "node-c")]
+SPREAD_221 = [
+    pod("p-a1", "node-a", foo=""),
+    pod("p-a2", "node-a", foo=""),
+    pod("p-b1", "node-b", foo=""),
+    pod("p-b2", "node-b", foo=""),
+    pod("p-c1", "node-c", foo=""),
+]
+POLICY_NODES = [
+    node("node-a", node="node-a", foo=""),
+    node("node-b", node="node-b", foo=""),
+    node("node-x", node="node-x", foo=""),
+    node("node-y", node="node-y"),
+]
+TAINTED_NODES = [*POLICY_NODES[:3], node("node-y", node="node-y", taints=[UNSCHEDULABLE_TAINT])]
+POLICY_PODS = [
+    pod("p-b1", "node-a", foo=""),
+    pod("p-b2", "node-b", foo=""),
+    pod("p-y1", "node-y", foo=""),
+]
+SPREAD_ZONE_21 = [
+    pod("p-b1", "node-a", foo=""),
+    pod("p-b2", "node-b", foo=""),
+    pod("p-y1", "node-y", foo=""),
+]
+
+SINGLE = [
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, FOO), FOUR_NODES, [], [OK, OK, OK, OK], id="no pods"
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, BAR),
+        FOUR_NODES,
+        [],
+        [OK, OK, OK, OK],
+        id="no existing pods, incoming pod doesn't match itself",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, FOO),
+        FOUR_NODES,
+        [
+            pod("p-a1", "node-a", namespace="ns1", foo=""),
+            pod("p-b1", "node-a", namespace="ns2", foo=""),
+            pod("p-x1", "node-x", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [OK, OK, NO, NO],
+        id="existing pods in a different namespace do not count",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, None),
+        FOUR_NODES,
+        [pod("p-x1", "node-x", foo=""), pod("p-y1", "node-y", foo="")],
+        [OK, OK, OK, OK],
+        id="existing pods do not match null selector",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, FOO),
+        FOUR_NODES,
+        SPREAD_2103,
+        [OK, OK, OK, OK],
+        id="pods spread across zones as 3/3, all nodes fit",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "zone", DNS, FOO),
+        [
+            zoned("node-a", "zone1"),
+            node("node-b", zon="zone1", node="node-b"),
+            zoned("node-x", "zone2"),
+            zoned("node-y", "zone2"),
+        ],
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-b1", "node-b", foo=""),
+            pod("p-x1", "node-x", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [OK, NEVER, NO, NO],
+        id="pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "rack", DNS, FOO),
+        [zoned("node-a", "zone1"), zoned("node-x", "zone2")],
+        [],
+        [NEVER, NEVER],
+        id="pod cannot be scheduled as all nodes don't have label 'rack'",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "node", DNS, FOO),
+        FOUR_NODES,
+        SPREAD_2103,
+        [NO, NO, OK, NO],
+        id="pods spread across nodes as 2/1/0/3, only node-x fits",
+    ),
+    pytest.param(
+        spread(FOO_POD, 2, "node", DNS, FOO),
+        FOUR_NODES,
+        SPREAD_2103,
+        [NO, OK, OK, NO],
+        id="pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
+    ),
+    pytest.param(
+        spread(pod(bar=""), 1, "node", DNS, FOO),
+        FOUR_NODES,
+        SPREAD_2103,
+        [NO, OK, OK, NO],
+        id="pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
+    ),
+    pytest.param(
+        node_affinity(spread(FOO_POD, 1, "node", DNS, FOO), "node", "In", ["node-a", "node-y"]),
+        FOUR_NODES,
+        SPREAD_2103,
+        [OK, OK, OK, NO],
+        id="incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "node", DNS, FOO),
+        [node("node-a", node="node-a"), node("node-b", node="node-b")],
+        [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
+        [OK, NO],
+        id="terminating Pods should be excluded",
+    ),
+    pytest.param(
+        node_affinity(spread(FOO_POD, 1, "zone", DNS, FOO), "node", "NotIn", ["node-b"]),
+        FOUR_NODES,
+        [
+            pod("p-b1", "node-b", foo=""),
+            pod("p-b2", "node-b", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [OK, OK, NO, NO],
+        id="incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+    ),
+    pytest.param(
+        spread(FOO_POD, 2, "node", DNS, FOO, min_domains=4),
+        THREE_NODES,
+        SPREAD_221,
+        [NO, NO, OK],
+        id="pods spread across nodes as 2/2/1, maxSkew is 2, domains < minDomains",
+    ),
+    pytest.param(
+        spread(FOO_POD, 2, "node", DNS, FOO, min_domains=2),
+        THREE_NODES,
+        SPREAD_221,
+        [OK, OK, OK],
+        id="pods spread across nodes as 2/2/1, maxSkew is 2, domains > minDomains",
+    ),
+    pytest.param(
+        spread(FOO_POD, 2, "zone", DNS, FOO, min_domains=3),
+        FOUR_NODES,
+        SPREAD_ZONE_21,
+        [NO, NO, OK, OK],
+        id="pods spread across zone as 2/1, maxSkew is 2, domains < minDomains",
+    ),
+    pytest.param(
+        spread(FOO_POD, 2, "zone", DNS, FOO, min_domains=1),
+        FOUR_NODES,
+        SPREAD_ZONE_21,
+        [OK, OK, OK, OK],
+        id="pods spread across zone as 2/1, maxSkew is 2, domains > minDomains",
+    ),
+    pytest.param(
+        node_selector(spread(FOO_POD, 1, "node", DNS, FOO), foo=""),
+        POLICY_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, OK],
+        id="NodeAffinityPolicy honored with labelSelectors",
+    ),
+    pytest.param(
+        node_selector(spread(FOO_POD, 1, "node", DNS, FOO, affinity_policy="Ignore"), foo=""),
+        POLICY_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, NO],
+        id="NodeAffinityPolicy ignored with labelSelectors",
+    ),
+    pytest.param(
+        node_affinity(spread(FOO_POD, 1, "node", DNS, FOO), "foo", "In", [""]),
+        POLICY_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, OK],
+        id="NodeAffinityPolicy honored with nodeAffinity",
+    ),
+    pytest.param(
+        node_affinity(
+            spread(FOO_POD, 1, "node", DNS, FOO, affinity_policy="Ignore"), "foo", "In", [""]
+        ),
+        POLICY_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, NO],
+        id="NodeAffinityPolicy ignored with nodeAffinity",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "node", DNS, FOO, taints_policy="Honor"),
+        TAINTED_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, OK],
+        id="NodeTaintsPolicy honored",
+    ),
+    pytest.param(
+        spread(FOO_POD, 1, "node", DNS, FOO),
+        TAINTED_NODES,
+        POLICY_PODS,
+        [NO, NO, OK, NO],
+        id="NodeTaintsPolicy ignored",
+    ),
+]
+
+MULTIPLE = [
+    pytest.param(
+        spread(spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO),
+        FOUR_NODES,
+        SPREAD_2103,
+        [NO, NO, OK, NO],
+        id="two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
+    ),
+    pytest.param(
+        spread(spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO),
+        FOUR_NODES,
+        [*SPREAD_2103, pod("p-y4", "node-y", foo="")],
+        [NO, NO, NO, NO],
+        id="two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
+    ),
+    pytest.param(
+        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        FOUR_NODES,
+        [pod("p-a1", "node-a", foo=""), pod("p-y1", "node-y", bar="")],
+        [NO, NO, OK, NO],
+        id="Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+    ),
+    pytest.param(
+        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        FOUR_NODES,
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-x1", "node-x", bar=""),
+            pod("p-y1", "node-y", bar=""),
+        ],
+        [NO, NO, NO, NO],
+        id="Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+    ),
+    pytest.param(
+        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        FOUR_NODES,
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-a2", "node-a", foo="", bar=""),
+            pod("p-y1", "node-y", foo=""),
+            pod("p-y2", "node-y", foo="", bar=""),
+            pod("p-y3", "node-y", foo=""),
+        ],
+        [NO, OK, NO, NO],
+        id="Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+    ),
+    pytest.param(
+        spread(spread(pod(bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        FOUR_NODES,
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-x1", "node-x", bar=""),
+            pod("p-y1", "node-y", bar=""),
+        ],
+        [OK, OK, NO, NO],
+        id="Constraints hold different labelSelectors but pod doesn't match itself on zone",
+    ),
+    pytest.param(
+        spread(spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO),
+        [
+            zoned("node-a", "zone1"),
+            zoned("node-b", "zone1"),
+            node("node-x", zone="zone2"),
+            zoned("node-y", "zone2"),
+        ],
+        [pod("p-a1", "node-a", foo=""), pod("p-y3", "node-y", foo="")],
+        [NO, OK, NEVER, NO],
+        id="two Constraints on zone and node, absence of label 'node' on node-x",
+    ),
+    pytest.param(
+        node_selector(
+            spread(
+                spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO, affinity_policy="Ignore"
+            ),
+            foo="",
+        ),
+        [
+            zoned("node-a", "zone1", foo=""),
+            zoned("node-b", "zone1", foo=""),
+            zoned("node-x", "zone2", foo=""),
+            zoned("node-y", "zone2"),
+        ],
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-b1", "node-b", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [NO, NO, OK, NO],
+        id="two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+    ),
+    pytest.param(
+        spread(spread(FOO_POD, 1, "zone", DNS, FOO, taints_policy="Honor"), 1, "node", DNS, FOO),
+        [
+            zoned("node-a", "zone1", foo=""),
+            zoned("node-b", "zone1", foo=""),
+            zoned("node-x", "zone2", foo=""),
+            node("node-y", zone="zone2", node="node-y", taints=[UNSCHEDULABLE_TAINT]),
+        ],
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-b1", "node-b", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [NO, NO, OK, NO],
+        id="two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+    ),
+    pytest.param(
+        node_selector(spread(spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO), foo=""),
+        [
+            zoned("node-a", "zone1", foo=""),
+            zoned("node-b", "zone1"),
+            zoned("node-x", "zone2", foo=""),
+            node("node-y", zone="zone2", node="node-y", foo="", taints=[UNSCHEDULABLE_TAINT]),
+        ],
+        [
+            pod("p-a1", "node-a", foo=""),
+            pod("p-b1", "node-b", foo=""),
+            pod("p-y1", "node-y", foo=""),
+        ],
+        [NO, OK, OK, NO],
+        id="two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+    ),
+]
+
+
+@pytest.mark.parametrize(("incoming", "nodes", "existing", "want"), [*SINGLE, *MULTIPLE])
+def test_filter(incoming, nodes, existing, want):
+    nodes_table = table(nodes, existing)
+    pl = plugin()
+    state, info = pre_filtered(pl, incoming, nodes_table)
+    result = pl.filter_all(state, info, nodes_table)
+    got = {}
+    for row, name in enumerate(nodes_table.names):
+        passed = bool(result.passed[row])
+        got[name] = OK if passed else result.describe(int(result.codes[row])).code
+    assert got == {n.metadata.name: code for n, code in zip(nodes, want, strict=True)}
+
+
+def test_reasons_are_upstreams():
+    nodes = [zoned("node-a", "zone1"), zoned("node-x", "zone2"), node("node-z", node="node-z")]
+    existing = [pod("p-a1", "node-a", foo=""), pod("p-a2", "node-a", foo="")]
+    nodes_table = table(nodes, existing)
+    pl = plugin()
+    state, info = pre_filtered(pl, spread(FOO_POD, 1, "zone", DNS, FOO), nodes_table)
+    result = pl.filter_all(state, info, nodes_table)
+    statuses = [
+        None if result.passed[r] else result.describe(int(result.codes[r])) for r in range(3)
+    ]
+    assert statuses == [
+        Status(Code.Unschedulable, ("node(s) didn't match pod topology spread constraints",)),
+        None,
+        Status(
+            Code.UnschedulableAndUnresolvable,
+            ("node(s) didn't match pod topology spread constraints (missing required label)",),
+        ),
+    ]
+
+
+def test_filter_reads_a_narrower_table_by_label_value():
+    """The nominated-pods pass filters a NodeTable of a few rows, whose label codes
+    differ from the PreFilter table's: domains are matched by value."""
+    nodes = [zoned("node-a", "zone1"), zoned("node-b", "zone2"), zoned("node-c", "zone3")]
+    existing = [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")]
+    full = table(nodes, existing)
+    pl = plugin()
+    state, info = pre_filtered(pl, spread(FOO_POD, 1, "zone", DNS, FOO), full)
+    view = full.with_pods([1], {})
+    result = pl.filter_all(state, info, view)
+    assert not result.passed[0]
+    view = full.with_pods([2, 0], {})
+    assert list(pl.filter_all(state, info, view).passed) == [True, False]

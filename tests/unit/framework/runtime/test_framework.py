@@ -1,0 +1,233 @@
+"""Framework.schedule_one: FitError messages, selection, tie-breaking, nominated pods."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from services.framework.api.interface import PreFilterResult
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.config import default_profile
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.filtering import NominatedPods
+from services.framework.runtime.framework import Framework
+from tests.builders import make_node, make_pod
+from tests.unit.framework.fakes import (
+    FixedPreFilter,
+    FixedScore,
+    NeedsCompany,
+    RejectNodes,
+    framework_with,
+)
+from tests.unit.framework.helpers import snapshot_of
+
+
+def default_framework(seed: int | None = 0) -> Framework:
+    return Framework(default_profile(), in_tree_registry(), rng=random.Random(seed))
+
+
+def node(name, cpu="4", memory="8Gi", pods=110):
+    return make_node(name, allocatable={"cpu": cpu, "memory": memory, "pods": pods})
+
+
+def test_fit_error_message_counts_every_reason_over_nodes():
+    nodes = [
+        node("cpu-short", cpu="1"),
+        node("both-short", cpu="1", memory="1Gi"),
+        node("full", pods=1),
+        node("also-cpu-short", cpu="1"),
+    ]
+    bound = [make_pod("running", node_name="full")]
+    result = default_framework().schedule_one(
+        snapshot_of(nodes, bound), make_pod(requests={"cpu": "2", "memory": "2Gi"})
+    )
+    assert result.node is None
+    assert result.status.code == Code.Unschedulable
+    assert result.message == (
+        "0/4 nodes are available: 1 Insufficient memory, 1 Too many pods, 3 Insufficient cpu."
+    )
+    assert result.unschedulable_plugins == {"NodeResourcesFit"}
+    assert result.fit_error is not None
+    diagnosis = result.fit_error.diagnosis
+    assert not diagnosis.all_unresolvable
+    row = snapshot_of(nodes, bound).table().index["both-short"]
+    assert diagnosis.node_status(row) == Status(
+        Code.Unschedulable, ("Insufficient cpu", "Insufficient memory"), "NodeResourcesFit"
+    )
+
+
+def test_fit_error_histogram_is_sorted_as_go_strings():
+    nodes = [node(f"small{i}", cpu="1") for i in range(10)]
+    nodes += [node(f"low-mem{i}", memory="1Gi") for i in range(2)]
+    result = default_framework().schedule_one(
+        snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "2Gi"})
+    )
+    assert result.message == "0/12 nodes are available: 10 Insufficient cpu, 2 Insufficient memory."
+
+
+def test_first_rejecting_plugin_wins_per_node():
+    framework = framework_with(RejectNodes({"a", "b"}), filter=["RejectNodes"])
+    nodes = [node("a", cpu="1"), node("b"), node("c", cpu="1")]
+    result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
+    # NodeResourcesFit runs first (default multiPoint order), RejectNodes after it.
+    assert result.message == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint, 2 Insufficient cpu."
+    )
+    assert result.unschedulable_plugins == {"NodeResourcesFit", "RejectNodes"}
+
+
+def test_no_nodes_at_all():
+    result = default_framework().schedule_one(snapshot_of([]), make_pod())
+    assert result.status == Status(
+        Code.UnschedulableAndUnresolvable, ("no nodes available to schedule pods",)
+    )
+    assert result.fit_error is None
+
+
+def test_pre_filter_rejection_message():
+    rejection = Status(Code.UnschedulableAndUnresolvable, ("pod has unbound PVCs", "and more"))
+    framework = framework_with(FixedPreFilter(status=rejection), pre_filter=["FixedPreFilter"])
+    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod())
+    assert result.message == "0/2 nodes are available: pod has unbound PVCs, and more."
+    assert result.unschedulable_plugins == {"FixedPreFilter"}
+    assert result.fit_error is not None and result.fit_error.diagnosis.all_unresolvable
+
+
+def test_pre_filter_result_narrows_the_nodes():
+    narrowing = FixedPreFilter(result=PreFilterResult(frozenset({"b", "c"})))
+    framework = framework_with(narrowing, pre_filter=["FixedPreFilter"])
+    nodes = [node("a"), node("b", cpu="1"), node("c", cpu="1")]
+    result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
+    assert result.message == (
+        "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [FixedPreFilter], "
+        "2 Insufficient cpu."
+    )
+    fitting = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "1"}))
+    assert fitting.node in {"b", "c"}
+    empty = FixedPreFilter(result=PreFilterResult(frozenset()))
+    framework = framework_with(empty, pre_filter=["FixedPreFilter"])
+    result = framework.schedule_one(snapshot_of(nodes), make_pod())
+    assert result.message == (
+        "0/3 nodes are available: node(s) didn't satisfy plugin FixedPreFilter."
+    )
+
+
+def test_least_allocated_picks_the_emptiest_node():
+    nodes = [node("busy"), node("idle"), node("half")]
+    bound = [
+        make_pod("b1", node_name="busy", requests={"cpu": "3", "memory": "6Gi"}),
+        make_pod("h1", node_name="half", requests={"cpu": "2", "memory": "4Gi"}),
+    ]
+    result = default_framework().schedule_one(
+        snapshot_of(nodes, bound), make_pod(requests={"cpu": "1", "memory": "1Gi"})
+    )
+    assert (result.node, result.feasible_nodes, result.evaluated_nodes) == ("idle", 3, 3)
+
+
+def test_single_feasible_node_is_chosen_without_scoring():
+    framework = framework_with(FixedScore({"a": 100}), score=[("FixedScore", 1)])
+    result = framework.schedule_one(
+        snapshot_of([node("a", cpu="1"), node("b")]), make_pod(requests={"cpu": "2"}), explain=True
+    )
+    assert (result.node, result.feasible_nodes, result.scores) == ("b", 1, {})
+
+
+def test_weights_and_explain():
+    framework = framework_with(FixedScore({"a": 10, "b": 40}), score=[("FixedScore", 3)])
+    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod(), explain=True)
+    assert result.node == "b"
+    assert result.scores["FixedScore"].tolist() == [10, 40]
+    assert result.scores["NodeResourcesFit"].tolist() == [100, 100]
+
+
+def test_invalid_score_is_an_error():
+    framework = framework_with(FixedScore({"a": 101}), score=[("FixedScore", 1)])
+    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod())
+    assert result.status.code == Code.Error
+    assert "invalid score 101" in result.message
+
+
+def test_ties_are_broken_at_random_reproducibly():
+    snapshot = snapshot_of([node(f"n{i}") for i in range(5)])
+    pod = PodInfo.of(make_pod(requests={"cpu": "1"}))
+
+    def picks(seed: int) -> list[str | None]:
+        framework = default_framework(seed)
+        return [framework.schedule_one(snapshot, pod).node for _ in range(200)]
+
+    first = picks(7)
+    assert first == picks(7)
+    assert first != picks(8)
+    counts = Counter(first)
+    assert set(counts) == {f"n{i}" for i in range(5)}
+    assert min(counts.values()) > 20  # uniform over the five tied nodes
+
+
+class TestNominatedPods:
+    """RunFilterPluginsWithNominatedPods: a node must pass with and without the pods
+    nominated to it that have at least the pod's priority."""
+
+    def nominated(self, *pods):
+        by_node: dict[str, list[PodInfo]] = {}
+        for pod in pods:
+            info = PodInfo.of(pod)
+            by_node.setdefault(info.pod.status.nominated_node_name or "", []).append(info)
+        return NominatedPods.of(by_node)
+
+    def test_higher_priority_nominated_pod_keeps_its_room(self):
+        snapshot = snapshot_of([node("a", cpu="2")])
+        waiting = make_pod("preemptor", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
+        pod = make_pod("late", priority=5, requests={"cpu": "2"})
+        framework = default_framework()
+        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
+        assert framework.schedule_one(snapshot, pod).node == "a"  # without nominator
+
+    @pytest.mark.parametrize(
+        "waiting",
+        [
+            make_pod("lower", priority=1, requests={"cpu": "2"}, nominated_node_name="a"),
+            make_pod("late", priority=5, requests={"cpu": "2"}, nominated_node_name="a"),
+        ],
+        ids=["lower priority is ignored", "the pod itself is ignored"],
+    )
+    def test_ignored_nominations(self, waiting):
+        snapshot = snapshot_of([node("a", cpu="2")])
+        pod = make_pod("late", priority=5, requests={"cpu": "2"})
+        result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        assert result.node == "a"
+
+    def test_node_must_also_pass_without_the_nominated_pods(self):
+        prefilter = FixedPreFilter()
+        framework = framework_with(
+            prefilter, NeedsCompany(), pre_filter=["FixedPreFilter"], filter=["NeedsCompany"]
+        )
+        snapshot = snapshot_of([node("a"), node("b")], [make_pod("friend", node_name="b")])
+        waiting = make_pod("w", priority=10, nominated_node_name="a")
+        pod = make_pod("p", priority=10)
+        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        # "a" passes with the nominated pod (it has company) but not without it.
+        assert result.node == "b"
+        assert prefilter.added == [("default/w", "a")]
+        alone = snapshot_of([node("a")])
+        result = framework.schedule_one(alone, pod, nominated=self.nominated(waiting))
+        assert (
+            result.message == "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
+        )
+
+    def test_first_pass_status_is_reported(self):
+        framework = framework_with(NeedsCompany(), filter=["NeedsCompany"])
+        snapshot = snapshot_of([node("a", cpu="2")])
+        waiting = make_pod("w", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
+        pod = make_pod("p", requests={"cpu": "1"})
+        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_nominated_node_of_the_pod_is_preferred():
+    snapshot = snapshot_of([node("a"), node("b"), node("c")])
+    pod = make_pod(requests={"cpu": "1"}, nominated_node_name="c")
+    assert {default_framework(s).schedule_one(snapshot, pod).node for s in range(10)} == {"c"}
