@@ -26,7 +26,7 @@ from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
-from tests.builders import make_node, make_pod
+from tests.builders import make_pod
 
 _names = itertools.count()
 
@@ -126,10 +126,6 @@ def with_affinity(target: Pod, affinity: Affinity) -> Pod:
     return msgspec.structs.replace(
         target, spec=msgspec.structs.replace(target.spec, affinity=affinity)
     )
-
-
-def node(name: str, labels: Mapping[str, str] | None = None) -> Node:
-    return make_node(name, labels=labels)
 
 
 def snapshot(

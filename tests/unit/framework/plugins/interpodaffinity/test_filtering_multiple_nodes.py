@@ -6,10 +6,10 @@ import pytest
 
 from contracts.k8s import Namespace, ObjectMeta
 from services.framework.api.status import SKIP, SUCCESS, Code, Status
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
     in_,
-    node,
     pod,
     run_filter,
     term,
@@ -25,7 +25,7 @@ RG_INDIA = {"region": "India"}
 
 
 def rzh(name: str, zone: str):
-    return node(name, {"region": "r1", "zone": zone, "hostname": name})
+    return make_node(name, labels={"region": "r1", "zone": zone, "hostname": name})
 
 
 CASES = [
@@ -33,7 +33,11 @@ CASES = [
         "all nodes sharing the topology value of a matching pod pass",
         pod(affinity=[term("region", in_("foo", "bar"))]),
         [pod("p1", node="node1", labels={"foo": "bar"})],
-        [node("node1", RG_CHINA), node("node2", RG_CHINA_AZ1), node("node3", RG_INDIA)],
+        [
+            make_node("node1", labels=RG_CHINA),
+            make_node("node2", labels=RG_CHINA_AZ1),
+            make_node("node3", labels=RG_INDIA),
+        ],
         SUCCESS,
         [None, None, AFFINITY],
     ),
@@ -48,8 +52,8 @@ CASES = [
         ),
         [pod("p1", node="nodeA", labels={"foo": "bar"})],
         [
-            node("nodeA", {"zone": "az1", "hostname": "h1"}),
-            node("nodeB", {"zone": "az2", "hostname": "h2"}),
+            make_node("nodeA", labels={"zone": "az1", "hostname": "h1"}),
+            make_node("nodeB", labels={"zone": "az2", "hostname": "h2"}),
         ],
         SUCCESS,
         [None, None],
@@ -65,8 +69,8 @@ CASES = [
         ),
         [pod("p1", node="nodeA", labels={"foo": "bar"})],
         [
-            node("nodeA", {"zoneLabel": "az1", "hostname": "h1"}),
-            node("nodeB", {"zoneLabel": "az2", "hostname": "h2"}),
+            make_node("nodeA", labels={"zoneLabel": "az1", "hostname": "h1"}),
+            make_node("nodeB", labels={"zoneLabel": "az2", "hostname": "h2"}),
         ],
         SUCCESS,
         [AFFINITY, AFFINITY],
@@ -76,8 +80,8 @@ CASES = [
         pod(anti=[term("region", in_("foo", "abc"))]),
         [pod(node="nodeA", labels={"foo": "abc"})],
         [
-            node("nodeA", {"region": "r1", "hostname": "nodeA"}),
-            node("nodeB", {"region": "r1", "hostname": "nodeB"}),
+            make_node("nodeA", labels={"region": "r1", "hostname": "nodeA"}),
+            make_node("nodeB", labels={"region": "r1", "hostname": "nodeB"}),
         ],
         SUCCESS,
         [ANTI, ANTI],
@@ -87,8 +91,8 @@ CASES = [
         pod(anti=[term("region", in_("foo", "abc")), term("zone", in_("service", "securityscan"))]),
         [pod(node="nodeA", labels={"foo": "abc", "service": "securityscan"})],
         [
-            node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
-            node("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"}),
+            make_node("nodeA", labels={"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+            make_node("nodeB", labels={"region": "r1", "zone": "z2", "hostname": "nodeB"}),
         ],
         SUCCESS,
         [ANTI, ANTI],
@@ -97,7 +101,11 @@ CASES = [
         "anti-affinity leaves the other region free",
         pod(anti=[term("region", in_("foo", "abc"))]),
         [pod(node="nodeA", labels={"foo": "abc"})],
-        [node("nodeA", RG_CHINA), node("nodeB", RG_CHINA_AZ1), node("nodeC", RG_INDIA)],
+        [
+            make_node("nodeA", labels=RG_CHINA),
+            make_node("nodeB", labels=RG_CHINA_AZ1),
+            make_node("nodeC", labels=RG_INDIA),
+        ],
         SUCCESS,
         [ANTI, ANTI, None],
     ),
@@ -108,7 +116,11 @@ CASES = [
             pod(node="nodeA", namespace="NS1", labels={"foo": "bar"}),
             pod(node="nodeC", namespace="NS2", anti=[term("region", in_("foo", "123"))]),
         ],
-        [node("nodeA", RG_CHINA), node("nodeB", RG_CHINA_AZ1), node("nodeC", RG_INDIA)],
+        [
+            make_node("nodeA", labels=RG_CHINA),
+            make_node("nodeB", labels=RG_CHINA_AZ1),
+            make_node("nodeC", labels=RG_INDIA),
+        ],
         SUCCESS,
         [ANTI, ANTI, None],
     ),

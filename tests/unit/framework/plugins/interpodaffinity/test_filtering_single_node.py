@@ -9,11 +9,11 @@ import pytest
 
 from contracts.k8s import LabelSelector
 from services.framework.api.status import SKIP, SUCCESS, Code, Status
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     does_not_exist,
     exists,
     in_,
-    node,
     not_in,
     pod,
     run_filter,
@@ -33,7 +33,7 @@ BAD_VALUE = (
 
 POD_LABEL = {"service": "securityscan"}
 POD_LABEL2 = {"security": "S1"}
-NODE1 = node("node1", {"region": "r1", "zone": "z11"})
+NODE1 = make_node("node1", labels={"region": "r1", "zone": "z11"})
 TEAM1 = LabelSelector(match_expressions=[in_("team", "team1")])
 
 

@@ -16,10 +16,10 @@ from services.framework.plugins.interpodaffinity import ENTRY, NAME
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile, merge_plugins
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
     in_,
-    node,
     pod,
     snapshot,
     term,
@@ -29,7 +29,7 @@ ZONES = {"a1": "a", "a2": "a", "b1": "b", "b2": "b"}
 
 
 def cluster():
-    return [node(n, {"zone": z, "host": n}) for n, z in ZONES.items()]
+    return [make_node(n, labels={"zone": z, "host": n}) for n, z in ZONES.items()]
 
 
 def framework(snap, seed: int = 0) -> Framework:

@@ -20,10 +20,10 @@ from services.framework.plugins.interpodaffinity.plugin import (
     PRE_SCORE_STATE_KEY,
 )
 from services.framework.plugins.interpodaffinity.scoring import PreScoreState
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
     in_,
-    node,
     plugin,
     pod,
     snapshot,
@@ -57,7 +57,7 @@ def random_node(rng: random.Random, name: str):
     labels = {"host": name, "zone": rng.choice(("z1", "z2", "z3"))}
     if rng.random() < 0.6:
         labels["rack"] = rng.choice(("r1", "r2"))
-    return node(name, labels)
+    return make_node(name, labels=labels)
 
 
 def outcome(plug: InterPodAffinity, snap: Cache, incoming: Pod):

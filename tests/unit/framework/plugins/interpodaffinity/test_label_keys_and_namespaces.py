@@ -11,10 +11,10 @@ from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.plugins.interpodaffinity.selectors import compile_selector
 from services.framework.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
     in_,
-    node,
     plugin,
     pod,
     run_filter,
@@ -26,7 +26,7 @@ from tests.unit.framework.plugins.interpodaffinity.support import (
 ANTI = Status(Code.Unschedulable, ("node(s) didn't match pod anti-affinity rules",))
 EXISTING = Status(Code.Unschedulable, ("node(s) didn't satisfy existing pods anti-affinity rules",))
 AFFINITY = Status(Code.UnschedulableAndUnresolvable, ("node(s) didn't match pod affinity rules",))
-HOSTS = [node("n1", {"host": "n1"}), node("n2", {"host": "n2"})]
+HOSTS = [make_node("n1", labels={"host": "n1"}), make_node("n2", labels={"host": "n2"})]
 
 
 def test_match_label_keys_become_in_requirements_of_the_pods_own_labels():

@@ -18,7 +18,8 @@ from services.framework.plugins.interpodaffinity import (
 )
 from services.framework.plugins.interpodaffinity.hints import after_node_change, after_pod_change
 from services.framework.plugins.interpodaffinity.scoring import normalize
-from tests.unit.framework.plugins.interpodaffinity.support import exists, in_, node, pod, term
+from tests.builders import make_node
+from tests.unit.framework.plugins.interpodaffinity.support import exists, in_, pod, term
 
 
 def test_entry():
@@ -116,7 +117,7 @@ def test_pod_change_hint(target, old, new, want):
     ],
 )
 def test_node_change_hint(target, labels, want):
-    assert after_node_change(target, None, node("n1", labels)) is want
+    assert after_node_change(target, None, make_node("n1", labels=labels)) is want
 
 
 @pytest.mark.parametrize(

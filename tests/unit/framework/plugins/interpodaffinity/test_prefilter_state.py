@@ -13,10 +13,10 @@ from services.framework.plugins.interpodaffinity import filtering
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY
 from services.framework.plugins.interpodaffinity.terms import pod_terms
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
     in_,
-    node,
     not_in,
     plugin,
     pod,
@@ -29,7 +29,11 @@ LABEL1 = {"region": "r1", "zone": "z11"}
 LABEL2 = {"region": "r1", "zone": "z12"}
 LABEL3 = {"region": "r2", "zone": "z21"}
 SELECTOR1 = {"foo": "bar"}
-NODES = [node("nodeA", LABEL1), node("nodeB", LABEL2), node("nodeC", LABEL3)]
+NODES = [
+    make_node("nodeA", labels=LABEL1),
+    make_node("nodeB", labels=LABEL2),
+    make_node("nodeC", labels=LABEL3),
+]
 ANTI_FOO_BAR = PodAffinity(
     required_during_scheduling_ignored_during_execution=[term("region", in_("foo", "bar"))]
 )
@@ -132,7 +136,7 @@ def test_clone_copies_the_counts():
 
 
 def test_filter_without_pre_filter_is_an_error():
-    snap = snapshot([node("n", {})])
+    snap = snapshot([make_node("n", labels={})])
     with pytest.raises(StatusError) as err:
         plugin(snap).filter_all(CycleState(), PodInfo.of(pod()), snap.table())
     assert err.value.status.message() == (
@@ -144,7 +148,7 @@ def _normal(*labels: str):
     return pod("normal", node="nodeA", labels=dict.fromkeys(labels, ""))
 
 
-NODE_A = node("nodeA", {"hostname": "nodeA"})
+NODE_A = make_node("nodeA", labels={"hostname": "nodeA"})
 HOST = "hostname"
 INCOMING_CASES = [
     ("nil test", [], pod("aaa-normal"), {}, {}),

@@ -8,11 +8,11 @@ import pytest
 from contracts.k8s import Affinity, LabelSelector, PodAffinity, WeightedPodAffinityTerm
 from services.framework.api.status import Code
 from services.framework.plugins.interpodaffinity import InterPodAffinityArgs
+from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
     does_not_exist,
     exists,
     in_,
-    node,
     not_in,
     pod,
     run_score,
@@ -71,7 +71,7 @@ def p(labels=None, node_name=None, affinity=None, namespace="default"):
 
 
 def nodes(*specs: tuple[str, dict[str, str]]):
-    return [node(name, labels) for name, labels in specs]
+    return [make_node(name, labels=labels) for name, labels in specs]
 
 
 SKIP = "Skip"
