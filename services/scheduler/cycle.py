@@ -48,7 +48,6 @@ from services.common.store import ClusterStore, Reservation
 from services.framework.api.interface import CycleState
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
-from services.framework.plugins.volumebinding import claim_bindings
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, ScheduleResult
 from services.scheduler.nominated import PendingPods
@@ -293,7 +292,7 @@ class BatchScheduler:
                 profile=request.profile,
                 at=request.at,
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
-                volume_bindings=claim_bindings(attempt.state),
+                volume_bindings=attempt.framework.claim_bindings(attempt.state),
             )
         )
         attempt.span.set_attribute("node", node)

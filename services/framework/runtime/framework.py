@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import Pod
+from contracts.messages import ClaimBinding
 from services.framework.api.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
 from services.framework.api.events import (
     ActionType,
@@ -30,6 +31,7 @@ from services.framework.api.events import (
     EventResource,
 )
 from services.framework.api.interface import (
+    BindingDecisions,
     CycleState,
     EnqueueExtensions,
     ExtensionPoint,
@@ -133,6 +135,9 @@ class Framework:
         self.score_plugins = cast(list[ScorePlugin], self._at(P.Score))
         self.reserve_plugins = cast(list[ReservePlugin], self._at(P.Reserve))
         self._resource_filters = [p for p in self.filter_plugins if isinstance(p, ResourceFilter)]
+        self._binding_deciders = [
+            p for p in self.reserve_plugins if isinstance(p, BindingDecisions)
+        ]
 
     @property
     def profile_name(self) -> str:
@@ -154,6 +159,12 @@ class Framework:
         for plugin in self._resource_filters:
             checked |= plugin.checked_resources(pod)
         return checked
+
+    def claim_bindings(self, state: CycleState) -> list[ClaimBinding]:
+        """After a successful Reserve: the volume bindings the Reserve plugins decided
+        (``BindingDecisions``), for the BindRequest; the binder applies them before the
+        Binding."""
+        return [b for p in self._binding_deciders for b in p.claim_bindings(state)]
 
     def events_to_register(self) -> dict[str, Sequence[ClusterEventWithHint]]:
         """Plugin name → the events that may make a pod it rejected schedulable, for the

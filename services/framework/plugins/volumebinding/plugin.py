@@ -209,6 +209,10 @@ class VolumeBinding:
             self.cache.restore_claim(f"{namespace}/{claim.metadata.name}", pod.uid)
         data.decided = None
 
+    def claim_bindings(self, state: CycleState) -> list[ClaimBinding]:
+        """``BindingDecisions``: what Reserve decided, for the binder (see below)."""
+        return claim_bindings(state)
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """In ksched the binder service binds the volumes (from ``claim_bindings``);
         here only the decision is checked."""
