@@ -69,10 +69,6 @@ def pod(
     )
 
 
-def node(name: str, *, taints: Sequence[Taint] = (), **node_labels: str) -> Node:
-    return make_node(name, labels=node_labels, taints=list(taints))
-
-
 def zoned(name: str, zone: str, **extra: str) -> Node:
     """A node labelled ``zone`` and ``node`` (upstream's test topology keys)."""
     return make_node(name, labels={"zone": zone, "node": name, **extra})

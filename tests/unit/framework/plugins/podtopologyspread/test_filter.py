@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.status import Code, Status
+from tests.builders import make_node
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
     UNSCHEDULABLE_TAINT,
-    node,
     node_affinity,
     node_selector,
     plugin,
@@ -38,7 +38,7 @@ SPREAD_2103 = [
     pod("p-y3", "node-y", foo=""),
 ]
 FOO_POD = pod(foo="")
-THREE_NODES = [node(n, node=n) for n in ("node-a", "node-b", "node-c")]
+THREE_NODES = [make_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")]
 SPREAD_221 = [
     pod("p-a1", "node-a", foo=""),
     pod("p-a2", "node-a", foo=""),
@@ -47,12 +47,15 @@ SPREAD_221 = [
     pod("p-c1", "node-c", foo=""),
 ]
 POLICY_NODES = [
-    node("node-a", node="node-a", foo=""),
-    node("node-b", node="node-b", foo=""),
-    node("node-x", node="node-x", foo=""),
-    node("node-y", node="node-y"),
+    make_node("node-a", labels={"node": "node-a", "foo": ""}),
+    make_node("node-b", labels={"node": "node-b", "foo": ""}),
+    make_node("node-x", labels={"node": "node-x", "foo": ""}),
+    make_node("node-y", labels={"node": "node-y"}),
 ]
-TAINTED_NODES = [*POLICY_NODES[:3], node("node-y", node="node-y", taints=[UNSCHEDULABLE_TAINT])]
+TAINTED_NODES = [
+    *POLICY_NODES[:3],
+    make_node("node-y", labels={"node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]),
+]
 POLICY_PODS = [
     pod("p-b1", "node-a", foo=""),
     pod("p-b2", "node-b", foo=""),
@@ -105,7 +108,7 @@ SINGLE = [
         spread(FOO_POD, 1, "zone", DNS, FOO),
         [
             zoned("node-a", "zone1"),
-            node("node-b", zon="zone1", node="node-b"),
+            make_node("node-b", labels={"zon": "zone1", "node": "node-b"}),
             zoned("node-x", "zone2"),
             zoned("node-y", "zone2"),
         ],
@@ -155,7 +158,10 @@ SINGLE = [
     ),
     pytest.param(
         spread(FOO_POD, 1, "node", DNS, FOO),
-        [node("node-a", node="node-a"), node("node-b", node="node-b")],
+        [
+            make_node("node-a", labels={"node": "node-a"}),
+            make_node("node-b", labels={"node": "node-b"}),
+        ],
         [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
         [OK, NO],
         id="terminating Pods should be excluded",
@@ -307,7 +313,7 @@ MULTIPLE = [
         [
             zoned("node-a", "zone1"),
             zoned("node-b", "zone1"),
-            node("node-x", zone="zone2"),
+            make_node("node-x", labels={"zone": "zone2"}),
             zoned("node-y", "zone2"),
         ],
         [pod("p-a1", "node-a", foo=""), pod("p-y3", "node-y", foo="")],
@@ -341,7 +347,9 @@ MULTIPLE = [
             zoned("node-a", "zone1", foo=""),
             zoned("node-b", "zone1", foo=""),
             zoned("node-x", "zone2", foo=""),
-            node("node-y", zone="zone2", node="node-y", taints=[UNSCHEDULABLE_TAINT]),
+            make_node(
+                "node-y", labels={"zone": "zone2", "node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]
+            ),
         ],
         [
             pod("p-a1", "node-a", foo=""),
@@ -357,7 +365,11 @@ MULTIPLE = [
             zoned("node-a", "zone1", foo=""),
             zoned("node-b", "zone1"),
             zoned("node-x", "zone2", foo=""),
-            node("node-y", zone="zone2", node="node-y", foo="", taints=[UNSCHEDULABLE_TAINT]),
+            make_node(
+                "node-y",
+                labels={"zone": "zone2", "node": "node-y", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
         ],
         [
             pod("p-a1", "node-a", foo=""),
@@ -384,7 +396,11 @@ def test_filter(incoming, nodes, existing, want):
 
 
 def test_reasons_are_upstreams():
-    nodes = [zoned("node-a", "zone1"), zoned("node-x", "zone2"), node("node-z", node="node-z")]
+    nodes = [
+        zoned("node-a", "zone1"),
+        zoned("node-x", "zone2"),
+        make_node("node-z", labels={"node": "node-z"}),
+    ]
     existing = [pod("p-a1", "node-a", foo=""), pod("p-a2", "node-a", foo="")]
     nodes_table = table(nodes, existing)
     pl = plugin()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.events import ActionType, EventResource, QueueingHint
+from tests.builders import make_node
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     FOO,
     UNSCHEDULABLE_TAINT,
     exists,
-    node,
     plugin,
     pod,
     spread,
@@ -89,34 +89,51 @@ def test_new_toleration_of_the_pod_itself_queues_when_taints_are_honored():
 @pytest.mark.parametrize(
     ("old", "new", "want"),
     [
-        pytest.param(None, node("n", zone="z1", node="n"), Q, id="add a node with both keys"),
-        pytest.param(None, node("n", zone="z1"), SKIP, id="add a node missing a key"),
-        pytest.param(node("n", zone="z1", node="n"), None, Q, id="delete a node with both keys"),
-        pytest.param(node("n", zone="z1"), None, SKIP, id="delete a node missing a key"),
         pytest.param(
-            node("n", zone="z1"), node("n", zone="z1", node="n"), Q, id="update adds a key"
+            None,
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            Q,
+            id="add a node with both keys",
         ),
         pytest.param(
-            node("n", zone="z1", node="n"),
-            node("n", zone="z2", node="n"),
+            None, make_node("n", labels={"zone": "z1"}), SKIP, id="add a node missing a key"
+        ),
+        pytest.param(
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            None,
+            Q,
+            id="delete a node with both keys",
+        ),
+        pytest.param(
+            make_node("n", labels={"zone": "z1"}), None, SKIP, id="delete a node missing a key"
+        ),
+        pytest.param(
+            make_node("n", labels={"zone": "z1"}),
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            Q,
+            id="update adds a key",
+        ),
+        pytest.param(
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            make_node("n", labels={"zone": "z2", "node": "n"}),
             Q,
             id="update moves the node to another zone",
         ),
         pytest.param(
-            node("n", zone="z1", node="n"),
-            node("n", zone="z1", node="n", other="x"),
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            make_node("n", labels={"zone": "z1", "node": "n", "other": "x"}),
             SKIP,
             id="update of an unrelated label",
         ),
         pytest.param(
-            node("n", zone="z1", node="n"),
-            node("n", zone="z1", node="n", taints=[UNSCHEDULABLE_TAINT]),
+            make_node("n", labels={"zone": "z1", "node": "n"}),
+            make_node("n", labels={"zone": "z1", "node": "n"}, taints=[UNSCHEDULABLE_TAINT]),
             Q,
             id="update of the taints",
         ),
         pytest.param(
-            node("n", zone="z1"),
-            node("n", zone="z2"),
+            make_node("n", labels={"zone": "z1"}),
+            make_node("n", labels={"zone": "z2"}),
             SKIP,
             id="update of a node that matches neither before nor after",
         ),
@@ -131,4 +148,4 @@ def test_bad_selector_queues():
     after_pod, after_node = hints()
     broken = spread(pod(foo=""), 1, "zone", DNS, exists("bad key!"))
     assert after_pod(broken, None, pod("p1", "node-a", foo="")) == Q
-    assert after_node(broken, None, node("n")) == Q
+    assert after_node(broken, None, make_node("n", labels={})) == Q

@@ -7,6 +7,7 @@ import pytest
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code
 from services.framework.api.types import PodInfo
+from tests.builders import make_node
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
@@ -21,7 +22,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     exists,
     labels,
     min_matches,
-    node,
     node_affinity,
     node_selector,
     owned_by,
@@ -50,9 +50,9 @@ FIVE_FOO = [
 ]
 SEVEN_FOO = [*FIVE_FOO, pod("p-y3", "node-y", foo=""), pod("p-y4", "node-y", foo="")]
 POLICY_NODES = [
-    node("node-a", node="node-a", foo=""),
-    node("node-b", node="node-b", foo=""),
-    node("node-c", node="node-c", bar=""),
+    make_node("node-a", labels={"node": "node-a", "foo": ""}),
+    make_node("node-b", labels={"node": "node-b", "foo": ""}),
+    make_node("node-c", labels={"node": "node-c", "bar": ""}),
 ]
 POLICY_PODS = [
     pod("p-a", "node-a", bar=""),
@@ -61,9 +61,9 @@ POLICY_PODS = [
     pod("p-d", "node-c"),
 ]
 TAINTED_NODES = [
-    node("node-a", node="node-a"),
-    node("node-b", node="node-b"),
-    node("node-c", node="node-c", bar="", taints=[UNSCHEDULABLE_TAINT]),
+    make_node("node-a", labels={"node": "node-a"}),
+    make_node("node-b", labels={"node": "node-b"}),
+    make_node("node-c", labels={"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
 ]
 FOO_POD = pod(foo="")
 
@@ -275,7 +275,11 @@ CASES = [
         ),
         [
             zoned("node-a", "zone1"),
-            node("node-b", zone="zone1", node="node-b", foo="", taints=[UNSCHEDULABLE_TAINT]),
+            make_node(
+                "node-b",
+                labels={"zone": "zone1", "node": "node-b", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
             zoned("node-x", "zone2", foo=""),
             zoned("node-y", "zone2", foo=""),
         ],
@@ -330,7 +334,7 @@ CASES = [
     ),
     pytest.param(
         spread(FOO_POD, 1, "zone", DNS, FOO),
-        [zoned("node-a", "zone1"), node("node-b", zon="zone1", node="node-b")],
+        [zoned("node-a", "zone1"), make_node("node-b", labels={"zon": "zone1", "node": "node-b"})],
         [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")],
         [{"zone1": 1}],
         [1],
@@ -338,7 +342,10 @@ CASES = [
     ),
     pytest.param(
         spread(FOO_POD, 1, "node", DNS, FOO),
-        [node("node-a", node="node-a"), node("node-b", node="node-b")],
+        [
+            make_node("node-a", labels={"node": "node-a"}),
+            make_node("node-b", labels={"node": "node-b"}),
+        ],
         [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
         [{"node-a": 0, "node-b": 1}],
         [0],
@@ -376,7 +383,10 @@ DEFAULTS = [
     {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "ScheduleAnyway"},
     {"maxSkew": 5, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule"},
 ]
-RACK_NODES = [node("n1", node="n1", rack="r1"), node("n2", node="n2", rack="r1")]
+RACK_NODES = [
+    make_node("n1", labels={"node": "n1", "rack": "r1"}),
+    make_node("n2", labels={"node": "n2", "rack": "r1"}),
+]
 RACK_PODS = [
     pod("match", "n1", foo="bar"),
     owned_by(pod("owned-elsewhere", "n1", foo="bar"), "ReplicaSet", "rs2"),
@@ -489,7 +499,7 @@ def test_invalid_selector_is_an_error():
 
 def test_min_domains_treats_the_global_minimum_as_zero():
     incoming = spread(FOO_POD, 2, "node", DNS, FOO, min_domains=4)
-    nodes = [node(n, node=n) for n in ("node-a", "node-b", "node-c")]
+    nodes = [make_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")]
     existing = [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")]
     state, _ = pre_filtered(plugin(), incoming, table(nodes, existing))
     assert domain_counts(state) == [{"node-a": 1, "node-b": 1, "node-c": 0}]

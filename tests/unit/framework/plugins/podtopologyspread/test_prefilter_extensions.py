@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.types import PodInfo
+from tests.builders import make_node
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
     UNSCHEDULABLE_TAINT,
     domain_counts,
     min_matches,
-    node,
     node_affinity,
     plugin,
     pod,
@@ -36,7 +36,7 @@ AFFINITY_NODES = [
 ]
 AVOID_FOO_BAR = node_affinity(ON_ZONE, "foo", "NotIn", ["bar"])
 TAINTED = [
-    node("node-a", zone="zone1", node="node-a", taints=[UNSCHEDULABLE_TAINT]),
+    make_node("node-a", labels={"zone": "zone1", "node": "node-a"}, taints=[UNSCHEDULABLE_TAINT]),
     zoned("node-b", "zone2"),
 ]
 

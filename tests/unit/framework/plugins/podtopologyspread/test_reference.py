@@ -14,12 +14,12 @@ import pytest
 from contracts.k8s import LabelSelector, Node, Pod
 from services.framework.api.interface import CycleState
 from services.framework.api.types import PodInfo
+from tests.builders import make_node
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     UNSCHEDULABLE_TAINT,
     exists,
     labels,
-    node,
     node_selector,
     plugin,
     pod,
@@ -204,7 +204,7 @@ def random_cluster(rng: random.Random) -> tuple[Pod, list[Node], list[Pod]]:
         if rng.random() < 0.5:
             node_labels["disk"] = "ssd"
         taints = [UNSCHEDULABLE_TAINT] if rng.random() < 0.2 else []
-        nodes.append(node(f"n{i}", taints=taints, **node_labels))
+        nodes.append(make_node(f"n{i}", labels=node_labels, taints=taints))
     existing = []
     for j in range(rng.randrange(0, 30)):
         pod_labels = {

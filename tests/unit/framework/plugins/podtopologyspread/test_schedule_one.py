@@ -15,6 +15,7 @@ from services.framework.plugins.podtopologyspread import ENTRY
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import merge_plugins
+from tests.builders import make_node
 from tests.builders.workloads import make_replica_set
 from tests.unit.framework.helpers import snapshot_of
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
@@ -23,7 +24,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     ZONE,
     labels,
     listers_of,
-    node,
     owned_by,
     pod,
     spread,
@@ -48,7 +48,7 @@ def framework(
 
 
 def zone_node(name: str, zone: str):
-    return node(name, **{ZONE: zone, HOSTNAME: name})
+    return make_node(name, labels={ZONE: zone, HOSTNAME: name})
 
 
 NODES = [
@@ -71,7 +71,7 @@ def test_hard_zone_constraint_places_the_pod_in_the_emptiest_zone():
 def test_fit_error_message_counts_the_reasons():
     """Three zones with one matching pod each, but minDomains 4: the global minimum is
     0, so every zone is over maxSkew; the unlabelled node lacks the key."""
-    nodes = [*NODES, node("bare")]
+    nodes = [*NODES, make_node("bare", labels={})]
     existing = [pod("e1", "a1", foo=""), pod("e2", "b1", foo=""), pod("e3", "c1", foo="")]
     incoming = spread(pod(foo=""), 1, ZONE, DNS, FOO, min_domains=4)
     result = framework().schedule_one(snapshot_of(nodes, existing), incoming)

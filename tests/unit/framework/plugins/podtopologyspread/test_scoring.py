@@ -17,6 +17,7 @@ from services.framework.plugins.podtopologyspread.scoring import (
     go_round,
 )
 from services.framework.plugins.podtopologyspread.selector import from_label_selector
+from tests.builders import make_node
 from tests.builders.workloads import make_replica_set, make_service
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
@@ -26,7 +27,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     ZONE,
     exists,
     labels,
-    node,
     node_affinity,
     node_selector,
     owned_by,
@@ -42,11 +42,11 @@ RS1_FOO = make_replica_set("rs1", FOO)
 
 
 def host(name: str, **extra: str) -> object:
-    return node(name, **{HOSTNAME: name}, **extra)
+    return make_node(name, labels={HOSTNAME: name, **extra})
 
 
 def zone_host(name: str, zone: str) -> object:
-    return node(name, **{HOSTNAME: name, "zone": zone})
+    return make_node(name, labels={HOSTNAME: name, "zone": zone})
 
 
 def pods_on(**per_node: int) -> list:
@@ -58,14 +58,14 @@ def pods_on(**per_node: int) -> list:
 
 HOSTS = [host(f"node-{n}") for n in "abcd"]
 POLICY_NODES = [
-    node("node-a", node="node-a", foo=""),
-    node("node-b", node="node-b", foo=""),
-    node("node-c", node="node-c"),
+    make_node("node-a", labels={"node": "node-a", "foo": ""}),
+    make_node("node-b", labels={"node": "node-b", "foo": ""}),
+    make_node("node-c", labels={"node": "node-c"}),
 ]
 TAINTED_NODES = [
-    node("node-a", node="node-a"),
-    node("node-b", node="node-b"),
-    node("node-c", node="node-c", taints=[UNSCHEDULABLE_TAINT]),
+    make_node("node-a", labels={"node": "node-a"}),
+    make_node("node-b", labels={"node": "node-b"}),
+    make_node("node-c", labels={"node": "node-c"}, taints=[UNSCHEDULABLE_TAINT]),
 ]
 ZONES_ABCD = [zone_host(f"node-{n}", f"zone{z}") for n, z in zip("abcd", "1122", strict=True)]
 ZONES_ABXY = [zone_host(f"node-{n}", f"zone{z}") for n, z in zip("abxy", "1122", strict=True)]
@@ -145,7 +145,7 @@ SCORES = [
     pytest.param(
         spread(FOO_POD, 1, HOSTNAME, SA, FOO),
         pods_on(a=4, b=2, x=1, y=3),
-        [host("node-a"), node("node-b", n="node-b"), host("node-x")],
+        [host("node-a"), make_node("node-b", labels={"n": "node-b"}), host("node-x")],
         [host("node-y")],
         [16, 0, 100],
         id="one constraint on node, 3 out of 4 nodes are candidates, one lacks the key",
@@ -218,7 +218,7 @@ SCORES = [
     pytest.param(
         spread(FOO_POD, 2, "node", SA, FOO, min_domains=10),
         pods_on(a=2, b=2, c=1),
-        [node(n, node=n) for n in ("node-a", "node-b", "node-c")],
+        [make_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")],
         [],
         [75, 75, 100],
         id="minDomains has no effect when ScheduleAnyway",
@@ -365,8 +365,8 @@ def test_system_defaults_count_nodes_without_a_zone_as_one_more_zone():
     """Upstream's "system default constraints and a replicaset"."""
     incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
     nodes = [
-        node("node-a", **{HOSTNAME: "node-a", ZONE: "mars"}),
-        node("node-b", **{HOSTNAME: "node-b", ZONE: "mars"}),
+        make_node("node-a", labels={HOSTNAME: "node-a", ZONE: "mars"}),
+        make_node("node-b", labels={HOSTNAME: "node-b", ZONE: "mars"}),
         host("node-c"),
         host("node-d"),
     ]
@@ -385,7 +385,7 @@ def test_list_defaults_keep_their_soft_constraints():
         {"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": SA},
     ]
     incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
-    nodes = [node("node-a", rack="rack1", planet="mars", **{HOSTNAME: "node-a"})]
+    nodes = [make_node("node-a", labels={"rack": "rack1", "planet": "mars", HOSTNAME: "node-a"})]
     built = pre_score_state(plugin("List", defaults, [RS1_FOO]), incoming, nodes)
     assert [(c.topology_key, c.max_skew) for c in built.constraints] == [
         (HOSTNAME, 1),
