@@ -21,7 +21,7 @@ from services.framework.api.registry import PluginEntry
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
 from services.framework.cache.attributes import ImageIndex
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.noderesources.resource_allocation import go_div
+from services.framework.plugins.helper.intdiv import go_div
 
 NAME: Final = "ImageLocality"
 MB: Final = 1024 * 1024

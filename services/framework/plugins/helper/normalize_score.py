@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.framework.api.types import Int64Array
-from services.framework.plugins.noderesources.resource_allocation import go_div
+from services.framework.plugins.helper.intdiv import go_div
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: Int64Array) -> Int64Array:

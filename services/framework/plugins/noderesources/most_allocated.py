@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array
-from services.framework.plugins.noderesources.resource_allocation import go_div
+from services.framework.plugins.helper.intdiv import go_div
 
 
 def most_requested_score(requested: Int64Array, capacity: Int64Array) -> Int64Array:

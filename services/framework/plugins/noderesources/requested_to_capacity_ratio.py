@@ -20,15 +20,13 @@ import numpy as np
 from services.framework.api.interface import Rows
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
+from services.framework.plugins.helper.intdiv import go_div
 from services.framework.plugins.noderesources.args import (
     MAX_CUSTOM_PRIORITY_SCORE,
     ResourceSpec,
     UtilizationShapePoint,
 )
-from services.framework.plugins.noderesources.resource_allocation import (
-    ResourceAllocationScorer,
-    go_div,
-)
+from services.framework.plugins.noderesources.resource_allocation import ResourceAllocationScorer
 
 NAME: Final = "RequestedToCapacityRatio"
 MAX_UTILIZATION: Final = 100

@@ -21,6 +21,7 @@ from services.framework.api.status import StatusError
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.rowcache import RowCache
 from services.framework.cache.snapshot import CPU_COL, EPHEMERAL_COL, MEMORY_COL, Snapshot
+from services.framework.plugins.helper.intdiv import go_div
 from services.framework.plugins.noderesources.args import ResourceSpec
 
 SCORES = RowCache()
@@ -28,19 +29,6 @@ SCORES = RowCache()
 
 ResourceScorer = Callable[[Int64Array, Int64Array], Int64Array]
 """``(requested, capacity) -> score`` per node, for capacity ≠ 0 (zeros are masked)."""
-
-
-def go_div(a: Int64Array, b: Int64Array | int) -> Int64Array:
-    """Integer division truncating toward zero, as Go's ``/`` on int64 (NumPy floors).
-    The scores only divide non-negative numbers, where both agree: that case is a
-    single floor division."""
-    b_negative = b < 0 if isinstance(b, int) else bool(np.min(b) < 0)
-    if not b_negative and (a.size == 0 or a.min() >= 0):
-        floored: Int64Array = np.floor_divide(a, b)
-        return floored
-    quotient, remainder = np.divmod(a, b)
-    truncated: Int64Array = quotient + ((remainder != 0) & ((a < 0) != (np.asarray(b) < 0)))
-    return truncated
 
 
 class NodeScorer(Protocol):

@@ -11,6 +11,7 @@ from services.framework.api.registry import ConfigError
 from services.framework.api.status import StatusError
 from services.framework.api.types import PodInfo
 from services.framework.config.in_tree import in_tree_registry
+from services.framework.plugins.helper.intdiv import go_div
 from services.framework.plugins.noderesources.args import (
     NodeResourcesFitArgs,
     ResourceSpec,
@@ -18,10 +19,7 @@ from services.framework.plugins.noderesources.args import (
 )
 from services.framework.plugins.noderesources.fit import Fit
 from services.framework.plugins.noderesources.least_allocated import least_requested_score
-from services.framework.plugins.noderesources.resource_allocation import (
-    ResourceAllocationScorer,
-    go_div,
-)
+from services.framework.plugins.noderesources.resource_allocation import ResourceAllocationScorer
 from tests.builders import make_node, make_pod
 from tests.unit.framework.helpers import all_rows, snapshot_of
 
