@@ -1,8 +1,9 @@
 """The scheduling framework's extension points, as Protocols a plugin implements.
 
-A plugin is one class with a ``name`` and the methods of the points it serves; the
-framework finds the points by the method names in :data:`EXTENSION_POINTS`, as
-upstream checks which interfaces a plugin implements. Filter and Score are columnar:
+A plugin is one class with a ``name`` that names, as its bases, the Protocol of every
+point it serves (``class NodeName(FilterPlugin, EnqueueExtensions)``), so mypy checks
+each signature; :func:`implements` finds the points from those bases, as upstream checks
+which interfaces a plugin implements. Filter and Score are columnar:
 they see every node at once through a :class:`Snapshot` and answer with arrays.
 
 Contracts, per point (what the framework does with the answer):
@@ -61,28 +62,6 @@ class ExtensionPoint(enum.StrEnum):
     PreBind = "preBind"
     Bind = "bind"
     PostBind = "postBind"
-
-
-EXTENSION_POINTS: dict[ExtensionPoint, str] = {
-    ExtensionPoint.PreEnqueue: "pre_enqueue",
-    ExtensionPoint.QueueSort: "less",
-    ExtensionPoint.PreFilter: "pre_filter",
-    ExtensionPoint.Filter: "filter_all",
-    ExtensionPoint.PostFilter: "post_filter",
-    ExtensionPoint.PreScore: "pre_score",
-    ExtensionPoint.Score: "score_all",
-    ExtensionPoint.Reserve: "reserve",
-    ExtensionPoint.Permit: "permit",
-    ExtensionPoint.PreBind: "pre_bind",
-    ExtensionPoint.Bind: "bind",
-    ExtensionPoint.PostBind: "post_bind",
-}
-"""Extension point → the method that marks a plugin class as implementing it."""
-
-
-def implements(plugin: object, point: ExtensionPoint) -> bool:
-    """Whether a plugin (class or instance) serves ``point``."""
-    return callable(getattr(plugin, EXTENSION_POINTS[point], None))
 
 
 class CycleState:
@@ -255,6 +234,7 @@ class ScorePlugin(Plugin, Protocol):
     ) -> Int64Array: ...
 
 
+@runtime_checkable
 class ScoreExtensions(Protocol):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:
         """Map the raw scores (one per scored row) into [0, MAX_NODE_SCORE]."""
@@ -299,3 +279,37 @@ class BindPlugin(Plugin, Protocol):
 
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
+
+
+EXTENSION_POINTS: dict[ExtensionPoint, type] = {
+    ExtensionPoint.PreEnqueue: PreEnqueuePlugin,
+    ExtensionPoint.QueueSort: QueueSortPlugin,
+    ExtensionPoint.PreFilter: PreFilterPlugin,
+    ExtensionPoint.Filter: FilterPlugin,
+    ExtensionPoint.PostFilter: PostFilterPlugin,
+    ExtensionPoint.PreScore: PreScorePlugin,
+    ExtensionPoint.Score: ScorePlugin,
+    ExtensionPoint.Reserve: ReservePlugin,
+    ExtensionPoint.Permit: PermitPlugin,
+    ExtensionPoint.PreBind: PreBindPlugin,
+    ExtensionPoint.Bind: BindPlugin,
+    ExtensionPoint.PostBind: PostBindPlugin,
+}
+"""Extension point → the Protocol a plugin class names as a base to serve it."""
+
+
+def implements(plugin: object, point: ExtensionPoint) -> bool:
+    """Whether a plugin (class or instance) serves ``point``: its class subclasses the
+    point's Protocol and defines every method of it. A misspelt method leaves the
+    Protocol's stub in place, so the plugin does not serve that point (and mypy calls
+    the class abstract where its factory builds it)."""
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    protocol = EXTENSION_POINTS[point]
+    if protocol not in cls.__mro__:
+        return False
+    return all(getattr(cls, name) is not stub for name, stub in _methods(protocol))
+
+
+def _methods(protocol: type) -> list[tuple[str, object]]:
+    """The methods ``protocol`` itself declares (not those of :class:`Plugin`)."""
+    return [(k, v) for k, v in vars(protocol).items() if callable(v) and not k.startswith("_")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.framework.api.interface import CycleState, Handle
+from services.framework.api.interface import BindPlugin, CycleState, Handle
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
@@ -17,7 +17,7 @@ from services.framework.api.types import PodInfo
 NAME: Final = "DefaultBinder"
 
 
-class DefaultBinder:
+class DefaultBinder(BindPlugin):
     name: Final = NAME
 
     async def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:

@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Pod
-from services.framework.api.interface import CycleState, Handle, Rows
+from services.framework.api.interface import CycleState, Handle, Rows, ScorePlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
 from services.framework.cache.attributes import ImageIndex
@@ -67,7 +67,7 @@ def calculate_priority(sum_scores: Int64Array, num_containers: int) -> Int64Arra
     return go_div(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
-class ImageLocality:
+class ImageLocality(ScorePlugin):
     name: Final = NAME
 
     def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:

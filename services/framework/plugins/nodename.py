@@ -17,7 +17,13 @@ from services.framework.api.events import (
     ClusterEventWithHint,
     EventResource,
 )
-from services.framework.api.interface import CycleState, FilterResult, Handle
+from services.framework.api.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+)
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
@@ -28,7 +34,7 @@ ERR_REASON: Final = "node(s) didn't match the requested node name"
 _REJECTED: Final = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON,))
 
 
-class NodeName:
+class NodeName(FilterPlugin, EnqueueExtensions):
     name: Final = NAME
 
     def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:

@@ -31,9 +31,12 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
 )
 from services.framework.api.registry import PluginEntry
@@ -85,7 +88,7 @@ class _PreFilterState:
         return self
 
 
-class NodePorts:
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name: Final = NAME
 
     def __init__(self) -> None:

@@ -18,7 +18,13 @@ from services.framework.api.events import (
     EventResource,
     QueueingHint,
 )
-from services.framework.api.interface import CycleState, FilterResult, Handle
+from services.framework.api.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+)
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
@@ -42,7 +48,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
     return tolerations_tolerate(tolerations_of(pod.spec.tolerations), _UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     name: Final = NAME
 
     def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:

@@ -40,9 +40,12 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
 )
 from services.framework.api.listers import Listers
@@ -95,7 +98,7 @@ def is_inline_migratable(volume: Volume) -> bool:
     )
 
 
-class CSILimits:
+class CSILimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     """Upstream's ``CSILimits``, registered as NodeVolumeLimits."""
 
     name: Final = NAME

@@ -18,7 +18,7 @@ from services.framework.api.events import (
     EventResource,
     QueueingHint,
 )
-from services.framework.api.interface import Handle
+from services.framework.api.interface import EnqueueExtensions, Handle, PreEnqueuePlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status
 from services.framework.api.types import PodInfo
@@ -26,7 +26,7 @@ from services.framework.api.types import PodInfo
 NAME: Final = "SchedulingGates"
 
 
-class SchedulingGates:
+class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
     name: Final = NAME
 
     def pre_enqueue(self, pod: PodInfo) -> Status:

@@ -29,7 +29,17 @@ from services.framework.api.events import (
     EventResource,
     QueueingHint,
 )
-from services.framework.api.interface import CycleState, FilterResult, Handle, Rows
+from services.framework.api.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    PreScorePlugin,
+    Rows,
+    ScoreExtensions,
+    ScorePlugin,
+)
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status, StatusError
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
@@ -71,7 +81,9 @@ def _prefer_no_schedule(tolerations: Sequence[TolerationKey]) -> tuple[Toleratio
     return tuple(t for t in tolerations if t[3] in ("", PREFER_NO_SCHEDULE))
 
 
-class TaintToleration:
+class TaintToleration(
+    FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+):
     name: Final = NAME
 
     def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:

@@ -33,9 +33,12 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
 )
 from services.framework.api.listers import Listers
@@ -138,7 +141,7 @@ def _claims_used(pod: Pod) -> Iterable[str]:
             yield f"{namespace}/{volume.persistent_volume_claim.claim_name}"
 
 
-class VolumeRestrictions:
+class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name: Final = NAME
 
     def __init__(self, listers: Listers) -> None:

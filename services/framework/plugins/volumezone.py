@@ -31,9 +31,12 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
 )
 from services.framework.api.listers import Listers
@@ -93,7 +96,7 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
     return None if any(not zone for zone in zones) else frozenset(zones)
 
 
-class VolumeZone:
+class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name: Final = NAME
 
     def __init__(self, listers: Listers) -> None:

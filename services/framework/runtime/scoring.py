@@ -51,10 +51,8 @@ def run_score(
             continue
         try:
             scores = np.asarray(plugin.score_all(state, pod, nodes, rows), dtype=np.int64)
-            normalize = getattr(plugin, "normalize_score", None)
-            if normalize is not None:
-                extension: ScoreExtensions = plugin  # type: ignore[assignment]
-                scores = np.asarray(extension.normalize_score(state, pod, scores), np.int64)
+            if isinstance(plugin, ScoreExtensions):
+                scores = np.asarray(plugin.normalize_score(state, pod, scores), np.int64)
         except Exception as err:
             raise StatusError(
                 f'running Score plugin "{plugin.name}": {as_status(err).message()}'

@@ -10,10 +10,13 @@ import numpy as np
 
 from services.framework.api.interface import (
     CycleState,
+    FilterPlugin,
     FilterResult,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
     Rows,
+    ScorePlugin,
 )
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status
@@ -28,7 +31,7 @@ TAINTED = Status(Code.UnschedulableAndUnresolvable, ("node(s) had untolerated ta
 
 
 @dataclass
-class RejectNodes:
+class RejectNodes(FilterPlugin):
     """Filter: rejects the named nodes with ``status``."""
 
     nodes: set[str]
@@ -41,7 +44,7 @@ class RejectNodes:
 
 
 @dataclass
-class NeedsCompany:
+class NeedsCompany(FilterPlugin):
     """Filter: passes only nodes that already run a pod (as pod affinity might)."""
 
     name: str = "NeedsCompany"
@@ -52,7 +55,7 @@ class NeedsCompany:
 
 
 @dataclass
-class FixedPreFilter:
+class FixedPreFilter(PreFilterPlugin, PreFilterExtensions):
     """PreFilter answering ``(result, status)``; records nominated pods added."""
 
     result: PreFilterResult | None = None
@@ -77,7 +80,7 @@ class FixedPreFilter:
 
 
 @dataclass
-class FixedScore:
+class FixedScore(ScorePlugin):
     """Score: ``scores[node name]`` (0 if absent)."""
 
     scores: Mapping[str, int]

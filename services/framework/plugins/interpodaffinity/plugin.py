@@ -21,11 +21,17 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     Rows,
+    ScoreExtensions,
+    ScorePlugin,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.registry import PluginEntry
@@ -44,7 +50,9 @@ PRE_SCORE_STATE_KEY: Final = scoring.PRE_SCORE_STATE_KEY
 _INDEXES: Final = 2  # the snapshot's table, and one other (tests, simulations)
 
 
-class InterPodAffinity:
+class InterPodAffinity(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+):
     name: Final = NAME
 
     def __init__(self, args: InterPodAffinityArgs, listers: Listers) -> None:

@@ -32,11 +32,17 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     Rows,
+    ScoreExtensions,
+    ScorePlugin,
 )
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
@@ -176,7 +182,9 @@ def _pinned_node_names(required: NodeSelector) -> set[str] | None:
     return names
 
 
-class NodeAffinity:
+class NodeAffinity(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+):
     name: Final = NAME
 
     def __init__(self, args: NodeAffinityArgs) -> None:

@@ -19,7 +19,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from services.framework.api.interface import CycleState, Handle, Rows
+from services.framework.api.interface import CycleState, Handle, PreScorePlugin, Rows, ScorePlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SKIP, SUCCESS, Status, StatusError
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
@@ -94,7 +94,7 @@ def _uniform_scores(fractions: Sequence[Float64Array], n: int) -> Int64Array:
     return _scores(np.sqrt(squares / len(fractions)), n)
 
 
-class BalancedAllocation:
+class BalancedAllocation(PreScorePlugin, ScorePlugin):
     name: Final = NAME
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:

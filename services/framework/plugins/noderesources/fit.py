@@ -33,11 +33,17 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ResourceFilter,
     Rows,
+    ScorePlugin,
 )
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status, StatusError
@@ -104,7 +110,9 @@ def _reason_order(resource: str) -> tuple[int, str]:
     return (builtin.index(resource), "") if resource in builtin else (3, resource)
 
 
-class Fit:
+class Fit(
+    PreFilterPlugin, FilterPlugin, ResourceFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions
+):
     name: Final = NAME
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:

@@ -14,11 +14,17 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     Rows,
+    ScoreExtensions,
+    ScorePlugin,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status
@@ -44,7 +50,9 @@ _POD_EVENTS: Final = ActionType.Add | ActionType.UpdatePodLabel | ActionType.Upd
 _NODE_EVENTS: Final = ActionType.Add | ActionType.UpdateNodeLabel | ActionType.UpdateNodeTaint
 
 
-class PodTopologySpread:
+class PodTopologySpread(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+):
     name: Final = NAME
 
     def __init__(self, args: PodTopologySpreadArgs, listers: Listers | None = None) -> None:

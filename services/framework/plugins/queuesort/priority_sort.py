@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.framework.api.interface import Handle
+from services.framework.api.interface import Handle, QueueSortPlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.types import QueuedPodInfo
 
 NAME: Final = "PrioritySort"
 
 
-class PrioritySort:
+class PrioritySort(QueueSortPlugin):
     name: Final = NAME
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

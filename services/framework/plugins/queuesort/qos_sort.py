@@ -16,7 +16,7 @@ from typing import Final
 
 from contracts.k8s import Container, Pod, Quantity
 from contracts.quantity import QuantityError, parse_quantity
-from services.framework.api.interface import Handle
+from services.framework.api.interface import Handle, QueueSortPlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.types import QueuedPodInfo
 
@@ -66,7 +66,7 @@ def pod_qos(pod: Pod) -> str:
     return qos or BEST_EFFORT
 
 
-class QOSSort:
+class QOSSort(QueueSortPlugin):
     name: Final = NAME
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

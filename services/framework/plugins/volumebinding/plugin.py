@@ -33,12 +33,20 @@ from services.framework.api.events import (
     QueueingHint,
 )
 from services.framework.api.interface import (
+    BindingDecisions,
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
     FilterResult,
     Handle,
+    PreBindPlugin,
     PreFilterExtensions,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
     Rows,
+    ScorePlugin,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
@@ -104,7 +112,16 @@ def _status(code: int) -> Status:
     return Status(Code.UnschedulableAndUnresolvable, reasons)
 
 
-class VolumeBinding:
+class VolumeBinding(
+    PreFilterPlugin,
+    FilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ReservePlugin,
+    BindingDecisions,
+    PreBindPlugin,
+    EnqueueExtensions,
+):
     name: Final = NAME
 
     def __init__(self, args: VolumeBindingArgs, listers: Listers) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from services.framework.api.interface import ExtensionPoint, PostFilterResult
+from services.framework.api.interface import ExtensionPoint, PostFilterPlugin, PostFilterResult
 from services.framework.api.registry import PluginEntry
 from services.framework.config import ConfigError, load_config
 from services.framework.config.in_tree import in_tree_registry
@@ -412,7 +412,7 @@ def test_a_mapping_source_has_no_location():
     assert (caught.value.file, caught.value.line) == (None, None)
 
 
-class _Preemption:
+class _Preemption(PostFilterPlugin):
     """Stands for the DefaultPreemption plugin that arrives with its own issue."""
 
     def __init__(self, args: DefaultPreemptionArgs) -> None:
