@@ -101,12 +101,37 @@ class Snapshot:
 
     def with_pods(self, rows: Sequence[int], added: Mapping[int, Sequence[PodInfo]]) -> Snapshot:
         """A table of only ``rows`` (in that order), where each row also counts the pods
-        ``added[row]``: the view the nominated-pods pass filters against."""
+        ``added[row]``: the view the nominated-pods pass filters against. A resource
+        no node had yet gets a new column (zero allocatable)."""
         resources = dict(self.resources)
         for extra_pods in added.values():
             for pod in extra_pods:
                 for name in pod.requests:
                     resources.setdefault(name, len(resources))
+        return self._take(rows, added, resources, 1)
+
+    def without_pods(
+        self, rows: Sequence[int], removed: Mapping[int, Sequence[PodInfo]]
+    ) -> Snapshot:
+        """A table of only ``rows`` (in that order), where each row no longer counts the
+        pods ``removed[row]`` (preemption's victims), charged back exactly as
+        :meth:`with_pods` charges them; columns stay as they are. Raises ``ValueError``
+        if a pod is not counted on its row: removing it would corrupt the sums."""
+        for row, pods in removed.items():
+            for pod in pods:
+                if pod.uid not in self.pods[row]:
+                    raise ValueError(f"pod {pod.key} is not on node {self.names[row]}")
+        return self._take(rows, removed, dict(self.resources), -1)
+
+    def _take(
+        self,
+        rows: Sequence[int],
+        changed: Mapping[int, Sequence[PodInfo]],
+        resources: dict[str, int],
+        sign: int,
+    ) -> Snapshot:
+        """``rows`` with ``changed[row]`` added (``sign=1``) or removed (``-1``);
+        ``resources`` holds every column the changed pods request."""
         take = np.asarray(rows, dtype=np.intp)
         extra = len(resources) - len(self.resources)
         allocatable = np.pad(self.allocatable[take], ((0, 0), (0, extra)))
@@ -115,9 +140,12 @@ class Snapshot:
         pods: list[Mapping[str, PodInfo]] = []
         for i, row in enumerate(rows):
             on_node = dict(self.pods[row])
-            for pod in added.get(row, ()):
-                on_node[pod.uid] = pod
-                charge(requested[i], nonzero[i], resources, pod)
+            for pod in changed.get(row, ()):
+                if sign > 0:
+                    on_node[pod.uid] = pod
+                else:
+                    del on_node[pod.uid]
+                charge(requested[i], nonzero[i], resources, pod, sign)
             pods.append(on_node)
         names = [self.names[r] for r in rows]
         return Snapshot(

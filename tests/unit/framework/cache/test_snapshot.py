@@ -1,0 +1,77 @@
+"""The per-cycle Snapshot's views: ``with_pods`` adds pods to a subset of rows,
+``without_pods`` takes them away again (preemption's "remove the victims and filter
+again"), charging requests, the pod count and the non-zero requests back exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.framework.api.types import PodInfo
+from services.framework.cache.snapshot import Snapshot
+from tests.builders import make_node, make_pod
+from tests.unit.framework.helpers import snapshot_of
+
+
+def _table() -> Snapshot:
+    nodes = [make_node(n, allocatable={"cpu": "4", "memory": "8Gi", "pods": 10}) for n in "abc"]
+    bound = [
+        make_pod("on-a", node_name="a", requests={"cpu": "500m", "memory": "1Gi"}),
+        make_pod("on-b", node_name="b", requests={"cpu": "1"}),
+    ]
+    return snapshot_of(nodes, bound).table()
+
+
+def _info(name: str, requests: dict[str, str], node: str | None = None) -> PodInfo:
+    return PodInfo.of(make_pod(name, node_name=node, requests=requests))
+
+
+@pytest.mark.parametrize(
+    ("rows", "pods"),
+    [
+        ([0], {0: [_info("x", {"cpu": "1"})]}),
+        ([1, 2], {1: [_info("x", {"cpu": "250m", "memory": "1Gi"}), _info("y", {})]}),
+        ([2], {2: [_info("gpu", {"cpu": "1", "example.com/gpu": "2"})]}),
+        ([0, 1, 2], {0: [_info("x", {})], 2: [_info("y", {"memory": "2Gi"})]}),
+    ],
+    ids=["one pod", "two pods, one without requests", "a new resource column", "two rows"],
+)
+def test_adding_then_removing_gives_back_the_columns(rows, pods):
+    table = _table()
+    added = table.with_pods(rows, pods)
+    # with_pods renumbers: row r of the table is row rows.index(r) of the view.
+    back = added.without_pods(range(len(rows)), {rows.index(r): p for r, p in pods.items()})
+    take = np.asarray(rows)
+    width = len(table.resources)
+    assert back.resources == added.resources
+    assert back.requested[:, :width].tolist() == table.requested[take].tolist()
+    assert not back.requested[:, width:].any()  # a column added for the pods stays, at 0
+    assert back.allocatable[:, :width].tolist() == table.allocatable[take].tolist()
+    assert back.nonzero_requested.tolist() == table.nonzero_requested[take].tolist()
+    assert [dict(p) for p in back.pods] == [dict(table.pods[r]) for r in rows]
+    assert back.names == [table.names[r] for r in rows]
+
+
+def test_removing_a_bound_pod_frees_what_it_requested():
+    table = _table()
+    victim = table.pods[0]["default-on-a-uid"]
+    view = table.without_pods([0, 1], {0: [victim]})
+    assert view.node_info(0).requested == {"cpu": 0, "memory": 0, "ephemeral-storage": 0, "pods": 0}
+    assert view.nonzero_requested[0].tolist() == [0, 0]
+    assert dict(view.pods[0]) == {}
+    assert view.node_info(1).requested["cpu"] == 1000  # rows not named keep their pods
+    assert table.node_info(0).requested["pods"] == 1  # the table itself is untouched
+    assert (view.pod_versions == -1).all()  # indexes over pods must look again
+
+
+@pytest.mark.parametrize(
+    ("row", "pod"),
+    [
+        (2, _info("nowhere", {"cpu": "1"})),
+        (1, _info("on-a", {"cpu": "500m", "memory": "1Gi"}, node="a")),  # on another row
+    ],
+    ids=["a pod on no node", "a pod on another node"],
+)
+def test_removing_a_pod_not_on_the_row_is_an_error(row, pod):
+    with pytest.raises(ValueError, match=f"pod default/{pod.pod.metadata.name} is not on node"):
+        _table().without_pods([row], {row: [pod]})
