@@ -19,13 +19,6 @@ CPU_MEMORY_GPU = [{"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory":
 WITH_GPU = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU, "weight": 1}]}
 
 
-def node(name, milli_cpu, memory, gpus=None):
-    allocatable = {"cpu": f"{milli_cpu}m", "memory": str(memory)}
-    if gpus is not None:
-        allocatable[GPU] = str(gpus)
-    return make_node(name, allocatable=allocatable)
-
-
 def plugin(raw=None) -> BalancedAllocation:
     args = ENTRY.decode_args(raw, "")
     assert isinstance(args, NodeResourcesBalancedAllocationArgs)
@@ -44,7 +37,10 @@ def bound(*placements):
     [
         pytest.param(
             None,
-            [node("node1", 4000, 10000), node("node2", 4000, 10000)],
+            [
+                make_node("node1", allocatable={"cpu": "4000m", "memory": "10000"}),
+                make_node("node2", allocatable={"cpu": "4000m", "memory": "10000"}),
+            ],
             [],
             None,
             Status(Code.Skip),
@@ -53,7 +49,10 @@ def bound(*placements):
         # node1: cpu 3000/4000, memory 5000/10000: std 0.125 -> 87; node2: 50%, 50% -> 100
         pytest.param(
             CPU_AND_MEMORY,
-            [node("node1", 4000, 10000), node("node2", 6000, 10000)],
+            [
+                make_node("node1", allocatable={"cpu": "4000m", "memory": "10000"}),
+                make_node("node2", allocatable={"cpu": "6000m", "memory": "10000"}),
+            ],
             [],
             None,
             [87, 100],
@@ -62,7 +61,10 @@ def bound(*placements):
         # node1: 6000/10000, 5000/20000 -> 82; node2: 6000/10000, 10000/20000 -> 95
         pytest.param(
             CPU_AND_MEMORY,
-            [node("node1", 10000, 20000), node("node2", 10000, 20000)],
+            [
+                make_node("node1", allocatable={"cpu": "10000m", "memory": "20000"}),
+                make_node("node2", allocatable={"cpu": "10000m", "memory": "20000"}),
+            ],
             [(CPU_ONLY, "node1"), (CPU_AND_MEMORY, "node2")],
             None,
             [82, 95],
@@ -71,7 +73,10 @@ def bound(*placements):
         # node2: 6000/10000, 10000/50000 -> std 0.2 -> 80
         pytest.param(
             CPU_AND_MEMORY,
-            [node("node1", 10000, 20000), node("node2", 10000, 50000)],
+            [
+                make_node("node1", allocatable={"cpu": "10000m", "memory": "20000"}),
+                make_node("node2", allocatable={"cpu": "10000m", "memory": "50000"}),
+            ],
             [(CPU_ONLY, "node1"), (CPU_AND_MEMORY, "node2")],
             None,
             [82, 80],
@@ -80,7 +85,10 @@ def bound(*placements):
         # node1: cpu 6000/6000, memory 0 -> std 0.5 -> 50; node2: 1, 0.5 -> 75
         pytest.param(
             CPU_ONLY,
-            [node("node1", 6000, 10000), node("node2", 6000, 10000)],
+            [
+                make_node("node1", allocatable={"cpu": "6000m", "memory": "10000"}),
+                make_node("node2", allocatable={"cpu": "6000m", "memory": "10000"}),
+            ],
             [(CPU_ONLY, "node1"), (CPU_AND_MEMORY, "node2")],
             None,
             [50, 75],
@@ -89,7 +97,10 @@ def bound(*placements):
         # three fractions: population standard deviation
         pytest.param(
             {"memory": "0", GPU: "1"},
-            [node("node1", 3500, 40000, 8), node("node2", 3500, 40000, 8)],
+            [
+                make_node("node1", allocatable={"cpu": "3500m", "memory": "40000", GPU: "8"}),
+                make_node("node2", allocatable={"cpu": "3500m", "memory": "40000", GPU: "8"}),
+            ],
             [(CPU_AND_MEMORY, "node2"), (CPU_MEMORY_GPU, "node1")],
             WITH_GPU,
             [70, 65],
@@ -97,7 +108,10 @@ def bound(*placements):
         ),
         pytest.param(
             CPU_AND_MEMORY,
-            [node("node1", 3500, 40000, 8), node("node2", 3500, 40000)],
+            [
+                make_node("node1", allocatable={"cpu": "3500m", "memory": "40000", GPU: "8"}),
+                make_node("node2", allocatable={"cpu": "3500m", "memory": "40000"}),
+            ],
             [],
             WITH_GPU,
             [63, 63],
@@ -105,7 +119,10 @@ def bound(*placements):
         ),
         pytest.param(
             {"cpu": "1"},
-            [node("node1", 4000, 0), node("node2", 4000, 10000)],
+            [
+                make_node("node1", allocatable={"cpu": "4000m", "memory": "0"}),
+                make_node("node2", allocatable={"cpu": "4000m", "memory": "10000"}),
+            ],
             [],
             None,
             [100, 87],
@@ -119,7 +136,10 @@ def test_score(pod_requests, nodes, existing, args, expected):
 
 
 def test_score_without_pre_score():
-    nodes = [node("node1", 10000, 20000), node("node2", 10000, 20000)]
+    nodes = [
+        make_node("node1", allocatable={"cpu": "10000m", "memory": "20000"}),
+        make_node("node2", allocatable={"cpu": "10000m", "memory": "20000"}),
+    ]
     existing = bound((CPU_ONLY, "node1"), (CPU_AND_MEMORY, "node2"))
     pod = make_pod(requests=CPU_AND_MEMORY)
     assert scores(plugin(), pod, nodes, existing, pre_score=False) == [82, 95]

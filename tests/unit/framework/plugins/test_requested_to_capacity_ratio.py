@@ -37,16 +37,15 @@ def fit(resources, shape) -> Fit:
     return Fit(args)
 
 
-def node(name, cpu, memory, **extended):
-    return make_node(name, allocatable={"cpu": cpu, "memory": memory, "pods": 110, **extended})
-
-
 @pytest.mark.parametrize(
     ("pod", "nodes", "existing", "expected"),
     [
         pytest.param(
             make_pod(),
-            [node("node1", "4000", "10000"), node("node2", "4000", "10000")],
+            [
+                make_node("node1", allocatable={"cpu": "4000", "memory": "10000", "pods": 110}),
+                make_node("node2", allocatable={"cpu": "4000", "memory": "10000", "pods": 110}),
+            ],
             [make_pod("e1", node_name="node1"), make_pod("e2", node_name="node1")],
             [100, 100],
             id="nothing scheduled, nothing requested",
@@ -56,14 +55,20 @@ def node(name, cpu, memory, **extended):
             make_pod(
                 requests=[{"cpu": "1000", "memory": "2000"}, {"cpu": "2000", "memory": "3000"}]
             ),
-            [node("node1", "4000", "10000"), node("node2", "6000", "10000")],
+            [
+                make_node("node1", allocatable={"cpu": "4000", "memory": "10000", "pods": 110}),
+                make_node("node2", allocatable={"cpu": "6000", "memory": "10000", "pods": 110}),
+            ],
             [make_pod("e1", node_name="node1"), make_pod("e2", node_name="node1")],
             [38, 50],
             id="resources requested, differently sized nodes",
         ),
         pytest.param(
             make_pod(),
-            [node("node1", "4000", "10000"), node("node2", "6000", "10000")],
+            [
+                make_node("node1", allocatable={"cpu": "4000", "memory": "10000", "pods": 110}),
+                make_node("node2", allocatable={"cpu": "6000", "memory": "10000", "pods": 110}),
+            ],
             [
                 make_pod("e1", node_name="node1", requests={"cpu": "3000", "memory": "5000"}),
                 make_pod("e2", node_name="node2", requests={"cpu": "3000", "memory": "5000"}),
@@ -80,8 +85,24 @@ def test_least_requested_shape(pod, nodes, existing, expected):
 def extended_nodes(first: dict[str, int], second: dict[str, int]):
     memory = str(10000 * 1024 * 1024)
     return [
-        node("node1", "4", memory, **{k: str(v) for k, v in first.items()}),
-        node("node2", "4", memory, **{k: str(v) for k, v in second.items()}),
+        make_node(
+            "node1",
+            allocatable={
+                "cpu": "4",
+                "memory": memory,
+                "pods": 110,
+                **{k: str(v) for k, v in first.items()},
+            },
+        ),
+        make_node(
+            "node2",
+            allocatable={
+                "cpu": "4",
+                "memory": memory,
+                "pods": 110,
+                **{k: str(v) for k, v in second.items()},
+            },
+        ),
     ]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.framework.api.interface import PreFilterResult
 from services.framework.api.status import Code, Status
 from tests.builders import make_node, make_pod
@@ -23,8 +21,7 @@ INSUFFICIENT_CPU = {
 }
 
 
-def node(name: str, cpu: str = "4") -> Any:
-    return make_node(name, allocatable={"cpu": cpu, "memory": "8Gi", "pods": 110})
+ALLOCATABLE = {"cpu": "4", "memory": "8Gi", "pods": 110}
 
 
 def test_filter_verdicts_and_weighted_scores() -> None:
@@ -34,7 +31,12 @@ def test_filter_verdicts_and_weighted_scores() -> None:
         filter=["RejectNodes"],
         score=[("FixedScore", 3)],
     )
-    nodes = [node("a", cpu="1"), node("b"), node("c"), node("d")]
+    nodes = [
+        make_node("a", allocatable={**ALLOCATABLE, "cpu": "1"}),
+        make_node("b", allocatable=ALLOCATABLE),
+        make_node("c", allocatable=ALLOCATABLE),
+        make_node("d", allocatable=ALLOCATABLE),
+    ]
     result = framework.schedule_one(
         snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "1Gi"}), explain=True
     )
@@ -77,7 +79,7 @@ def test_totals_are_the_sum_of_the_weighted_scores() -> None:
     framework = framework_with(
         FixedScore({f"n{i}": 7 * i for i in range(8)}), score=[("FixedScore", 2)]
     )
-    nodes = [node(f"n{i}", cpu=str(2 + i)) for i in range(8)]
+    nodes = [make_node(f"n{i}", allocatable={**ALLOCATABLE, "cpu": str(2 + i)}) for i in range(8)]
     result = framework.schedule_one(
         snapshot_of(nodes), make_pod(requests={"cpu": "1"}), explain=True
     )
@@ -97,7 +99,13 @@ def test_totals_are_the_sum_of_the_weighted_scores() -> None:
 def test_pre_filter_rejection_is_every_node_s_status() -> None:
     rejection = Status(Code.UnschedulableAndUnresolvable, ("pod has unbound PVCs",))
     framework = framework_with(FixedPreFilter(status=rejection), pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod(), explain=True)
+    result = framework.schedule_one(
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(),
+        explain=True,
+    )
     assert result.explanation is not None
     explained = result.explanation.to_json()
     verdict = {
@@ -117,7 +125,11 @@ def test_nodes_outside_the_pre_filter_result_name_the_narrowing_plugin() -> None
     narrowing = FixedPreFilter(result=PreFilterResult(frozenset({"b"})))
     framework = framework_with(narrowing, pre_filter=["FixedPreFilter"])
     result = framework.schedule_one(
-        snapshot_of([node("a"), node("b")]), make_pod(requests={"cpu": "1"}), explain=True
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(requests={"cpu": "1"}),
+        explain=True,
     )
     assert result.explanation is not None
     explained = result.explanation.to_json()
@@ -139,5 +151,10 @@ def test_nodes_outside_the_pre_filter_result_name_the_narrowing_plugin() -> None
 
 def test_no_explanation_unless_asked() -> None:
     framework = framework_with()
-    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod())
+    result = framework.schedule_one(
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(),
+    )
     assert result.explanation is None

@@ -29,16 +29,15 @@ def default_framework(seed: int | None = 0) -> Framework:
     return Framework(default_profile(), in_tree_registry(), rng=random.Random(seed))
 
 
-def node(name, cpu="4", memory="8Gi", pods=110):
-    return make_node(name, allocatable={"cpu": cpu, "memory": memory, "pods": pods})
+ALLOCATABLE = {"cpu": "4", "memory": "8Gi", "pods": 110}
 
 
 def test_fit_error_message_counts_every_reason_over_nodes():
     nodes = [
-        node("cpu-short", cpu="1"),
-        node("both-short", cpu="1", memory="1Gi"),
-        node("full", pods=1),
-        node("also-cpu-short", cpu="1"),
+        make_node("cpu-short", allocatable={**ALLOCATABLE, "cpu": "1"}),
+        make_node("both-short", allocatable={**ALLOCATABLE, "cpu": "1", "memory": "1Gi"}),
+        make_node("full", allocatable={**ALLOCATABLE, "pods": 1}),
+        make_node("also-cpu-short", allocatable={**ALLOCATABLE, "cpu": "1"}),
     ]
     bound = [make_pod("running", node_name="full")]
     result = default_framework().schedule_one(
@@ -60,8 +59,10 @@ def test_fit_error_message_counts_every_reason_over_nodes():
 
 
 def test_fit_error_histogram_is_sorted_as_go_strings():
-    nodes = [node(f"small{i}", cpu="1") for i in range(10)]
-    nodes += [node(f"low-mem{i}", memory="1Gi") for i in range(2)]
+    nodes = [make_node(f"small{i}", allocatable={**ALLOCATABLE, "cpu": "1"}) for i in range(10)]
+    nodes += [
+        make_node(f"low-mem{i}", allocatable={**ALLOCATABLE, "memory": "1Gi"}) for i in range(2)
+    ]
     result = default_framework().schedule_one(
         snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "2Gi"})
     )
@@ -70,7 +71,11 @@ def test_fit_error_histogram_is_sorted_as_go_strings():
 
 def test_first_rejecting_plugin_wins_per_node():
     framework = framework_with(RejectNodes({"a", "b"}), filter=["RejectNodes"])
-    nodes = [node("a", cpu="1"), node("b"), node("c", cpu="1")]
+    nodes = [
+        make_node("a", allocatable={**ALLOCATABLE, "cpu": "1"}),
+        make_node("b", allocatable=ALLOCATABLE),
+        make_node("c", allocatable={**ALLOCATABLE, "cpu": "1"}),
+    ]
     result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
     # NodeResourcesFit runs first (default multiPoint order), RejectNodes after it.
     assert result.message == (
@@ -90,7 +95,12 @@ def test_no_nodes_at_all():
 def test_pre_filter_rejection_message():
     rejection = Status(Code.UnschedulableAndUnresolvable, ("pod has unbound PVCs", "and more"))
     framework = framework_with(FixedPreFilter(status=rejection), pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod())
+    result = framework.schedule_one(
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(),
+    )
     assert result.message == "0/2 nodes are available: pod has unbound PVCs, and more."
     assert result.unschedulable_plugins == {"FixedPreFilter"}
     assert result.fit_error is not None and result.fit_error.diagnosis.all_unresolvable
@@ -99,7 +109,11 @@ def test_pre_filter_rejection_message():
 def test_pre_filter_result_narrows_the_nodes():
     narrowing = FixedPreFilter(result=PreFilterResult(frozenset({"b", "c"})))
     framework = framework_with(narrowing, pre_filter=["FixedPreFilter"])
-    nodes = [node("a"), node("b", cpu="1"), node("c", cpu="1")]
+    nodes = [
+        make_node("a", allocatable=ALLOCATABLE),
+        make_node("b", allocatable={**ALLOCATABLE, "cpu": "1"}),
+        make_node("c", allocatable={**ALLOCATABLE, "cpu": "1"}),
+    ]
     result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
     assert result.message == (
         "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [FixedPreFilter], "
@@ -116,7 +130,11 @@ def test_pre_filter_result_narrows_the_nodes():
 
 
 def test_least_allocated_picks_the_emptiest_node():
-    nodes = [node("busy"), node("idle"), node("half")]
+    nodes = [
+        make_node("busy", allocatable=ALLOCATABLE),
+        make_node("idle", allocatable=ALLOCATABLE),
+        make_node("half", allocatable=ALLOCATABLE),
+    ]
     bound = [
         make_pod("b1", node_name="busy", requests={"cpu": "3", "memory": "6Gi"}),
         make_pod("h1", node_name="half", requests={"cpu": "2", "memory": "4Gi"}),
@@ -130,14 +148,27 @@ def test_least_allocated_picks_the_emptiest_node():
 def test_single_feasible_node_is_chosen_without_scoring():
     framework = framework_with(FixedScore({"a": 100}), score=[("FixedScore", 1)])
     result = framework.schedule_one(
-        snapshot_of([node("a", cpu="1"), node("b")]), make_pod(requests={"cpu": "2"}), explain=True
+        snapshot_of(
+            [
+                make_node("a", allocatable={**ALLOCATABLE, "cpu": "1"}),
+                make_node("b", allocatable=ALLOCATABLE),
+            ]
+        ),
+        make_pod(requests={"cpu": "2"}),
+        explain=True,
     )
     assert (result.node, result.feasible_nodes, result.scores) == ("b", 1, {})
 
 
 def test_weights_and_explain():
     framework = framework_with(FixedScore({"a": 10, "b": 40}), score=[("FixedScore", 3)])
-    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod(), explain=True)
+    result = framework.schedule_one(
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(),
+        explain=True,
+    )
     assert result.node == "b"
     assert result.scores["FixedScore"].tolist() == [10, 40]
     assert result.scores["NodeResourcesFit"].tolist() == [100, 100]
@@ -145,13 +176,18 @@ def test_weights_and_explain():
 
 def test_invalid_score_is_an_error():
     framework = framework_with(FixedScore({"a": 101}), score=[("FixedScore", 1)])
-    result = framework.schedule_one(snapshot_of([node("a"), node("b")]), make_pod())
+    result = framework.schedule_one(
+        snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
+        ),
+        make_pod(),
+    )
     assert result.status.code == Code.Error
     assert "invalid score 101" in result.message
 
 
 def test_ties_are_broken_at_random_reproducibly():
-    snapshot = snapshot_of([node(f"n{i}") for i in range(5)])
+    snapshot = snapshot_of([make_node(f"n{i}", allocatable=ALLOCATABLE) for i in range(5)])
     pod = PodInfo.of(make_pod(requests={"cpu": "1"}))
 
     def picks(seed: int) -> list[str | None]:
@@ -178,7 +214,7 @@ class TestNominatedPods:
         return NominatedPods.of(by_node)
 
     def test_higher_priority_nominated_pod_keeps_its_room(self):
-        snapshot = snapshot_of([node("a", cpu="2")])
+        snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
         waiting = make_pod("preemptor", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
         pod = make_pod("late", priority=5, requests={"cpu": "2"})
         framework = default_framework()
@@ -195,7 +231,7 @@ class TestNominatedPods:
         ids=["lower priority is ignored", "the pod itself is ignored"],
     )
     def test_ignored_nominations(self, waiting):
-        snapshot = snapshot_of([node("a", cpu="2")])
+        snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
         pod = make_pod("late", priority=5, requests={"cpu": "2"})
         result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(waiting))
         assert result.node == "a"
@@ -205,14 +241,17 @@ class TestNominatedPods:
         framework = framework_with(
             prefilter, NeedsCompany(), pre_filter=["FixedPreFilter"], filter=["NeedsCompany"]
         )
-        snapshot = snapshot_of([node("a"), node("b")], [make_pod("friend", node_name="b")])
+        snapshot = snapshot_of(
+            [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)],
+            [make_pod("friend", node_name="b")],
+        )
         waiting = make_pod("w", priority=10, nominated_node_name="a")
         pod = make_pod("p", priority=10)
         result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
         # "a" passes with the nominated pod (it has company) but not without it.
         assert result.node == "b"
         assert prefilter.added == [("default/w", "a")]
-        alone = snapshot_of([node("a")])
+        alone = snapshot_of([make_node("a", allocatable=ALLOCATABLE)])
         result = framework.schedule_one(alone, pod, nominated=self.nominated(waiting))
         assert (
             result.message == "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
@@ -220,7 +259,7 @@ class TestNominatedPods:
 
     def test_first_pass_status_is_reported(self):
         framework = framework_with(NeedsCompany(), filter=["NeedsCompany"])
-        snapshot = snapshot_of([node("a", cpu="2")])
+        snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
         waiting = make_pod("w", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
         pod = make_pod("p", requests={"cpu": "1"})
         result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
@@ -228,6 +267,12 @@ class TestNominatedPods:
 
 
 def test_nominated_node_of_the_pod_is_preferred():
-    snapshot = snapshot_of([node("a"), node("b"), node("c")])
+    snapshot = snapshot_of(
+        [
+            make_node("a", allocatable=ALLOCATABLE),
+            make_node("b", allocatable=ALLOCATABLE),
+            make_node("c", allocatable=ALLOCATABLE),
+        ]
+    )
     pod = make_pod(requests={"cpu": "1"}, nominated_node_name="c")
     assert {default_framework(s).schedule_one(snapshot, pod).node for s in range(10)} == {"c"}
