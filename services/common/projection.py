@@ -73,6 +73,8 @@ class LogProjection:
         """Entries fed while not Following (None while Following)."""
         self._due = False
         """A load failed (not with StoreLost) and has not succeeded since."""
+        self._due_lost: StoreLost | None = None
+        """The StoreLost the failed load was to recover from: its retry recovers too."""
         self._lock = asyncio.Lock()
         self._advanced = asyncio.Event()
 
@@ -144,7 +146,7 @@ class LogProjection:
         ran since it became due."""
         async with self._lock:
             if self._buffer is not None:
-                await self._load_and_follow(None)
+                await self._load_and_follow(self._due_lost if self._due else None)
 
     async def _current(self) -> bool:
         """Whether this projection was loaded from the store's current live epoch."""
@@ -183,9 +185,9 @@ class LogProjection:
                     )
                 self._apply_run(buffered, over_gaps=True)
         except BaseException:
-            self._due = True
+            self._due, self._due_lost = True, lost
             raise
-        self._due = False
+        self._due, self._due_lost = False, None
         self._advanced.set()
 
     def _apply_run(

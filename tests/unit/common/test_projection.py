@@ -222,6 +222,21 @@ async def test_a_failed_gap_reload_keeps_the_entries_and_retries() -> None:
     assert world.projection.applied_seq == 3 and world.projection.following
 
 
+async def test_a_failed_recovery_retried_by_the_feed_still_recovers() -> None:
+    world = World()
+    await world.informer.write(1)
+    await world.projection.reload()
+    world.store.flush()
+    world.informer.store = world.store.client()
+    await world.informer.store.restore([projected(1)], final=True)
+    world.follower.failures.append(ConnectionError("redis down"))
+    with pytest.raises(ConnectionError):
+        await world.projection.reload(StoreLost("rebuilt"))
+    await world.informer.write(2)
+    await world.feed(2)
+    assert world.follower.loads == [(1, False), (2, True)]
+
+
 async def test_store_lost_during_a_load_is_waited_out_and_loaded_again() -> None:
     world = World()
     await world.informer.write(2)
