@@ -1,4 +1,6 @@
-"""``Cache``: one scheduler replica's columnar view of nodes and the pods on them.
+"""``Cache`` (upstream's scheduler cache): one scheduler replica's columnar view of
+nodes and the pods on them, from which each cycle takes its per-cycle
+:class:`~services.framework.cache.snapshot.Snapshot` (:meth:`Cache.table`).
 
 It is a projection of the event log (:meth:`Cache.apply` takes the informer's
 sequenced entries, ignoring any ``seq`` already applied) plus this replica's own
@@ -10,7 +12,7 @@ as upstream's cache draws it::
         ▲                    │
         └── forget / expire ─┘
 
-Pods bound to a node the snapshot does not (yet, or any more) have are remembered and
+Pods bound to a node the cache does not (yet, or any more) have are remembered and
 counted as soon as the node appears. The store stays the authority on capacity: when
 its atomic assume reports a conflict, :meth:`correct_usage` lays the store's usage over
 the node until the next cluster event for that node.

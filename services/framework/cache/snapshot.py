@@ -1,4 +1,5 @@
-"""``Snapshot``: the snapshot's nodes in columns, what Filter and Score plugins read.
+"""``Snapshot`` (upstream's per-cycle snapshot of the cache): the nodes in columns, what
+Filter and Score plugins read.
 
 Row ``i`` is node ``names[i]``. Resources are columns of ``allocatable`` and
 ``requested`` (int64, cpu in millicores); the first four are fixed (:data:`CPU_COL`,
@@ -7,7 +8,8 @@ columns as they appear. ``requested[:, PODS_COL]`` is the number of pods on the 
 ``allocatable[:, PODS_COL]`` the pods it allows. ``nonzero_requested`` holds
 ``NodeInfo.NonZeroRequested`` (cpu, memory) for scoring.
 
-A table is a read-only view: it is valid until the snapshot it came from changes.
+A Snapshot is a read-only view: it is valid until the Cache it came from changes;
+:meth:`Snapshot.with_pods` and :meth:`Snapshot.without_pods` derive views of some rows.
 :class:`NodeInfo` is the per-node scalar form (explain output, tests, slow plugins);
 keep it out of the hot path.
 """

@@ -420,7 +420,7 @@ def test_reasons_are_upstreams():
 
 
 def test_filter_reads_a_narrower_table_by_label_value():
-    """The nominated-pods pass filters a NodeTable of a few rows, whose label codes
+    """The nominated-pods pass filters a Snapshot of a few rows, whose label codes
     differ from the PreFilter table's: domains are matched by value."""
     nodes = [zoned("node-a", "zone1"), zoned("node-b", "zone2"), zoned("node-c", "zone3")]
     existing = [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")]
