@@ -37,6 +37,7 @@ from contracts.k8s import (
     Toleration,
     Volume,
 )
+from tests.builders.volumes import claim_volume
 
 Requests = Mapping[str, Quantity]
 ContainerSpec = Requests | Container
@@ -102,6 +103,7 @@ def make_pod(
     nominated_node_name: str | None = None,
     deletion_timestamp: str | None = None,
     volumes: Sequence[Volume] = (),
+    claims: Sequence[str] = (),
     tolerations: Sequence[Toleration] = (),
     node_selector: Mapping[str, str] | None = None,
     affinity: Affinity | None = None,
@@ -109,7 +111,8 @@ def make_pod(
     qos_class: str | None = None,
 ) -> Pod:
     """A pod. ``requests``: one container's requests, or one entry per container;
-    ``containers=n`` adds n containers without requests. ``uid`` defaults to
+    ``containers=n`` adds n containers without requests; ``claims``: a volume per named
+    PVC after ``volumes`` (upstream's ``.PVC(name)``). ``uid`` defaults to
     ``<namespace>-<name>-uid``."""
     specs: list[ContainerSpec]
     if requests is None:
@@ -135,7 +138,7 @@ def make_pod(
             containers=_containers(specs, "c"),
             init_containers=_containers(init, "i"),
             overhead=dict(overhead or {}),
-            volumes=list(volumes),
+            volumes=[*volumes, *(claim_volume(c) for c in claims)],
             tolerations=list(tolerations),
             node_selector=dict(node_selector or {}),
             affinity=affinity,

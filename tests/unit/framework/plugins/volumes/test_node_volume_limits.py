@@ -52,15 +52,6 @@ OBJECTS = [
     make_storage_class("in-tree-sc", provisioner="kubernetes.io/aws-ebs"),
     make_pvc("in-tree-0", storage_class="in-tree-sc"),
 ]
-_serial = iter(range(10_000))
-
-
-def pod(*claims: str, volumes: tuple[Volume, ...] = (), name: str = "") -> object:
-    n = next(_serial)
-    return make_pod(
-        name or f"p{n}", uid=f"uid-{n}", volumes=[*(claim_volume(c) for c in claims), *volumes]
-    )
-
 
 RUNNING = ("csi-ebs.csi.aws.com-3",)
 EBS_ONE = ("csi-ebs.csi.aws.com-0",)
@@ -88,85 +79,85 @@ def check(new, existing=(), limits=None, objects=OBJECTS):
     ("new", "existing", "limits", "want"),
     [
         pytest.param(
-            pod(*EBS_ONE),
-            [pod(*RUNNING), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=RUNNING), make_pod(claims=EBS_TWO)],
             {EBS: 4},
             None,
             id="fits when node volume limit >= new pods CSI volume",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod(*RUNNING), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=RUNNING), make_pod(claims=EBS_TWO)],
             {EBS: 2},
             EXCEEDED,
             id="doesn't when node volume limit <= pods CSI volume",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod(*RUNNING), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=RUNNING), make_pod(claims=EBS_TWO)],
             {},
             None,
             id="should when driver does not support volume limits",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod("csi-4"), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=["csi-4"]), make_pod(claims=EBS_TWO)],
             {EBS: 2},
             EXCEEDED,
             id="count pending PVCs towards volume limit <= pods CSI volume",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod("csi-4"), pod("csi-4"), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=["csi-4"]), make_pod(claims=["csi-4"]), make_pod(claims=EBS_TWO)],
             {EBS: 4},
             None,
             id="count multiple pending pvcs towards volume limit >= pods CSI volume",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod("csi-6"), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=["csi-6"]), make_pod(claims=EBS_TWO)],
             {EBS: 2},
             EXCEEDED,
             id="should count PVCs with invalid PV name but valid SC",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod(*RUNNING), pod("csi-5")],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=RUNNING), make_pod(claims=["csi-5"])],
             {EBS: 2},
             None,
             id="don't count pvcs with missing SC towards volume limit",
         ),
         pytest.param(
-            pod(*EBS_ONE),
-            [pod(*GCE_TWO), pod(*EBS_TWO)],
+            make_pod(claims=EBS_ONE),
+            [make_pod(claims=GCE_TWO), make_pod(claims=EBS_TWO)],
             {EBS: 2, GCE: 2},
             EXCEEDED,
             id="count pvcs with the same type towards volume limit",
         ),
         pytest.param(
-            pod(*GCE_TWO),
-            [pod(*EBS_TWO), pod(*RUNNING)],
+            make_pod(claims=GCE_TWO),
+            [make_pod(claims=EBS_TWO), make_pod(claims=RUNNING)],
             {EBS: 2, GCE: 2},
             None,
             id="don't count pvcs with different type towards volume limit",
         ),
         pytest.param(
-            pod(*EBS_TWO),
-            [pod(*EBS_TWO)],
+            make_pod(claims=EBS_TWO),
+            [make_pod(claims=EBS_TWO)],
             {EBS: 2},
             None,
             id="a volume the node already attaches is not counted again",
         ),
         pytest.param(
-            pod("in-tree-0"),
-            [pod(*EBS_TWO)],
+            make_pod(claims=["in-tree-0"]),
+            [make_pod(claims=EBS_TWO)],
             {EBS: 2},
             None,
             id="in-tree provisioners count only once migrated (never without CSINode)",
         ),
         pytest.param(
-            pod(volumes=(inline_volume("aws_elastic_block_store", volumeID="aws-inline1"),)),
-            [pod(*EBS_TWO)],
+            make_pod(volumes=(inline_volume("aws_elastic_block_store", volumeID="aws-inline1"),)),
+            [make_pod(claims=EBS_TWO)],
             {EBS: 2},
             None,
             id="nil csi node: inline in-tree volumes are not counted",
@@ -200,7 +191,7 @@ EPHEMERAL_POD = make_pod("abc", "test", uid="12345", volumes=[Volume(name="xyz",
 def test_ephemeral_volumes():
     owned = make_pvc("abc-xyz", "test", storage_class="csi-sc", owner_uid="12345")
     assert check(EPHEMERAL_POD, limits={EBS: 1}, objects=[*OBJECTS, owned]) == (Status(), None)
-    full = [pod(*EBS_ONE)]
+    full = [make_pod(claims=EBS_ONE)]
     assert check(EPHEMERAL_POD, full, {EBS: 1}, [*OBJECTS, owned])[1] == EXCEEDED
     _, missing = check(EPHEMERAL_POD, limits={EBS: 1})
     assert missing == Status(
@@ -228,7 +219,7 @@ def test_only_nodes_with_a_limit_are_limited():
         for n in ("limited", "free")
     ]
     nodes = table_of([host("limited", extra={key: 1}), host("free")], busy)
-    new = PodInfo.of(pod(*EBS_TWO))
+    new = PodInfo.of(make_pod(claims=EBS_TWO))
     state = CycleState()
     plugin.pre_filter(state, new, nodes)
     assert statuses(plugin.filter_all(state, new, nodes)) == [EXCEEDED, None]
@@ -241,7 +232,7 @@ class TestHints:
         return self.events[index].queueing_hint(target, old, new)
 
     def test_deleted_pod(self):
-        target = pod(*EBS_ONE)
+        target = make_pod(claims=EBS_ONE)
         bound = make_pod("x", node_name="n1", volumes=[claim_volume("c")])
         assert self.hint(2, target, old=bound) == QueueingHint.Queue
         assert self.hint(2, target, old=make_pod("x", volumes=[claim_volume("c")])) == (
