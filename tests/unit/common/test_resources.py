@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from contracts.k8s import Pod
 from services.common.resources import (
     ResourceError,
     is_scalar_resource_name,
@@ -173,3 +175,32 @@ def test_validate_node():
 )
 def test_is_scalar_resource_name(name, scalar):
     assert is_scalar_resource_name(name) is scalar
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shared"),
+    [
+        (("u1", "7", "1"), ("u1", "7", "1"), True),  # the same version: computed once
+        (("u1", "7", "1"), ("u1", "8", "2"), False),  # a new version: computed again
+        (("u1", None, "1"), ("u1", None, "1"), False),  # no resourceVersion: not kept
+        ((None, "7", "1"), (None, "7", "1"), False),  # no uid: not kept
+    ],
+    ids=["same-version", "new-version", "no-resource-version", "no-uid"],
+)
+def test_requests_are_computed_once_per_pod_version(
+    first: tuple[str | None, str | None, str],
+    second: tuple[str | None, str | None, str],
+    shared: bool,
+) -> None:
+    def pod(uid: str | None, version: str | None, cpu: str) -> Pod:
+        built = make_pod("p", requests={"cpu": cpu}, resource_version=version)
+        return msgspec.structs.replace(
+            built, metadata=msgspec.structs.replace(built.metadata, uid=uid)
+        )
+
+    a, b = pod(*first), pod(*second)
+    assert (pod_requests(a) is pod_requests(b)) is shared
+    assert (pod_nonzero_requests(a) is pod_nonzero_requests(b)) is shared
+    assert pod_requests(b) == {"cpu": int(second[2]) * 1000}
+    with pytest.raises(TypeError):
+        pod_requests(a)["cpu"] = 1  # type: ignore[index]

@@ -6,6 +6,8 @@ scalar (one pod, one object) and run in the queue, not in the scheduling cycle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from contracts.k8s import Node, Pod
 from services.common.resources import (
     CPU,
@@ -50,7 +52,7 @@ def after_pod_event(pod: Pod, old: object | None, new: object | None) -> Queuein
         return QueueingHint.Queue
 
 
-def _fits_empty(requests: dict[str, int], allocatable: dict[str, int]) -> bool:
+def _fits_empty(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
     """``isFit``: would the pod fit the node if it ran nothing?"""
     if allocatable.get(PODS, 0) < 1:
         return False
