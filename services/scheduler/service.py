@@ -98,7 +98,7 @@ class SchedulerService:
         self._replica = replica
         rng = random.Random(seed)
         tracer = tracer or telemetry.tracer("scheduler")
-        self.snapshot = Cache()
+        self.cache = Cache()
         self.pending = PendingPods()
         """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
@@ -108,12 +108,12 @@ class SchedulerService:
                 rng=rng,
                 tracer=tracer,
                 path=f"profiles[{i}]",
-                listers=self.snapshot.listers,
+                listers=self.cache.listers,
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
         self._cycle = BatchScheduler(
-            self.snapshot,
+            self.cache,
             self.frameworks,
             store,
             clock,
@@ -156,18 +156,18 @@ class SchedulerService:
         pods = await self._store.objects("pod")
         others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
         assumed = await self._store.assumed()
-        by_uid = self.snapshot.load(nodes, pods, epoch.seq, others)
+        by_uid = self.cache.load(nodes, pods, epoch.seq, others)
         self.pending.load(by_uid.values())
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
-            if pod is not None and not self.snapshot.is_bound(uid):
+            if pod is not None and not self.cache.is_bound(uid):
                 with contextlib.suppress(ResourceError):
-                    self.snapshot.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
-        log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.snapshot.num_nodes)
+                    self.cache.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
+        log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)
 
     def _apply(self, events: Sequence[LogEntry]) -> None:
         self.pending.apply(events)
-        self.snapshot.apply(events)
+        self.cache.apply(events)
 
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         await self._projection.feed([event for batch in batches for event in batch.value.events])
@@ -176,7 +176,7 @@ class SchedulerService:
         requests = [request for batch in batches for request in batch.value.requests]
         if not requests:
             return
-        self.snapshot.expire_assumed(self._clock.now())
+        self.cache.expire_assumed(self._clock.now())
         await self._projection.wait_for(max(r.seq for r in requests), within=self._catch_up_timeout)
         applied = self._projection.applied_seq
         ready = [r for r in requests if r.seq <= applied]
@@ -184,7 +184,7 @@ class SchedulerService:
             nominated = None
             if ready:
                 nominations = await self._store.nominations()
-                nominated = nominated_pods(nominations, self.pending, self.snapshot)
+                nominated = nominated_pods(nominations, self.pending, self.cache)
             outcome = await self._cycle.run(ready, nominated)
         except StoreLost as lost:
             await self._bus.publish(self._messages(_lost(requests, lost)))

@@ -1,6 +1,6 @@
 """``Cache`` (upstream's scheduler cache): one scheduler replica's columnar view of
 nodes and the pods on them, from which each cycle takes its per-cycle
-:class:`~services.framework.cache.snapshot.Snapshot` (:meth:`Cache.table`).
+:class:`~services.framework.cache.snapshot.Snapshot` (:meth:`Cache.snapshot`).
 
 It is a projection of the event log (:meth:`Cache.apply` takes the informer's
 sequenced entries, ignoring any ``seq`` already applied) plus this replica's own
@@ -73,9 +73,9 @@ class Cache:
     def num_nodes(self) -> int:
         return len(self._columns.names)
 
-    def table(self) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         """The current nodes as a :class:`Snapshot` (valid until the next change)."""
-        return self._columns.table()
+        return self._columns.snapshot()
 
     # -- the event log -------------------------------------------------------------
 

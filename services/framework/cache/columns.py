@@ -34,7 +34,7 @@ class NodeColumns:
         self._attributes: NodeAttributes | None = None
         """Rebuilt only when a node changes (not when pods do): see framework.attributes."""
 
-    def table(self) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         """The live rows as a Snapshot; valid until the next change."""
         if self._table is None:
             n, r = len(self.names), len(self._resources)

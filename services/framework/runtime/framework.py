@@ -199,7 +199,7 @@ class Framework:
         """Find the node for ``pod`` (``schedulePod``); see :class:`ScheduleResult`.
         ``nominated`` gives the pods nominated to a node, for the two-pass filter."""
         info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
-        nodes = snapshot.table() if isinstance(snapshot, Cache) else snapshot
+        nodes = snapshot.snapshot() if isinstance(snapshot, Cache) else snapshot
         state = state if state is not None else CycleState()
         if nodes.num_nodes == 0:
             status = Status(Code.UnschedulableAndUnresolvable, (NO_NODES_AVAILABLE,))

@@ -105,5 +105,5 @@ def test_templates_follow_upstream() -> None:
 
 def test_init_pods_are_bound_round_robin() -> None:
     snapshot = build_snapshot(WORKLOADS["SchedulingPodAffinity"], 4, 10)
-    table = snapshot.table()
+    table = snapshot.snapshot()
     assert table.requested[:, 3].tolist() == [3, 3, 2, 2]  # pods per node

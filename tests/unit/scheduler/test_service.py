@@ -178,7 +178,7 @@ async def test_stale_attempt_is_forgotten_locally(harness):
     await harness.bus.wait_idle()
     assert harness.binds == [] and harness.events == []
     assert [r.outcome for r in harness.results] == ["stale"]
-    assert harness.service.snapshot.table().node_info(0).requested["cpu"] == 0
+    assert harness.service.cache.snapshot().node_info(0).requested["cpu"] == 0
 
 
 async def test_waits_for_the_snapshot_to_reach_the_request_seq(harness):
@@ -216,8 +216,8 @@ async def test_start_replays_events_buffered_during_the_load(harness):
     await harness.start()
     await harness.add_node(make_node("n2", allocatable={"cpu": "8", "pods": 110}), publish=True)
     await harness.bus.wait_idle()
-    assert harness.service.snapshot.applied_seq == 2
-    assert harness.service.snapshot.table().names == ["n1", "n2"]
+    assert harness.service.cache.applied_seq == 2
+    assert harness.service.cache.snapshot().names == ["n1", "n2"]
 
 
 async def test_bound_pod_in_store_is_counted_after_restart(harness):

@@ -57,12 +57,12 @@ async def test_a_batch_on_a_lost_store_fails_with_error_and_the_snapshot_waits(
     assert result.outcome == "error"
     assert "the cluster store was lost" in result.message
     assert harness.binds == [] and harness.events == []  # nothing decided, no Event
-    assert harness.service.snapshot.num_nodes == 2  # not reloaded from the empty store
+    assert harness.service.cache.num_nodes == 2  # not reloaded from the empty store
 
     await harness.store.client().restore(LOG, final=True)  # the informer's rebuild
     await harness.clock.advance(0.2)
     await harness.bus.wait_idle()
-    assert harness.service.snapshot.num_nodes == 2
+    assert harness.service.cache.num_nodes == 2
     await harness.schedule(make_pod("q", requests={"cpu": "2"}))
     await harness.bus.wait_idle()
     assert [(b.name, b.node in {"n1", "n2"}) for b in harness.binds] == [("q", True)]

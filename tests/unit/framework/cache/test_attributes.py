@@ -18,7 +18,7 @@ def snapshot_with(*nodes: tuple[str, dict[str, str]]) -> Cache:
 
 def test_label_column_codes_values_and_missing() -> None:
     snapshot = snapshot_with(("a", {"zone": "z2"}), ("b", {}), ("c", {"zone": "z1"}))
-    zone = snapshot.table().attributes.label("zone")
+    zone = snapshot.snapshot().attributes.label("zone")
     assert zone.values == ("z1", "z2")
     assert zone.codes.tolist() == [1, -1, 0]
     assert zone.present().tolist() == [True, False, True]
@@ -29,11 +29,11 @@ def test_label_column_codes_values_and_missing() -> None:
 
 def test_columns_survive_pod_changes_and_are_rebuilt_when_a_node_changes() -> None:
     snapshot = snapshot_with(("a", {"zone": "z1"}))
-    before = snapshot.table().attributes
+    before = snapshot.snapshot().attributes
     snapshot.assume(PodInfo.of(make_pod("p", requests={"cpu": "100m"})), "a")
-    assert snapshot.table().attributes is before
+    assert snapshot.snapshot().attributes is before
     snapshot.add_node(make_node("a", labels={"zone": "z2"}))
-    after = snapshot.table().attributes
+    after = snapshot.snapshot().attributes
     assert after is not before
     assert after.label("zone").values == ("z2",)
 
@@ -41,7 +41,7 @@ def test_columns_survive_pod_changes_and_are_rebuilt_when_a_node_changes() -> No
 def test_rows_follow_a_removed_node() -> None:
     snapshot = snapshot_with(("a", {"k": "1"}), ("b", {"k": "2"}), ("c", {"k": "3"}))
     snapshot.remove_node("a")
-    table = snapshot.table()
+    table = snapshot.snapshot()
     column = table.attributes.label("k")
     assert [column.value(table.index[name]) for name in ("b", "c")] == ["2", "3"]
     assert np.array_equal(column.present(), np.ones(2, dtype=bool))
@@ -52,7 +52,7 @@ def test_taint_index_spreads_a_decision_per_distinct_taint() -> None:
     snapshot.add_node(make_node("a", taints=[("k", "v", "NoSchedule"), ("x", "", "NoExecute")]))
     snapshot.add_node(make_node("b"))
     snapshot.add_node(make_node("c", taints=[("k", "v", "NoSchedule")]))
-    index = snapshot.table().attributes.taints()
+    index = snapshot.snapshot().attributes.taints()
     assert [t.key for t in index.taints] == ["k", "x"]
     assert index.rows_having(np.array([True, False])).tolist() == [True, False, True]
     assert index.rows_having(np.array([False, True])).tolist() == [True, False, False]
@@ -63,7 +63,7 @@ def test_image_index_and_cordons() -> None:
     snapshot = Cache()
     snapshot.add_node(make_node("a", images=[(["img:1", "img:latest"], 10), (["img:1"], 20)]))
     snapshot.add_node(make_node("b", images=[(["img:1"], 30)], unschedulable=True))
-    attributes = snapshot.table().attributes
+    attributes = snapshot.snapshot().attributes
     rows, sizes = attributes.images().by_name["img:1"]
     assert (rows.tolist(), sizes.tolist()) == ([0, 1], [20, 30])  # a later image wins
     assert attributes.images().num_nodes("img:latest") == 1
@@ -79,15 +79,15 @@ def test_memo_lives_as_long_as_the_nodes() -> None:
         built.append(1)
         return len(built)
 
-    assert snapshot.table().attributes.memo(("test", 1), build) == 1
+    assert snapshot.snapshot().attributes.memo(("test", 1), build) == 1
     snapshot.assume(PodInfo.of(make_pod("p")), "a")
-    assert snapshot.table().attributes.memo(("test", 1), build) == 1
+    assert snapshot.snapshot().attributes.memo(("test", 1), build) == 1
     snapshot.add_node(make_node("b"))
-    assert snapshot.table().attributes.memo(("test", 1), build) == 2
+    assert snapshot.snapshot().attributes.memo(("test", 1), build) == 2
 
 
 def test_where_value_maps_a_decision_per_value() -> None:
     snapshot = snapshot_with(("a", {"v": "10"}), ("b", {}), ("c", {"v": "x"}))
-    column = snapshot.table().attributes.label("v")
+    column = snapshot.snapshot().attributes.label("v")
     assert column.values == ("10", "x")
     assert column.where_value(np.array([True, False])).tolist() == [True, False, False]

@@ -14,7 +14,7 @@ MI = 1024 * 1024
 
 
 def requested(snapshot: Cache, node: str) -> dict[str, int]:
-    table = snapshot.table()
+    table = snapshot.snapshot()
     info = table.node_info(table.index[node])
     return {k: v for k, v in info.requested.items() if v}
 
@@ -44,7 +44,7 @@ def test_nonzero_requested_for_scoring():
     snapshot = Cache()
     snapshot.add_node(make_node("n1"))
     snapshot.add_pod(make_pod("a", node_name="n1", containers=1))
-    info = snapshot.table().node_info(0)
+    info = snapshot.snapshot().node_info(0)
     assert info.nonzero_requested == {"cpu": 100, "memory": 200 * MI}
     assert info.requested["cpu"] == 0
 
@@ -56,7 +56,7 @@ def test_pods_outlive_their_node_and_are_counted_when_it_comes_back():
     snapshot.add_node(make_node("n2"))
     assert requested(snapshot, "n2") == {"example.com/gpu": 1, "pods": 1}
     snapshot.remove_node("n1")  # swaps n2 into row 0
-    assert snapshot.table().names == ["n2"]
+    assert snapshot.snapshot().names == ["n2"]
     assert requested(snapshot, "n2") == {"example.com/gpu": 1, "pods": 1}
     snapshot.remove_node("n2")
     snapshot.add_node(make_node("n2"))
@@ -114,7 +114,7 @@ def test_load_from_store_objects():
     snapshot.add_node(make_node("stale"))
     by_uid = snapshot.load(nodes, pods, seq=42)
     assert snapshot.applied_seq == 42
-    assert snapshot.table().names == ["n1"]
+    assert snapshot.snapshot().names == ["n1"]
     assert set(by_uid) == {"default-a-uid", "default-b-uid"}
     assert requested(snapshot, "n1") == {"cpu": 500, "pods": 1}
 
@@ -123,7 +123,7 @@ def test_with_pods_view_adds_pods_to_a_subset():
     snapshot = Cache()
     for name in ("a", "b", "c"):
         snapshot.add_node(make_node(name))
-    table = snapshot.table()
+    table = snapshot.snapshot()
     extra = PodInfo.of(make_pod("x", requests={"cpu": "1", "example.com/gpu": "1"}))
     view = table.with_pods([2], {2: [extra]})
     assert view.names == ["c"]

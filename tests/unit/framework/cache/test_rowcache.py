@@ -28,7 +28,7 @@ SIZES = [("100m", "128Mi"), ("500m", "1Gi"), ("2", "4Gi")]
 
 
 def random_step(rng: random.Random, snapshot: Cache, step: int) -> None:
-    names = list(snapshot.table().names)
+    names = list(snapshot.snapshot().names)
     action = rng.choice(["assume", "assume", "bind", "forget", "delete", "node", "usage"])
     cpu, memory = rng.choice(SIZES)
     pod = make_pod(f"p{step}", uid=f"u{step}", requests={"cpu": cpu, "memory": memory})
@@ -63,7 +63,7 @@ def test_cached_scores_equal_fresh_scores_after_every_change(seed: int) -> None:
     balanced = BalancedAllocation(NodeResourcesBalancedAllocationArgs())
     for step in range(300):
         random_step(rng, snapshot, step)
-        table = snapshot.table()
+        table = snapshot.snapshot()
         rows = np.arange(table.num_nodes, dtype=np.intp)
         if step % 3 == 0:
             rows = rows[rng.randrange(2) :: 2]  # a subset, as after filtering

@@ -19,7 +19,7 @@ def _table() -> Snapshot:
         make_pod("on-a", node_name="a", requests={"cpu": "500m", "memory": "1Gi"}),
         make_pod("on-b", node_name="b", requests={"cpu": "1"}),
     ]
-    return snapshot_of(nodes, bound).table()
+    return snapshot_of(nodes, bound).snapshot()
 
 
 def _info(name: str, requests: dict[str, str], node: str | None = None) -> PodInfo:

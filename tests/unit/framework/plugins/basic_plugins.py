@@ -96,7 +96,7 @@ def filter_statuses(
 ) -> list[Status | None]:
     """Run the plugin's PreFilter (if any) and Filter; each node's status (None: passed).
     A PreFilter Skip passes every node; a PreFilter rejection is every node's status."""
-    table = snapshot_of(nodes, bound).table()
+    table = snapshot_of(nodes, bound).snapshot()
     state, info = CycleState(), PodInfo.of(pod)
     if hasattr(plugin, "pre_filter"):
         _, status = plugin.pre_filter(state, info, table)
@@ -122,7 +122,7 @@ def scores(
 ) -> list[int] | Status:
     """The plugin's (normalized) scores of every node, or the PreScore status when it
     is not Success (Skip, Error)."""
-    table = snapshot_of(nodes, bound).table()
+    table = snapshot_of(nodes, bound).snapshot()
     state, info = CycleState(), PodInfo.of(pod)
     rows = np.arange(table.num_nodes, dtype=np.intp)
     if pre_score and hasattr(plugin, "pre_score"):

@@ -20,7 +20,7 @@ def filter_node(pod, allocatable=NODE, existing=(EXISTING,), args=None):
     """Run Fit's PreFilter and Filter for ``pod`` on one node; the node's reasons."""
     node = make_node("n1", allocatable=allocatable)
     bound = [make_pod(f"e{i}", node_name="n1", requests=r) for i, r in enumerate(existing)]
-    table = snapshot_of([node], bound).table()
+    table = snapshot_of([node], bound).snapshot()
     fit = Fit((args or NodeResourcesFitArgs()).defaulted())
     state, info = CycleState(), PodInfo.of(pod)
     _, status = fit.pre_filter(state, info, table)
@@ -126,7 +126,7 @@ def test_hugepages_cannot_be_ignored():
 
 def test_filter_is_columnar_over_many_nodes():
     nodes = [make_node(f"n{i}", allocatable={"cpu": str(i), "pods": 110}) for i in range(6)]
-    table = snapshot_of(nodes).table()
+    table = snapshot_of(nodes).snapshot()
     fit = Fit(NodeResourcesFitArgs().defaulted())
     state, info = CycleState(), PodInfo.of(make_pod(requests={"cpu": "3"}))
     fit.pre_filter(state, info, table)

@@ -312,7 +312,7 @@ def test_filter_with_added_affinity(pod_fields, labels, expected):
 
 def pre_filter(pod_fields):
     state, pod = CycleState(), PodInfo.of(make_pod(**pod_fields))
-    return plugin().pre_filter(state, pod, snapshot_of([make_node("node1")]).table())
+    return plugin().pre_filter(state, pod, snapshot_of([make_node("node1")]).snapshot())
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,7 @@ def test_filter(wanted, used, expected_fit):
 
 def test_pre_filter_skips_pods_without_host_ports():
     state, pod = CycleState(), PodInfo.of(make_pod(containers=1))
-    table = snapshot_of([make_node("n")]).table()
+    table = snapshot_of([make_node("n")]).snapshot()
     _, status = NodePorts().pre_filter(state, pod, table)
     assert status.is_skip()
 

@@ -52,7 +52,7 @@ def test_fit_error_message_counts_every_reason_over_nodes():
     assert result.fit_error is not None
     diagnosis = result.fit_error.diagnosis
     assert not diagnosis.all_unresolvable
-    row = snapshot_of(nodes, bound).table().index["both-short"]
+    row = snapshot_of(nodes, bound).snapshot().index["both-short"]
     assert diagnosis.node_status(row) == Status(
         Code.Unschedulable, ("Insufficient cpu", "Insufficient memory"), "NodeResourcesFit"
     )

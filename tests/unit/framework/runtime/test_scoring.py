@@ -56,7 +56,7 @@ def scores(strategy, resources, pod, nodes, pods=()):
     )
     fit = Fit(args)
     snapshot = snapshot_of(nodes, pods)
-    table, rows = snapshot.table(), all_rows(snapshot)
+    table, rows = snapshot.snapshot(), all_rows(snapshot)
     state, info = CycleState(), PodInfo.of(pod)
     assert fit.pre_score(state, info, table, rows).is_success()
     return fit.score_all(state, info, table, rows).tolist()
@@ -231,7 +231,7 @@ def test_most_allocated(pod, nodes, pods, resources, expected):
 
 def test_resources_not_set_is_an_error():
     scorer = ResourceAllocationScorer("LeastAllocated", (), least_requested_score)
-    table = snapshot_of([make_node("n")]).table()
+    table = snapshot_of([make_node("n")]).snapshot()
     with pytest.raises(StatusError, match="resources not found"):
         scorer.score(table, np.arange(1), ())
 

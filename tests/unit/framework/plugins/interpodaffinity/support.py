@@ -154,7 +154,7 @@ def run_filter(
     """PreFilter, then Filter on every node (in ``nodes`` order; None = passes).
     The per-node list is empty when PreFilter did not succeed."""
     snap = snapshot(nodes, pods, namespaces)
-    table = snap.table()
+    table = snap.snapshot()
     plug, state, info = plugin(snap), CycleState(), PodInfo.of(incoming)
     _, status = plug.pre_filter(state, info, table)
     if not status.is_success():
@@ -175,7 +175,7 @@ def run_score(
 ) -> tuple[Status, list[int]]:
     """PreScore, then Score and NormalizeScore over every node (in ``nodes`` order)."""
     snap = snapshot(nodes, pods)
-    table = snap.table()
+    table = snap.snapshot()
     plug, state, info = plugin(snap, args), CycleState(), PodInfo.of(incoming)
     rows = [table.index[n.metadata.name] for n in nodes]
     picked = np.asarray(rows, dtype=np.intp)

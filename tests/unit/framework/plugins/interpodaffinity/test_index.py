@@ -61,7 +61,7 @@ def random_node(rng: random.Random, name: str):
 
 
 def outcome(plug: InterPodAffinity, snap: Cache, incoming: Pod):
-    table, info = snap.table(), PodInfo.of(incoming)
+    table, info = snap.snapshot(), PodInfo.of(incoming)
     state = CycleState()
     _, status = plug.pre_filter(state, info, table)
     result: list[object] = [status.code]
@@ -86,7 +86,7 @@ def test_long_lived_plugin_matches_a_fresh_one(seed):
     live = plugin(snap)
     pods: dict[str, Pod] = {}
     for step in range(120):
-        names = list(snap.table().names)
+        names = list(snap.snapshot().names)
         action = rng.random()
         if action < 0.35 or not pods:
             made = random_pod(rng, f"p{step}", rng.choice(names))

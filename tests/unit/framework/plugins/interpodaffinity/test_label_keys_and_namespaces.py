@@ -101,7 +101,7 @@ def test_namespace_selector_follows_the_namespace_lister():
     incoming = pod(namespace="mine", anti=anti)
     other = pod(namespace="other", labels={"app": "1"}, node="n1")
     snap = snapshot(HOSTS, [other], namespaces=[])
-    plug, table, info = plugin(snap), snap.table(), PodInfo.of(incoming)
+    plug, table, info = plugin(snap), snap.snapshot(), PodInfo.of(incoming)
 
     def verdicts() -> list[bool]:
         state = CycleState()

@@ -86,7 +86,7 @@ ADD_REMOVE_CASES = [
 def _state(pending, pods):
     snap = snapshot(NODES, pods)
     plug, state = plugin(snap), CycleState()
-    _, status = plug.pre_filter(state, PodInfo.of(pending), snap.table())
+    _, status = plug.pre_filter(state, PodInfo.of(pending), snap.snapshot())
     assert status.is_success()
     return plug, state, state.read(PRE_FILTER_STATE_KEY, filtering.PreFilterState)
 
@@ -138,7 +138,7 @@ def test_clone_copies_the_counts():
 def test_filter_without_pre_filter_is_an_error():
     snap = snapshot([make_node("n", labels={})])
     with pytest.raises(StatusError) as err:
-        plugin(snap).filter_all(CycleState(), PodInfo.of(pod()), snap.table())
+        plugin(snap).filter_all(CycleState(), PodInfo.of(pod()), snap.snapshot())
     assert err.value.status.message() == (
         'error reading "PreFilterInterPodAffinity" from cycleState: not found'
     )
@@ -222,7 +222,7 @@ INCOMING_CASES = [
 )
 def test_incoming_affinity_and_anti_affinity_counts(existing, incoming, want_affinity, want_anti):
     snap = snapshot([NODE_A], existing)
-    plug, table = plugin(snap), snap.table()
+    plug, table = plugin(snap), snap.snapshot()
     pending = IncomingPod.of(PodInfo.of(incoming), pod_terms(incoming), snap.listers.namespaces)
     computed = filtering.pre_filter_state(plug.index(table), table, pending)
     assert computed.affinity.as_dict() == want_affinity

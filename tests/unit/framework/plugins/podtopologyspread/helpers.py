@@ -161,7 +161,7 @@ def plugin(
 
 
 def table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
-    return snapshot_of(nodes, pods).table()
+    return snapshot_of(nodes, pods).snapshot()
 
 
 def domain_counts(state: CycleState) -> list[dict[str, int]]:

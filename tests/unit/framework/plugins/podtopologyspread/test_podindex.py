@@ -29,7 +29,7 @@ def fresh(nodes: Snapshot, namespace: str, selector: Selector) -> list[int]:
 
 
 def check(index: PodIndex, snapshot: Cache, *selectors: Selector) -> None:
-    nodes = snapshot.table()
+    nodes = snapshot.snapshot()
     for selector in selectors or (FOO_SEL, BLUE):
         for namespace in ("default", "other"):
             got = index.row_counts(nodes, namespace, selector).tolist()
@@ -78,7 +78,7 @@ def test_nodes_added_and_removed():
 def test_empty_and_nothing_selectors_count_nothing():
     snapshot, index = cluster(2), PodIndex()
     snapshot.add_pod(pod("a", "n1", foo=""))
-    nodes = snapshot.table()
+    nodes = snapshot.snapshot()
     assert index.row_counts(nodes, "default", EVERYTHING).tolist() == [0, 0]
     assert index.row_counts(nodes, "default", NOTHING).tolist() == [0, 0]
 

@@ -23,7 +23,7 @@ def listers_of(*objects: object) -> Listers:
 
 
 def table_of(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
-    return snapshot_of(nodes, pods).table()
+    return snapshot_of(nodes, pods).snapshot()
 
 
 def host(
