@@ -166,7 +166,11 @@ class Bus(Protocol):
     ) -> Consumer:
         """:meth:`consume_raw` with each delivery decoded into ``decode`` (see
         :func:`decoding`): the handler receives :class:`Received` values; what does not
-        decode is dead-lettered with the reason."""
+        decode is dead-lettered with the reason. Implementations inherit this one by
+        subclassing :class:`Bus`."""
+        return await self.consume_raw(
+            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
+        )
 
     async def consume_raw(
         self,

@@ -37,16 +37,14 @@ from services.common.bus.base import (
     UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
     BatchHandler,
+    Bus,
     BusError,
     BusRefused,
     Consumer,
     Delivery,
     Fetched,
-    Handler,
     Message,
     Rejection,
-    T,
-    decoding,
     effective_prefetch,
     unavailable,
 )
@@ -100,7 +98,7 @@ class _Queue:
     turn: int = 0
 
 
-class MemoryBus:
+class MemoryBus(Bus):
     """A :class:`~services.common.bus.base.Bus` held in this process's memory.
 
     Same contract as the RabbitMQ bus: topic/direct/fanout exchanges from
@@ -144,19 +142,6 @@ class MemoryBus:
         for m in messages:
             self._route(_Envelope(m.exchange, m.routing_key, m.body, dict(m.headers)))
         await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker
-
-    async def consume(
-        self,
-        queue: QueueSpec,
-        handler: Handler[T],
-        *,
-        decode: type[T],
-        max_batch: int = 256,
-        prefetch: int | None = None,
-    ) -> Consumer:
-        return await self.consume_raw(
-            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
-        )
 
     async def consume_raw(
         self,

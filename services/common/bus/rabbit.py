@@ -45,15 +45,13 @@ from services.common.bus.base import (
     UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
     BatchHandler,
+    Bus,
     BusError,
     BusRefused,
     Consumer,
     Delivery,
     Fetched,
-    Handler,
     Message,
-    T,
-    decoding,
     effective_prefetch,
     unavailable,
 )
@@ -87,7 +85,7 @@ bound a handler publishing across a dropped connection waited forever, holding i
 batch (and the informer its lock)."""
 
 
-class RabbitBus:
+class RabbitBus(Bus):
     """A :class:`~services.common.bus.base.Bus` on RabbitMQ.
 
     Connects lazily on first use (``open_bus`` is synchronous) and reconnects by
@@ -162,19 +160,6 @@ class RabbitBus:
             raise error(
                 f"{len(failures)} of {len(messages)} messages not confirmed: " + redact(repr(first))
             ) from first
-
-    async def consume(
-        self,
-        queue: QueueSpec,
-        handler: Handler[T],
-        *,
-        decode: type[T],
-        max_batch: int = 256,
-        prefetch: int | None = None,
-    ) -> Consumer:
-        return await self.consume_raw(
-            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
-        )
 
     async def consume_raw(
         self,
