@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from importlib import metadata
 
 from services.cli.errors import EXIT_CODES, InputError, explain
@@ -77,17 +78,10 @@ def _epilog() -> str:
     )
 
 
-WORKLOAD_NAMES = [
-    "SchedulingBasic",
-    "SchedulingNodeAffinity",
-    "TopologySpreading",
-    "SchedulingPodAntiAffinity",
-    "SchedulingPodAffinity",
-    "Unschedulable",
-]
-"""``ksched bench`` workloads (cli.workloads, imported only when the bench runs)."""
-QUEUE_OPS = "QueueOps"
-"""``ksched bench QueueOps``: the queue core's own benchmark (services.queue.bench)."""
+COMMANDS_GROUP = "ksched.commands"
+"""The entry point group of commands that live outside ``services`` (``bench``: the
+benchmark harness, package ``bench``), loaded by name when run so that no service
+imports them."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -198,7 +192,11 @@ def parser() -> argparse.ArgumentParser:
         "run a scheduler_perf-shaped benchmark (--mode services: under a private "
         "namespace, removed afterwards)",
     )
-    p.add_argument("workload", choices=[*WORKLOAD_NAMES, QUEUE_OPS])
+    p.add_argument(
+        "workload",
+        help="a test case of ops/bench/workloads (SchedulingBasic, ...), or QueueOps: "
+        "the queue core's own benchmark",
+    )
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument(
         "--pods",
@@ -317,10 +315,20 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(json.dumps(asyncapi_document(), indent=2))
             return 0
         case "bench":
-            from services.cli.bench import bench_command
-
-            return bench_command(args)
+            return _external_command("bench")(args)
     return 2
+
+
+def _external_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of the :data:`COMMANDS_GROUP` entry points."""
+    found = metadata.entry_points(group=COMMANDS_GROUP, name=name)
+    if not found:
+        raise InputError(
+            f"no {name} command is installed in this environment (entry point group "
+            f"{COMMANDS_GROUP}); from a checkout: pip install -e ."
+        )
+    command: Callable[[argparse.Namespace], int] = next(iter(found)).load()
+    return command
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from contracts.k8s import (
     Container,
@@ -24,19 +25,13 @@ from contracts.k8s import (
     Quantity,
     ResourceRequirements,
 )
+from services.common.clock import FakeClock
 from services.queue.cluster_events import NODE_ADD
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
+from services.queue.types import QueuedPodInfo
 
 BATCH = 128
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 1_700_000_000.0
-
-    def now(self) -> float:
-        return self.t
 
 
 def _pod(i: int, labels: dict[str, str]) -> Pod:
@@ -56,9 +51,25 @@ def _rate(count: int, run: Callable[[], object]) -> float:
     return count / max(time.perf_counter() - start, 1e-9)
 
 
+@dataclass(slots=True)
+class QueueOpsRun:
+    rates: dict[str, float] = field(default_factory=dict)
+    """Operations per second, by kind of operation."""
+    popped: list[tuple[str, int]] = field(default_factory=list)
+    """(uid, priority) of each pod the ``pop`` phase returned, in pop order."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Pods per sub-queue at the end (all back in activeQ after the move)."""
+
+
 def queue_ops(pods: int = 100_000) -> dict[str, float]:
     """Operations per second for each kind of operation, ``pods`` pods pending."""
-    clock = _Clock()
+    return run_queue_ops(pods).rates
+
+
+def run_queue_ops(pods: int) -> QueueOpsRun:
+    """:func:`queue_ops`, with what the queue did: see :class:`QueueOpsRun`."""
+    run = QueueOpsRun()
+    clock = FakeClock()
     queue = SchedulingQueue([QueueProfile.default()], clock)
     created = [_pod(i, {"app": "bench"}) for i in range(pods)]
     changed = [_pod(i, {"app": "bench", "rev": "2"}) for i in range(pods)]
@@ -75,24 +86,28 @@ def queue_ops(pods: int = 100_000) -> dict[str, float]:
         for i, (old, new) in enumerate(zip(created, changed, strict=True)):
             queue.update(old, new, priority=i % 7)
 
+    batches: list[list[QueuedPodInfo]] = []
+
     def pop() -> None:
-        while queue.pop(BATCH):
-            pass
+        while batch := queue.pop(BATCH):
+            batches.append(batch)
 
     def failed_and_move() -> None:
         for i in range(pods):
             queue.add_unschedulable_if_not_present(f"bench-{i}", ("NodeResourcesFit",))
-        clock.t += 20.0  # past every backoff: the move goes to activeQ
+        clock.step(20.0)  # past every backoff: the move goes to activeQ
         queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
 
-    result = {
+    run.rates = {
         "add": _rate(pods, add),
         "update": _rate(pods, update),
         "pop": _rate(pods, pop),
         "failed+move": _rate(pods, failed_and_move),
     }
-    assert queue.counts()["active"] == pods, queue.counts()
-    return result
+    run.popped = [(info.uid, info.pod_info.priority) for batch in batches for info in batch]
+    run.counts = queue.counts()
+    assert run.counts["active"] == pods, run.counts
+    return run
 
 
 if __name__ == "__main__":

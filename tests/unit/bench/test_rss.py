@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from services.cli.bench import peak_rss_mb
+from bench.services import peak_rss_mb
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from services.cli import bench
-from services.cli.workloads import WORKLOADS
+from bench import services as bench
+from bench.config import load_workloads
 from services.common.settings import Settings, from_env
 from services.common.tls import NO_TLS_FILES, TLSFiles
+
+WORKLOADS = load_workloads()
 
 
 class _Stop(Exception):

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
+from bench.workload import Workload
 from contracts.k8s import Node, Pod
-from services.cli.workloads import Workload
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.config import default_profile
@@ -33,6 +33,8 @@ class CycleRun:
     """Seconds from the first measured pod to the last."""
     unschedulable: int = 0
     """Measured pods no node fit (or that failed with an error)."""
+    placed: dict[str, str] = field(default_factory=dict)
+    """The node each placed measured pod was assumed on, by pod uid."""
 
 
 def _decode(obj: dict[str, Any], kind: type[Any]) -> Any:
@@ -65,6 +67,7 @@ def run_cycle(workload: Workload, nodes: int, init: int, pods: int, seed: int = 
         result = framework.schedule_one(snapshot, info)
         if result.node is not None:
             snapshot.assume(info, result.node)
+            run.placed[info.uid] = result.node
         else:
             run.unschedulable += 1
         run.latencies.append(clock() - begin)

@@ -6,10 +6,12 @@ import json
 
 import pytest
 
-from services.cli.bench import bench_embedded
-from services.cli.bench_cycle import build_snapshot
+from bench.config import load_workloads
+from bench.cycle import build_snapshot
+from bench.embedded import bench_embedded
 from services.cli.main import main
-from services.cli.workloads import WORKLOADS
+
+WORKLOADS = load_workloads()
 
 SHAPES = sorted(WORKLOADS)
 STEADY = [shape for shape in SHAPES if WORKLOADS[shape].churn is None]

@@ -1,7 +1,7 @@
 """Upstream scheduler_perf's ``churn`` op (``create`` mode) for ``ksched bench``.
 
 While the measured pods are scheduled, a background task publishes one pod of the
-workload's :class:`~services.cli.workloads.Churn` template every ``interval`` seconds
+workload's :class:`~bench.workload.Churn` template every ``interval`` seconds
 of real time, the first as the measurement starts. In the embedded mode the services
 share this thread, so a tick can come late (a scheduling batch holds the event loop):
 the pods that fell due meanwhile are published then, keeping the rate upstream's
@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 
+from bench.workload import Churn
 from contracts import topology
 from services.cli.manifests import Document
-from services.cli.workloads import Churn
 
 Publish = Callable[[Sequence[Document]], Awaitable[None]]
 

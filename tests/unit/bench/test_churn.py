@@ -11,13 +11,16 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from services.cli.bench import bench_embedded, bench_services
-from services.cli.bench_churn import ChurnOp
+from bench.churn import ChurnOp
+from bench.config import load_workloads
+from bench.embedded import bench_embedded
+from bench.services import bench_services
 from services.cli.main import main
 from services.cli.manifests import Document
-from services.cli.workloads import WORKLOADS
 from services.common.settings import from_env
 from tests.integration.harness import AMQP_URL, REDIS_URL
+
+WORKLOADS = load_workloads()
 
 UNSCHEDULABLE = WORKLOADS["Unschedulable"]
 
@@ -83,19 +86,11 @@ def test_queue_ops_prints_what_the_queue_bench_returns(
         calls.append(pods)
         return {"add": 1.5, "pop": 2.0}
 
-    fake = types.ModuleType("services.queue.bench")
+    fake = types.ModuleType("bench.queue_ops")
     fake.queue_ops = queue_ops
-    monkeypatch.setitem(sys.modules, "services.queue.bench", fake)
+    monkeypatch.setitem(sys.modules, "bench.queue_ops", fake)
     assert main(["bench", "QueueOps", "--pods", "500"]) == 0
     assert main(["bench", "QueueOps"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line) for line in lines] == [{"add": 1.5, "pop": 2.0}] * 2
     assert calls == [500, 100_000]
-
-
-def test_queue_ops_says_so_when_the_queue_has_no_bench(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "services.queue.bench", None)
-    assert main(["bench", "QueueOps"]) == 2
-    assert "QueueOps is not available" in capsys.readouterr().err

@@ -1,0 +1,11 @@
+"""The benchmark harness of ``ksched bench``, outside the services it measures.
+
+- :mod:`bench.command`: the ``ksched bench`` command (the CLI loads it through the
+  ``ksched.commands`` entry point group; no service imports the harness).
+- :mod:`bench.config`: the declarative workloads of ``ops/bench/workloads``, in upstream
+  scheduler_perf's shape, strictly decoded; :mod:`bench.workload`: what a test case
+  becomes (nodes, init pods, measured pods, churn).
+- :mod:`bench.cycle`, :mod:`bench.embedded`, :mod:`bench.services`: the three modes;
+  :mod:`bench.churn`: upstream's ``churn`` op; :mod:`bench.report`: the JSON line.
+- :mod:`bench.queue_ops`: ``ksched bench QueueOps``, the queue core's raw speed.
+"""

@@ -1,0 +1,89 @@
+"""``ksched bench WORKLOAD``: upstream scheduler_perf's workloads, timed.
+
+The workloads are the test cases of ``ops/bench/workloads`` (bench.config). Modes:
+
+- ``cycle``: the scheduling cycle alone in this process (bench.cycle); latency is one
+  pod's PodInfo + schedule_one + assume.
+- ``embedded``: the whole pipeline in this process on the in-memory edges
+  (bench.embedded); latency is from the publish of a measured pod's watch event to its
+  decision.
+- ``services``: each service as its own process against the real RabbitMQ and Redis
+  (bench.services); latency is from publish to Binding.
+
+A workload with churn (Unschedulable) runs in the embedded and services modes only:
+while the measured pods are scheduled, bench.churn publishes its churn pods in real time,
+and only the measured pods are timed.
+
+The scheduler runs the default profile, so every plugin registered there takes part.
+The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
+"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus, in services
+mode, ``"peak_rss_mb"``: each service process's peak resident memory (``VmHWM``, read
+from ``/proc`` just before it is stopped; also printed one line per service), plus
+``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn pods published)
+for a workload with churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
+queue core's benchmark returns (bench.queue_ops: operations per second of the queue
+core, no bus or store), whatever ``--mode``.
+
+The CLI finds :func:`bench_command` through the ``ksched.commands`` entry point group
+(pyproject.toml), so no service imports the harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from bench.config import workload_named
+from bench.cycle import run_cycle
+from bench.embedded import bench_embedded
+from bench.report import summary
+from bench.workload import Workload
+from services.cli.errors import InputError
+from services.common.settings import from_env
+
+QUEUE_OPS = "QueueOps"
+"""``ksched bench QueueOps``: the queue core's own benchmark (bench.queue_ops)."""
+
+
+def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
+    run = run_cycle(workload, nodes, init, pods)
+    latencies = [seconds * 1000 for seconds in run.latencies]
+    report = summary(workload.name, "cycle", (nodes, init, pods), latencies, run.elapsed)
+    report["unschedulable"] = run.unschedulable
+    return report
+
+
+def queue_ops_command(pods: int | None) -> int:
+    """``ksched bench QueueOps``: the queue core's operations per second, printed as
+    :func:`bench.queue_ops.queue_ops`' JSON line."""
+    from bench.queue_ops import queue_ops
+
+    report = queue_ops() if pods is None else queue_ops(pods)
+    print(json.dumps(report))
+    return 0
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """Run ``args.workload`` as the flags say and print the JSON line; a workload name or
+    file it cannot run raises :class:`~bench.config.WorkloadError` (exit 2)."""
+    if args.workload == QUEUE_OPS:
+        return queue_ops_command(args.pods)
+    workload = workload_named(args.workload)
+    init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
+    if args.mode == "cycle" and workload.churn is not None:
+        raise InputError(
+            f"{workload.name} creates pods while it measures, in real time: "
+            "use --mode embedded or --mode services"
+        )
+    if args.mode == "cycle":
+        report = bench_cycle(workload, args.nodes, init, pods)
+    elif args.mode == "embedded":
+        report = asyncio.run(bench_embedded(workload, args.nodes, init, pods))
+    else:
+        from bench.services import bench_services
+
+        settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
+        report = asyncio.run(bench_services(workload, args.nodes, init, pods, settings))
+    print(json.dumps(report))
+    return 0

@@ -1,0 +1,255 @@
+"""The workload files of ``ksched bench``: upstream scheduler_perf's config, strictly decoded.
+
+Every ``*.yaml`` directly under :data:`WORKLOADS_DIR` is a list of test cases in upstream's
+shape (``name``, ``defaultPodTemplatePath``, ``workloadTemplate`` of ``createNodes`` /
+``createPods`` / ``churn`` ops with ``countParam: $param``, ``workloads`` with ``params``);
+the file itself documents what ksched reads of it. Decoding is strict, as configuration
+is: an unknown field, a missing template or a param no workload sets is a
+:class:`WorkloadError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+import yaml
+
+from bench.workload import Churn, Template, Workload
+from contracts.k8s import Node, Pod
+from services.cli.errors import InputError
+
+WORKLOADS_DIR: Final = Path(__file__).resolve().parents[1] / "ops" / "bench" / "workloads"
+"""The checked-in workload files (``ops/bench/workloads`` of the checkout)."""
+DEFAULT_NODE_TEMPLATE: Final = "templates/node-default.yaml"
+DEFAULT_POD_TEMPLATE: Final = "templates/pod-default.yaml"
+PERFORMANCE: Final = "performance"
+"""The label of the workload whose params ``ksched bench`` scales to ``--nodes``."""
+
+
+class WorkloadError(InputError):
+    """A workload file, or a name, ``ksched bench`` cannot run (exit 2, one line)."""
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class LabelNodePrepareStrategy(_Strict, frozen=True, kw_only=True, rename="camel"):
+    label_key: str
+    label_values: Annotated[list[str], msgspec.Meta(min_length=1)]
+
+
+class CreateNodesOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createNodes", rename="camel"
+):
+    count_param: str
+    node_template_path: str = DEFAULT_NODE_TEMPLATE
+    label_node_prepare_strategy: LabelNodePrepareStrategy | None = None
+
+
+class CreatePodsOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createPods", rename="camel"
+):
+    count_param: str
+    pod_template_path: str | None = None
+    namespace: str | None = None
+    collect_metrics: bool = False
+
+
+class ChurnCreateOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="churn", rename="camel"
+):
+    mode: Literal["create"]
+    template_paths: Annotated[list[str], msgspec.Meta(min_length=1, max_length=1)]
+    interval_milliseconds: Annotated[int, msgspec.Meta(gt=0)]
+
+
+Op = CreateNodesOp | CreatePodsOp | ChurnCreateOp
+
+
+class WorkloadParams(_Strict, frozen=True, kw_only=True):
+    """One of a test case's ``workloads``: upstream's ``workload``."""
+
+    name: str
+    labels: list[str] = []
+    params: dict[str, Any]
+    """Counts by param name (checked by the loader, which names a bad one)."""
+
+
+class TestCase(_Strict, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    default_pod_template_path: str | None = None
+    workload_template: Annotated[list[Op], msgspec.Meta(min_length=2)]
+    workloads: list[WorkloadParams]
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
+    """Every test case of every workload file in ``directory``, by name."""
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise WorkloadError(f"{shown(directory)}: no workload file (*.yaml) found")
+    workloads: dict[str, Workload] = {}
+    for path in files:
+        for workload in load_file(path):
+            if workload.name in workloads:
+                raise WorkloadError(f"{shown(path)}: name: {workload.name} is defined twice")
+            workloads[workload.name] = workload
+    return workloads
+
+
+def workload_named(name: str, directory: Path = WORKLOADS_DIR) -> Workload:
+    workloads = load_workloads(directory)
+    if name not in workloads:
+        known = ", ".join(sorted(workloads))
+        raise WorkloadError(
+            f"{shown(directory)}/*.yaml: name: no test case named {name!r} "
+            f"(known: {known}; QueueOps is the queue's own)"
+        )
+    return workloads[name]
+
+
+def load_file(path: Path) -> list[Workload]:
+    try:
+        cases = msgspec.convert(yaml.safe_load(path.read_text()), list[TestCase])
+    except OSError as error:
+        raise WorkloadError(f"cannot open {shown(path)}: {error.strerror}") from error
+    except (yaml.YAMLError, msgspec.ValidationError) as error:
+        raise WorkloadError(f"{shown(path)}: {error}") from error
+    return [_workload(path, i, case) for i, case in enumerate(cases)]
+
+
+def _workload(path: Path, index: int, case: TestCase) -> Workload:
+    where = f"{shown(path)}: $[{index}] ({case.name})"
+    params = _performance_params(where, case)
+    ops = case.workload_template
+    nodes_op, *pod_ops = ops
+    if not isinstance(nodes_op, CreateNodesOp) or any(
+        isinstance(op, CreateNodesOp) for op in pod_ops
+    ):
+        raise WorkloadError(f"{where}.workloadTemplate: one createNodes op, and first")
+    measured_at = len(ops) - 1
+    measured_op = ops[measured_at]
+    if not isinstance(measured_op, CreatePodsOp) or not measured_op.collect_metrics:
+        raise WorkloadError(
+            f"{where}.workloadTemplate[{measured_at}]: the last op is the measured "
+            "createPods (collectMetrics: true)"
+        )
+    init: tuple[int, CreatePodsOp] | None = None
+    churn: tuple[int, ChurnCreateOp] | None = None
+    for i, op in enumerate(ops[1:measured_at], start=1):
+        if isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
+            init = (i, op)
+        elif isinstance(op, ChurnCreateOp) and churn is None:
+            churn = (i, op)
+        else:
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}]: at most one init createPods (without "
+                "collectMetrics) and one churn op before the measured createPods"
+            )
+
+    def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
+        name = op.count_param.removeprefix("$")
+        if not op.count_param.startswith("$") or name not in params:
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}].countParam: {op.count_param!r} is not "
+                f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
+            )
+        return params[name]
+
+    def pod_template(i: int, op: CreatePodsOp) -> Template:
+        field = f"workloadTemplate[{i}].podTemplatePath"
+        if op.pod_template_path is None and case.default_pod_template_path is not None:
+            field = "defaultPodTemplatePath"
+        relative = op.pod_template_path or case.default_pod_template_path
+        return _template(path, f"{where}.{field}", relative or DEFAULT_POD_TEMPLATE, "Pod")
+
+    reference_nodes = count(0, nodes_op)
+    if reference_nodes == 0:
+        raise WorkloadError(f"{where}.workloadTemplate[0].countParam: the node count is 0")
+    strategy = nodes_op.label_node_prepare_strategy
+    return Workload(
+        name=case.name,
+        node_template=_template(
+            path, f"{where}.workloadTemplate[0].nodeTemplatePath",
+            nodes_op.node_template_path, "Node",
+        ),
+        init_pod=None if init is None else pod_template(*init),
+        measured_pod=pod_template(measured_at, measured_op),
+        init_namespace="" if init is None else _namespace(*init),
+        measured_namespace=_namespace(measured_at, measured_op),
+        reference_nodes=reference_nodes,
+        init_pods=0 if init is None else count(*init),
+        measured_pods=count(measured_at, measured_op),
+        node_label=None
+        if strategy is None
+        else (strategy.label_key, tuple(strategy.label_values)),
+        churn=None
+        if churn is None
+        else Churn(
+            _template(
+                path, f"{where}.workloadTemplate[{churn[0]}].templatePaths[0]",
+                churn[1].template_paths[0], "Pod",
+            ),
+            f"namespace-{churn[0]}",
+            churn[1].interval_milliseconds / 1000,
+        ),
+    )  # fmt: skip
+
+
+def _performance_params(where: str, case: TestCase) -> dict[str, int]:
+    chosen = [(j, w) for j, w in enumerate(case.workloads) if PERFORMANCE in w.labels]
+    if len(chosen) != 1:
+        raise WorkloadError(
+            f"{where}.workloads: exactly one workload is labelled {PERFORMANCE} "
+            f"(found {len(chosen)})"
+        )
+    j, workload = chosen[0]
+    for key, value in workload.params.items():
+        if type(value) is not int or value < 0:
+            raise WorkloadError(
+                f"{where}.workloads[{j}].params.{key}: a count (an integer >= 0), not {value!r}"
+            )
+    return workload.params
+
+
+def _namespace(index: int, op: CreatePodsOp) -> str:
+    """The op's namespace, else upstream's ``namespace-<op index>``."""
+    return op.namespace or f"namespace-{index}"
+
+
+def _template(config: Path, where: str, relative: str, kind: str) -> Template:
+    path = config.parent / relative
+    try:
+        obj: Any = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise WorkloadError(f"{where}: cannot open {shown(path)}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise WorkloadError(f"{shown(path)}: {error}") from error
+    if not isinstance(obj, dict) or obj.get("kind") != kind:
+        raise WorkloadError(f"{shown(path)}: kind: a {kind} template is needed here ({where})")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("generateName"), str):
+        raise WorkloadError(f"{shown(path)}: metadata.generateName: required (a name prefix)")
+    _check_decodes(path, obj, kind)
+    return Template.of(obj)
+
+
+def _check_decodes(path: Path, obj: dict[str, Any], kind: str) -> None:
+    """The template is a valid ``kind`` for the contracts (wrong types are caught here)."""
+    try:
+        msgspec.json.decode(msgspec.json.encode(obj), type=Pod if kind == "Pod" else Node)
+    except msgspec.ValidationError as error:
+        raise WorkloadError(f"{shown(path)}: {error}") from error
+
+
+__all__ = ["WORKLOADS_DIR", "WorkloadError", "load_file", "load_workloads", "workload_named"]

@@ -1,0 +1,109 @@
+"""``ksched bench --mode embedded``: the whole pipeline in this process on the in-memory
+edges; latency is from the publish of a measured pod's watch event to its decision.
+
+Also what the embedded and services modes share: the watch-event documents of a
+workload and :class:`Timings` of the measured pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from bench.churn import ChurnOp
+from bench.report import summary
+from bench.workload import Workload
+from contracts import topology
+from services.cli.embedded import DecisionRecord, EmbeddedCluster
+from services.cli.manifests import Document
+from services.common.clock import SystemClock
+
+Publish = Callable[[Sequence[Document]], Awaitable[None]]
+
+
+def document(index: int, kind: str, obj: dict[str, Any]) -> Document:
+    body = msgspec.json.encode({"type": "ADDED", "object": obj})
+    return Document(index, kind, body, topology.event_key(kind, "ADDED"))
+
+
+def setup_documents(workload: Workload, nodes: int, init: int) -> list[Document]:
+    """The nodes, then the init pods bound to them."""
+    docs = [document(i, "node", workload.node(i)) for i in range(nodes)]
+    return docs + [document(i, "pod", workload.init(i, nodes)) for i in range(init)]
+
+
+class Timings:
+    """Publish and decision times of the measured pods (wall clock, seconds)."""
+
+    def __init__(self, pods: int) -> None:
+        self.expected = pods
+        self.published: dict[str, float] = {}
+        self.decided: dict[str, float] = {}
+        self.done = asyncio.Event()
+
+    def decision(self, pod: str, at: float) -> None:
+        if pod in self.published and pod not in self.decided:
+            self.decided[pod] = at
+            if len(self.decided) >= self.expected:
+                self.done.set()
+
+    def latencies_ms(self) -> list[float]:
+        return [(at - self.published[pod]) * 1000 for pod, at in self.decided.items()]
+
+    async def publish(self, publish: Publish, workload: Workload, pods: int) -> float:
+        """Publish the measured pods as fast as possible; returns when it started."""
+        started = time.time()
+        for start in range(0, pods, 500):
+            chunk = range(start, min(start + 500, pods))
+            now = time.time()
+            for i in chunk:
+                self.published[workload.measured_key(i)] = now
+            await publish([document(i, "pod", workload.measured(i)) for i in chunk])
+        return started
+
+
+async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
+    timings = Timings(pods)
+
+    def seen(record: DecisionRecord) -> None:
+        timings.decision(record.pod, time.time())
+
+    cluster = EmbeddedCluster(clock=SystemClock(), hold=False, seed=0, on_decision=seen)
+    churn = ChurnOp(workload.churn, cluster.publish) if workload.churn else None
+    await cluster.start()
+    try:
+        await cluster.publish(setup_documents(workload, nodes, init))
+        await cluster.bus.wait_idle()
+        started = await measure(timings, cluster.publish, workload, pods, churn)
+    finally:
+        await cluster.stop()
+    elapsed = max(timings.decided.values()) - started
+    counts = (nodes, init, len(timings.decided))
+    report = summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
+    return with_churn(report, churn)
+
+
+async def measure(
+    timings: Timings, publish: Publish, workload: Workload, pods: int, churn: ChurnOp | None
+) -> float:
+    """Publish the measured pods (and the churn, if any, until they are all decided) and
+    wait for their decisions; returns when the measurement started."""
+    if churn is not None:
+        await churn.start()
+    try:
+        started = await timings.publish(publish, workload, pods)
+        await timings.done.wait()
+    finally:
+        if churn is not None:
+            await churn.stop()
+    return started
+
+
+def with_churn(report: dict[str, object], churn: ChurnOp | None) -> dict[str, object]:
+    if churn is not None:
+        report["unschedulable_churn"] = churn.published
+    return report

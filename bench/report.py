@@ -1,0 +1,38 @@
+"""The last line ``ksched bench`` prints: one JSON object of the run's figures."""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Sequence
+
+
+def summary(
+    workload: str,
+    mode: str,
+    counts: tuple[int, int, int],
+    latencies_ms: list[float],
+    elapsed: float,
+) -> dict[str, object]:
+    """The final JSON line; ``counts`` is (nodes, init pods, measured pods done)."""
+    nodes, init, done = counts
+    latencies_ms = sorted(latencies_ms)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "workload": workload,
+        "mode": mode,
+        "nodes": nodes,
+        "init_pods": init,
+        "pods": done,
+        "pods_per_second": round(done / elapsed, 1) if elapsed > 0 else 0.0,
+        "p50_ms": round(percentile(latencies_ms, 0.50), 3 if mode == "cycle" else 1),
+        "p99_ms": round(percentile(latencies_ms, 0.99), 3 if mode == "cycle" else 1),
+        "max_rss_mb": round(max(own, children) / 1024, 1),
+    }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, sorted ascending (0.0 when there are none)."""
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, int(q * len(values)))]

@@ -1,0 +1,102 @@
+"""The workload files: every one under ops/bench/workloads loads and is valid, and a broken
+one, or a misspelt name, is one line naming the file and the field (exit 2)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from bench.config import WORKLOADS_DIR, WorkloadError, load_file, load_workloads
+from contracts.k8s import Node, Pod
+from services.cli.main import main
+
+UPSTREAM_NAMES = {
+    "SchedulingBasic",
+    "SchedulingNodeAffinity",
+    "TopologySpreading",
+    "SchedulingPodAntiAffinity",
+    "SchedulingPodAffinity",
+    "Unschedulable",
+}
+
+
+@pytest.mark.parametrize("path", sorted(WORKLOADS_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_workload_file_loads_and_its_objects_decode(path: Path) -> None:
+    workloads = load_file(path)
+    assert workloads
+    for workload in workloads:
+        init, measured = workload.counts(10)
+        assert measured >= 1
+        msgspec.convert(workload.node(0), Node)
+        if init:
+            assert msgspec.convert(workload.init(0, 10), Pod).spec.node_name == "node-0"
+        pod = msgspec.convert(workload.measured(0), Pod)
+        assert pod.spec.node_name is None
+        assert f"{pod.metadata.namespace}/{pod.metadata.name}" == workload.measured_key(0)
+        if workload.churn is not None:
+            msgspec.convert(workload.churn.pod(0), Pod)
+
+
+def test_every_upstream_workload_is_there_once() -> None:
+    assert set(load_workloads()) == UPSTREAM_NAMES
+
+
+def _broken(tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of the workload files with ``old`` replaced by ``new`` in the config."""
+    directory = tmp_path / "workloads"
+    shutil.copytree(WORKLOADS_DIR, directory)
+    config = directory / "performance-config.yaml"
+    text = config.read_text()
+    assert old in text, old
+    config.write_text(text.replace(old, new, 1))
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("countParam: $initNodes", "countParm: $initNodes", "unknown field `countParm`"),
+        ("countParam: $initPods", "countParam: $initPod", "workloadTemplate[1].countParam"),
+        ("countParam: $initPods", "countParam: initPods", "workloadTemplate[1].countParam"),
+        ("opcode: createNodes", "opcode: createNode", "`$[0].workloadTemplate[0].opcode`"),
+        ("    collectMetrics: true\n", "", "workloadTemplate[2]: the last op is the measured"),
+        ("labels: [performance]", "labels: []", "(SchedulingBasic).workloads"),
+        ("initNodes: 5000", "initNodes: many", "(SchedulingBasic).workloads[0].params.initNodes"),
+        (
+            "defaultPodTemplatePath: templates/pod-default.yaml",
+            "defaultPodTemplatePath: templates/pod-defualt.yaml",
+            "(SchedulingBasic).defaultPodTemplatePath: cannot open",
+        ),
+        ("intervalMilliseconds: 200", "intervalMilliseconds: 0", "intervalMilliseconds"),
+        ("- name: SchedulingBasic\n", "- name: SchedulingBasic\n  oops: [\n", "performance-config"),
+    ],
+)
+def test_a_broken_file_names_the_file_and_the_field(
+    tmp_path: Path, old: str, new: str, says: str
+) -> None:
+    directory = _broken(tmp_path, old, new)
+    with pytest.raises(WorkloadError) as raised:
+        load_workloads(directory)
+    message = str(raised.value)
+    assert "performance-config.yaml" in message
+    assert says in message
+
+
+def test_a_broken_template_names_the_template_and_the_field(tmp_path: Path) -> None:
+    directory = _broken(tmp_path, "x", "x")
+    template = directory / "templates" / "pod-with-pod-affinity.yaml"
+    template.write_text(template.read_text().replace("maxSkew", "x").replace("generateName", "gn"))
+    with pytest.raises(WorkloadError, match=r"pod-with-pod-affinity.yaml: metadata.generateName"):
+        load_workloads(directory)
+
+
+def test_a_misspelt_workload_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "SchedulingBsic", "--nodes", "5", "--mode", "cycle"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ksched bench: ")
+    assert "ops/bench/workloads" in line
+    assert "name: no test case named 'SchedulingBsic'" in line
+    assert "SchedulingBasic" in line
