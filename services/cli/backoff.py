@@ -1,7 +1,8 @@
 """Exponential backoff for restarting something that keeps failing: ``ksched up``
 restarting a service process, a service retrying its broker at start-up.
 
-Shaped like the kubelet's CrashLoopBackOff: the first retry waits ``initial``, each
+Shaped like the kubelet's CrashLoopBackOff: the first retry waits ``initial``
+(:class:`~services.common.settings.RestartSettings` gives the figures), each
 failure doubles the wait up to ``cap``, and a run that lasted ``reset_after`` seconds
 (the kubelet uses twice its cap) starts the count again::
 
@@ -11,34 +12,19 @@ failure doubles the wait up to ``cap``, and a run that lasted ``reset_after`` se
 from __future__ import annotations
 
 from services.common.clock import Clock
-
-INITIAL = 0.5
-"""Seconds before the first retry."""
-CAP = 30.0
-"""Seconds; the delay never grows past this."""
-RESET_AFTER = 2 * CAP
-"""Seconds of running without failing after which the next failure waits ``INITIAL``
-again (the kubelet resets CrashLoopBackOff after twice its maximum, too)."""
+from services.common.settings import RestartSettings
 
 
 class Backoff:
     """The delay before each retry. Pure: time comes from ``clock``."""
 
-    def __init__(
-        self,
-        clock: Clock,
-        *,
-        initial: float = INITIAL,
-        cap: float = CAP,
-        reset_after: float = RESET_AFTER,
-    ) -> None:
-        if not 0 < initial <= cap:
-            raise ValueError(f"backoff: need 0 < initial ({initial}) <= cap ({cap})")
+    def __init__(self, clock: Clock, settings: RestartSettings | None = None) -> None:
+        settings = settings or RestartSettings()
         self._clock = clock
-        self._initial = initial
-        self._cap = cap
-        self._reset_after = reset_after
-        self._next = initial
+        self._initial = settings.initial
+        self._cap = settings.cap
+        self._reset_after = settings.reset_after
+        self._next = settings.initial
         self._since: float | None = None
         self.failures = 0
         """Failures since the last reset."""

@@ -28,6 +28,7 @@ from services.common.clock import Clock, FakeClock
 from services.common.decisions import ATTEMPT_HEADER, EXPLAIN_ANNOTATION
 from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
+from services.common.settings import QueueSettings, SchedulerSettings
 from services.common.store.memory import MemoryStore
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
@@ -136,18 +137,15 @@ class EmbeddedCluster:
                 QueueProfile.of(Framework(p, in_tree_registry()))
                 for p in profiles or (default_profile(),)
             ],
+            settings=QueueSettings(max_in_flight=max_in_flight, dispatch_batch=dispatch_batch),
             hold=hold,
-            max_in_flight=max_in_flight,
-            batch_size=dispatch_batch,
         )
         self.scheduler = SchedulerService(
             self.bus,
             self.store.client(),
             self.clock,
             profiles,
-            replica="embedded",
-            seed=seed,
-            explain=explain,
+            settings=SchedulerSettings(replica="embedded", seed=seed, explain=explain),
         )
         self.binder = BinderService(
             self.bus, self.store.client(), self.clock, scheduled_events=scheduled_events

@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Protocol
 
+import msgspec
+
 from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
@@ -57,7 +59,7 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
 def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
     clock = SystemClock()
     if name == "informer":
-        return InformerService(bus, store, open_event_log(settings.event_log), clock)
+        return InformerService(bus, store, open_event_log(settings.informer.event_log), clock)
     if name == "queue":
         config = scheduler_config(settings.config)
         return QueueService(
@@ -65,24 +67,17 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             store,
             clock,
             profiles=[QueueProfile.of(Framework(p, in_tree_registry())) for p in config.profiles],
-            max_in_flight=settings.max_in_flight,
-            batch_size=settings.dispatch_batch,
-            initial_backoff=config.pod_initial_backoff_seconds,
-            max_backoff=config.pod_max_backoff_seconds,
-            metrics_port=settings.metrics_port,
+            settings=msgspec.structs.replace(
+                settings.queue,
+                initial_backoff=config.pod_initial_backoff_seconds,
+                max_backoff=config.pod_max_backoff_seconds,
+            ),
         )
     if name == "scheduler":
-        replica = settings.replica or f"{socket.gethostname()}-{os.getpid()}"
-        return SchedulerService(
-            bus,
-            store,
-            clock,
-            load_profiles(settings.config),
-            replica=replica,
-            seed=settings.seed,
-            assume_ttl=settings.assume_ttl,
-            explain=settings.explain,
-        )
+        group = settings.scheduler
+        if not group.replica:
+            group = msgspec.structs.replace(group, replica=f"{socket.gethostname()}-{os.getpid()}")
+        return SchedulerService(bus, store, clock, load_profiles(settings.config), settings=group)
     if name == "binder":
         return BinderService(bus, store, clock)
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")

@@ -1,4 +1,6 @@
-"""Typed settings, loaded once at the edge of a process and passed down immutable.
+"""Typed settings, loaded once at the edge of a process and passed down immutable:
+one group per service (each service's constructor takes its own), the connection
+settings every process shares at the top.
 
 Nothing below the CLI reads environment variables: ``from_env`` is called by the CLI,
 which merges flags over it.
@@ -14,7 +16,86 @@ import msgspec
 from services.common.tls import TLSFiles
 
 
+class InformerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """What ``ksched run informer`` needs besides the connection."""
+
+    event_log: str = "var/ksched-events.jsonl"
+    """The event log (``KSCHED_EVENT_LOG``, ``--event-log``): a file path, or
+    ``memory://``. Only the informer opens it: the log is its single writer's."""
+
+
+class QueueSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """What ``ksched run queue`` needs besides the connection and the profiles."""
+
+    max_in_flight: int = 512
+    """Pods (count) the queue lets be in flight across all scheduler replicas at once:
+    the credit that keeps a high-priority pod from waiting behind a backlog already
+    handed out. Default 512: enough to keep two replicas' batches full."""
+    dispatch_batch: int = 128
+    """Most pods (count) in one ScheduleBatch message: batches amortise the hop; 128
+    keeps one batch's latency small."""
+    initial_backoff: float = 1.0
+    """Seconds of a pod's first backoff (upstream's ``podInitialBackoffSeconds``,
+    default 1; ``ksched run`` takes it from the KubeSchedulerConfiguration)."""
+    max_backoff: float = 10.0
+    """Seconds; the backoff doubles up to this (``podMaxBackoffSeconds``, default 10)."""
+    max_in_unschedulable: float = 300.0
+    """Seconds a pod may stay in unschedulablePods before the periodic flush moves it
+    back (upstream's ``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
+    pop_from_backoff: bool = True
+    """Pop from backoffQ when activeQ is empty (upstream's SchedulerPopFromBackoffQ
+    feature gate, on by default)."""
+    metrics_port: int | None = None
+    """Port of the Prometheus endpoint (``/metrics``: ``scheduler_pending_pods``,
+    ``scheduler_queue_incoming_pods_total``); 0 picks a free port. None (the default):
+    no endpoint, the metrics are only kept in the process."""
+
+
+class SchedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """What ``ksched run scheduler`` needs besides the connection and the profiles."""
+
+    replica: str = ""
+    """This replica's name (its private snapshot feed, its reservations); empty: the
+    host name and pid, unique per process."""
+    seed: int | None = None
+    """Seed for tie-breaking among equal-score nodes; None (default): random, as
+    upstream's reservoir sampling. Set it for reproducible runs."""
+    assume_ttl: float = 30.0
+    """Seconds a reservation lives in the store (and in the Cache) until a binder claims
+    it; default 30, upstream's assumed-pod expiry is of the same order."""
+    max_conflict_retries: int = 3
+    """Times (count) a pod whose store reservation lost a race to another replica is
+    rescheduled in the same batch before it goes back to the queue."""
+    catch_up_timeout: float = 30.0
+    """Seconds a request may wait for the Cache to apply the log position it was
+    dispatched at; after that the requests still waiting fail with ``error``."""
+    explain: bool = False
+    """Attach an explanation to every decision (``--explain``); off (default), only pods
+    annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the nodes and
+    a large annotation per decision)."""
+
+
+class RestartSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """The backoff of ``ksched up`` restarting a service and of a service retrying the
+    broker and Redis at start-up, shaped like the kubelet's CrashLoopBackOff."""
+
+    initial: float = 0.5
+    """Seconds before the first retry."""
+    cap: float = 30.0
+    """Seconds; the delay doubles up to this."""
+    reset_after: float = 60.0
+    """Seconds of running without failing after which the next failure waits
+    ``initial`` again (the kubelet resets after twice its cap)."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.initial <= self.cap:
+            raise ValueError(f"backoff: need 0 < initial ({self.initial}) <= cap ({self.cap})")
+
+
 class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """A process's settings: the connection every service shares at the top, then one
+    group per service. Built once by :func:`from_env` at the CLI's edge."""
+
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
     """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus."""
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -30,33 +111,17 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     tls_key: str | None = None
     """PEM file of the client certificate's private key (``KSCHED_TLS_KEY``) when it is
     not in ``tls_cert``. Keep it 0600: ksched reads it, never logs or copies it."""
-    event_log: str = "var/ksched-events.jsonl"
-    """The informer's event log (``KSCHED_EVENT_LOG``): a file path, or ``memory://``.
-    Only the informer opens it."""
     namespace: str = ""
     """Prefix of every exchange, queue and Redis key (``KSCHED_NAMESPACE``), so several
     ksched installations (or test runs) can share one broker and one Redis. Empty:
     the names of contracts.topology as they are, Redis keys under ``ksched:``."""
-    replica: str = ""
-    """This scheduler replica's name (its private snapshot feed); default: host-pid."""
     config: str | None = None
-    """KubeSchedulerConfiguration file for the scheduler and queue (``--config``)."""
-    seed: int | None = None
-    """Seed for tie-breaking among equal-score nodes; None: random."""
-    assume_ttl: float = 30.0
-    """Seconds a scheduler's reservation lives before a binder claims it."""
-    max_in_flight: int = 512
-    """Pods the queue lets be in flight across all scheduler replicas (credit)."""
-    dispatch_batch: int = 128
-    """Most pods the queue puts in one ScheduleBatch message."""
-    metrics_port: int | None = None
-    """Port of the queue's Prometheus endpoint (``/metrics``: ``scheduler_pending_pods``,
-    ``scheduler_queue_incoming_pods_total``); 0 picks a free port. None (the default):
-    no endpoint, the metrics are only kept in the process."""
-    explain: bool = False
-    """Scheduler: attach an explanation to every decision (``--explain``); off, only
-    pods annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the
-    nodes and a large annotation per decision)."""
+    """KubeSchedulerConfiguration file the scheduler and the queue read (``--config``);
+    None: upstream's default profile."""
+    informer: InformerSettings = InformerSettings()
+    queue: QueueSettings = QueueSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    restart: RestartSettings = RestartSettings()
 
     def __post_init__(self) -> None:
         for name, path in (
@@ -95,8 +160,28 @@ ENV = {
 def from_env(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Settings from ``KSCHED_*`` variables, then ``overrides`` (flags) where not None."""
     environ = os.environ if environ is None else environ
-    values: dict[str, object] = {
+    flat: dict[str, object] = {
         field: environ[var] for field, var in ENV.items() if environ.get(var)
     }
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    flat.update({k: v for k, v in overrides.items() if v is not None})
+    values: dict[str, object] = {}
+    for field, value in flat.items():
+        group = _GROUP_OF.get(field)
+        if group is None:
+            values[field] = value
+        else:
+            values.setdefault(group, {})[field] = value  # type: ignore[index]
     return msgspec.convert(values, Settings)
+
+
+_GROUP_OF: Mapping[str, str] = {
+    field: group
+    for group, kind in (
+        ("informer", InformerSettings),
+        ("queue", QueueSettings),
+        ("scheduler", SchedulerSettings),
+        ("restart", RestartSettings),
+    )
+    for field in kind.__struct_fields__
+}
+"""A flat flag or variable name → the group it belongs to (field names are unique)."""

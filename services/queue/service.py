@@ -53,6 +53,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.projection import LogProjection
+from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import MetricsEndpoint, registry_for
@@ -60,7 +61,6 @@ from services.queue.nominator import Nominator
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import (
     LEFTOVER_FLUSH_PERIOD,
-    MAX_IN_UNSCHEDULABLE,
     SchedulingQueue,
 )
 from services.queue.types import QueuedPodInfo
@@ -87,39 +87,35 @@ class QueueService:
         clock: Clock,
         *,
         profiles: Collection[str | QueueProfile] = (DEFAULT_SCHEDULER_NAME,),
-        max_in_flight: int = 512,
-        batch_size: int = 128,
-        initial_backoff: float = 1.0,
-        max_backoff: float = 10.0,
-        max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE,
-        pop_from_backoff: bool = True,
+        settings: QueueSettings | None = None,
         hold: bool = False,
-        metrics_port: int | None = None,
     ) -> None:
         """``profiles``: the profiles served, each a QueueProfile built from the
         profile's Framework, or a schedulerName standing for upstream's default plugins.
-        ``hold``: accept events but dispatch nothing until :meth:`release` (the embedded
-        simulator loads a whole cluster before the first attempt). ``metrics_port``:
-        serve ``/metrics`` there while running (0: any free port; None: no endpoint)."""
+        ``settings``: this service's group (credit, batch size, backoff, metrics port);
+        None: the defaults. ``hold``: accept events but dispatch nothing until
+        :meth:`release` (the embedded simulator loads a whole cluster before the first
+        attempt)."""
+        settings = settings or QueueSettings()
         self._bus = bus
         self._store = store
         self._clock = clock
         resolved = [p if isinstance(p, QueueProfile) else QueueProfile.default(p) for p in profiles]
-        self._max_in_flight = max_in_flight
-        self._batch_size = batch_size
+        self._max_in_flight = settings.max_in_flight
+        self._batch_size = settings.dispatch_batch
         self.queue = SchedulingQueue(
             resolved,
             clock,
-            initial_backoff=initial_backoff,
-            max_backoff=max_backoff,
-            max_in_unschedulable=max_in_unschedulable,
-            pop_from_backoff=pop_from_backoff,
+            initial_backoff=settings.initial_backoff,
+            max_backoff=settings.max_backoff,
+            max_in_unschedulable=settings.max_in_unschedulable,
+            pop_from_backoff=settings.pop_from_backoff,
         )
         self.nominator = Nominator()
         self.handlers = EventHandlers(self.queue, self.nominator)
         self.registry = registry_for(self.queue)
         """This service's Prometheus registry (``scheduler_pending_pods``…)."""
-        self._metrics_port = metrics_port
+        self._metrics_port = settings.metrics_port
         self.metrics: MetricsEndpoint | None = None
         self._origin: dict[str, tuple[float, dict[str, str]]] = {}
         self._wake = asyncio.Event()

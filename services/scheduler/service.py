@@ -51,6 +51,7 @@ from services.common.decisions import (
 )
 from services.common.projection import LogProjection
 from services.common.resources import ResourceError
+from services.common.settings import SchedulerSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.listers import KINDS as LISTED_KINDS
@@ -77,26 +78,20 @@ class SchedulerService:
         clock: Clock,
         profiles: Sequence[Profile] | None = None,
         *,
-        replica: str,
-        seed: int | None = None,
-        assume_ttl: float = 30.0,
+        settings: SchedulerSettings,
         registry: Registry | None = None,
-        max_conflict_retries: int = 3,
-        catch_up_timeout: float = 30.0,
         tracer: Tracer | None = None,
-        explain: bool = False,
     ) -> None:
         """``profiles``: validated profiles (``load_profiles``); None runs the default
-        profile. ``seed`` makes tie-breaking reproducible. ``assume_ttl``: seconds a
-        reservation lives in the store (and locally) until a binder claims it.
-        ``max_conflict_retries``: reschedules of a pod whose store reservation lost a
-        race. ``catch_up_timeout``: seconds a request may wait for the snapshot to
-        apply its ``seq``. ``tracer``: defaults to the process's (telemetry.tracer).
-        ``explain``: attach an explanation to every decision (annotation
-        ``ksched.io/explain``), not only to those of pods that ask for one."""
+        profile. ``settings``: this replica's group (its name, the tie-break seed, the
+        reservation TTL, conflict retries, the catch-up timeout, explain), with a
+        non-empty ``replica``. ``tracer``: defaults to the process's
+        (telemetry.tracer)."""
+        if not settings.replica:
+            raise ValueError("scheduler settings: replica: must not be empty")
         self._bus, self._store, self._clock = bus, store, clock
-        self._replica = replica
-        rng = random.Random(seed)
+        self._replica = settings.replica
+        rng = random.Random(settings.seed)
         tracer = tracer or telemetry.tracer("scheduler")
         self.cache = Cache()
         self.pending = PendingPods()
@@ -118,12 +113,12 @@ class SchedulerService:
             store,
             clock,
             pending=self.pending,
-            assume_ttl=assume_ttl,
-            max_conflict_retries=max_conflict_retries,
+            assume_ttl=settings.assume_ttl,
+            max_conflict_retries=settings.max_conflict_retries,
             tracer=tracer,
-            explain=explain,
+            explain=settings.explain,
         )
-        self._catch_up_timeout = catch_up_timeout
+        self._catch_up_timeout = settings.catch_up_timeout
         self._encoder = msgspec.json.Encoder()
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""

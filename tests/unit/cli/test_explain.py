@@ -205,7 +205,7 @@ def test_the_explain_flag_reaches_the_scheduler_settings() -> None:
     from services.cli.main import _settings, _settings_argv, parser
 
     run_args = parser().parse_args(["run", "scheduler", "--explain"])
-    assert _settings(run_args).explain is True
-    assert _settings(parser().parse_args(["run", "scheduler"])).explain is False
+    assert _settings(run_args).scheduler.explain is True
+    assert _settings(parser().parse_args(["run", "scheduler"])).scheduler.explain is False
     up_args = parser().parse_args(["up", "--explain", "--seed", "3"])
     assert _settings_argv(up_args) == ["--seed", "3", "--explain"]

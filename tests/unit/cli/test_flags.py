@@ -14,5 +14,5 @@ def test_metrics_port_is_forwarded_to_the_queue_process_only() -> None:
 
 def test_metrics_port_reaches_the_settings() -> None:
     args = parser().parse_args(["run", "queue", "--metrics-port", "0"])
-    assert _settings(args).metrics_port == 0
-    assert _settings(parser().parse_args(["run", "queue"])).metrics_port is None
+    assert _settings(args).queue.metrics_port == 0
+    assert _settings(parser().parse_args(["run", "queue"])).queue.metrics_port is None

@@ -7,6 +7,7 @@ import pytest
 
 from services.cli.backoff import Backoff
 from services.common.clock import FakeClock
+from services.common.settings import RestartSettings
 
 # Each step: ("run", seconds) = started, then ran that long; ("fail", expected delay).
 CASES = {
@@ -51,6 +52,6 @@ def test_failures_count_since_the_last_reset() -> None:
 
 
 @pytest.mark.parametrize(("initial", "cap"), [(0.0, 30.0), (2.0, 1.0)])
-def test_a_backoff_needs_0_lt_initial_le_cap(initial: float, cap: float) -> None:
+def test_a_restart_backoff_needs_0_lt_initial_le_cap(initial: float, cap: float) -> None:
     with pytest.raises(ValueError, match="initial"):
-        Backoff(FakeClock(), initial=initial, cap=cap)
+        RestartSettings(initial=initial, cap=cap)

@@ -55,3 +55,54 @@ def test_bad_tls_settings_are_one_line_naming_the_variable(
 )
 def test_is_tls_url(url: str, tls: bool) -> None:
     assert is_tls_url(url) is tls
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "group", "field", "expected"),
+    [
+        ({}, {}, "informer", "event_log", "var/ksched-events.jsonl"),
+        ({"KSCHED_EVENT_LOG": "memory://"}, {}, "informer", "event_log", "memory://"),
+        (
+            {"KSCHED_EVENT_LOG": "a.jsonl"},
+            {"event_log": "b.jsonl"},
+            "informer",
+            "event_log",
+            "b.jsonl",
+        ),
+        ({}, {}, "queue", "max_in_flight", 512),
+        ({}, {"max_in_flight": 7}, "queue", "max_in_flight", 7),
+        ({}, {}, "queue", "dispatch_batch", 128),
+        ({}, {"metrics_port": 0}, "queue", "metrics_port", 0),
+        ({}, {}, "queue", "initial_backoff", 1.0),
+        ({}, {}, "queue", "max_backoff", 10.0),
+        ({}, {}, "scheduler", "assume_ttl", 30.0),
+        ({}, {"seed": 3}, "scheduler", "seed", 3),
+        ({}, {"replica": "r2"}, "scheduler", "replica", "r2"),
+        ({}, {"explain": True}, "scheduler", "explain", True),
+        ({}, {}, "restart", "cap", 30.0),
+    ],
+)
+def test_each_setting_lands_in_its_service_group(
+    env: dict[str, str], flags: dict[str, object], group: str, field: str, expected: object
+) -> None:
+    settings = from_env(env, **flags)
+    assert getattr(getattr(settings, group), field) == expected
+
+
+@pytest.mark.parametrize(
+    ("flags", "where"),
+    [
+        ({"max_in_flight": "many"}, "$.queue.max_in_flight"),
+        ({"seed": "x"}, "$.scheduler.seed"),
+        ({"assume_ttl": "soon"}, "$.scheduler.assume_ttl"),
+    ],
+)
+def test_a_bad_value_names_its_group_and_field(flags: dict[str, object], where: str) -> None:
+    with pytest.raises(msgspec.ValidationError, match=re.escape(where)):
+        from_env({}, **flags)
+
+
+def test_the_groups_are_immutable() -> None:
+    settings = from_env({})
+    with pytest.raises(AttributeError):
+        settings.queue.max_in_flight = 1  # type: ignore[misc]

@@ -20,6 +20,7 @@ from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.resources import node_allocatable, pod_requests
+from services.common.settings import QueueSettings
 from services.common.store import Nomination, PodCharge, ProjectedEntry
 from services.common.store.memory import MemoryStore
 from services.informer.validate import object_key
@@ -36,13 +37,13 @@ class Harness:
         self.bus = MemoryBus()
         self.store = store or MemoryStore()
         self.clock = FakeClock()
-        self.options = {"max_in_flight": 4, "batch_size": 2, **options}
+        self.settings = QueueSettings(**{"max_in_flight": 4, "dispatch_batch": 2, **options})
         self.requests: list[ScheduleRequest] = []
         self.queue = self.new_service()
         self.seq = 0
 
     def new_service(self) -> QueueService:
-        return QueueService(self.bus, self.store, self.clock, **self.options)
+        return QueueService(self.bus, self.store, self.clock, settings=self.settings)
 
     async def start(self) -> None:
         await self.bus.declare(topology.QUEUES)
@@ -143,7 +144,7 @@ async def test_dispatches_in_queue_order_with_bounded_credit(harness: Harness) -
 
 
 async def test_a_high_priority_pod_behind_a_10k_backlog_is_attempted_next() -> None:
-    h = Harness(max_in_flight=8, batch_size=8)
+    h = Harness(max_in_flight=8, dispatch_batch=8)
     await h.start()
     try:
         await h.apply(*[make_pod(f"low-{i}") for i in range(10_000)])
@@ -273,13 +274,15 @@ async def test_the_metrics_endpoint_serves_the_registry() -> None:
 
 
 async def test_a_restarted_queue_attempts_pods_in_flight_again_exactly_once() -> None:
-    first = Harness(max_in_flight=2, batch_size=2)
+    first = Harness(max_in_flight=2, dispatch_batch=2)
     await first.start()
     await first.apply(make_pod("a"), make_pod("b"), make_pod("c"))
     lost = list(first.requests)
     assert [(r.name, r.attempt) for r in lost] == [("a", 1), ("b", 1)]
     await first.queue.stop()  # killed: no result ever comes for the attempts in flight
-    restarted = QueueService(first.bus, first.store, first.clock, max_in_flight=10)
+    restarted = QueueService(
+        first.bus, first.store, first.clock, settings=QueueSettings(max_in_flight=10)
+    )
     await restarted.start()
     await first.settle()
     again = [(r.name, r.attempt) for r in first.requests[len(lost) :]]
@@ -341,9 +344,9 @@ async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost
     """Events applied while a resync reads the store must not be undone by the older
     snapshot (and then skipped as already seen): chaos seed 11 left 49 pods, published
     right after the store was rebuilt, in no sub-queue."""
-    h = Harness(max_in_flight=8, batch_size=4)
+    h = Harness(max_in_flight=8, dispatch_batch=4)
     store = _LosingStore(h.store)
-    h.queue = QueueService(h.bus, store, h.clock, **h.options)
+    h.queue = QueueService(h.bus, store, h.clock, settings=h.settings)
     log: list[ProjectedEntry] = []
     real_apply = h.store.apply
 
@@ -396,9 +399,9 @@ async def test_a_pod_bound_while_the_queue_resyncs_is_not_attempted_again() -> N
     """A ``bound`` result handled between a resync's read of the store and its
     convergence: the older snapshot still has the pod pending (its Binding is not in the
     log yet) and must not bring it back for a second attempt."""
-    h = Harness(max_in_flight=8, batch_size=4)
+    h = Harness(max_in_flight=8, dispatch_batch=4)
     store = _LosingStore(h.store)
-    h.queue = QueueService(h.bus, store, h.clock, **h.options)
+    h.queue = QueueService(h.bus, store, h.clock, settings=h.settings)
     await h.apply(make_node("n1"), publish=False)
     await h.start()
     await h.apply(make_pod("a"))

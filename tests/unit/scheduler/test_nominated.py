@@ -15,6 +15,7 @@ from contracts.k8s import Pod
 from services.common.bus import Message
 from services.common.clock import FakeClock
 from services.common.projection import LogProjection
+from services.common.settings import SchedulerSettings
 from services.common.store import Epoch, Nomination, PodCharge, ProjectedEntry, StoreLost
 from services.common.store.memory import MemoryStore
 from services.framework.api.types import PodInfo
@@ -42,7 +43,9 @@ class NominationHarness(Harness):
     def __init__(self) -> None:
         super().__init__()
         self.store = CountingStore()
-        self.service = SchedulerService(self.bus, self.store, self.clock, replica="r1", seed=1)
+        self.service = SchedulerService(
+            self.bus, self.store, self.clock, settings=SchedulerSettings(replica="r1", seed=1)
+        )
 
     async def setup(self) -> None:
         await self.add_node(make_node("big", allocatable={"cpu": "4", "pods": 110}))

@@ -21,6 +21,7 @@ from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
+from services.common.settings import SchedulerSettings
 from services.common.store import PodCharge, ProjectedEntry, Reservation
 from services.common.store.memory import MemoryStore
 from services.scheduler.service import SchedulerService
@@ -43,7 +44,11 @@ class Harness:
         self.results: list = []
         self.events: list[Event] = []
         self.service = SchedulerService(
-            self.bus, self.store, self.clock, replica="r1", seed=1, tracer=tracer
+            self.bus,
+            self.store,
+            self.clock,
+            settings=SchedulerSettings(replica="r1", seed=1),
+            tracer=tracer,
         )
 
     async def start(self) -> None:
