@@ -165,6 +165,14 @@ class StoreLost(Exception):
     (the informer rebuilds the store from the event log)."""
 
 
+def live(epoch: Epoch, namespace: str) -> Epoch:
+    """``epoch`` if the store is live; else :class:`StoreLost` saying what it is (what
+    :meth:`ClusterStore.attach` checks)."""
+    if epoch.state != "live":
+        raise StoreLost(f"store {namespace!r} is {epoch.state}, not live")
+    return epoch
+
+
 class ClusterStore(Protocol):
     async def epoch(self) -> Epoch:
         """The marker's state and the applied seq; never raises StoreLost."""

@@ -25,6 +25,7 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
     StoreLost,
+    live,
 )
 
 _BUILDING = "building"
@@ -84,9 +85,7 @@ class MemoryStore:
         return Epoch("live", self._d.marker.removeprefix("live:"), self._d.seq)
 
     async def attach(self) -> Epoch:
-        current = await self.epoch()
-        if current.state != "live":
-            raise StoreLost(f"store {self.namespace!r} is {current.state}, not live")
+        current = live(await self.epoch(), self.namespace)
         self._expected = current.token
         return current
 

@@ -56,6 +56,7 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
     StoreLost,
+    live,
 )
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
 
@@ -111,9 +112,7 @@ class RedisStore:
         return Epoch("live", text.removeprefix("live:"), applied)
 
     async def attach(self) -> Epoch:
-        current = await self.epoch()
-        if current.state != "live":
-            raise StoreLost(f"store {self.namespace!r} is {current.state}, not live")
+        current = live(await self.epoch(), self.namespace)
         self._expected = current.token
         return current
 
