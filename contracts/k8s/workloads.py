@@ -45,9 +45,9 @@ class ReplicaSet(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Replica
     spec: ReplicaSetSpec = ReplicaSetSpec()
 
 
-class StatefulSetSpec(Wire, kw_only=True, frozen=True):
-    replicas: int | None = None
-    selector: LabelSelector | None = None
+class StatefulSetSpec(ReplicaSetSpec, kw_only=True, frozen=True):
+    """A ReplicaSet's replicas and selector, and the governing Service's name."""
+
     service_name: str | None = None
 
 
