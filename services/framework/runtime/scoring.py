@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -51,8 +53,9 @@ def run_score(
             continue
         try:
             scores = np.asarray(plugin.score_all(state, pod, nodes, rows), dtype=np.int64)
-            if isinstance(plugin, ScoreExtensions):
-                scores = np.asarray(plugin.normalize_score(state, pod, scores), np.int64)
+            if _normalizes(type(plugin)):
+                normalize = cast(ScoreExtensions, plugin).normalize_score
+                scores = np.asarray(normalize(state, pod, scores), np.int64)
         except Exception as err:
             raise StatusError(
                 f'running Score plugin "{plugin.name}": {as_status(err).message()}'
@@ -76,3 +79,10 @@ def select_host(rows: Rows, totals: Int64Array, rng: random.Random) -> int:
     best = np.flatnonzero(totals == totals.max())
     pick = best[0] if len(best) == 1 else best[rng.randrange(len(best))]
     return int(rows[pick])
+
+
+@functools.cache
+def _normalizes(cls: type) -> bool:
+    """Whether a Score plugin's class has NormalizeScore: checked once per class (a
+    runtime Protocol check per pod and plugin costs more than the scoring itself)."""
+    return issubclass(cls, ScoreExtensions)
