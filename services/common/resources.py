@@ -25,9 +25,8 @@ does include ``pods`` (``status.allocatable.pods``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from types import MappingProxyType
 
 from contracts.k8s import Container, Node, Pod, Quantity
 from contracts.quantity import QuantityError, parse_quantity, to_int, to_millis
@@ -181,11 +180,15 @@ def _to_ints(values: Mapping[str, Fraction]) -> dict[str, int]:
 def pod_requests(pod: Pod) -> Mapping[str, int]:
     """What the pod requests (``resource.PodRequests``), without ``pods``.
 
-    Computed once per pod version (see :class:`_PerVersion`): the mapping is shared, read
-    it and copy it to change it. Raises :class:`ResourceError` naming the first invalid
-    or negative quantity.
+    Computed once per pod version (see :class:`_PerVersion`): the mapping is shared,
+    read it and copy it to change it. Raises :class:`ResourceError` naming the first
+    invalid or negative quantity.
     """
-    return _REQUESTS.get(pod, lambda: _to_ints(_aggregate(pod, {})))
+    key = _version(pod)
+    held = _REQUESTS.held.get(key) if key else None
+    if held is None:
+        held = _REQUESTS.keep(key, _to_ints(_aggregate(pod, {})))
+    return held
 
 
 def pod_nonzero_requests(pod: Pod) -> Mapping[str, int]:
@@ -193,31 +196,36 @@ def pod_nonzero_requests(pod: Pod) -> Mapping[str, int]:
     (app or init) that does not set a cpu or memory request counts 100m / 200Mi.
     ``NodeInfo.NonZeroRequested`` and the LeastAllocated / MostAllocated scores use this.
     Shared per pod version, as :func:`pod_requests`."""
-    return _NONZERO.get(pod, lambda: _to_ints(_aggregate(pod, _NON_MISSING)))
+    key = _version(pod)
+    held = _NONZERO.held.get(key) if key else None
+    if held is None:
+        held = _NONZERO.keep(key, _to_ints(_aggregate(pod, _NON_MISSING)))
+    return held
+
+
+def _version(pod: Pod) -> tuple[str, str] | None:
+    meta = pod.metadata
+    return (meta.uid, meta.resource_version) if meta.uid and meta.resource_version else None
 
 
 class _PerVersion:
     """A pod's requests by (uid, resourceVersion), so each process computes them once
     per version although the queue, its hints, the scheduler's cache and its pending
     pods all ask. A pod without both (a test's or an unsaved object) is not kept. The
-    oldest half goes when ``limit`` versions are held."""
+    oldest half goes when ``limit`` versions are held. Callers get the kept mapping
+    itself, typed read-only."""
 
     def __init__(self, limit: int = 65536) -> None:
         self._limit = limit
-        self._held: dict[tuple[str, str], Mapping[str, int]] = {}
+        self.held: dict[tuple[str, str], Mapping[str, int]] = {}
 
-    def get(self, pod: Pod, compute: Callable[[], dict[str, int]]) -> Mapping[str, int]:
-        meta = pod.metadata
-        if not (meta.uid and meta.resource_version):
-            return MappingProxyType(compute())
-        key = (meta.uid, meta.resource_version)
-        held = self._held.get(key)
-        if held is None:
-            if len(self._held) >= self._limit:
-                for old in list(self._held)[: self._limit // 2]:
-                    del self._held[old]
-            held = self._held[key] = MappingProxyType(compute())
-        return held
+    def keep(self, key: tuple[str, str] | None, amounts: dict[str, int]) -> Mapping[str, int]:
+        if key is not None:
+            if len(self.held) >= self._limit:
+                for old in list(self.held)[: self._limit // 2]:
+                    del self.held[old]
+            self.held[key] = amounts
+        return amounts
 
 
 _REQUESTS = _PerVersion()
