@@ -29,6 +29,7 @@ changed; every 30 s pods parked for more than 5 minutes are retried.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 from collections.abc import Collection, Sequence
@@ -125,6 +126,8 @@ class QueueService:
         self._tasks: list[asyncio.Task[None]] = []
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed: cluster events wait in its buffer while a load runs."""
+        self._ended: set[str] = set()
+        """Pods whose attempt ended and whose lease the store may still hold."""
         self._converging = asyncio.Lock()
         """Held while attempt results are applied and while a load reads the store and
         converges on it: a pod bound between the read and the convergence would be
@@ -334,13 +337,25 @@ class QueueService:
                             self.queue.add_unschedulable_if_not_present(
                                 uid, (), message=result.message
                             )
+        self._ended.update(ended)
         try:
             if ended:
-                await self._store.drop_leases(ended)
+                await self._drop_ended_leases()
                 await self.nominator.flush(self._store)
         except StoreLost as lost:
-            await self._recover(lost)  # the dropped leases went with the store
+            await self._recover(lost)
+            # A load may have written these leases back while the attempts were still
+            # in flight; drop them again (or from the timers, until the store takes it).
+            with contextlib.suppress(StoreLost):
+                await self._drop_ended_leases()
         self._wake.set()
+
+    async def _drop_ended_leases(self) -> None:
+        """Forget the leases of the attempts that ended; kept to retry on StoreLost."""
+        if self._ended:
+            ended = sorted(self._ended)
+            await self._store.drop_leases(ended)
+            self._ended.difference_update(ended)
 
     # -- timers -----------------------------------------------------------------------
 
@@ -357,6 +372,7 @@ class QueueService:
                     moved += self.queue.flush_unschedulable_pods_leftover()
                 if moved:
                     self._wake.set()
+                await self._drop_ended_leases()
                 await self._publish_view()
             except Exception:
                 log.exception("queue timers failed; retrying on the next tick")

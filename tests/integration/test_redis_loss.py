@@ -105,7 +105,10 @@ async def test_redis_emptied_mid_run_loses_no_pod_and_decides_nothing_on_it(
     async def no_lease_left() -> bool:
         return await store.leases() == {}
 
-    await until_true(no_lease_left)
+    try:
+        await until_true(no_lease_left)
+    except TimeoutError:
+        raise AssertionError(f"leases left: {await store.leases()}\n" + logs(processes)) from None
     [line] = [
         line
         for line in processes.log("informer").splitlines()
