@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Wire
 
 
@@ -90,13 +92,20 @@ class BindRequest(Wire, kw_only=True, frozen=True):
     explanation: str = ""
     """The scheduler's explanation of the decision (JSON), when it explained it; the
     binder copies it onto the Binding (annotation ``ksched.io/explain``)."""
+    plugin_state: dict[str, msgspec.Raw] = {}
+    """Plugin name → what that plugin decided in the scheduling cycle and needs in the
+    binding cycle, in the plugin's own encoding (the plugin declares its type; the
+    contracts name no plugin)."""
+    permit: bool = False
+    """Permit asked the pod to wait: the waiting pod (pending plugins, deadlines) is in
+    the store, and the binder binds only once every plugin allowed it."""
 
 
 class BindBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="BindBatch"):
     requests: list[BindRequest]
 
 
-Outcome = Literal["bound", "unschedulable", "error", "stale"]
+Outcome = Literal["bound", "unschedulable", "error", "stale", "waiting"]
 
 
 class AttemptResult(Wire, kw_only=True, frozen=True):
@@ -107,6 +116,8 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
       plugins (the queue parks the pod until an event one of them cares about).
     - ``error``: something failed that is not about fit (store down, bind failed);
       the pod backs off and is retried.
+    - ``waiting``: the pod waits at Permit (not final): the queue frees its in-flight
+      credit but keeps the attempt; a later result for the same attempt ends it.
     - ``stale``: the attempt was superseded (lease moved on, pod bound or deleted);
       the queue drops the result.
     """

@@ -87,6 +87,11 @@ DECISIONS: Final = ExchangeSpec(
     "topic",
     description="Bindings, Events (and later Evictions, nominations) for users.",
 )
+PERMIT: Final = ExchangeSpec(
+    "ksched.permit",
+    "topic",
+    description="Allow or reject a pod waiting at Permit, routing key allow.<ns> / reject.<ns>.",
+)
 ERRORS: Final = ExchangeSpec(
     "ksched.errors", "topic", description="Rejected input, routing key error.<kind>."
 )
@@ -94,7 +99,7 @@ DEAD: Final = ExchangeSpec(
     "ksched.dead", "fanout", description="Dead letters: poison messages with their reason."
 )
 
-EXCHANGES: Final = (EVENTS, CLUSTER, SCHEDULE, BIND, RESULTS, DECISIONS, ERRORS, DEAD)
+EXCHANGES: Final = (EVENTS, CLUSTER, SCHEDULE, BIND, RESULTS, DECISIONS, PERMIT, ERRORS, DEAD)
 
 SCHEDULE_KEY: Final = "schedule"
 BIND_KEY: Final = "bind"
@@ -143,6 +148,12 @@ BINDER_REQUESTS: Final = QueueSpec(
     description="Work queue shared by every binder replica.",
     payload="BindBatch",
 )
+BINDER_PERMIT: Final = QueueSpec(
+    "ksched.binder.permit",
+    (QueueBinding(PERMIT.name, "allow.*"), QueueBinding(PERMIT.name, "reject.*")),
+    description="Allow / reject decisions for waiting pods, shared by every binder replica.",
+    payload="PermitDecision",
+)
 DEAD_LETTERS: Final = QueueSpec(
     "ksched.dead.letters",
     (QueueBinding(DEAD.name, ""),),
@@ -172,6 +183,7 @@ QUEUES: Final = (
     QUEUE_RESULTS,
     SCHEDULER_REQUESTS,
     BINDER_REQUESTS,
+    BINDER_PERMIT,
     DEAD_LETTERS,
 )
 

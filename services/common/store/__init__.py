@@ -19,6 +19,8 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
     StoreLost,
+    WaitingRecord,
+    WaitState,
 )
 from services.common.store.memory import MemoryStore
 from services.common.tls import NO_TLS_FILES, TLSFiles
@@ -58,5 +60,7 @@ __all__ = [
     "ProjectedEntry",
     "Reservation",
     "StoreLost",
+    "WaitState",
+    "WaitingRecord",
     "open_store",
 ]

@@ -143,6 +143,44 @@ class Nomination:
     priority: int
 
 
+WaitState = Literal["waiting", "allowed", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingRecord:
+    """A pod waiting at Permit (upstream's ``waitingPod``), shared by every scheduler
+    and binder replica. ``pending`` holds one deadline per plugin that has not allowed
+    the pod yet; the record leaves ``waiting`` exactly once:
+
+    - ``allowed``: the last pending plugin allowed it (``pending`` is empty);
+    - ``rejected``: a plugin rejected it (``plugin``, ``message``), or the earliest
+      pending deadline passed (``plugin`` is the one that timed out; ``message`` is
+      empty: the caller words the timeout from ``waits``).
+
+    A resolved record stays until a binder takes it (:meth:`ClusterStore.take_waiting`).
+    """
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    attempt: int
+    profile: str
+    pending: Mapping[str, float]
+    """Plugin → deadline (clock seconds) of the plugins that have not allowed the pod."""
+    waits: Mapping[str, float]
+    """Plugin → how long it asked the pod to wait (seconds), for the timeout message."""
+    request: bytes
+    """The encoded BindRequest (contracts.messages) the binder resumes with."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The pod's labels (plugins pick their pods by them, e.g. the pod group)."""
+    state: WaitState = "waiting"
+    plugin: str = ""
+    message: str = ""
+    resolved_at: float = 0.0
+    """Clock seconds when the record left ``waiting`` (0 while waiting)."""
+
+
 EpochState = Literal["blank", "building", "live"]
 
 
@@ -240,6 +278,49 @@ class ClusterStore(Protocol):
     async def clear_nominations(self, uids: Sequence[str]) -> None: ...
 
     async def nominations(self) -> dict[str, Nomination]: ...
+
+    # -- waiting pods (Permit) ---------------------------------------------------------
+    # Not guarded by the epoch: a waiting pod belongs to the binding cycle, which runs
+    # on what the scheduler decided, not on the projection.
+
+    async def put_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        """Add waiting pods (state ``waiting``); a record for the same uid and attempt
+        is replaced, one of an older attempt is dropped. Their reservations must be
+        claimed (``begin_bind``) first: a pod waiting at Permit never expires."""
+
+    async def waiting(self) -> dict[str, WaitingRecord]:
+        """Every waiting pod (resolved ones included, until taken), by uid."""
+
+    async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
+        """``Allow(plugin)``: drop ``plugin`` from the pending plugins of the waiting pod
+        ``uid``; when none is left the record becomes ``allowed`` (``resolved_at = now``).
+        Returns the record after the change, or None when ``uid`` is not waiting (absent,
+        or already resolved). Allowing a plugin that is not pending changes nothing
+        (the record is returned as it is)."""
+
+    async def reject_waiting(
+        self, uid: str, plugin: str, message: str, now: float
+    ) -> WaitingRecord | None:
+        """``Reject(plugin, message)``: the waiting pod ``uid`` becomes ``rejected``.
+        Returns the record after the change, or None when it is not waiting."""
+
+    async def expire_waiting(self, now: float) -> list[WaitingRecord]:
+        """Reject every waiting pod whose earliest pending deadline is ≤ ``now``, at
+        that plugin (ties: the smaller plugin name), with an empty message; returns
+        them, each to exactly one caller (a concurrent allow or reject wins or loses
+        atomically)."""
+
+    async def next_waiting_deadline(self) -> float | None:
+        """The earliest pending deadline of a pod still waiting (None: none waits)."""
+
+    async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
+        """Remove and return the record of ``uid`` for ``attempt`` if it is resolved
+        (allowed or rejected): exactly one caller gets it. A record still waiting is
+        returned unchanged and stays; None when there is none for that attempt."""
+
+    async def resolved_before(self, when: float) -> list[WaitingRecord]:
+        """Resolved records not taken, resolved at or before ``when`` (the binder
+        resumes those whose resolver died before handing them on)."""
 
     async def put_queue_view(self, view: bytes) -> None:
         """Replace the queue service's published view (a JSON contracts.queueview.QueueView)."""

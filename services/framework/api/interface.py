@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from contracts.k8s import Pod
 from contracts.messages import ClaimBinding
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.events import ClusterEventWithHint
@@ -64,14 +65,37 @@ class ExtensionPoint(enum.StrEnum):
     PostBind = "postBind"
 
 
+@dataclass(frozen=True, slots=True)
+class WatchEffect:
+    """A binding-cycle plugin's API write, which the binder publishes as a watch event
+    on ``ksched.events`` (``kind`` lowercase, ``type`` ADDED/MODIFIED/DELETED) in the
+    same confirmed publish as the pod's Binding; the informer records it."""
+
+    kind: str
+    type: str
+    object: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BindEffect:
+    """A Bind plugin bound the pod to ``node``: the binder publishes the v1 Binding."""
+
+    node: str
+
+
+Effect = WatchEffect | BindEffect
+
+
 class CycleState:
     """Scratch space for one scheduling attempt (``framework.CycleState``). Values that
-    have a ``clone()`` method are cloned by :meth:`clone`; others are shared."""
+    have a ``clone()`` method are cloned by :meth:`clone`; others are shared.
+    ``effects``: what PreBind / Bind plugins asked the binder to publish, in order."""
 
     def __init__(self) -> None:
         self._data: dict[str, object] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        self.effects: list[Effect] = []
 
     def read(self, key: str, kind: type[T]) -> T:
         """The value under ``key``; raises StatusError if absent or not a ``kind``."""
@@ -147,6 +171,64 @@ class PostFilterResult:
     nominated_node_name: str | None = None
 
 
+class WaitingPod(Protocol):
+    """A pod waiting at Permit (upstream's ``framework.WaitingPod``)."""
+
+    def get_pod(self) -> Pod:
+        """The pod (metadata: namespace, name, uid, labels)."""
+        ...
+
+    @property
+    def node(self) -> str: ...
+
+    def get_pending_plugins(self) -> list[str]:
+        """The plugins that have not allowed the pod yet."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` allows the pod; once no plugin is pending, the pod binds."""
+        ...
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Stop every timer; the pod fails Permit with Unschedulable ``message``."""
+        ...
+
+
+class WaitingPods(Protocol):
+    """The waiting pods a plugin sees through its Handle (``GetWaitingPod``,
+    ``IterateOverWaitingPods``, ``RejectWaitingPod``), across every binder replica
+    in the services, and ``add``, which the framework's Permit runner calls."""
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the waiting pod ``uid`` (plugin "", message "removed"); False when no
+        such pod waits."""
+        ...
+
+    def add(self, pod: PodInfo, node: str, waits: dict[str, float]) -> None:
+        """A pod starts waiting on ``node``: plugin → timeout in seconds."""
+        ...
+
+
+class NoWaitingPods:
+    """A Handle's waiting pods when nothing runs Permit waits (the queue's frameworks)."""
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return None
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        return None
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
+
+    def add(self, pod: PodInfo, node: str, waits: dict[str, float]) -> None:
+        raise RuntimeError(f"no waiting pods here: {pod.key} cannot wait at Permit")
+
+
 @dataclass(frozen=True, slots=True)
 class Handle:
     """What a plugin factory gets from the framework that builds it."""
@@ -154,6 +236,8 @@ class Handle:
     profile_name: str
     listers: Listers = field(default_factory=Listers)
     """Cluster objects besides nodes and pods, kept current by the snapshot."""
+    waiting_pods: WaitingPods = field(default_factory=NoWaitingPods)
+    """The pods waiting at Permit (see :class:`WaitingPods`)."""
 
 
 class Plugin(Protocol):
@@ -258,6 +342,22 @@ class BindingDecisions(Protocol):
     def claim_bindings(self, state: CycleState) -> Sequence[ClaimBinding]:
         """The claims to bind (or provision) before the pod's Binding, as the binder
         must publish them; empty when there is nothing to do."""
+        ...
+
+
+@runtime_checkable
+class BindingState(Protocol):
+    """A plugin that needs in the binding cycle (another process: the binder) what it
+    decided in the scheduling cycle. The scheduler encodes it after Reserve and Permit;
+    it travels in the BindRequest under the plugin's name (``plugin_state``), and the
+    binder restores it into the binding cycle's CycleState before WaitOnPermit."""
+
+    def binding_state(self, state: CycleState) -> bytes | None:
+        """What to hand on, in the plugin's own JSON encoding (None: nothing)."""
+        ...
+
+    def restore_binding_state(self, state: CycleState, data: bytes) -> None:
+        """Write into ``state`` what :meth:`binding_state` encoded."""
         ...
 
 
