@@ -23,6 +23,7 @@ from contracts.k8s import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -109,6 +110,10 @@ class StatefulSetEntry(_LogEntryBase, kw_only=True, frozen=True, tag="statefulse
     object: StatefulSet
 
 
+class PodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podgroup"):
+    object: PodGroup
+
+
 LogEntry = (
     PodEntry
     | NodeEntry
@@ -122,6 +127,7 @@ LogEntry = (
     | ReplicationControllerEntry
     | ReplicaSetEntry
     | StatefulSetEntry
+    | PodGroupEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {

@@ -12,6 +12,7 @@ from contracts.k8s import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -33,6 +34,7 @@ KubeObject = (
     | ReplicationController
     | ReplicaSet
     | StatefulSet
+    | PodGroup
 )
 
 KINDS: Final[dict[str, type[KubeObject]]] = {
@@ -53,6 +55,7 @@ NAMESPACED: Final = frozenset(
         "replicationcontroller",
         "replicaset",
         "statefulset",
+        "podgroup",
     }
 )
 

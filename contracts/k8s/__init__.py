@@ -45,6 +45,7 @@ from contracts.k8s.pod import (
     Volume,
     WeightedPodAffinityTerm,
 )
+from contracts.k8s.podgroup import POD_GROUP_LABEL, PodGroup, PodGroupSpec, PodGroupStatus
 from contracts.k8s.policy import (
     PodDisruptionBudget,
     PodDisruptionBudgetSpec,
@@ -111,6 +112,10 @@ __all__ = [
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
+    "POD_GROUP_LABEL",
+    "PodGroup",
+    "PodGroupSpec",
+    "PodGroupStatus",
     "PriorityClass",
     "Quantity",
     "ReplicaSet",
