@@ -22,7 +22,7 @@ from typing import Literal
 
 import msgspec
 
-from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Wire
+from contracts.k8s import Wire
 
 
 class ScheduleRequest(Wire, kw_only=True, frozen=True):
@@ -49,28 +49,6 @@ class ScheduleBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Sche
     requests: list[ScheduleRequest]
 
 
-class ClaimBinding(Wire, kw_only=True, frozen=True):
-    """VolumeBinding's decision for one of the pod's claims, which the binder applies
-    (PreBind) before it binds the pod: it publishes ``volume`` (if any) and then
-    ``claim`` as MODIFIED watch events on ``ksched.events``, in the same confirmed
-    publish as the Binding, so the informer records them.
-
-    - Static binding (``volume`` set): the PV with ``spec.claimRef`` to the claim and
-      ``status.phase: Bound``; the claim with ``spec.volumeName``, the
-      ``pv.kubernetes.io/bind-completed`` annotation and ``status.phase: Bound``.
-    - Dynamic provisioning (``volume`` None): the claim with the
-      ``volume.kubernetes.io/selected-node`` annotation naming the pod's node.
-    """
-
-    claim: PersistentVolumeClaim
-    volume: PersistentVolume | None = None
-
-    @property
-    def provision(self) -> bool:
-        """True when the claim is to be dynamically provisioned on the selected node."""
-        return self.volume is None
-
-
 class BindRequest(Wire, kw_only=True, frozen=True):
     """Bind the pod ``uid``, assumed on ``node`` by attempt ``attempt``. The binder holds
     no projection: the pod's namespace, name and resourceVersion (as the scheduler
@@ -86,9 +64,6 @@ class BindRequest(Wire, kw_only=True, frozen=True):
     profile: str
     at: float = 0.0
     trace: dict[str, str] = {}
-    volume_bindings: list[ClaimBinding] = []
-    """The claims VolumeBinding bound or chose to provision for this pod and node; the
-    binder applies them before the Binding (empty when every claim is already bound)."""
     explanation: str = ""
     """The scheduler's explanation of the decision (JSON), when it explained it; the
     binder copies it onto the Binding (annotation ``ksched.io/explain``)."""

@@ -40,8 +40,16 @@ def _address(exchange: topology.ExchangeSpec) -> tuple[str, JSON]:
                 "description": "The watch event type, lower case.",
             },
         }
+    if exchange is topology.PERMIT:
+        return "{verdict}.{namespace}", {
+            "verdict": {"enum": ["allow", "reject"], "description": "Allow or reject."},
+            "namespace": {
+                "description": "The waiting pod's namespace.",
+                "examples": ["default"],
+            },
+        }
     if exchange is topology.DECISIONS:
-        kinds = [t.__name__.lower() for t in _union_members(Decision)]
+        kinds = [t.__name__.lower() for t in _union_members(Decision)] + ["waiting", "podgroup"]
         return topology.decision_key("{kind}", "{namespace}"), {
             "kind": {"enum": kinds, "description": "The decision's kind, lower case."},
             "namespace": {

@@ -20,8 +20,10 @@ from contracts.errors import ErrorReport
 from contracts.events import ClusterBatch, WatchEvent
 from contracts.k8s import Pod
 from contracts.k8s.decisions import Binding, Event
+from contracts.k8s.podgroup import PodGroup
 from contracts.kinds import EVENT_TYPES
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch
+from contracts.permit import PermitDecision, WaitingPod
 
 # --- schemas -------------------------------------------------------------------------
 
@@ -29,8 +31,15 @@ from contracts.messages import BindBatch, ResultBatch, ScheduleBatch
 def _top_level_types() -> list[type[Any]]:
     """Every type a message carries at its top level (the rest are reached from these)."""
     batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch]
-    decisions: list[type[Any]] = [Binding, Event]
-    return [WatchEvent, *_WATCH_KINDS.values(), *batches, *decisions, ErrorReport]
+    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup]
+    return [
+        WatchEvent,
+        *_WATCH_KINDS.values(),
+        *batches,
+        *decisions,
+        PermitDecision,
+        ErrorReport,
+    ]
 
 
 def _schemas() -> tuple[dict[type[Any], JSON], JSON]:
@@ -144,6 +153,20 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
         ResultBatch: "How attempts ended, back to the queue (frees in-flight slots).",
         Binding: "v1 Binding: the pod in metadata is bound to the Node in target.",
         Event: "v1 Event about a pod (Scheduled, FailedScheduling, Preempted).",
+        WaitingPod: (
+            "A pod started waiting at Permit on `node` (routing key `waiting.<namespace>`):"
+            " its pending plugins, each with the RFC 3339 deadline of its wait."
+        ),
+        PodGroup: (
+            "A PodGroup's status as the scheduler-plugins controller would write it"
+            " (routing key `podgroup.<namespace>`): phase and member counts."
+        ),
+        PermitDecision: (
+            "Allow (routing key `allow.<namespace>`) or reject (`reject.<namespace>`) a pod"
+            " waiting at Permit, for one plugin (`ExternalPermit`). A decision for a pod"
+            " that is not waiting at that plugin is reported on `ksched.errors`"
+            " (`error.permit`)."
+        ),
         ErrorReport: "Why an inbound message was refused, naming the object and field.",
     }
     for struct, summary in summaries.items():
@@ -170,7 +193,13 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
     topology.SCHEDULE.name: [ScheduleBatch.__name__],
     topology.BIND.name: [BindBatch.__name__],
     topology.RESULTS.name: [ResultBatch.__name__],
-    topology.DECISIONS.name: [Binding.__name__, Event.__name__],
+    topology.DECISIONS.name: [
+        Binding.__name__,
+        Event.__name__,
+        WaitingPod.__name__,
+        PodGroup.__name__,
+    ],
+    topology.PERMIT.name: [PermitDecision.__name__],
     topology.ERRORS.name: [ErrorReport.__name__],
     topology.DEAD.name: [_DEAD_LETTER],
 }

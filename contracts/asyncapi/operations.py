@@ -10,6 +10,7 @@ from contracts.asyncapi._base import AMQP_BINDING_VERSION, JSON, Action
 from contracts.asyncapi.channels import _REPLICA_FEED, channel_id
 from contracts.asyncapi.messages import _ref
 from contracts.k8s.decisions import Event
+from contracts.permit import WaitingPod
 
 # --- operations ----------------------------------------------------------------------
 
@@ -33,7 +34,16 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.DECISIONS.name,
         None,
         "client",
-        "Receive Bindings and Events (bind a queue with `binding.*`, `event.<ns>` or `#`).",
+        "Receive Bindings, Events, waiting pods and PodGroup status (bind a queue with"
+        " `binding.*`, `event.<ns>`, `waiting.#`, `podgroup.#` or `#`).",
+    ),
+    (
+        "publishPermitDecision",
+        "send",
+        topology.PERMIT.name,
+        None,
+        "client",
+        "Allow or reject a pod waiting at Permit (ExternalPermit): an approver's answer.",
     ),
     (
         "receiveErrors",
@@ -155,9 +165,9 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         "schedulerSendDecisions",
         "send",
         topology.DECISIONS.name,
-        [Event.__name__],
+        [Event.__name__, WaitingPod.__name__],
         "internal",
-        "Publish FailedScheduling and Preempted events.",
+        "Publish FailedScheduling and Preempted events, and announce pods that wait at Permit.",
     ),
     # binder
     (
@@ -166,7 +176,23 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.BINDER_REQUESTS.name,
         None,
         "internal",
-        "Run Permit waits, PreBind, Bind and PostBind.",
+        "Bind pods (PreBind, Bind, PostBind) and fail those rejected at Permit.",
+    ),
+    (
+        "binderReceivePermit",
+        "receive",
+        topology.BINDER_PERMIT.name,
+        None,
+        "internal",
+        "Apply allow / reject decisions to the waiting pods (any binder replica).",
+    ),
+    (
+        "binderSendErrors",
+        "send",
+        topology.ERRORS.name,
+        None,
+        "internal",
+        "Report a permit decision for a pod that is not waiting at that plugin.",
     ),
     (
         "binderSendDecisions",
@@ -174,7 +200,7 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.DECISIONS.name,
         None,
         "internal",
-        "Publish the Binding and its Scheduled event.",
+        "Publish the Binding and its Scheduled event (FailedScheduling after a rejection).",
     ),
     (
         "binderSendVolumeEvents",

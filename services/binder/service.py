@@ -1,36 +1,52 @@
-"""The binder: the binding cycle of each assumed pod.
+"""The binder: the binding cycle of each reserved pod, as upstream's ``bindingCycle``.
 
-For a batch of BindRequests it claims every reservation in the store (``begin_bind``:
-from then on the reservation cannot expire), publishes a v1 Binding and a ``Scheduled``
-Event per pod on ``ksched.decisions`` and the results for the queue, all confirmed in
-one publish. The informer consumes the Bindings and records them in the event log.
+Per pod, on its profile's framework (the same profiles as the scheduler's)::
 
-A reservation that expired or was taken over is not bound: the result is ``error`` and
-the queue retries the pod after its backoff. If the publish fails the batch is
-redelivered; the claim holds, so the same pods are bound (at least once; the informer
-ignores a repeated Binding to the same node).
+    WaitOnPermit ─▶ PreBind ─▶ Bind ─▶ (Scheduled Event) ─▶ PostBind
+         │ any failure after Reserve: Unreserve (reverse order), release the
+         └─▶ reservation, the pod back to the queue with upstream's status and message
 
-A BindRequest is a reference (see :mod:`contracts.messages`): the binder holds no
-projection, and the Binding and the Event name the pod by the request's namespace,
-name, uid and resourceVersion (:func:`pod_reference`).
+What a plugin decided in the scheduling cycle and needs here travels in the
+BindRequest (``plugin_state``) and is restored into the cycle's CycleState first.
+PreBind and Bind plugins do not publish: they leave effects (``CycleState.effects``:
+watch events such as VolumeBinding's volume and claim updates, and the Binding
+DefaultBinder asks for), which the binder publishes with the ``Scheduled`` Event and the
+results for the queue, all in one confirmed publish. The informer records the Binding.
 
-PreBind: the volume bindings the scheduler decided (VolumeBinding) are published as
-watch events just before the Binding, in the same publish (see :mod:`.prebind`).
-Permit waits and the other PreBind/PostBind plugins join this cycle with the framework
-issue.
+Claims: before binding, every reservation is claimed in the store (``begin_bind``: it
+cannot expire any more). A reservation that expired or was taken over is not bound: the
+result is ``error`` and the queue retries the pod after its backoff. If the publish fails
+the batch is redelivered; the claim holds, so the same pods are bound (at least once;
+the informer ignores a repeated Binding to the same node).
+
+Waiting pods (Permit): the scheduler records a pod that a Permit plugin told to wait in
+the store (with one deadline per pending plugin, its reservation already claimed) and
+sends nothing to the binder yet. The pod comes here when it is resolved — the last
+pending plugin allowed it, or one rejected it — as its BindRequest again (``permit``
+set), published by whoever resolved it: a scheduler (Coscheduling allowing its
+siblings), this service on a PermitDecision from ``ksched.permit`` (ExternalPermit), or
+this service's timers. Every binder replica runs the timers from the deadlines in the
+store, so a binder killed while pods wait loses none: another one (or the restarted one)
+times them out when their time is up. A resolved record is taken from the store by
+exactly one binder (``take_waiting``), so a pod is bound or failed once; a record that
+was resolved but never handed on (its resolver died) is picked up after
+:data:`RESUME_GRACE`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import msgspec
 
 from contracts import topology
-from contracts.k8s import ObjectMeta, Pod, PodSpec, namespaced_name
+from contracts.errors import ErrorReport
+from contracts.k8s import ObjectMeta, Pod, PodSpec
 from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
-from services.binder.prebind import volume_messages
+from contracts.permit import PermitDecision
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
@@ -41,91 +57,391 @@ from services.common.decisions import (
     decision_message,
     pod_event,
 )
-from services.common.store import BindClaim, ClusterStore, StoreLost
+from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
+from services.common.waiting import SharedWaitingPods
+from services.framework.api.diagnosis import truncate_message
+from services.framework.api.interface import BindEffect, CycleState, WatchEffect
+from services.framework.api.registry import Registry
+from services.framework.api.status import Code, Status
+from services.framework.api.types import PodInfo
+from services.framework.config import Profile, default_profile
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework, rejection_message
+from services.framework.runtime.waiting_pods import go_duration
 
 log = logging.getLogger("ksched.binder")
 tracer = telemetry.tracer("binder")
 
 _encoder = msgspec.json.Encoder()
+_request_decoder = msgspec.json.Decoder(BindRequest)
+
+POLL: float = 1.0
+"""Seconds between looks at the store's waiting pods when none is due sooner (a
+scheduler on another replica may have added one with an earlier deadline)."""
+RESUME_GRACE: float = 5.0
+"""Seconds after which a resolved waiting pod nobody handed on is resumed here."""
+PERMIT_ERROR_KIND = "permit"
+"""``ksched.errors`` routing key word (``error.permit``) of a refused PermitDecision."""
+
+
+class _WatchEvent(msgspec.Struct, frozen=True):
+    type: str
+    object: object
+
+
+@dataclass(slots=True)
+class _Cycle:
+    request: BindRequest
+    framework: Framework
+    pod: PodInfo
+    state: CycleState = field(default_factory=CycleState)
+    waited: WaitingRecord | None = None
 
 
 class BinderService:
     def __init__(
-        self, bus: Bus, store: ClusterStore, clock: Clock, *, scheduled_events: bool = True
+        self,
+        bus: Bus,
+        store: ClusterStore,
+        clock: Clock,
+        profiles: Sequence[Profile] | None = None,
+        *,
+        scheduled_events: bool = True,
+        registry: Registry | None = None,
     ) -> None:
-        """``scheduled_events``: also publish the ``Scheduled`` Event per pod, as
-        kube-scheduler does (one more message per pod on the way out)."""
+        """``profiles``: the scheduler's profiles (None: the default profile), whose
+        binding-cycle plugins run here. ``scheduled_events``: also publish the
+        ``Scheduled`` Event per pod, as kube-scheduler does (one more message per pod)."""
         self._bus = bus
         self._store = store
         self._clock = clock
         self._scheduled_events = scheduled_events
-        self._consumer: Consumer | None = None
+        self.waiting = SharedWaitingPods(store, clock)
+        registry = registry if registry is not None else in_tree_registry()
+        self.frameworks = {
+            p.scheduler_name: Framework(
+                p, registry, path=f"profiles[{i}]", waiting_pods=self.waiting
+            )
+            for i, p in enumerate(profiles or (default_profile(),))
+        }
+        self._consumers: list[Consumer] = []
+        self._timers: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        """One batch at a time touches the shared waiting-pods view and journal."""
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
-        self._consumer = await self._bus.consume(
-            topology.BINDER_REQUESTS, self._on_requests, decode=BindBatch, max_batch=512
-        )
+        self._consumers = [
+            await self._bus.consume(
+                topology.BINDER_REQUESTS, self._on_requests, decode=BindBatch, max_batch=512
+            ),
+            await self._bus.consume(
+                topology.BINDER_PERMIT, self._on_permit, decode=PermitDecision, max_batch=256
+            ),
+        ]
+        self._timers = asyncio.create_task(self._timer_loop(), name="binder-permit-timers")
 
     async def stop(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.cancel()
-            self._consumer = None
+        while self._consumers:
+            await self._consumers.pop().cancel()
+        if self._timers is not None:
+            self._timers.cancel()
+            await asyncio.wait([self._timers])
+            self._timers = None
+
+    # -- bind requests ------------------------------------------------------------------
 
     async def _on_requests(self, batches: Sequence[Received[BindBatch]]) -> None:
         requests = [r for batch in batches for r in batch.value.requests]
-        claims = [BindClaim(r.uid, r.node, r.attempt) for r in requests]
+        async with self._lock:
+            messages = await self._run(requests)
+        await self._bus.publish(messages)
+
+    async def _run(self, requests: Sequence[BindRequest]) -> list[Message]:
+        messages: list[Message] = []
+        results: list[AttemptResult] = []
+        binding: list[_Cycle] = []
+        failing: list[tuple[_Cycle, Status]] = []
+        for request in requests:
+            cycle = self._cycle(request, results)
+            if cycle is None:
+                continue
+            if not request.permit:
+                binding.append(cycle)
+                continue
+            record = await self._store.take_waiting(request.uid, request.attempt)
+            if record is None or record.state == "waiting":
+                continue  # taken by another binder, or not resolved yet (it will be)
+            cycle.waited = record
+            if record.state == "allowed":
+                binding.append(cycle)
+            else:
+                failing.append((cycle, _permit_status(record)))
+        claims = [BindClaim(c.request.uid, c.request.node, c.request.attempt) for c in binding]
         try:
-            granted = await self._store.begin_bind(claims)
+            granted = await self._store.begin_bind(claims) if claims else []
         except StoreLost as lost:  # the reservations went with the store: retried
             log.warning("not binding %d pods: %s", len(claims), lost)
             granted = [False] * len(claims)
-        messages: list[Message] = []
-        results: list[AttemptResult] = []
-        for request, ok in zip(requests, granted, strict=True):
-            if ok:
-                messages.extend(self._bind(request))
-                results.append(_result(request, "bound"))
+        for cycle, ok in zip(binding, granted, strict=True):
+            if not ok:
+                reason = "the reservation expired or was taken over before binding"
+                results.append(_result(cycle.request, "error", reason))
+                continue
+            status = await self._bind(cycle, messages)
+            if status.is_success():
+                results.append(_result(cycle.request, "bound"))
             else:
-                results.append(
-                    _result(
-                        request,
-                        "error",
-                        "the reservation expired or was taken over before binding",
-                    )
-                )
-        body = _encoder.encode(ResultBatch(results=results))
-        messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
-        await self._bus.publish(messages)
+                failing.append((cycle, status))
+        if failing:
+            await self.waiting.refresh()  # Unreserve may reject waiting siblings
+            for cycle, status in failing:
+                messages.extend(self._fail(cycle, status, results))
+            await self._store.forget(
+                [BindClaim(c.request.uid, c.request.node, c.request.attempt) for c, _ in failing]
+            )
+        if self.waiting.dirty:
+            messages.extend(_resume(await self.waiting.flush()))
+        if results:
+            body = _encoder.encode(ResultBatch(results=results))
+            messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
+        return messages
 
-    def _bind(self, request: BindRequest) -> list[Message]:
-        pod = pod_reference(request)
+    def _cycle(self, request: BindRequest, results: list[AttemptResult]) -> _Cycle | None:
+        framework = self.frameworks.get(request.profile)
+        if framework is None:
+            reason = f'no profile "{request.profile}" in this binder'
+            results.append(_result(request, "error", reason))
+            return None
+        cycle = _Cycle(request, framework, PodInfo.of(pod_reference(request)))
+        if request.plugin_state:
+            framework.restore_binding_state(
+                cycle.state, {name: bytes(raw) for name, raw in request.plugin_state.items()}
+            )
+        return cycle
+
+    async def _bind(self, cycle: _Cycle, out: list[Message]) -> Status:
+        """WaitOnPermit (already resolved), PreBind, Bind, PostBind; the messages of a
+        successful cycle go to ``out``."""
+        request, framework, pod, state = cycle.request, cycle.framework, cycle.pod, cycle.state
+        node = request.node
         context = telemetry.extract(request.trace)
         with tracer.start_as_current_span("binding_cycle", context=context) as span:
-            span.set_attribute("ksched.pod", namespaced_name(pod.metadata))
-            span.set_attribute("ksched.node", request.node)
-            out: list[Message] = []
-            if request.volume_bindings:
-                with tracer.start_as_current_span("PreBind"):
-                    out.extend(volume_messages(request, telemetry.inject()))
+            span.set_attribute("ksched.pod", pod.key)
+            span.set_attribute("ksched.node", node)
+            if cycle.waited is not None:
+                self._waited_span(cycle.waited, "Success")
+            with tracer.start_as_current_span("PreBind"):
+                status = await framework.run_pre_bind(state, pod, node)
+            if not status.is_success():
+                return status
             with tracer.start_as_current_span("Bind"):
-                headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
-                binding = binding_for(pod, request.node)
-                out.append(decision_message(binding, _encoder.encode(binding), headers))
+                status = await framework.run_bind(state, pod, node)
+            if not status.is_success():
+                if status.is_skip():  # no Bind plugin bound it
+                    reason = f'no Bind plugin bound pod "{pod.key}"'
+                    return Status(Code.Error, (reason,))
+                return status
+            headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
+            out.extend(self._effects(cycle, headers))
             if self._scheduled_events:
                 event = pod_event(
-                    pod,
+                    pod.pod,
                     reason="Scheduled",
-                    message=(
-                        f"Successfully assigned {namespaced_name(pod.metadata)} to {request.node}"
-                    ),
+                    message=f"Successfully assigned {pod.key} to {node}",
                     warning=False,
                     action="Binding",
                     attempt=request.attempt,
                     now=self._clock.now(),
                 )
                 out.append(decision_message(event, _encoder.encode(event), headers))
+            with tracer.start_as_current_span("PostBind"):
+                framework.run_post_bind(state, pod, node)
+        return status
+
+    def _effects(self, cycle: _Cycle, headers: dict[str, str]) -> list[Message]:
+        out: list[Message] = []
+        for effect in cycle.state.effects:
+            match effect:
+                case WatchEffect(kind=kind, type=kind_type, object=obj):
+                    body = _encoder.encode(_WatchEvent(kind_type, obj))
+                    key = topology.event_key(kind, kind_type)
+                    out.append(Message(topology.EVENTS.name, key, body, dict(headers)))
+                case BindEffect(node=node):
+                    binding = binding_for(cycle.pod.pod, node)
+                    out.append(decision_message(binding, _encoder.encode(binding), headers))
         return out
+
+    def _fail(self, cycle: _Cycle, status: Status, results: list[AttemptResult]) -> list[Message]:
+        """``handleBindingCycleError``: Unreserve, then the pod back to the queue —
+        unschedulable with the FitError message when a plugin rejected it, else error."""
+        request, framework, pod = cycle.request, cycle.framework, cycle.pod
+        if cycle.waited is not None and status.code != Code.Success:
+            self._waited_span(cycle.waited, status.code.name, request)
+        framework.run_unreserve(cycle.state, pod, request.node)
+        plugins = [status.plugin] if status.plugin else []
+        if status.is_rejected():
+            message = rejection_message(pod, request.node, status)
+            results.append(_result(request, "unschedulable", message, plugins))
+        else:
+            message = status.message()
+            results.append(_result(request, "error", message, plugins))
+        event = pod_event(
+            pod.pod,
+            reason="FailedScheduling",
+            message=truncate_message(message),
+            warning=True,
+            action="Scheduling",
+            attempt=request.attempt,
+            now=self._clock.now(),
+            scheduler_name=request.profile,
+        )
+        headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
+        return [decision_message(event, _encoder.encode(event), headers)]
+
+    def _waited_span(
+        self, record: WaitingRecord, result: str, request: BindRequest | None = None
+    ) -> None:
+        """The WaitOnPermit span, from when the pod started waiting to now."""
+        started = _started(record)
+        context = telemetry.extract(request.trace) if request is not None else None
+        span = tracer.start_span("WaitOnPermit", context=context, start_time=int(started * 1e9))
+        span.set_attribute("result", result)
+        span.set_attribute("plugins", sorted(record.waits))
+        span.end(end_time=int(max(self._clock.now(), started) * 1e9))
+
+    # -- permit decisions from outside --------------------------------------------------
+
+    async def _on_permit(self, batches: Sequence[Received[PermitDecision]]) -> None:
+        async with self._lock:
+            records = await self._store.waiting()
+            by_name = {(r.namespace, r.name): r for r in records.values() if r.state == "waiting"}
+            messages: list[Message] = []
+            resolved: list[WaitingRecord] = []
+            now = self._clock.now()
+            for received in batches:
+                decision = received.value
+                verdict = received.delivery.routing_key.split(".", 1)[0]
+                record = by_name.get((decision.namespace, decision.name))
+                problem = _refusal(decision, record, verdict)
+                if problem is not None:
+                    messages.append(_error(decision, received.delivery.routing_key, *problem))
+                    continue
+                assert record is not None
+                if verdict == "allow":
+                    after = await self._store.allow_waiting(record.uid, decision.plugin, now)
+                else:
+                    message = decision.message or f"rejected by {decision.plugin}"
+                    after = await self._store.reject_waiting(
+                        record.uid, decision.plugin, message, now
+                    )
+                if after is None:
+                    messages.append(
+                        _error(
+                            decision,
+                            received.delivery.routing_key,
+                            "name",
+                            "the pod no longer waits",
+                        )
+                    )
+                elif after.state != "waiting":
+                    resolved.append(after)
+                    by_name.pop((decision.namespace, decision.name), None)
+                else:
+                    by_name[(decision.namespace, decision.name)] = after
+            messages.extend(_resume(resolved))
+        if messages:
+            await self._bus.publish(messages)
+
+    # -- timers -------------------------------------------------------------------------
+
+    async def _timer_loop(self) -> None:
+        while True:
+            try:
+                due = await self._store.next_waiting_deadline()
+                now = self._clock.now()
+                delay = POLL if due is None else min(max(due - now, 0.0), POLL)
+                if delay > 0:
+                    await self._clock.sleep(delay)
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("permit timers failed; retrying")
+                await self._clock.sleep(POLL)
+
+    async def tick(self) -> int:
+        """Time out the waiting pods that are due and resume the resolved ones nobody
+        handed on; returns how many were handed on."""
+        now = self._clock.now()
+        expired = await self._store.expire_waiting(now)
+        stale = await self._store.resolved_before(now - RESUME_GRACE)
+        seen = {r.uid for r in expired}
+        records = expired + [r for r in stale if r.uid not in seen]
+        if records:
+            await self._bus.publish(_resume(records))
+        return len(records)
+
+
+def _resume(records: Sequence[WaitingRecord]) -> list[Message]:
+    """Hand resolved waiting pods on to a binder: their BindRequests, again."""
+    if not records:
+        return []
+    requests = [_request_decoder.decode(r.request) for r in records]
+    body = _encoder.encode(BindBatch(requests=requests))
+    return [Message(topology.BIND.name, topology.BIND_KEY, body)]
+
+
+def _permit_status(record: WaitingRecord) -> Status:
+    """How a rejected wait ended, as WaitOnPermit reports it: the plugin's rejection,
+    or upstream's timeout message when ``message`` is empty."""
+    message = record.message
+    if not message:
+        wait = record.waits.get(record.plugin, 0.0)
+        message = (
+            f"rejected due to timeout after waiting {go_duration(wait)} at plugin {record.plugin}"
+        )
+    return Status(Code.Unschedulable, (message,), record.plugin)
+
+
+def _started(record: WaitingRecord) -> float:
+    starts = [record.pending[p] - record.waits[p] for p in record.pending if p in record.waits]
+    if not starts:
+        starts = [record.resolved_at]
+    return min(starts)
+
+
+def _refusal(
+    decision: PermitDecision, record: WaitingRecord | None, verdict: str
+) -> tuple[str, str] | None:
+    """(field, reason) when the decision cannot apply, else None."""
+    pod = f"{decision.namespace}/{decision.name}"
+    if verdict not in ("allow", "reject"):
+        return "routingKey", f"expected allow.<namespace> or reject.<namespace>, got {verdict!r}"
+    if record is None:
+        return "name", f"pod {pod} is not waiting at Permit"
+    if decision.uid and decision.uid != record.uid:
+        return "uid", f"pod {pod} waiting at Permit has uid {record.uid}, not {decision.uid}"
+    if decision.plugin not in record.pending:
+        pending = ", ".join(sorted(record.pending)) or "none"
+        return (
+            "plugin",
+            f"pod {pod} is not waiting at plugin {decision.plugin!r} (pending: {pending})",
+        )
+    return None
+
+
+def _error(decision: PermitDecision, routing_key: str, fieldname: str, reason: str) -> Message:
+    report = ErrorReport(
+        object_kind="PermitDecision",
+        namespace=decision.namespace,
+        name=decision.name,
+        field=fieldname,
+        reason=reason,
+        routing_key=routing_key,
+    )
+    key = topology.error_key(PERMIT_ERROR_KIND)
+    return Message(topology.ERRORS.name, key, _encoder.encode(report))
 
 
 def pod_reference(request: BindRequest) -> Pod:
@@ -143,7 +459,9 @@ def pod_reference(request: BindRequest) -> Pod:
     return Pod(metadata=metadata, spec=PodSpec(scheduler_name=request.profile))
 
 
-def _result(request: BindRequest, outcome: str, message: str = "") -> AttemptResult:
+def _result(
+    request: BindRequest, outcome: str, message: str = "", plugins: Sequence[str] = ()
+) -> AttemptResult:
     return AttemptResult(
         uid=request.uid,
         namespace=request.namespace or "default",
@@ -152,4 +470,8 @@ def _result(request: BindRequest, outcome: str, message: str = "") -> AttemptRes
         outcome=outcome,  # type: ignore[arg-type]
         node=request.node,
         message=message,
+        plugins=list(plugins),
     )
+
+
+__all__ = ["BinderService", "pod_reference"]

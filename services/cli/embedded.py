@@ -19,7 +19,7 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Decision, Event, namespaced_name
-from services.binder.service import BinderService
+from services.binder.service import POLL, BinderService
 from services.cli.manifests import Document
 from services.cli.progress import MAX_SAME_FAILURES, Progress
 from services.common.bus import Delivery, Message
@@ -82,7 +82,10 @@ def explanation_of(annotations: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def record_of(delivery: Delivery, now: float) -> DecisionRecord | None:
-    """The decision a message on ``ksched.decisions`` carries (None for other Events)."""
+    """The decision a message on ``ksched.decisions`` carries (None for other Events and
+    for the other decisions: waiting pods, PodGroup status)."""
+    if not delivery.routing_key.startswith(("binding.", "event.")):
+        return None
     decision = msgspec.json.decode(delivery.body, type=Decision)
     attempts = int(delivery.headers.get(ATTEMPT_HEADER, "0"))
     match decision:
@@ -148,7 +151,11 @@ class EmbeddedCluster:
             settings=SchedulerSettings(replica="embedded", seed=seed, explain=explain),
         )
         self.binder = BinderService(
-            self.bus, self.store.client(), self.clock, scheduled_events=scheduled_events
+            self.bus,
+            self.store.client(),
+            self.clock,
+            profiles,
+            scheduled_events=scheduled_events,
         )
 
     async def start(self) -> None:
@@ -194,6 +201,12 @@ class EmbeddedCluster:
                 continue
             self.progress.quiet(queue.pods(), self.queue.applied_seq)
             expiry = queue.next_backoff_expiry()
+            due = await self.store.next_waiting_deadline()
+            if due is not None and isinstance(self.clock, FakeClock):
+                # Pods wait at Permit: their timers run on the fake clock too, and the
+                # binder's timers look at the store at least every POLL seconds.
+                await self.clock.advance(min(max(due - self.clock.now(), 0.0), POLL) + 1e-3)
+                continue
             if (
                 expiry is not None
                 and not self.queue.held

@@ -79,7 +79,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             group = msgspec.structs.replace(group, replica=f"{socket.gethostname()}-{os.getpid()}")
         return SchedulerService(bus, store, clock, load_profiles(settings.config), settings=group)
     if name == "binder":
-        return BinderService(bus, store, clock)
+        return BinderService(bus, store, clock, load_profiles(settings.config))
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 
 

@@ -10,6 +10,7 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Event, EventSource, ObjectMeta, ObjectReference, Pod
+from contracts.permit import WaitingPod
 from services.common.bus import Message
 
 ATTEMPT_HEADER = "x-ksched-attempt"
@@ -25,6 +26,15 @@ annotation when it builds the Binding."""
 
 def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rfc3339_precise(seconds: float) -> str:
+    """RFC 3339 in UTC with milliseconds when there are any (``...T10:00:00.5Z``)."""
+    stamp = datetime.fromtimestamp(seconds, UTC)
+    if stamp.microsecond == 0:
+        return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+    millis = f"{stamp.microsecond // 1000:03d}".rstrip("0") or "0"
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis}Z"
 
 
 def pod_event(
@@ -99,4 +109,10 @@ def with_explanation(pod: Pod, explanation: str) -> Pod:
 def decision_message(decision: Binding | Event, body: bytes, headers: dict[str, str]) -> Message:
     kind = "binding" if isinstance(decision, Binding) else "event"
     key = topology.decision_key(kind, decision.metadata.namespace)
+    return Message(topology.DECISIONS.name, key, body, headers)
+
+
+def waiting_message(waiting: WaitingPod, body: bytes, headers: dict[str, str]) -> Message:
+    """The announcement of a pod that started waiting at Permit (``waiting.<ns>``)."""
+    key = topology.decision_key("waiting", waiting.namespace)
     return Message(topology.DECISIONS.name, key, body, headers)

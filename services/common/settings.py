@@ -116,7 +116,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     ksched installations (or test runs) can share one broker and one Redis. Empty:
     the names of contracts.topology as they are, Redis keys under ``ksched:``."""
     config: str | None = None
-    """KubeSchedulerConfiguration file the scheduler and the queue read (``--config``);
+    """KubeSchedulerConfiguration file the scheduler, the queue and the binder read (``--config``);
     None: upstream's default profile."""
     informer: InformerSettings = InformerSettings()
     queue: QueueSettings = QueueSettings()

@@ -40,16 +40,18 @@ from opentelemetry import trace
 
 from contracts.k8s import Pod
 from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
+from contracts.permit import PendingPlugin, WaitingPod
 from services.common import telemetry
 from services.common.clock import Clock
-from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
+from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested, rfc3339_precise
 from services.common.resources import PODS, ResourceError
-from services.common.store import ClusterStore, Reservation
-from services.framework.api.interface import CycleState
+from services.common.store import BindClaim, ClusterStore, Reservation, WaitingRecord
+from services.common.waiting import SharedWaitingPod, SharedWaitingPods
+from services.framework.api.interface import CycleState, ExtensionPoint
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
-from services.framework.runtime.framework import Framework, ScheduleResult
+from services.framework.runtime.framework import Framework, ScheduleResult, rejection_message
 from services.scheduler.nominated import PendingPods
 
 
@@ -71,7 +73,12 @@ class Failure:
 @dataclass(slots=True)
 class BatchOutcome:
     binds: list[BindRequest] = field(default_factory=list)
+    """Pods Permit let through (or that a flush resolved): published on ``ksched.bind``."""
     failures: list[Failure] = field(default_factory=list)
+    waiting: list[WaitingPod] = field(default_factory=list)
+    """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
+    attempt goes on (result ``waiting``)."""
+    waiting_results: list[AttemptResult] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -132,10 +139,12 @@ class BatchScheduler:
         max_conflict_retries: int,
         tracer: trace.Tracer | None = None,
         explain: bool = False,
+        waiting: SharedWaitingPods | None = None,
     ) -> None:
         """``pending``: the pending pods the requests name (fed by the caller from the
         same log as ``snapshot``). ``explain``: explain every decision, not only those
-        of pods that ask."""
+        of pods that ask. ``waiting``: the waiting pods the frameworks' Handles share
+        (required when a profile has Permit plugins)."""
         self._snapshot = snapshot
         self._pending = pending
         self._frameworks = frameworks
@@ -145,6 +154,12 @@ class BatchScheduler:
         self._max_retries = max_conflict_retries
         self._tracer = tracer or telemetry.tracer("scheduler")
         self._explain = explain
+        self._waiting = waiting
+        self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
+        self.permitting: set[str] = set()
+        """Pods of the current round assumed but not yet through Permit: a Permit
+        plugin counting the pods on nodes (Coscheduling) does not see them yet, as
+        upstream's sequential cycle would not."""
 
     async def run(
         self, requests: Sequence[ScheduleRequest], nominated: NominatedPods | None = None
@@ -152,6 +167,8 @@ class BatchScheduler:
         """Schedule every request; the caller publishes the outcome. ``nominated``: the
         pods nominated to each node (None: no nominations)."""
         outcome = BatchOutcome()
+        if self._permits and self._waiting is not None:
+            await self._waiting.refresh()
         pending: list[_Attempt] = []
         for request in requests:
             attempt = self._begin(request, outcome)
@@ -159,6 +176,8 @@ class BatchScheduler:
                 pending.append(attempt)
         while pending:
             pending = await self._round(pending, outcome, nominated)
+        if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
+            await self._flush_waiting(outcome)
         return outcome
 
     def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
@@ -234,9 +253,10 @@ class BatchScheduler:
                 attempt.span.end()
             raise
         retry: list[_Attempt] = []
+        assumed: list[_Attempt] = []
         for attempt, answer in zip(reserving, answers, strict=True):
             if answer.status == "assumed":
-                self._reserved(attempt, outcome)
+                assumed.append(attempt)
                 continue
             attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
@@ -256,7 +276,74 @@ class BatchScheduler:
                 self._finish(
                     attempt, outcome, attempt_result(attempt.request, "error", reason), event=True
                 )
+        self.permitting = {a.pod.uid for a in assumed}
+        released: list[BindClaim] = []
+        for attempt in assumed:
+            self.permitting.discard(attempt.pod.uid)
+            self._permit(attempt, outcome, released)
+        if released:  # rejected at Permit: the reservation gives its room back
+            await self._store.forget(released)
         return retry
+
+    def _permit(self, attempt: _Attempt, outcome: BatchOutcome, released: list[BindClaim]) -> None:
+        """Permit, after the store reserved the pod (``RunPermitPlugins``): Success binds,
+        Wait parks the pod as a waiting pod (the Handle's waiting pods record it), a
+        rejection or an error undoes the reservation and ends the attempt."""
+        framework, pod, node = attempt.framework, attempt.pod, attempt.node
+        if not framework.plugin_names(ExtensionPoint.Permit):
+            self._reserved(attempt, outcome)
+            return
+        with trace.use_span(attempt.span, end_on_exit=False):
+            with self._tracer.start_as_current_span("Permit") as span:
+                status = framework.run_permit(attempt.state, pod, node)
+                span.set_attribute("status", status.code.name)
+        if status.is_success():
+            self._reserved(attempt, outcome)
+            return
+        if status.is_wait():
+            self._reserved(attempt, outcome, permit=True)
+            return
+        framework.run_unreserve(attempt.state, pod, node)
+        self._snapshot.forget(pod.uid)
+        released.append(BindClaim(pod.uid, node, attempt.request.attempt))
+        plugins = [status.plugin] if status.plugin else []
+        if status.is_rejected():
+            message = rejection_message(pod, node, status)
+            result = attempt_result(attempt.request, "unschedulable", message, plugins=plugins)
+        else:
+            result = attempt_result(attempt.request, "error", status.message(), plugins=plugins)
+        self._finish(attempt, outcome, result, event=True)
+
+    async def _flush_waiting(self, outcome: BatchOutcome) -> None:
+        """Claim the reservations of the pods that started waiting (they must not expire
+        while they wait), record them in the store with the journal of every allow and
+        reject Permit and Unreserve did, and hand on what that resolved."""
+        assert self._waiting is not None
+        waiting = {b.uid: b for b in outcome.binds if b.permit}
+        outcome.binds = [b for b in outcome.binds if not b.permit]
+        claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
+        granted = await self._store.begin_bind(claims) if claims else []
+        lost = [c.uid for c, ok in zip(claims, granted, strict=True) if not ok]
+        if lost:
+            self._waiting.discard(lost)
+            for uid in lost:
+                request = waiting.pop(uid)
+                outcome.waiting = [w for w in outcome.waiting if w.uid != uid]
+                outcome.waiting_results = [r for r in outcome.waiting_results if r.uid != uid]
+                reason = "the reservation expired or was taken over before Permit"
+                result = AttemptResult(
+                    uid=uid,
+                    namespace=request.namespace or "default",
+                    name=request.name,
+                    attempt=request.attempt,
+                    outcome="error",
+                    node=request.node,
+                    message=reason,
+                )
+                outcome.failures.append(Failure(_request_of(request), result, False))
+        added = {uid: (b.attempt, b.profile, _encoder.encode(b)) for uid, b in waiting.items()}
+        resolved = await self._waiting.flush(added)
+        outcome.binds.extend(resumed(resolved))
 
     def _reserve(self, attempt: _Attempt, outcome: BatchOutcome) -> bool:
         """Run the Reserve plugins right after the local assume, before the next pod
@@ -271,15 +358,23 @@ class BatchScheduler:
             self._snapshot.forget(pod.uid)
             outcome_kind: Outcome = "unschedulable" if status.is_rejected() else "error"
             plugins = [status.plugin] if status.plugin else []
-            result = attempt_result(
-                attempt.request, outcome_kind, status.message(), plugins=plugins
+            message = (
+                rejection_message(pod, node, status) if status.is_rejected() else status.message()
             )
+            result = attempt_result(attempt.request, outcome_kind, message, plugins=plugins)
             self._finish(attempt, outcome, result, event=True)
             return False
         return True
 
-    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome) -> None:
+    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome, *, permit: bool = False) -> None:
+        """The pod goes to a binder (``permit``: once every Permit plugin allowed it;
+        it waits meanwhile)."""
         node, request, meta = attempt.node, attempt.request, attempt.pod.pod.metadata
+        framework = attempt.framework
+        state = framework.binding_state(attempt.state)
+        if permit:
+            outcome.waiting.append(self._announcement(attempt))
+            outcome.waiting_results.append(attempt_result(request, "waiting", node=node))
         outcome.binds.append(
             BindRequest(
                 uid=request.uid,
@@ -292,11 +387,27 @@ class BatchScheduler:
                 profile=request.profile,
                 at=request.at,
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
-                volume_bindings=attempt.framework.claim_bindings(attempt.state),
+                plugin_state={name: msgspec.Raw(data) for name, data in state.items()},
+                permit=permit,
             )
         )
         attempt.span.set_attribute("node", node)
         attempt.span.end()
+
+    def _announcement(self, attempt: _Attempt) -> WaitingPod:
+        waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
+        meta = attempt.pod.pod.metadata
+        pending = waiting.pending_deadlines() if isinstance(waiting, SharedWaitingPod) else {}
+        return WaitingPod(
+            namespace=meta.namespace or "default",
+            name=meta.name,
+            uid=attempt.pod.uid,
+            node=attempt.node,
+            pending_plugins=[
+                PendingPlugin(name=name, deadline=rfc3339_precise(deadline))
+                for name, deadline in sorted(pending.items())
+            ],
+        )
 
     def _fail(self, attempt: _Attempt, result: ScheduleResult, outcome: BatchOutcome) -> None:
         error = result.fit_error
@@ -323,4 +434,25 @@ class BatchScheduler:
         )
 
 
-__all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests"]
+def resumed(records: Sequence[WaitingRecord]) -> list[BindRequest]:
+    """The BindRequests of waiting pods that were just allowed or rejected: a binder
+    takes each from the store (``take_waiting``) and binds it or fails it."""
+    return [_request_decoder.decode(record.request) for record in records]
+
+
+_request_decoder = msgspec.json.Decoder(BindRequest)
+
+
+def _request_of(request: BindRequest) -> ScheduleRequest:
+    return ScheduleRequest(
+        uid=request.uid,
+        namespace=request.namespace,
+        name=request.name,
+        attempt=request.attempt,
+        profile=request.profile,
+        seq=0,
+        trace=request.trace,
+    )
+
+
+__all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests", "resumed"]

@@ -48,11 +48,13 @@ from services.common.decisions import (
     EXPLAIN_ANNOTATION,
     decision_message,
     pod_event,
+    waiting_message,
 )
 from services.common.projection import LogProjection
 from services.common.resources import ResourceError
 from services.common.settings import SchedulerSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
+from services.common.waiting import SharedWaitingPods
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.listers import KINDS as LISTED_KINDS
 from services.framework.api.registry import Registry
@@ -94,6 +96,8 @@ class SchedulerService:
         rng = random.Random(settings.seed)
         tracer = tracer or telemetry.tracer("scheduler")
         self.cache = Cache()
+        self.waiting = SharedWaitingPods(store, clock)
+        """The pods waiting at Permit, shared with every replica through the store."""
         self.pending = PendingPods()
         """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
@@ -104,6 +108,7 @@ class SchedulerService:
                 tracer=tracer,
                 path=f"profiles[{i}]",
                 listers=self.cache.listers,
+                waiting_pods=self.waiting,
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
@@ -117,6 +122,7 @@ class SchedulerService:
             max_conflict_retries=settings.max_conflict_retries,
             tracer=tracer,
             explain=settings.explain,
+            waiting=self.waiting,
         )
         self._catch_up_timeout = settings.catch_up_timeout
         self._encoder = msgspec.json.Encoder()
@@ -223,8 +229,11 @@ class SchedulerService:
             )
             headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
             messages.append(decision_message(event, encode(event), headers))
-        if outcome.failures:
-            body = encode(ResultBatch(results=[f.result for f in outcome.failures]))
+        for waiting in outcome.waiting:
+            messages.append(waiting_message(waiting, encode(waiting), {}))
+        results = [f.result for f in outcome.failures] + outcome.waiting_results
+        if results:
+            body = encode(ResultBatch(results=results))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
         return messages
 

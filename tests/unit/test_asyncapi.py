@@ -20,10 +20,12 @@ import contracts.errors
 import contracts.events
 import contracts.k8s.decisions
 import contracts.messages
+import contracts.permit
 from contracts import topology
 from contracts.asyncapi import asyncapi_document, channel_id
 from contracts.events import WatchEvent
 from contracts.kinds import BINDING_KIND, BINDING_TYPE, KINDS
+from contracts.permit import permit_key
 
 DOC = asyncapi_document()
 SCHEMAS: dict[str, Any] = DOC["components"]["schemas"]
@@ -200,7 +202,18 @@ def test_routing_keys_are_documented_per_channel() -> None:
 
     decisions = channels[channel_id(topology.DECISIONS.name)]
     assert decisions["address"] == "{kind}.{namespace}"
-    assert set(decisions["parameters"]["kind"]["enum"]) == {"binding", "event"}
+    assert set(decisions["parameters"]["kind"]["enum"]) == {
+        "binding",
+        "event",
+        "waiting",
+        "podgroup",
+    }
+    assert _matches(decisions["address"], topology.decision_key("waiting", "team-a"))
+
+    permit = channels[channel_id(topology.PERMIT.name)]
+    assert permit["address"] == "{verdict}.{namespace}"
+    assert _matches(permit["address"], permit_key("allow", "default"))
+    assert _matches(permit["address"], permit_key("reject", "team-a"))
     assert _matches(decisions["address"], topology.decision_key("Binding", "default"))
 
     errors = channels[channel_id(topology.ERRORS.name)]
@@ -276,6 +289,8 @@ def test_every_contract_type_has_a_schema_used_by_a_message(struct: type[Any]) -
         contracts.messages.ResultBatch,
         contracts.k8s.decisions.Binding,
         contracts.k8s.decisions.Event,
+        contracts.permit.WaitingPod,
+        contracts.permit.PermitDecision,
         contracts.errors.ErrorReport,
     ],
     ids=lambda t: t.__name__,

@@ -13,9 +13,10 @@ import math
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.common.store._charges import fit_reasons, normalize
+from services.common.store._waiting import WAITING_REMOVED, first_due, resolve
 from services.common.store.base import (
     Assumed,
     AssumeResult,
@@ -25,6 +26,7 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
     StoreLost,
+    WaitingRecord,
     live,
 )
 
@@ -55,6 +57,14 @@ class _Data:
         self.leases: dict[str, int] = {}
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
+        self.waiting: dict[str, WaitingRecord] = {}
+
+    def waiting_gone(self, uid: str) -> None:
+        """The pod was deleted: a wait of it ends rejected (``RejectWaitingPod`` on
+        delete), resolved at 0 so the next binder sweep hands it on."""
+        record = self.waiting.get(uid)
+        if record is not None and record.state == "waiting":
+            self.waiting[uid] = resolve(record, "rejected", "", WAITING_REMOVED, 0.0)
 
 
 class MemoryStore:
@@ -160,6 +170,8 @@ class MemoryStore:
             self._release(uid)
             self._d.leases.pop(uid, None)
             self._d.nominations.pop(uid, None)
+            if body is None:
+                self._d.waiting_gone(uid)
         if node is not None and body is not None:
             charge = _Charge(node, normalize(requests))
             self._d.charges[uid] = charge
@@ -260,6 +272,68 @@ class MemoryStore:
     async def nominations(self) -> dict[str, Nomination]:
         self._guard()
         return dict(self._d.nominations)
+
+    async def put_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        for record in records:
+            old = self._d.waiting.get(record.uid)
+            if old is None or old.attempt <= record.attempt:
+                self._d.waiting[record.uid] = replace(record, state="waiting", resolved_at=0.0)
+
+    async def waiting(self) -> dict[str, WaitingRecord]:
+        return dict(self._d.waiting)
+
+    async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
+        record = self._d.waiting.get(uid)
+        if record is None or record.state != "waiting":
+            return None
+        if plugin in record.pending:
+            pending = {p: d for p, d in record.pending.items() if p != plugin}
+            record = replace(record, pending=pending)
+            if not pending:
+                record = resolve(record, "allowed", "", "", now)
+            self._d.waiting[uid] = record
+        return record
+
+    async def reject_waiting(
+        self, uid: str, plugin: str, message: str, now: float
+    ) -> WaitingRecord | None:
+        record = self._d.waiting.get(uid)
+        if record is None or record.state != "waiting":
+            return None
+        record = resolve(record, "rejected", plugin, message, now)
+        self._d.waiting[uid] = record
+        return record
+
+    async def expire_waiting(self, now: float) -> list[WaitingRecord]:
+        expired = []
+        for uid, record in list(self._d.waiting.items()):
+            due = first_due(record, now)
+            if due is not None:
+                record = resolve(record, "rejected", due, "", now)
+                self._d.waiting[uid] = record
+                expired.append(record)
+        return expired
+
+    async def next_waiting_deadline(self) -> float | None:
+        deadlines = [
+            min(r.pending.values())
+            for r in self._d.waiting.values()
+            if r.state == "waiting" and r.pending
+        ]
+        return min(deadlines, default=None)
+
+    async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
+        record = self._d.waiting.get(uid)
+        if record is None or record.attempt != attempt:
+            return None
+        if record.state != "waiting":
+            del self._d.waiting[uid]
+        return record
+
+    async def resolved_before(self, when: float) -> list[WaitingRecord]:
+        return [
+            r for r in self._d.waiting.values() if r.state != "waiting" and r.resolved_at <= when
+        ]
 
     async def put_queue_view(self, view: bytes) -> None:
         self._d.queue_view = view

@@ -28,8 +28,10 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
+import msgspec
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
@@ -37,13 +39,19 @@ from redis.exceptions import ResponseError
 from services.common import redact
 from services.common.store._charges import normalize
 from services.common.store._lua import (
+    ALLOW_WAITING,
     APPLY,
     ASSUME,
     BEGIN_BIND,
+    EXPIRE_WAITING,
     FORGET,
     LOST,
+    PUT_WAITING,
     READ_HASH,
     READ_NODES,
+    READ_WAITING,
+    REJECT_WAITING,
+    TAKE_WAITING,
     WRITE_HASH,
 )
 from services.common.store.base import (
@@ -56,6 +64,8 @@ from services.common.store.base import (
     ProjectedEntry,
     Reservation,
     StoreLost,
+    WaitingRecord,
+    WaitState,
     live,
 )
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
@@ -86,6 +96,12 @@ class RedisStore:
         self._read_nodes = self._redis.register_script(READ_NODES)
         self._read_hash = self._redis.register_script(READ_HASH)
         self._write_hash = self._redis.register_script(WRITE_HASH)
+        self._put_waiting = self._redis.register_script(PUT_WAITING)
+        self._allow_waiting = self._redis.register_script(ALLOW_WAITING)
+        self._reject_waiting = self._redis.register_script(REJECT_WAITING)
+        self._expire_waiting = self._redis.register_script(EXPIRE_WAITING)
+        self._take_waiting = self._redis.register_script(TAKE_WAITING)
+        self._read_waiting = self._redis.register_script(READ_WAITING)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
 
@@ -222,6 +238,49 @@ class RedisStore:
         if uids:
             await self._run(self._write_hash, "del", "nominated", *uids)
 
+    # -- waiting pods: one script per step (unguarded, see base.ClusterStore) ---------
+
+    async def put_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        if not records:
+            return
+        args: list[str | bytes] = [self._p, str(len(records))]
+        for r in records:
+            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), str(len(r.pending))]
+            for plugin, deadline in sorted(r.pending.items()):
+                args += [plugin, repr(float(deadline))]
+        await self._put_waiting(keys=[], args=args)
+
+    async def waiting(self) -> dict[str, WaitingRecord]:
+        rows = await self._read_waiting(keys=[], args=[self._p, "all"])
+        records = [_waiting(row) for row in rows]
+        return {r.uid: r for r in records}
+
+    async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
+        row = await self._allow_waiting(keys=[], args=[self._p, uid, plugin, repr(now)])
+        return _waiting(row) if row else None
+
+    async def reject_waiting(
+        self, uid: str, plugin: str, message: str, now: float
+    ) -> WaitingRecord | None:
+        row = await self._reject_waiting(keys=[], args=[self._p, uid, plugin, message, repr(now)])
+        return _waiting(row) if row else None
+
+    async def expire_waiting(self, now: float) -> list[WaitingRecord]:
+        rows = await self._expire_waiting(keys=[], args=[self._p, repr(now)])
+        return [_waiting(row) for row in rows]
+
+    async def next_waiting_deadline(self) -> float | None:
+        first = await self._redis.zrange(self._p + "wait:due", 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
+        row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
+        return _waiting(row) if row else None
+
+    async def resolved_before(self, when: float) -> list[WaitingRecord]:
+        rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
+        return [_waiting(row) for row in rows]
+
     async def put_queue_view(self, view: bytes) -> None:
         await self._redis.set(self._p + "queueview", view)
 
@@ -258,6 +317,28 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+_waiting_encoder = msgspec.json.Encoder()
+_waiting_decoder = msgspec.json.Decoder(WaitingRecord)
+_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
+
+
+def _waiting(row: Sequence[Any]) -> WaitingRecord:
+    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
+    and the pending plugins' deadlines (flat)."""
+    rec, status, flat = row
+    record = _waiting_decoder.decode(rec)
+    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
+    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return replace(
+        record,
+        state=_STATES[state],
+        resolved_at=float(resolved_at),
+        plugin=plugin,
+        message=message,
+        pending=pending,
+    )
 
 
 def _name(name: str) -> str:

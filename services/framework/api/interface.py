@@ -31,7 +31,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import Pod
-from contracts.messages import ClaimBinding
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.events import ClusterEventWithHint
 from services.framework.api.listers import Listers
@@ -330,18 +329,6 @@ class ReservePlugin(Plugin, Protocol):
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Undo :meth:`reserve`; must be idempotent and never fail."""
-        ...
-
-
-@runtime_checkable
-class BindingDecisions(Protocol):
-    """A Reserve plugin whose PreBind work the binder service does (VolumeBinding): the
-    binder cannot read this CycleState, so once Reserve has succeeded the scheduler
-    hands it what Reserve decided, in the BindRequest (``Framework.claim_bindings``)."""
-
-    def claim_bindings(self, state: CycleState) -> Sequence[ClaimBinding]:
-        """The claims to bind (or provision) before the pod's Binding, as the binder
-        must publish them; empty when there is nothing to do."""
         ...
 
 

@@ -1,17 +1,18 @@
 """DefaultBinder: bind the pod to the chosen node with a v1 Binding.
 
-In ksched the binding itself is the binder service's job: it publishes the Binding
-decision for every pod whose profile binds with DefaultBinder. The plugin is here so
-profiles carry a Bind plugin, as upstream requires, under the name users configure.
+Upstream's DefaultBinder POSTs ``pods/binding``. In ksched the binding cycle runs in the
+binder service, which publishes what the cycle's plugins leave as effects in one
+confirmed publish: Bind leaves a :class:`BindEffect`, which becomes the Binding on
+``ksched.decisions`` (the informer records it in the event log).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from services.framework.api.interface import BindPlugin, CycleState, Handle
+from services.framework.api.interface import BindEffect, BindPlugin, CycleState, Handle
 from services.framework.api.registry import PluginEntry
-from services.framework.api.status import Code, Status
+from services.framework.api.status import SUCCESS, Status
 from services.framework.api.types import PodInfo
 
 NAME: Final = "DefaultBinder"
@@ -21,8 +22,9 @@ class DefaultBinder(BindPlugin):
     name: Final = NAME
 
     async def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Not called in-process: returns Skip so another Bind plugin could act."""
-        return Status(Code.Skip)
+        """Bind ``pod`` to ``node``: the binder publishes the Binding."""
+        state.effects.append(BindEffect(node))
+        return SUCCESS
 
 
 def new(args: None, handle: Handle) -> DefaultBinder:

@@ -22,7 +22,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import Pod
-from contracts.messages import ClaimBinding
 from services.framework.api.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
 from services.framework.api.events import (
     ActionType,
@@ -31,23 +30,29 @@ from services.framework.api.events import (
     EventResource,
 )
 from services.framework.api.interface import (
-    BindingDecisions,
+    BindingState,
+    BindPlugin,
     CycleState,
     EnqueueExtensions,
     ExtensionPoint,
     FilterPlugin,
     Handle,
+    NoWaitingPods,
+    PermitPlugin,
     Plugin,
+    PostBindPlugin,
+    PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
     ResourceFilter,
     ScorePlugin,
+    WaitingPods,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.registry import Registry, join_path
-from services.framework.api.status import SUCCESS, Code, Status, StatusError, as_status
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError, as_status
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.cache.snapshot import Snapshot
@@ -108,11 +113,18 @@ class Framework:
         tracer: Tracer | None = None,
         path: str = "",
         listers: Listers | None = None,
+        waiting_pods: WaitingPods | None = None,
     ) -> None:
         """``listers``: the snapshot's (``Cache.listers``), for plugins that read
-        namespaces, volumes or claims; an empty set when None."""
+        namespaces, volumes or claims; an empty set when None. ``waiting_pods``: the
+        pods waiting at Permit that the plugins' Handle shows and ``run_permit`` adds
+        to (none: no pod can wait)."""
         resolved = resolve_plugins(profile, registry, path)
-        handle = Handle(profile.scheduler_name, listers or Listers())
+        handle = Handle(
+            profile.scheduler_name, listers or Listers(), waiting_pods or NoWaitingPods()
+        )
+        self.handle = handle
+        """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
         self.rng = rng or random.Random()
         self.tracer = tracer
@@ -134,10 +146,12 @@ class Framework:
         self.pre_score_plugins = cast(list[PreScorePlugin], self._at(P.PreScore))
         self.score_plugins = cast(list[ScorePlugin], self._at(P.Score))
         self.reserve_plugins = cast(list[ReservePlugin], self._at(P.Reserve))
+        self.permit_plugins = cast(list[PermitPlugin], self._at(P.Permit))
+        self.pre_bind_plugins = cast(list[PreBindPlugin], self._at(P.PreBind))
+        self.bind_plugins = cast(list[BindPlugin], self._at(P.Bind))
+        self.post_bind_plugins = cast(list[PostBindPlugin], self._at(P.PostBind))
+        self._stateful = [p for p in self.plugins.values() if isinstance(p, BindingState)]
         self._resource_filters = [p for p in self.filter_plugins if isinstance(p, ResourceFilter)]
-        self._binding_deciders = [
-            p for p in self.reserve_plugins if isinstance(p, BindingDecisions)
-        ]
 
     @property
     def profile_name(self) -> str:
@@ -159,12 +173,6 @@ class Framework:
         for plugin in self._resource_filters:
             checked |= plugin.checked_resources(pod)
         return checked
-
-    def claim_bindings(self, state: CycleState) -> list[ClaimBinding]:
-        """After a successful Reserve: the volume bindings the Reserve plugins decided
-        (``BindingDecisions``), for the BindRequest; the binder applies them before the
-        Binding."""
-        return [b for p in self._binding_deciders for b in p.claim_bindings(state)]
 
     def events_to_register(self) -> dict[str, Sequence[ClusterEventWithHint]]:
         """Plugin name → the events that may make a pod it rejected schedulable, for the
@@ -385,3 +393,104 @@ class Framework:
         """``RunReservePluginsUnreserve``: in reverse order."""
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``RunPermitPlugins``: every Permit plugin in order. A rejection is returned
+        at once with its plugin; an error as ``running Permit plugin "X": …``; Skip
+        counts as Success. If any asked to wait (each timeout capped at
+        :data:`MAX_PERMIT_TIMEOUT`), the pod is added to the Handle's waiting pods with
+        one timeout per waiting plugin and the status is Wait."""
+        waits: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            try:
+                status, timeout = plugin.permit(state, pod, node)
+            except Exception as err:
+                status, timeout = as_status(err), 0.0
+            if status.is_success() or status.is_skip():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            if status.is_wait():
+                waits[plugin.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            reason = f'running Permit plugin "{plugin.name}": {status.message()}'
+            return Status(Code.Error, (reason,), plugin.name)
+        if waits:
+            self.handle.waiting_pods.add(pod, node, waits)
+            name = pod.pod.metadata.name
+            reason = f'one or more plugins asked to wait and no plugin rejected pod "{name}"'
+            return Status(Code.Wait, (reason,))
+        return SUCCESS
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``RunPreBindPlugins``: in order; the first failure (an error as ``running
+        PreBind plugin "X": …``), with its plugin. Skip counts as Success."""
+        for plugin in self.pre_bind_plugins:
+            try:
+                status = await plugin.pre_bind(state, pod, node)
+            except Exception as err:
+                status = as_status(err)
+            if status.is_success() or status.is_skip():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            reason = f'running PreBind plugin "{plugin.name}": {status.message()}'
+            return Status(Code.Error, (reason,), plugin.name)
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``RunBindPlugins``: Skip without Bind plugins; else the first plugin that
+        does not Skip decides (an error as ``running Bind plugin "X": …``)."""
+        status = SKIP
+        for plugin in self.bind_plugins:
+            try:
+                status = await plugin.bind(state, pod, node)
+            except Exception as err:
+                status = as_status(err)
+            if status.is_skip():
+                continue
+            if status.is_success():
+                return status
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            reason = f'running Bind plugin "{plugin.name}": {status.message()}'
+            return Status(Code.Error, (reason,), plugin.name)
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """``RunPostBindPlugins``: informational, every one in order."""
+        for plugin in self.post_bind_plugins:
+            plugin.post_bind(state, pod, node)
+
+    def binding_state(self, state: CycleState) -> dict[str, bytes]:
+        """What the plugins need in the binding cycle (another process), by plugin
+        name, each in its own encoding (:class:`BindingState`)."""
+        out: dict[str, bytes] = {}
+        for plugin in self._stateful:
+            data = plugin.binding_state(state)
+            if data is not None:
+                out[plugin.name] = data
+        return out
+
+    def restore_binding_state(self, state: CycleState, data: Mapping[str, bytes]) -> None:
+        """Put back into ``state`` what :meth:`binding_state` handed on (plugins this
+        profile does not run are ignored)."""
+        for plugin in self._stateful:
+            encoded = data.get(plugin.name)
+            if encoded is not None:
+                plugin.restore_binding_state(state, encoded)
+
+
+MAX_PERMIT_TIMEOUT: float = 15 * 60.0
+"""Seconds a Permit plugin may make a pod wait at most (upstream's ``maxTimeout``)."""
+
+
+def rejection_message(pod: PodInfo, node: str, status: Status) -> str:
+    """The FailedScheduling message of a pod rejected after the algorithm chose
+    ``node`` (Reserve, Permit, WaitOnPermit): upstream wraps the status in a FitError
+    of one node, ``0/1 nodes are available: 1 <reason>.``"""
+    diagnosis = Diagnosis()
+    for reason in status.reasons or ("",):
+        diagnosis.reason_counts[reason] += 1
+    diagnosis.add_plugin_status(status)
+    return str(FitError(pod.key, 1, diagnosis))

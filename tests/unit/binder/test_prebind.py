@@ -1,6 +1,6 @@
-"""The binder applies VolumeBinding's decisions before the Binding: the volume and the
-claim go out as watch events on ksched.events in the same publish as the Binding, and
-the informer records them (in-memory bus, store and event log)."""
+"""VolumeBinding's PreBind runs in the binder on the binding state the scheduler handed
+on: the volume and the claim go out as watch events on ksched.events in the same publish
+as the Binding, and the informer records them (in-memory bus, store and event log)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from contracts import topology
 from contracts.events import WatchEvent
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim
-from contracts.messages import BindBatch, BindRequest, ClaimBinding
-from services.binder.prebind import volume_messages
+from contracts.messages import BindBatch, BindRequest
 from services.binder.service import BinderService
 from services.common.bus import Message
 from services.common.bus.memory import MemoryBus
@@ -21,13 +20,10 @@ from services.common.clock import FakeClock
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
-from services.framework.api.interface import CycleState
+from services.framework.api.interface import CycleState, WatchEffect
 from services.framework.api.types import PodInfo
-from services.framework.plugins.volumebinding import (
-    VolumeBinding,
-    VolumeBindingArgs,
-    claim_bindings,
-)
+from services.framework.plugins.volumebinding import VolumeBinding, VolumeBindingArgs
+from services.framework.plugins.volumebinding.prebind import ClaimBinding
 from services.informer.service import InformerService
 from tests.builders import make_pod
 from tests.builders.volumes import claim_volume, make_pv, make_pvc, make_storage_class
@@ -66,7 +62,11 @@ def decide(objects, pod, node):
         node=node,
         attempt=1,
         profile=pod.spec.scheduler_name,
-        volume_bindings=claim_bindings(state),
+        plugin_state={
+            name: msgspec.Raw(data)
+            for name, data in {plugin.name: plugin.binding_state(state)}.items()
+            if data is not None
+        },
     )
 
 
@@ -139,24 +139,14 @@ async def test_volume_updates_go_out_with_the_binding(cluster):
     assert b'"nodeName":"n1"' in recorded_pod
 
 
-def test_provisioning_publishes_the_claim_only():
+async def test_provisioning_publishes_the_claim_only():
     claim = make_pvc("data", storage_class="fast")
-    request = BindRequest(
-        uid="web-uid",
-        namespace="default",
-        name="web",
-        node="n1",
-        attempt=1,
-        profile="default-scheduler",
-        volume_bindings=[ClaimBinding(claim=claim)],
-    )
-    (message,) = volume_messages(request, {})
-    assert (message.exchange, message.routing_key) == (
-        "ksched.events",
-        "persistentvolumeclaim.modified",
-    )
-    event = msgspec.json.decode(message.body, type=WatchEvent)
-    assert msgspec.json.decode(event.object, type=PersistentVolumeClaim) == claim
+    plugin = VolumeBinding(VolumeBindingArgs().defaulted(), listers_of())
+    state = CycleState()
+    plugin.restore_binding_state(state, msgspec.json.encode([ClaimBinding(claim=claim)]))
+    status = await plugin.pre_bind(state, PodInfo.of(make_pod("web")), "n1")
+    assert status.is_success()
+    assert state.effects == [WatchEffect("persistentvolumeclaim", "MODIFIED", claim)]
 
 
 async def test_no_volume_events_without_bindings(cluster):

@@ -10,8 +10,10 @@
   the current release (see :mod:`.args`).
 - Reserve: assumes the node's volume choices in the plugin's :class:`AssumeCache`, so the
   next pods, even in the same batch, do not take the same volumes; Unreserve reverts.
-- PreBind: done by the binder service from the BindRequest's ``volumeBindings``, which
-  the scheduler fills from :func:`claim_bindings` after Reserve (see :mod:`.prebind`).
+- PreBind (in the binder, another process): what Reserve decided travels as the
+  plugin's binding state (:func:`claim_bindings`, encoded); PreBind leaves the volume
+  and claim updates as watch-event effects the binder publishes before the Binding
+  (see :mod:`.prebind`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
+import msgspec
 import numpy as np
 
 from contracts.k8s import PersistentVolume, Pod
-from contracts.messages import ClaimBinding
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -33,7 +35,7 @@ from services.framework.api.events import (
     QueueingHint,
 )
 from services.framework.api.interface import (
-    BindingDecisions,
+    BindingState,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
@@ -47,6 +49,7 @@ from services.framework.api.interface import (
     ReservePlugin,
     Rows,
     ScorePlugin,
+    WatchEffect,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
@@ -68,6 +71,7 @@ from services.framework.plugins.volumebinding.matching import (
     VolumeMatcher,
 )
 from services.framework.plugins.volumebinding.prebind import (
+    ClaimBinding,
     bind_volume_to_claim,
     static_binding,
     with_annotation,
@@ -118,7 +122,7 @@ class VolumeBinding(
     PreScorePlugin,
     ScorePlugin,
     ReservePlugin,
-    BindingDecisions,
+    BindingState,
     PreBindPlugin,
     EnqueueExtensions,
 ):
@@ -226,17 +230,35 @@ class VolumeBinding(
             self.cache.restore_claim(f"{namespace}/{claim.metadata.name}", pod.uid)
         data.decided = None
 
-    def claim_bindings(self, state: CycleState) -> list[ClaimBinding]:
-        """``BindingDecisions``: what Reserve decided, for the binder (see below)."""
-        return claim_bindings(state)
+    def binding_state(self, state: CycleState) -> bytes | None:
+        """``BindingState``: what Reserve decided (:func:`claim_bindings`), for PreBind
+        in the binder; None when there is nothing to bind."""
+        bindings = claim_bindings(state)
+        return _bindings_encoder.encode(bindings) if bindings else None
+
+    def restore_binding_state(self, state: CycleState, data: bytes) -> None:
+        state.write(BINDINGS_KEY, _BindingsToApply(_bindings_decoder.decode(data)))
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """In ksched the binder service binds the volumes (from ``claim_bindings``);
-        here only the decision is checked."""
-        data = state.read(STATE_KEY, StateData)
-        if data.all_bound or data.decided is not None:
-            return SUCCESS
-        return Status(Code.Error, (f'no pod volumes found for node "{node}"',))
+        """``PreBind``: the volume (if any) and then the claim of every decided binding,
+        as MODIFIED watch events for the binder to publish before the Binding. In the
+        binder the bindings come from the binding state (none handed on: nothing to
+        do); in the scheduling cycle's own state, from Reserve's decision."""
+        try:
+            bindings = state.read(BINDINGS_KEY, _BindingsToApply).bindings
+        except StatusError:
+            try:
+                data = state.read(STATE_KEY, StateData)
+            except StatusError:
+                return SUCCESS
+            if not data.all_bound and data.decided is None:
+                return Status(Code.Error, (f'no pod volumes found for node "{node}"',))
+            bindings = claim_bindings(state)
+        for binding in bindings:
+            if binding.volume is not None:
+                state.effects.append(WatchEffect("persistentvolume", "MODIFIED", binding.volume))
+            state.effects.append(WatchEffect("persistentvolumeclaim", "MODIFIED", binding.claim))
+        return SUCCESS
 
     def _all_bound(self, pod: Pod) -> bool:
         """``arePodVolumesBound``."""
@@ -248,6 +270,19 @@ class VolumeBinding(
             if claim is None or not is_fully_bound(claim):
                 return False
         return True
+
+
+BINDINGS_KEY: Final = f"{NAME}/bindings"
+"""Where the binder's CycleState holds the bindings handed on (``restore_binding_state``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _BindingsToApply:
+    bindings: list[ClaimBinding]
+
+
+_bindings_encoder = msgspec.json.Encoder()
+_bindings_decoder = msgspec.json.Decoder(list[ClaimBinding])
 
 
 def claim_bindings(state: CycleState) -> list[ClaimBinding]:

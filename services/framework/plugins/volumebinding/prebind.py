@@ -1,20 +1,21 @@
-"""PreBind's half that ksched moves into the bind request.
+"""PreBind's objects: what VolumeBinding writes before the pod is bound.
 
 Upstream's PreBind updates the chosen volumes (``spec.claimRef``) and claims (the
 selected-node annotation) through the API and waits for the PV controller to finish.
-ksched has no PV controller: the scheduler writes the finished objects into the
-BindRequest (:func:`claim_bindings`) and the binder publishes them as watch events
-together with the Binding. A statically bound claim ends up as the PV controller leaves
-it (``bindVolumeToClaim`` / ``bindClaimToVolume``); a claim to provision keeps the
-selected-node annotation for a provisioner.
+ksched has no PV controller: the scheduler finishes the objects at Reserve
+(:class:`ClaimBinding`), they travel to the binder in the BindRequest as the plugin's
+binding state, and the plugin's PreBind (in the binder) leaves them as watch-event
+effects, which the binder publishes together with the Binding. A statically bound
+claim ends up as the PV controller leaves it (``bindVolumeToClaim`` /
+``bindClaimToVolume``); a claim to provision keeps the selected-node annotation for a
+provisioner.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from contracts.k8s import ObjectReference, PersistentVolume, PersistentVolumeClaim
-from contracts.messages import ClaimBinding
+from contracts.k8s import ObjectReference, PersistentVolume, PersistentVolumeClaim, Wire
 from services.framework.plugins.volumebinding.matching import is_volume_bound_to_claim
 from services.framework.plugins.volumehelpers.claims import (
     ANN_BIND_COMPLETED,
@@ -24,6 +25,28 @@ from services.framework.plugins.volumehelpers.claims import (
 )
 
 replace = msgspec.structs.replace
+
+
+class ClaimBinding(Wire, kw_only=True, frozen=True):
+    """VolumeBinding's decision for one of the pod's claims, applied (PreBind) before the
+    pod is bound: ``volume`` (if any) and then ``claim`` go out as MODIFIED watch events
+    on ``ksched.events``, in the same confirmed publish as the Binding, so the informer
+    records them.
+
+    - Static binding (``volume`` set): the PV with ``spec.claimRef`` to the claim and
+      ``status.phase: Bound``; the claim with ``spec.volumeName``, the
+      ``pv.kubernetes.io/bind-completed`` annotation and ``status.phase: Bound``.
+    - Dynamic provisioning (``volume`` None): the claim with the
+      ``volume.kubernetes.io/selected-node`` annotation naming the pod's node.
+    """
+
+    claim: PersistentVolumeClaim
+    volume: PersistentVolume | None = None
+
+    @property
+    def provision(self) -> bool:
+        """True when the claim is to be dynamically provisioned on the selected node."""
+        return self.volume is None
 
 
 def with_annotation(obj: PersistentVolumeClaim, key: str, value: str) -> PersistentVolumeClaim:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from contracts.messages import ScheduleRequest
+from contracts.messages import BindRequest, ScheduleRequest
 from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
 from services.common.store import ProjectedEntry
@@ -27,6 +27,7 @@ from services.framework.plugins.volumebinding import (
     VolumeBindingArgs,
     claim_bindings,
 )
+from services.framework.plugins.volumebinding.prebind import ClaimBinding
 from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import merge_plugins
 from services.scheduler.cycle import BatchScheduler
@@ -203,6 +204,12 @@ async def schedule_batch(pods, objects, nodes):
     return await cycle.run(requests)
 
 
+def volume_bindings(request: BindRequest) -> list[ClaimBinding]:
+    """The bindings VolumeBinding handed on to the binder in the request."""
+    raw = request.plugin_state.get("VolumeBinding")
+    return [] if raw is None else msgspec.json.decode(raw, type=list[ClaimBinding])
+
+
 async def test_two_pods_of_one_batch_take_different_volumes():
     objects = [
         WAIT_SC,
@@ -217,7 +224,7 @@ async def test_two_pods_of_one_batch_take_different_volumes():
     chosen = {}
     for request in outcome.binds:
         assert request.node == "n1"
-        (binding,) = request.volume_bindings
+        (binding,) = volume_bindings(request)
         assert binding.volume is not None
         chosen[binding.claim.metadata.name] = binding.volume.metadata.name
         assert binding.claim.spec.volume_name == binding.volume.metadata.name
@@ -233,7 +240,7 @@ async def test_the_second_pod_finds_no_volume_left():
     ]
     pods = [make_pod(f"web-{i}", volumes=[claim_volume(f"data-{i}")]) for i in range(2)]
     outcome = await schedule_batch(pods, objects, [host("n1"), host("n2")])
-    ((bound,),) = [r.volume_bindings for r in outcome.binds]
+    ((bound,),) = [volume_bindings(r) for r in outcome.binds]
     assert bound.claim.metadata.name == "data-0"
     (failure,) = outcome.failures
     assert failure.result.outcome == "unschedulable"
@@ -262,4 +269,4 @@ async def test_seed_local_volume_places_the_pod_on_its_node():
     )
     (request,) = outcome.binds
     assert request.node == "my-node"
-    assert request.volume_bindings == []
+    assert volume_bindings(request) == []
