@@ -132,6 +132,10 @@ class QueueService:
         """Held while attempt results are applied and while a load reads the store and
         converges on it: a pod bound between the read and the convergence would be
         taken for pending again by the older snapshot."""
+        self.waiting: dict[str, int] = {}
+        """Pods whose attempt (the value) waits at Permit: still in flight (their lease
+        holds, events are tracked for them), but they use no dispatch credit, so any
+        number of waiting pods never stalls the others."""
         self._binding: set[str] = set()
         """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
         a resync must not take them for pending (after a store loss nothing else fences
@@ -148,7 +152,16 @@ class QueueService:
 
     @property
     def in_flight(self) -> int:
-        return self.queue.counts()["inflight"]
+        """Attempts in flight that use credit: those not waiting at Permit."""
+        return self.queue.counts()["inflight"] - self._prune_waiting()
+
+    def _prune_waiting(self) -> int:
+        """Forget waits whose attempt is no longer in flight (the pod was deleted, or
+        a resync started another attempt); returns how many are left."""
+        gone = [u for u, a in self.waiting.items() if self.queue.in_flight_attempt(u) != a]
+        for uid in gone:
+            del self.waiting[uid]
+        return len(self.waiting)
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -321,6 +334,10 @@ class QueueService:
                     uid = result.uid
                     if self.queue.in_flight_attempt(uid) != result.attempt:
                         continue
+                    if result.outcome == "waiting":
+                        self.waiting[uid] = result.attempt
+                        continue
+                    self.waiting.pop(uid, None)
                     ended.append(uid)
                     match result.outcome:
                         case "bound":

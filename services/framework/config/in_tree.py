@@ -1,5 +1,6 @@
 """The in-tree registry (upstream's ``plugins/registry.go`` ``NewInTreeRegistry``): every
-plugin ksched ships, by name. It sits in config, above the runtime, so the runtime never
+plugin ksched ships, by name (upstream's, and ksched's own: ExternalPermit, and
+Coscheduling from scheduler-plugins). It sits in config, above the runtime, so the runtime never
 names a plugin: whoever builds a Framework hands it a registry."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from services.framework.api.registry import PluginEntry, Registry
 from services.framework.plugins import (
     defaultbinder,
+    externalpermit,
     imagelocality,
     interpodaffinity,
     nodename,
@@ -43,6 +45,7 @@ ENTRIES: tuple[PluginEntry, ...] = (
     balanced_allocation.ENTRY,
     imagelocality.ENTRY,
     defaultbinder.ENTRY,
+    externalpermit.ENTRY,
 )
 
 

@@ -429,3 +429,36 @@ async def test_a_pod_bound_while_the_queue_resyncs_is_not_attempted_again() -> N
     assert "default-a-uid" not in h.queue.queue
     await h.queue.stop()
     await h.bus.close()
+
+
+async def test_pods_waiting_at_permit_use_no_credit_and_end_with_their_final_result(
+    harness: Harness,
+) -> None:
+    await harness.apply(*[make_pod(f"p{i}") for i in range(6)])
+    first = list(harness.requests)
+    assert len(first) == 4 and harness.queue.in_flight == 4
+    await harness.answer(*[(r, "waiting", []) for r in first])
+    # Four pods wait: they keep their lease and stay in flight, but free their credit.
+    assert harness.names()[4:] == ["p4", "p5"]
+    assert harness.queue.in_flight == 2
+    assert set(harness.queue.waiting) == {r.uid for r in first}
+    assert {r.uid for r in first} <= set(await harness.store.leases())
+    # A repeated "waiting" changes nothing; the final result ends the attempt.
+    await harness.answer((first[0], "waiting", []), (first[1], "bound", []))
+    assert first[1].uid not in harness.queue.queue
+    assert first[1].uid not in harness.queue.waiting
+    await harness.answer((first[2], "unschedulable", ["Coscheduling"]))
+    assert first[2].uid not in harness.queue.waiting
+    assert harness.queue.queue.in_flight_attempt(first[2].uid) is None
+    assert harness.queue.in_flight == 2
+
+
+async def test_a_deleted_waiting_pod_stops_counting_as_waiting(harness: Harness) -> None:
+    pod = make_pod("w")
+    await harness.apply(pod)
+    (request,) = harness.requests
+    await harness.answer((request, "waiting", []))
+    assert harness.queue.in_flight == 0
+    await harness.apply(pod, type_="DELETED")
+    assert harness.queue.in_flight == 0
+    assert harness.queue.waiting == {}
