@@ -78,6 +78,8 @@ def _base(kind: str, name: str, uid: str) -> Obj:
             obj["spec"] = {"selector": {"app": "web"}}
         case "replicaset" | "statefulset":
             obj["spec"] = {"selector": selector}
+        case "podgroup":
+            obj["spec"] = {"minMember": 2, "minResources": {"cpu": "1"}}
     return obj
 
 
@@ -253,7 +255,7 @@ def wrong_content(rng: random.Random, kind: str, obj: Obj, i: int) -> _Made:
 
 
 def unknown_kind(rng: random.Random, kind: str, obj: Obj, i: int) -> _Made:
-    key = rng.choice(["gadget.added", "podgroup.added", ".added", "POD!.added", "💥.added"])
+    key = rng.choice(["gadget.added", "gizmo.added", ".added", "POD!.added", "💥.added"])
     return _Made(_event(obj), "kind", _named(obj), routing_key=key)
 
 
