@@ -177,6 +177,12 @@ def _to_ints(values: Mapping[str, Fraction]) -> dict[str, int]:
     return out
 
 
+def resource_amounts(values: Mapping[str, Quantity], field: str) -> dict[str, int]:
+    """A ResourceList in ksched's units (cpu in millicores, the rest as integers);
+    raises :class:`ResourceError` naming ``field.<resource>`` for an invalid quantity."""
+    return _to_ints(_quantities(values, field))
+
+
 def pod_requests(pod: Pod) -> Mapping[str, int]:
     """What the pod requests (``resource.PodRequests``), without ``pods``.
 

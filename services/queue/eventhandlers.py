@@ -31,6 +31,7 @@ from contracts.events import (
     PersistentVolumeClaimEntry,
     PersistentVolumeEntry,
     PodEntry,
+    PodGroupEntry,
     PriorityClassEntry,
     StorageClassEntry,
 )
@@ -40,6 +41,7 @@ from contracts.k8s import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodGroup,
     PriorityClass,
     StorageClass,
     namespaced_name,
@@ -123,8 +125,23 @@ class EventHandlers:
                 self.on_volume(EventResource.StorageClass, type_, obj)
             case PriorityClassEntry(object=priority_class, type=type_):
                 self.on_priority_class(type_, priority_class)
+            case PodGroupEntry(object=group, type=type_):
+                self.on_pod_group(type_, group)
             case _:
                 pass  # namespaces and PDBs move no pod
+        if not isinstance(entry, (PodEntry, NodeEntry)):
+            for listers in self.queue.listers:
+                listers.apply(entry)
+
+    def on_pod_group(self, type_: EventType, group: PodGroup) -> None:
+        """A PodGroup added or changed may let its members in (Coscheduling registers
+        ``podgroups.v1alpha1.scheduling.x-k8s.io`` Add and Update)."""
+        if type_ == "DELETED":
+            return
+        action = ActionType.Add if type_ == "ADDED" else ActionType.Update
+        self.queue.move_all_to_active_or_backoff_queue(
+            ClusterEvent(EventResource.PodGroup, action), None, group
+        )
 
     # -- pods ---------------------------------------------------------------------------
 

@@ -5,12 +5,13 @@ the less function, ``preEnqueuePluginMap`` and ``queueingHintMap``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
 from services.framework.api.events import ClusterEventWithHint
 from services.framework.api.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
+from services.framework.api.listers import Listers
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
@@ -25,6 +26,9 @@ class QueueProfile:
     events: Mapping[str, Sequence[ClusterEventWithHint]]
     """Plugin → the events that may make a pod it rejected schedulable (every plugin
     that can reject: PreEnqueue, PreFilter, Filter, Reserve, Permit)."""
+    listers: Listers = field(default_factory=Listers)
+    """What the profile's plugins read (Coscheduling's QueueSort: PodGroups); the queue
+    keeps it current from the log."""
 
     @classmethod
     def of(cls, framework: Framework) -> QueueProfile:
@@ -35,6 +39,7 @@ class QueueProfile:
             queue_sort=framework.queue_sort,
             pre_enqueue=tuple(cast(PreEnqueuePlugin, plugins[name]) for name in names),
             events=framework.events_to_register(),
+            listers=framework.handle.listers,
         )
 
     @classmethod

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Final, Protocol
 
-from contracts.k8s import Pod, namespaced_name
+from contracts.k8s import POD_GROUP_LABEL, Pod, namespaced_name
 from services.common.resources import ResourceError
 from services.framework.api.events import ClusterEvent
 from services.framework.api.status import Status, as_status
@@ -103,6 +103,12 @@ def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInf
     return info if info.priority == priority else replace(info, priority=priority)
 
 
+def _gang(pod: Pod) -> tuple[str, str] | None:
+    """The pod's group (namespace, ``scheduling.x-k8s.io/pod-group``), if any."""
+    group = pod.metadata.labels.get(POD_GROUP_LABEL)
+    return (pod.metadata.namespace or "default", group) if group else None
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -124,6 +130,8 @@ class SchedulingQueue:
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self._profiles = {p.scheduler_name: p for p in profiles}
+        self.listers = list({id(p.listers): p.listers for p in profiles}.values())
+        """Every profile's listers (the queue applies the log to them)."""
         self._sort = profiles[0].queue_sort
         self.hints = QueueingHintMap({p.scheduler_name: p.events for p in profiles})
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(self._active_key)
@@ -277,7 +285,7 @@ class SchedulingQueue:
         :meth:`add_unschedulable_if_not_present` or :meth:`retry`."""
         popped: list[QueuedPodInfo] = []
         now = self.clock.now()
-        while len(popped) < limit:
+        while len(popped) < limit or self._continues_gang(popped):
             info = self._active.pop()
             if info is None:
                 if not self._backoff.pop_from_backoff:
@@ -293,6 +301,16 @@ class SchedulingQueue:
         if popped:
             self.version += 1
         return popped
+
+    def _continues_gang(self, popped: list[QueuedPodInfo]) -> bool:
+        """Whether activeQ's head belongs to the same pod group as the last pod popped:
+        a gang's members go out together (one batch, one scheduler replica), even past
+        ``limit``."""
+        if not popped:
+            return False
+        group = _gang(popped[-1].pod)
+        head = self._active.peek()
+        return group is not None and head is not None and _gang(head.pod) == group
 
     def done(self, uid: str) -> None:
         """The attempt ended with the pod bound: it leaves the queue."""

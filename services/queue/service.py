@@ -262,6 +262,9 @@ class QueueService:
             volumes: list[Volume] = []
             for kind, cls in _VOLUME_KINDS.items():
                 volumes.extend(_decode(await self._store.objects(kind), cls))
+            listed = {kind: await self._store.objects(kind) for kind in ("podgroup",)}
+            for listers in self.queue.listers:
+                listers.load(listed)
             leases = await self._store.leases()
             self.nominator.load(await self._store.nominations())
             self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))

@@ -64,6 +64,7 @@ from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
+from services.scheduler.groups import GroupPods
 from services.scheduler.nominated import PendingPods, nominated_pods
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ class SchedulerService:
         self.waiting = SharedWaitingPods(store, clock)
         """The pods waiting at Permit, shared with every replica through the store."""
         self.pending = PendingPods()
+        self.groups = GroupPods(self.cache.assumed_node, lambda: self._cycle.permitting)
+        """The pods of each pod group (Coscheduling's pod lister)."""
         """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
             p.scheduler_name: Framework(
@@ -109,6 +112,8 @@ class SchedulerService:
                 path=f"profiles[{i}]",
                 listers=self.cache.listers,
                 waiting_pods=self.waiting,
+                pods=self.groups,
+                now=clock.now,
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
@@ -159,6 +164,7 @@ class SchedulerService:
         assumed = await self._store.assumed()
         by_uid = self.cache.load(nodes, pods, epoch.seq, others)
         self.pending.load(by_uid.values())
+        self.groups.load(by_uid.values())
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
             if pod is not None and not self.cache.is_bound(uid):
@@ -168,6 +174,7 @@ class SchedulerService:
 
     def _apply(self, events: Sequence[LogEntry]) -> None:
         self.pending.apply(events)
+        self.groups.apply(events)
         self.cache.apply(events)
 
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:

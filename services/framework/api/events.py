@@ -33,6 +33,8 @@ class EventResource(enum.StrEnum):
     ResourceClaim = "resource.k8s.io/ResourceClaim"
     ResourceSlice = "resource.k8s.io/ResourceSlice"
     DeviceClass = "resource.k8s.io/DeviceClass"
+    PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
+    """scheduler-plugins' PodGroup (Coscheduling registers it as a GVK resource)."""
     WildCard = "*"
 
 

@@ -23,6 +23,7 @@ Contracts, per point (what the framework does with the answer):
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -228,6 +229,24 @@ class NoWaitingPods:
         raise RuntimeError(f"no waiting pods here: {pod.key} cannot wait at Permit")
 
 
+class PodLister(Protocol):
+    """The pods a plugin may list besides the snapshot's nodes (upstream's pod lister),
+    by pod group: Coscheduling counts a group's members and those already assigned."""
+
+    def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
+        """Every pod of ``namespace`` labelled ``scheduling.x-k8s.io/pod-group: group``,
+        pending or not; one assigned to a node (bound, or assumed and through Permit)
+        has ``spec.nodeName`` set."""
+        ...
+
+
+class NoPods:
+    """A Handle's pod lister where nothing lists pods (the binder, the queue)."""
+
+    def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
+        return []
+
+
 @dataclass(frozen=True, slots=True)
 class Handle:
     """What a plugin factory gets from the framework that builds it."""
@@ -237,6 +256,9 @@ class Handle:
     """Cluster objects besides nodes and pods, kept current by the snapshot."""
     waiting_pods: WaitingPods = field(default_factory=NoWaitingPods)
     """The pods waiting at Permit (see :class:`WaitingPods`)."""
+    pods: PodLister = field(default_factory=NoPods)
+    now: Callable[[], float] = time.time
+    """The clock plugins keep time by (backoffs); the services inject theirs."""
 
 
 class Plugin(Protocol):

@@ -2,8 +2,8 @@
 namespaces (InterPodAffinity's namespaceSelector), PersistentVolumes, claims and
 StorageClasses (the volume plugins), PodDisruptionBudgets and PriorityClasses
 (preemption), Services, ReplicationControllers, ReplicaSets and StatefulSets
-(PodTopologySpread's default selector). The snapshot keeps them current from the same
-log entries it applies."""
+(PodTopologySpread's default selector), PodGroups (Coscheduling). The snapshot keeps
+them current from the same log entries it applies."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from contracts.k8s import (
     PersistentVolume,
     PersistentVolumeClaim,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -52,6 +53,11 @@ class Listers:
         self.replication_controllers: dict[str, ReplicationController] = {}
         self.replica_sets: dict[str, ReplicaSet] = {}
         self.stateful_sets: dict[str, StatefulSet] = {}
+        self.pod_groups: dict[str, PodGroup] = {}
+        """By ``namespace/name``."""
+
+    def pod_group(self, namespace: str | None, name: str) -> PodGroup | None:
+        return self.pod_groups.get(_key(namespace, name))
 
     def claim(self, namespace: str | None, name: str) -> PersistentVolumeClaim | None:
         return self.persistent_volume_claims.get(_key(namespace, name))
@@ -87,6 +93,8 @@ class Listers:
                 _put(self.replica_sets, _key(meta.namespace, meta.name), obj, deleted)
             case StatefulSet(metadata=meta):
                 _put(self.stateful_sets, _key(meta.namespace, meta.name), obj, deleted)
+            case PodGroup(metadata=meta):
+                _put(self.pod_groups, _key(meta.namespace, meta.name), obj, deleted)
             case _:
                 pass
 
@@ -113,6 +121,7 @@ class Listers:
             self.replication_controllers,
             self.replica_sets,
             self.stateful_sets,
+            self.pod_groups,
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from services.framework.api.registry import PluginEntry, Registry
 from services.framework.plugins import (
+    coscheduling,
     defaultbinder,
     externalpermit,
     imagelocality,
@@ -46,6 +47,7 @@ ENTRIES: tuple[PluginEntry, ...] = (
     imagelocality.ENTRY,
     defaultbinder.ENTRY,
     externalpermit.ENTRY,
+    coscheduling.ENTRY,
 )
 
 

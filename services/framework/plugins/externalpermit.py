@@ -71,8 +71,7 @@ class ExternalPermitArgs(
             if not needs_values and expr.values:
                 raise ConfigError(
                     join_path(where, "values"),
-                    "Forbidden: may not be specified when `operator` is 'Exists' or "
-                    "'DoesNotExist'",
+                    "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
                 )
 
 

@@ -13,7 +13,8 @@ an :class:`Explanation` (framework.explain).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -37,10 +38,13 @@ from services.framework.api.interface import (
     ExtensionPoint,
     FilterPlugin,
     Handle,
+    NoPods,
     NoWaitingPods,
     PermitPlugin,
     Plugin,
+    PodLister,
     PostBindPlugin,
+    PostFilterPlugin,
     PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -114,14 +118,21 @@ class Framework:
         path: str = "",
         listers: Listers | None = None,
         waiting_pods: WaitingPods | None = None,
+        pods: PodLister | None = None,
+        now: Callable[[], float] | None = None,
     ) -> None:
         """``listers``: the snapshot's (``Cache.listers``), for plugins that read
         namespaces, volumes or claims; an empty set when None. ``waiting_pods``: the
         pods waiting at Permit that the plugins' Handle shows and ``run_permit`` adds
-        to (none: no pod can wait)."""
+        to (none: no pod can wait). ``pods``: the pods by group (Coscheduling);
+        ``now``: the clock plugins keep time by (default: the wall clock)."""
         resolved = resolve_plugins(profile, registry, path)
         handle = Handle(
-            profile.scheduler_name, listers or Listers(), waiting_pods or NoWaitingPods()
+            profile.scheduler_name,
+            listers or Listers(),
+            waiting_pods or NoWaitingPods(),
+            pods or NoPods(),
+            now or time.time,
         )
         self.handle = handle
         """What the plugins were given (listers, waiting pods)."""
@@ -146,6 +157,7 @@ class Framework:
         self.pre_score_plugins = cast(list[PreScorePlugin], self._at(P.PreScore))
         self.score_plugins = cast(list[ScorePlugin], self._at(P.Score))
         self.reserve_plugins = cast(list[ReservePlugin], self._at(P.Reserve))
+        self.post_filter_plugins = cast(list[PostFilterPlugin], self._at(P.PostFilter))
         self.permit_plugins = cast(list[PermitPlugin], self._at(P.Permit))
         self.pre_bind_plugins = cast(list[PreBindPlugin], self._at(P.PreBind))
         self.bind_plugins = cast(list[BindPlugin], self._at(P.Bind))
@@ -367,8 +379,10 @@ class Framework:
         diagnosis: Diagnosis,
         explanation: Explanation | None = None,
     ) -> ScheduleResult:
-        # PostFilter (preemption) plugins come with the next issue: with none, upstream's
-        # RunPostFilterPlugins returns Unschedulable with no message.
+        if self.post_filter_plugins:
+            with self._span("PostFilter"):
+                status = self.run_post_filter(state, pod, diagnosis)
+            diagnosis.post_filter_msg = status.message()
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
         status = Status(Code.Unschedulable, (str(error),))
         return ScheduleResult(pod, state, status=status, fit_error=error, explanation=explanation)
@@ -393,6 +407,27 @@ class Framework:
         """``RunReservePluginsUnreserve``: in reverse order."""
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node)
+
+    def run_post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> Status:
+        """``RunPostFilterPlugins``: the first Success or UnschedulableAndUnresolvable
+        ends it; an error is an Error status; else Unschedulable with every plugin's
+        reasons, blaming the first plugin."""
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.post_filter_plugins:
+            try:
+                _result, status = plugin.post_filter(state, pod, diagnosis)
+            except Exception as err:
+                status = as_status(err)
+            if status.is_success():
+                return status
+            if status.code == Code.UnschedulableAndUnresolvable:
+                return status.with_plugin(plugin.name)
+            if not status.is_rejected():
+                return Status(Code.Error, status.reasons, plugin.name)
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return Status(Code.Unschedulable, tuple(reasons), rejector)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunPermitPlugins``: every Permit plugin in order. A rejection is returned
