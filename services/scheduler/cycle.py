@@ -279,8 +279,8 @@ class BatchScheduler:
         self.permitting = {a.pod.uid for a in assumed}
         released: list[BindClaim] = []
         for attempt in assumed:
-            self.permitting.discard(attempt.pod.uid)
             self._permit(attempt, outcome, released)
+            self.permitting.discard(attempt.pod.uid)
         if released:  # rejected at Permit: the reservation gives its room back
             await self._store.forget(released)
         return retry

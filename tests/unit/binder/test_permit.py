@@ -1,0 +1,297 @@
+"""Permit waits end to end on the embedded services (in-memory bus and store, FakeClock):
+ExternalPermit's approvals and refusals from ``ksched.permit``, the announcement of each
+waiting pod, timeouts with upstream's message, several plugins waiting on one pod with
+their own timers (ExternalPermit and Coscheduling), gangs all or nothing, and waiting
+pods that hold no dispatch credit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts import topology
+from contracts.errors import ErrorReport
+from contracts.permit import PermitDecision, WaitingPod, permit_key
+from services.cli.embedded import DecisionRecord, EmbeddedCluster
+from services.cli.simulate import load_cluster
+from services.common.bus import Delivery, Message
+from services.common.clock import FakeClock
+from services.framework.config import load_config
+
+START = 1_700_000_000.0
+NODE = "kind: Node\nmetadata: {name: n%d}\nstatus: {allocatable: {cpu: '2', pods: '110'}}\n"
+BIG_NODE = "kind: Node\nmetadata: {name: n%d}\nstatus: {allocatable: {cpu: '8', pods: '110'}}\n"
+
+
+def pod(name: str, *, cpu: str = "1", labels: dict[str, str] | None = None) -> str:
+    meta = {"name": name, "namespace": "default", "labels": labels or {}}
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    return msgspec.json.encode({"kind": "Pod", "metadata": meta, "spec": spec}).decode()
+
+
+def group(name: str, min_member: int, created: str, timeout: int | None = None) -> str:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    obj = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": spec,
+    }
+    return msgspec.json.encode(obj).decode()
+
+
+def member(name: str, group_name: str, **labels: str) -> str:
+    return pod(name, labels={"scheduling.x-k8s.io/pod-group": group_name, **labels})
+
+
+def config(*, external: int | None = None, gang: int | None = None) -> Any:
+    plugins: dict[str, Any] = {}
+    args: list[dict[str, Any]] = []
+    if gang is not None:
+        plugins["multiPoint"] = {"enabled": [{"name": "Coscheduling"}]}
+        plugins["queueSort"] = {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}
+        args.append({"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": gang}})
+    if external is not None:
+        plugins["permit"] = {"enabled": [{"name": "ExternalPermit"}]}
+        args.append(
+            {
+                "name": "ExternalPermit",
+                "args": {"timeoutSeconds": external, "selector": {"matchLabels": {"gate": "on"}}},
+            }
+        )
+    profile = {"schedulerName": "default-scheduler", "plugins": plugins, "pluginConfig": args}
+    return load_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [profile],
+        }
+    ).profiles
+
+
+class Run:
+    """An embedded cluster that also records the waiting announcements and errors."""
+
+    def __init__(self, profiles: Any, max_in_flight: int = 512) -> None:
+        self.decisions: list[DecisionRecord] = []
+        self.clock = FakeClock(START)
+        self.cluster = EmbeddedCluster(
+            clock=self.clock,
+            seed=1,
+            profiles=profiles,
+            on_decision=self.decisions.append,
+            max_in_flight=max_in_flight,
+        )
+        self.waiting: list[WaitingPod] = []
+        self.errors: list[ErrorReport] = []
+
+    async def start(self, *docs: str) -> None:
+        bus = self.cluster.bus
+        await self.cluster.start()
+        await bus.consume_raw(
+            _watch("test.waiting", topology.DECISIONS.name, "waiting.#"), self._waits
+        )
+        await bus.consume_raw(
+            _watch("test.errors", topology.ERRORS.name, "error.permit"), self._errs
+        )
+        text = "\n---\n".join(d.strip() for d in docs) + "\n"
+        await self.cluster.publish(load_cluster(text, "test.yaml"))
+        self.cluster.release()
+        await self.idle()
+
+    async def _waits(self, deliveries: Sequence[Delivery]) -> None:
+        self.waiting += [msgspec.json.decode(d.body, type=WaitingPod) for d in deliveries]
+
+    async def _errs(self, deliveries: Sequence[Delivery]) -> None:
+        self.errors += [msgspec.json.decode(d.body, type=ErrorReport) for d in deliveries]
+
+    async def idle(self) -> None:
+        for _ in range(5):
+            await self.cluster.bus.wait_idle()
+            for _ in range(20):
+                await asyncio.sleep(0)
+
+    async def decide(
+        self, verdict: str, name: str, plugin: str = "ExternalPermit", **kw: str
+    ) -> None:
+        body = msgspec.json.encode(
+            PermitDecision(namespace="default", name=name, plugin=plugin, **kw)
+        )
+        key = permit_key(verdict, "default")  # type: ignore[arg-type]
+        await self.cluster.bus.publish([Message(topology.PERMIT.name, key, body)])
+        await self.idle()
+
+    async def advance(self, seconds: float) -> None:
+        """Move the fake clock in steps the binder's timers see."""
+        end = self.clock.now() + seconds
+        while self.clock.now() < end:
+            await self.clock.advance(min(0.5, end - self.clock.now()))
+            await self.idle()
+
+    def last(self) -> dict[str, DecisionRecord]:
+        return {d.pod: d for d in self.decisions}
+
+    async def stop(self) -> None:
+        await self.cluster.stop()
+
+
+def _watch(name: str, exchange: str, key: str) -> topology.QueueSpec:
+    binding = topology.QueueBinding(exchange, key)
+    return topology.QueueSpec(name, (binding,), durable=False, auto_delete=True, dead_letter=False)
+
+
+@pytest.fixture
+async def external() -> Any:
+    run = Run(config(external=30))
+    await run.start(
+        BIG_NODE % 1, pod("free"), pod("a", labels={"gate": "on"}), pod("b", labels={"gate": "on"})
+    )
+    yield run
+    await run.stop()
+
+
+async def test_selected_pods_wait_and_are_announced(external: Run) -> None:
+    assert {d.pod: d.kind for d in external.decisions} == {"default/free": "Binding"}
+    waiting = {w.name: w for w in external.waiting}
+    assert sorted(waiting) == ["a", "b"]
+    assert waiting["a"].node == "n1"
+    (pending,) = waiting["a"].pending_plugins
+    assert pending.name == "ExternalPermit"
+    assert pending.deadline == "2023-11-14T22:13:50Z"  # START + 30 s
+    assert set(external.cluster.queue.waiting) == {w.uid for w in external.waiting}
+    assert external.cluster.queue.in_flight == 0
+
+
+async def test_an_allow_binds_and_a_reject_fails_with_the_message(external: Run) -> None:
+    await external.decide("allow", "a")
+    await external.decide("reject", "b", message="quota exceeded")
+    last = external.last()
+    assert (last["default/a"].kind, last["default/a"].node) == ("Binding", "n1")
+    assert last["default/b"].kind == "FailedScheduling"
+    assert last["default/b"].message == "0/1 nodes are available: 1 quota exceeded."
+    # b is back in the queue and waits again, with its next attempt.
+    (again,) = (await external.cluster.store.waiting()).values()
+    assert (again.name, again.attempt, again.state) == ("b", 2, "waiting")
+    usage = await external.cluster.store.node_usage(["n1"])
+    assert usage["n1"]["cpu"] == 3000  # free and a bound, b reserved once (attempt 2)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "name", "extra", "field"),
+    [
+        ("allow", "free", {}, "name"),  # bound, not waiting
+        ("allow", "nobody", {}, "name"),
+        ("allow", "a", {"uid": "someone-else"}, "uid"),
+        ("reject", "a", {"plugin": "Coscheduling"}, "plugin"),
+    ],
+)
+async def test_a_decision_for_a_pod_not_waiting_there_is_an_error(
+    external: Run, verdict: str, name: str, extra: dict[str, str], field: str
+) -> None:
+    plugin = extra.pop("plugin", "ExternalPermit")
+    await external.decide(verdict, name, plugin=plugin, **extra)
+    (report,) = external.errors
+    assert (report.object_kind, report.name, report.field) == ("PermitDecision", name, field)
+    assert len(await external.cluster.store.waiting()) == 2  # nothing changed
+
+
+async def test_a_wait_times_out_with_upstream_s_message(external: Run) -> None:
+    await external.advance(29)
+    assert "default/a" not in external.last()
+    await external.advance(2)
+    last = external.last()
+    assert last["default/a"].kind == "FailedScheduling"
+    assert last["default/a"].message == (
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 30s at plugin "
+        "ExternalPermit."
+    )
+
+
+async def test_two_plugins_wait_on_one_pod_each_with_its_timer() -> None:
+    """Coscheduling (10 s) and ExternalPermit (30 s) on the same gang member: the gang
+    completing allows Coscheduling's wait; the pod still waits for its approval."""
+    run = Run(config(external=30, gang=10))
+    await run.start(
+        NODE % 1,
+        group("g", 2, "2023-01-01T00:00:00Z"),
+        member("m0", "g", gate="on"),
+        member("m1", "g", gate="on"),
+    )
+    try:
+        first = sorted([p.name for p in w.pending_plugins] for w in run.waiting)
+        # The first member scheduled waits for both; the second completes the gang.
+        assert first == [["Coscheduling", "ExternalPermit"], ["ExternalPermit"]]
+        records = await run.cluster.store.waiting()
+        assert sorted(sorted(r.pending) for r in records.values()) == [["ExternalPermit"]] * 2
+        await run.advance(15)  # past Coscheduling's 10 s: it was allowed, nothing times out
+        assert run.last() == {}
+        await run.decide("allow", "m0")
+        await run.decide("allow", "m1")
+        assert {p: d.kind for p, d in run.last().items()} == {
+            "default/m0": "Binding",
+            "default/m1": "Binding",
+        }
+    finally:
+        await run.stop()
+
+
+async def test_a_gang_that_cannot_complete_times_out_at_coscheduling() -> None:
+    run = Run(config(gang=10))
+    await run.start(
+        NODE % 1, group("g", 3, "2023-01-01T00:00:00Z"), member("m0", "g"), member("m1", "g")
+    )
+    try:
+        # Only two of three members exist: PreFilter refuses them before any wait.
+        assert {d.kind for d in run.last().values()} == {"FailedScheduling"}
+        assert run.last()["default/m0"].message == (
+            "0/1 nodes are available: pre-filter pod m0 cannot find enough sibling pods, "
+            "current pods number: 2, minMember of group: 3. PodGroup default/g gets rejected "
+            "due to Pod m0 is unschedulable even after PostFilter."
+        )
+        assert run.waiting == []
+    finally:
+        await run.stop()
+
+
+async def test_two_gangs_that_fit_alone_but_not_together_end_one_bound() -> None:
+    run = Run(config(gang=10))
+    await run.start(
+        NODE % 1,
+        NODE % 2,
+        group("first", 3, "2023-01-01T00:00:00Z"),
+        group("second", 3, "2023-01-01T00:00:01Z"),
+        *[member(f"f{i}", "first") for i in range(3)],
+        *[member(f"s{i}", "second") for i in range(3)],
+    )
+    try:
+        await run.advance(60)
+        kinds = {p: d.kind for p, d in run.last().items()}
+        assert [p for p, k in sorted(kinds.items()) if k == "Binding"] == [
+            "default/f0",
+            "default/f1",
+            "default/f2",
+        ]
+        assert all(k == "FailedScheduling" for p, k in kinds.items() if "/s" in p)
+        assert await run.cluster.store.waiting() == {}
+        usage = await run.cluster.store.node_usage(["n1", "n2"])
+        assert sum(u.get("cpu", 0) for u in usage.values()) == 3000  # the second holds nothing
+    finally:
+        await run.stop()
+
+
+async def test_waiting_pods_hold_no_dispatch_credit() -> None:
+    run = Run(config(external=300), max_in_flight=4)
+    waiting = [pod(f"w{i}", cpu="10m", labels={"gate": "on"}) for i in range(20)]
+    await run.start(BIG_NODE % 1, *waiting, *[pod(f"p{i}", cpu="10m") for i in range(5)])
+    try:
+        assert len(run.waiting) == 20
+        bound = sorted(p for p, d in run.last().items() if d.kind == "Binding")
+        assert bound == [f"default/p{i}" for i in range(5)]
+    finally:
+        await run.stop()
