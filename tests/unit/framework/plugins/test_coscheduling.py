@@ -1,0 +1,292 @@
+"""Coscheduling, from scheduler-plugins' coscheduling_test.go and core_test.go tables:
+QueueSort order, PreFilter, PostFilter, Permit, Unreserve (and its binding state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts.k8s import POD_GROUP_LABEL, ObjectMeta, Pod, PodGroup, PodGroupSpec
+from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.interface import CycleState, Handle
+from services.framework.api.listers import Listers
+from services.framework.api.status import SUCCESS, Code, Status
+from services.framework.api.types import PodInfo, QueuedPodInfo
+from services.framework.plugins.coscheduling import Coscheduling, CoschedulingArgs
+from tests.builders import make_node, make_pod
+from tests.unit.framework.helpers import snapshot_of
+
+
+def pg(
+    name: str, min_member: int, *, created: str = "2026-01-01T00:00:00Z", **spec: Any
+) -> PodGroup:
+    return PodGroup(
+        metadata=ObjectMeta(name=name, namespace="default", creation_timestamp=created),
+        spec=PodGroupSpec(min_member=min_member, **spec),
+    )
+
+
+def member(name: str, group: str, *, node: str = "", priority: int = 0, cpu: str = "1") -> Pod:
+    pod = make_pod(name, node_name=node or None, priority=priority, requests={"cpu": cpu})
+    labels = {**pod.metadata.labels, POD_GROUP_LABEL: group}
+    return msgspec.structs.replace(
+        pod, metadata=msgspec.structs.replace(pod.metadata, labels=labels)
+    )
+
+
+@dataclass
+class Waiting:
+    pod: Pod
+    pending: list[str] = field(default_factory=lambda: ["Coscheduling"])
+    outcome: tuple[str, str] | None = None
+
+    def get_pod(self) -> Pod:
+        return self.pod
+
+    @property
+    def node(self) -> str:
+        return "n1"
+
+    def get_pending_plugins(self) -> list[str]:
+        return list(self.pending)
+
+    def allow(self, plugin: str) -> None:
+        self.outcome = ("allow", plugin)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self.outcome = ("reject", message)
+
+
+@dataclass
+class World:
+    """The plugin's Handle: PodGroups, the pods of each group, the waiting pods, time."""
+
+    groups: list[PodGroup] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    waiting: list[Waiting] = field(default_factory=list)
+    now: float = 1000.0
+
+    def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
+        return [p for p in self.pods if p.metadata.labels.get(POD_GROUP_LABEL) == group]
+
+    def get_waiting_pod(self, uid: str) -> Waiting | None:
+        return next((w for w in self.waiting if w.pod.metadata.uid == uid), None)
+
+    def iterate_over_waiting_pods(self, callback: Any) -> None:
+        for w in self.waiting:
+            callback(w)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
+
+    def add(self, pod: PodInfo, node: str, waits: dict[str, float]) -> None:
+        raise AssertionError("the framework adds waiting pods, not the plugin")
+
+    def plugin(self, **args: int) -> Coscheduling:
+        listers = Listers()
+        for group in self.groups:
+            listers.put(group)
+        handle = Handle("default-scheduler", listers, self, self, lambda: self.now)
+        return Coscheduling(CoschedulingArgs(**args).defaulted(), handle)
+
+
+def queued(pod: Pod, timestamp: float) -> QueuedPodInfo:
+    return QueuedPodInfo(PodInfo.of(pod), timestamp, initial_attempt_timestamp=timestamp)
+
+
+def test_queue_sort_priority_then_group_time_then_group_name() -> None:
+    world = World(
+        groups=[
+            pg("early", 2, created="2026-01-01T00:00:00Z"),
+            pg("late", 2, created="2026-01-02T00:00:00Z"),
+        ]
+    )
+    plugin = world.plugin()
+    infos = {
+        "late-0": queued(member("late-0", "late"), 1.0),
+        "early-1": queued(member("early-1", "early"), 50.0),
+        "early-0": queued(member("early-0", "early"), 99.0),
+        "lonely": queued(make_pod("lonely"), 1_767_225_601.0),  # after early, before late
+        "urgent": queued(member("urgent", "late", priority=10), 100.0),
+    }
+    ordered = sorted(infos, key=lambda n: plugin.sort_key(infos[n]))
+    assert ordered == ["urgent", "early-0", "early-1", "lonely", "late-0"]
+    assert plugin.less(infos["early-0"], infos["late-0"])
+    assert not plugin.less(infos["late-0"], infos["early-0"])
+
+
+@pytest.mark.parametrize(
+    ("pods", "groups", "backed_off", "want"),
+    [
+        pytest.param([make_pod("p")], [], False, SUCCESS, id="no-group"),
+        pytest.param([member("p", "ghost")], [], False, SUCCESS, id="group-not-found-passes"),
+        pytest.param(
+            [member("p", "g"), member("q", "g")],
+            [pg("g", 3)],
+            False,
+            Status(
+                Code.UnschedulableAndUnresolvable,
+                (
+                    "pre-filter pod p cannot find enough sibling pods, current pods number: 2, "
+                    "minMember of group: 3",
+                ),
+            ),
+            id="not-enough-siblings",
+        ),
+        pytest.param(
+            [member("p", "g"), member("q", "g")], [pg("g", 2)], False, SUCCESS, id="enough"
+        ),
+        pytest.param(
+            [member("p", "g"), member("q", "g")],
+            [pg("g", 2)],
+            True,
+            Status(Code.UnschedulableAndUnresolvable, ("podGroup default/g failed recently",)),
+            id="backed-off",
+        ),
+        pytest.param(
+            [member("p", "g"), member("q", "g")],
+            [pg("g", 2, min_resources={"cpu": "3"})],
+            False,
+            SUCCESS,
+            id="min-resources-fit",
+        ),
+        pytest.param(
+            [member("p", "g"), member("q", "g")],
+            [pg("g", 2, min_resources={"cpu": "10"})],
+            False,
+            Status(Code.UnschedulableAndUnresolvable, ("resource gap: map[cpu:4000]",)),
+            id="min-resources-gap",
+        ),
+    ],
+)
+def test_pre_filter(
+    pods: list[Pod], groups: list[PodGroup], backed_off: bool, want: Status
+) -> None:
+    world = World(groups=groups, pods=pods)
+    plugin = world.plugin()
+    if backed_off:
+        plugin._backed_off["default/g"] = world.now + 5
+    nodes = snapshot_of(
+        [
+            make_node("n1", allocatable={"cpu": "3", "pods": 110}),
+            make_node("n2", allocatable={"cpu": "3", "pods": 110}),
+        ]
+    )
+    _, status = plugin.pre_filter(CycleState(), PodInfo.of(pods[0]), nodes.snapshot())
+    assert status == want
+
+
+@pytest.mark.parametrize(
+    ("assigned", "min_member", "timeout", "want", "allowed"),
+    [
+        (0, 3, None, (Status(Code.Wait), 60.0), False),
+        (1, 3, 7, (Status(Code.Wait), 7.0), False),
+        (2, 3, None, (SUCCESS, 0.0), True),
+        (5, 3, None, (SUCCESS, 0.0), True),
+    ],
+)
+def test_permit(
+    assigned: int, min_member: int, timeout: int | None, want: Any, allowed: bool
+) -> None:
+    pods = [member(f"m{i}", "g", node="n1") for i in range(assigned)] + [member("me", "g")]
+    sibling = Waiting(member("m0-waiting", "g"))
+    stranger = Waiting(member("other", "h"))
+    world = World(
+        groups=[pg("g", min_member, schedule_timeout_seconds=timeout)],
+        pods=pods,
+        waiting=[sibling, stranger],
+    )
+    assert world.plugin().permit(CycleState(), PodInfo.of(pods[-1]), "n1") == want
+    assert sibling.outcome == (("allow", "Coscheduling") if allowed else None)
+    assert stranger.outcome is None
+
+
+def test_permit_without_group_passes_and_an_unknown_group_is_rejected() -> None:
+    world = World()
+    plugin = world.plugin()
+    assert plugin.permit(CycleState(), PodInfo.of(make_pod("p")), "n1") == (SUCCESS, 0.0)
+    assert plugin.permit(CycleState(), PodInfo.of(member("p", "ghost")), "n1") == (
+        Status(Code.Unschedulable, ("PodGroup not found",)),
+        0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("assigned", "min_member", "backoff", "rejected", "message"),
+    [
+        (3, 3, 0, False, ()),
+        (9, 10, 0, False, ()),  # a gap of 10 %: later members may still make it
+        (
+            1,
+            3,
+            0,
+            True,
+            (
+                "PodGroup default/g gets rejected due to Pod me is unschedulable even after "
+                "PostFilter",
+            ),
+        ),
+        (
+            1,
+            3,
+            30,
+            True,
+            (
+                "PodGroup default/g gets rejected due to Pod me is unschedulable even after "
+                "PostFilter",
+            ),
+        ),
+    ],
+)
+def test_post_filter(
+    assigned: int, min_member: int, backoff: int, rejected: bool, message: tuple[str, ...]
+) -> None:
+    pods = [member(f"m{i}", "g", node="n1") for i in range(assigned)]
+    pods += [member(f"p{i}", "g") for i in range(min_member - assigned)]
+    me = member("me", "g")
+    sibling = Waiting(member("w", "g"))
+    world = World(groups=[pg("g", min_member)], pods=pods, waiting=[sibling])
+    plugin = world.plugin(pod_group_backoff_seconds=backoff) if backoff else world.plugin()
+    _, status = plugin.post_filter(CycleState(), PodInfo.of(me), Diagnosis())
+    assert status == Status(Code.Unschedulable, message)
+    assert sibling.outcome == (
+        ("reject", "optimistic rejection in PostFilter") if rejected else None
+    )
+    assert ("default/g" in plugin._backed_off) == (rejected and backoff > 0)
+    if backoff:
+        nodes = snapshot_of([make_node("n1")]).snapshot()
+        _, again = plugin.pre_filter(CycleState(), PodInfo.of(me), nodes)
+        assert again.reasons == ("podGroup default/g failed recently",)
+        world.now += backoff + 1
+        _, later = plugin.pre_filter(CycleState(), PodInfo.of(me), nodes)
+        assert (
+            later.code != Code.UnschedulableAndUnresolvable
+            or "failed recently" not in later.message()
+        )
+
+
+def test_unreserve_rejects_waiting_siblings_even_without_listers() -> None:
+    sibling, stranger = Waiting(member("w", "g")), Waiting(member("x", "h"))
+    scheduler_side = World(groups=[pg("g", 2)], pods=[member("me", "g")], waiting=[])
+    state = CycleState()
+    plugin = scheduler_side.plugin()
+    assert plugin.permit(state, PodInfo.of(member("me", "g")), "n1")[0].code == Code.Wait
+    handed_on = plugin.binding_state(state)
+    assert handed_on is not None
+    binder_side = World(waiting=[sibling, stranger])  # no PodGroups: another process
+    binder_plugin, binder_state = binder_side.plugin(), CycleState()
+    binder_plugin.restore_binding_state(binder_state, handed_on)
+    binder_plugin.unreserve(binder_state, PodInfo.of(member("me", "g")), "n1")
+    assert sibling.outcome == ("reject", "rejection in Unreserve")
+    assert stranger.outcome is None
+
+
+def test_args_are_validated() -> None:
+    from services.framework.api.registry import ConfigError
+
+    with pytest.raises(ConfigError, match=r"permitWaitingTimeSeconds: Invalid value: -1"):
+        CoschedulingArgs(permit_waiting_time_seconds=-1).defaulted().validate("args")
+    assert CoschedulingArgs().defaulted().permit_waiting_time_seconds == 60
