@@ -55,23 +55,25 @@ class Processes:
             "1",
         ]
 
-    async def start(self, name: str) -> None:
-        """Start ``name`` and return once it logged that it started (no sleeping)."""
-        started = await self.spawn(name)
+    async def start(self, name: str, *flags: str, key: str | None = None) -> None:
+        """Start ``name`` and return once it logged that it started (no sleeping).
+        ``key``: this process's name among the children (a second replica)."""
+        started = await self.spawn(name, *flags, key=key)
         try:
             await asyncio.wait_for(started.wait(), START_TIMEOUT)
         except TimeoutError:
             raise AssertionError(f"{name} did not start:\n" + "\n".join(self._logs[name])) from None
 
-    async def spawn(self, name: str, *flags: str) -> asyncio.Event:
-        """Start ``name`` (``flags`` override ``self.flags()``); the event is set once it
-        logged that it started."""
+    async def spawn(self, name: str, *flags: str, key: str | None = None) -> asyncio.Event:
+        """Start ``name`` (``flags`` override ``self.flags()``) as child ``key`` (default
+        ``name``); the event is set once it logged that it started."""
         command = [sys.executable, "-m", "services.cli.main", "run", name, *self.flags(), *flags]
         child = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
-        self.children[name] = child
-        self._logs[name].append(f"--- pid {child.pid}")
+        key = key or name
+        self.children[key] = child
+        self._logs[key].append(f"--- pid {child.pid}")
         started = asyncio.Event()
-        self._readers.append(asyncio.create_task(self._read(name, child, started)))
+        self._readers.append(asyncio.create_task(self._read(key, child, started, name)))
         return started
 
     async def logged(self, name: str, text: str, within: float = START_TIMEOUT) -> None:
@@ -87,14 +89,18 @@ class Processes:
         return lines[starts[-1] :] if starts else lines
 
     async def _read(
-        self, name: str, child: asyncio.subprocess.Process, started: asyncio.Event
+        self,
+        key: str,
+        child: asyncio.subprocess.Process,
+        started: asyncio.Event,
+        service: str | None = None,
     ) -> None:
         assert child.stderr is not None
         async for raw in child.stderr:
             line = raw.decode(errors="replace").rstrip()
-            self._logs[name].append(line)
+            self._logs[key].append(line)
             self._line.set()
-            if f"{name} started" in line:
+            if f"{service or key} started" in line:
                 started.set()
 
     async def terminate(self, name: str, sig: int = signal.SIGTERM) -> int:
