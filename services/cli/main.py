@@ -154,6 +154,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=10, help="pods shown per sub-queue (default 10)")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
+    p = command("waiting", "list the pods waiting at Permit, with their pending plugins")
+    p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
+    p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+
     p = command("simulate", "schedule a cluster snapshot in one process")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
@@ -294,6 +299,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from services.cli.queueview import queue_command
 
             return queue_command(args)
+        case "waiting":
+            from services.cli.waiting import waiting_command
+
+            return waiting_command(args)
         case "simulate":
             from services.cli.commands import simulate_command
 

@@ -54,7 +54,7 @@ def test_every_output_option_has_the_short_form() -> None:
         for action in sub._actions
         if "--output" in action.option_strings
     }
-    assert set(with_output) == {"queue", "simulate", "replay", "watch", "dead-letters"}
+    assert set(with_output) == {"queue", "waiting", "simulate", "replay", "watch", "dead-letters"}
     assert all(options == ["-o", "--output"] for options in with_output.values())
 
 
