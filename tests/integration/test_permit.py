@@ -5,7 +5,9 @@ gangs competing for room for one."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,6 +30,7 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+APPROVER = Path(__file__).resolve().parents[2] / "ops" / "examples" / "approver.py"
 
 
 def write_config(path: Path, *, external_timeout: int | None, gang: bool) -> Path:
@@ -273,3 +276,31 @@ async def test_two_gangs_competing_for_room_for_one_end_with_exactly_one_bound(
     assert (
         sum(u.get("cpu", 0) for u in usage.values()) <= 3000 + 1000
     )  # the loser may be retrying one
+
+
+async def test_the_readme_approver_allows_and_rejects_by_name(
+    approvals: tuple[Processes, Client, RedisStore, Permits],
+) -> None:
+    processes, client, _store, _permits = approvals
+    approver = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(APPROVER),
+        *("--amqp-url", AMQP_URL, "--namespace", processes.namespace),
+        *("--allow", "^web-", "--message", "not on the list", "--max", "2", "--seconds", "60"),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert approver.stdout is not None
+    try:
+        async with asyncio.timeout(60):
+            assert await approver.stdout.readline() == b"ready\n"  # its queue is bound
+            await client.publish("node", node("node-a"))
+            for name in ("web-1", "batch-1"):
+                await client.publish("pod", labelled(name, gate="on"))
+            out, _ = await approver.communicate()
+    finally:
+        if approver.returncode is None:
+            approver.kill()
+            await approver.wait()
+    assert sorted(out.decode().splitlines()) == ["allow e2e/web-1", "reject e2e/batch-1"]
+    await client.wait_for(lambda: "e2e/web-1" in client.bindings() and "batch-1" in failed(client))
+    assert failed(client)["batch-1"] == "0/1 nodes are available: 1 not on the list."
