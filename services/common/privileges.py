@@ -87,13 +87,30 @@ SERVICES: Mapping[str, Grants] = {
             "assume",
             "assumed",
             "nominations",
+            "begin_bind",
+            "forget",
+            "waiting",
+            "put_waiting",
+            "allow_waiting",
+            "reject_waiting",
         ),
         configures_pattern=re.escape(_FEED.name) + ".+",
     ),
     "binder": Grants(
-        consumes=(t.BINDER_REQUESTS,),
-        publishes=(t.RESULTS, t.DECISIONS, t.EVENTS, t.DEAD),
-        store_methods=("epoch", "begin_bind", "forget"),
+        consumes=(t.BINDER_REQUESTS, t.BINDER_PERMIT),
+        publishes=(t.BIND, t.RESULTS, t.DECISIONS, t.EVENTS, t.ERRORS, t.DEAD),
+        store_methods=(
+            "epoch",
+            "begin_bind",
+            "forget",
+            "waiting",
+            "allow_waiting",
+            "reject_waiting",
+            "expire_waiting",
+            "next_waiting_deadline",
+            "take_waiting",
+            "resolved_before",
+        ),
     ),
 }
 
@@ -113,6 +130,13 @@ _SCRIPTS = {
     "set_nominations": _lua.WRITE_HASH,
     "drop_leases": _lua.WRITE_HASH,
     "clear_nominations": _lua.WRITE_HASH,
+    "put_waiting": _lua.PUT_WAITING,
+    "allow_waiting": _lua.ALLOW_WAITING,
+    "reject_waiting": _lua.REJECT_WAITING,
+    "expire_waiting": _lua.EXPIRE_WAITING,
+    "take_waiting": _lua.TAKE_WAITING,
+    "waiting": _lua.READ_WAITING,
+    "resolved_before": _lua.READ_WAITING,
 }
 _COMMANDS = {
     "applied_seq": ("get",),
@@ -120,6 +144,7 @@ _COMMANDS = {
     "attach": ("mget",),
     "put_queue_view": ("set",),
     "queue_view": ("get",),
+    "next_waiting_deadline": ("zrange",),
 }
 _CONNECTION = ("ping",)
 """redis-py also sends CLIENT SETINFO on connect (Redis 7.2+) and ignores a refusal."""

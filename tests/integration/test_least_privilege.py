@@ -185,7 +185,7 @@ async def test_the_bus_of_a_user_without_configure_rights_declares_passively(
 @pytest.mark.parametrize(
     ("service", "command"),
     [
-        ("binder", ("HGETALL", "{ns}:obj:pod")),
+        ("binder", ("SET", "{ns}:seq", "0")),  # the log position is the informer's to write
         ("queue", ("HINCRBY", "{ns}:usage:n1", "cpu", "1")),  # usage is the scripts' to write
         ("informer", ("GET", "other:seq")),
         ("scheduler", ("FLUSHALL",)),
