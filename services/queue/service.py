@@ -45,6 +45,7 @@ from contracts.k8s import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodGroup,
     PriorityClass,
     StorageClass,
     namespaced_name,
@@ -59,6 +60,7 @@ from services.common.store import ClusterStore, Epoch, StoreLost
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import MetricsEndpoint, registry_for
 from services.queue.nominator import Nominator
+from services.queue.podgroups import PodGroups
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import (
     LEFTOVER_FLUSH_PERIOD,
@@ -136,6 +138,8 @@ class QueueService:
         """Pods whose attempt (the value) waits at Permit: still in flight (their lease
         holds, events are tracked for them), but they use no dispatch credit, so any
         number of waiting pods never stalls the others."""
+        self._groups = PodGroups()
+        """PodGroups and their members, for the status the queue publishes."""
         self._binding: set[str] = set()
         """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
         a resync must not take them for pending (after a store loss nothing else fences
@@ -218,12 +222,33 @@ class QueueService:
             await self.nominator.flush(self._store)
         except StoreLost as lost:
             await self._recover(lost)
+        await self._publish_groups()
         self._wake.set()
+
+    async def _publish_groups(self) -> None:
+        """Publish the status of the PodGroups whose members or spec changed (only when
+        it changed), on ``ksched.decisions`` as ``podgroup.<namespace>``."""
+        changed = self._groups.changed()
+        if not changed:
+            return
+        messages = [
+            Message(
+                topology.DECISIONS.name,
+                topology.decision_key("podgroup", group.metadata.namespace),
+                _encoder.encode(group),
+            )
+            for group in changed
+        ]
+        try:
+            await self._bus.publish(messages)
+        except Exception:
+            log.exception("could not publish the status of %d PodGroups", len(messages))
 
     def _apply(self, events: Sequence[LogEntry]) -> None:
         """Cluster events from the projection: in seq order, each once."""
         for event in events:
             self.handlers.handle(event)
+            self._groups.apply(event)
             if isinstance(event, PodEntry):
                 self._note_origin(event)
                 if event.type == "DELETED" or event.object.spec.node_name:
@@ -265,6 +290,7 @@ class QueueService:
             listed = {kind: await self._store.objects(kind) for kind in ("podgroup",)}
             for listers in self.queue.listers:
                 listers.load(listed)
+            self._groups.load(_decode(listed["podgroup"], PodGroup), pods)
             leases = await self._store.leases()
             self.nominator.load(await self._store.nominations())
             self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
