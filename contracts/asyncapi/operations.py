@@ -10,6 +10,7 @@ from contracts.asyncapi._base import AMQP_BINDING_VERSION, JSON, Action
 from contracts.asyncapi.channels import _REPLICA_FEED, channel_id
 from contracts.asyncapi.messages import _ref
 from contracts.k8s.decisions import Event
+from contracts.k8s.podgroup import PodGroup
 from contracts.permit import WaitingPod
 
 # --- operations ----------------------------------------------------------------------
@@ -119,6 +120,14 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         None,
         "internal",
         "Free in-flight slots; park, back off or forget each pod.",
+    ),
+    (
+        "queueSendPodGroupStatus",
+        "send",
+        topology.DECISIONS.name,
+        [PodGroup.__name__],
+        "internal",
+        "Publish a PodGroup's status when its members change it.",
     ),
     (
         "queueSendSchedule",
