@@ -61,7 +61,7 @@ SERVICES: Mapping[str, Grants] = {
     ),
     "queue": Grants(
         consumes=(t.QUEUE_CLUSTER, t.QUEUE_RESULTS),
-        publishes=(t.SCHEDULE, t.DEAD),
+        publishes=(t.SCHEDULE, t.DECISIONS, t.DEAD),
         store_methods=(
             "applied_seq",
             "epoch",
