@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ from contracts.errors import ErrorReport
 from contracts.k8s import ObjectMeta, Pod, PodSpec
 from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
 from contracts.permit import PermitDecision
+from services.binder.metrics import BinderMetrics
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
@@ -57,12 +59,13 @@ from services.common.decisions import (
     decision_message,
     pod_event,
 )
+from services.common.metrics import MetricsEndpoint
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
 from services.common.waiting import SharedWaitingPods
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.interface import BindEffect, CycleState, WatchEffect
 from services.framework.api.registry import Registry
-from services.framework.api.status import Code, Status
+from services.framework.api.status import SUCCESS, Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
@@ -108,10 +111,12 @@ class BinderService:
         *,
         scheduled_events: bool = True,
         registry: Registry | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         """``profiles``: the scheduler's profiles (None: the default profile), whose
         binding-cycle plugins run here. ``scheduled_events``: also publish the
-        ``Scheduled`` Event per pod, as kube-scheduler does (one more message per pod)."""
+        ``Scheduled`` Event per pod, as kube-scheduler does (one more message per pod).
+        ``metrics_port``: serve ``/metrics`` there (0: any free port; None: none)."""
         self._bus = bus
         self._store = store
         self._clock = clock
@@ -124,6 +129,9 @@ class BinderService:
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
+        self.metrics = BinderMetrics()
+        self._metrics_port = metrics_port
+        self.endpoint: MetricsEndpoint | None = None
         self._consumers: list[Consumer] = []
         self._timers: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -140,6 +148,8 @@ class BinderService:
             ),
         ]
         self._timers = asyncio.create_task(self._timer_loop(), name="binder-permit-timers")
+        if self._metrics_port is not None:
+            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
 
     async def stop(self) -> None:
         while self._consumers:
@@ -148,6 +158,9 @@ class BinderService:
             self._timers.cancel()
             await asyncio.wait([self._timers])
             self._timers = None
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
 
     # -- bind requests ------------------------------------------------------------------
 
@@ -230,13 +243,18 @@ class BinderService:
             span.set_attribute("ksched.pod", pod.key)
             span.set_attribute("ksched.node", node)
             if cycle.waited is not None:
-                self._waited_span(cycle.waited, "Success")
+                self._waited(cycle.waited, "Success")
+            profile = request.profile
             with tracer.start_as_current_span("PreBind"):
+                began = time.perf_counter()
                 status = await framework.run_pre_bind(state, pod, node)
+                self._ran("PreBind", status, profile, began)
             if not status.is_success():
                 return status
             with tracer.start_as_current_span("Bind"):
+                began = time.perf_counter()
                 status = await framework.run_bind(state, pod, node)
+                self._ran("Bind", status, profile, began)
             if not status.is_success():
                 if status.is_skip():  # no Bind plugin bound it
                     reason = f'no Bind plugin bound pod "{pod.key}"'
@@ -256,8 +274,14 @@ class BinderService:
                 )
                 out.append(decision_message(event, _encoder.encode(event), headers))
             with tracer.start_as_current_span("PostBind"):
+                began = time.perf_counter()
                 framework.run_post_bind(state, pod, node)
+                self._ran("PostBind", status, profile, began)
         return status
+
+    def _ran(self, point: str, status: Status, profile: str, began: float) -> None:
+        elapsed = time.perf_counter() - began
+        self.metrics.ran(point, status.code.name, profile, elapsed)
 
     def _effects(self, cycle: _Cycle, headers: dict[str, str]) -> list[Message]:
         out: list[Message] = []
@@ -277,8 +301,10 @@ class BinderService:
         unschedulable with the FitError message when a plugin rejected it, else error."""
         request, framework, pod = cycle.request, cycle.framework, cycle.pod
         if cycle.waited is not None and status.code != Code.Success:
-            self._waited_span(cycle.waited, status.code.name, request)
+            self._waited(cycle.waited, status.code.name, request)
+        began = time.perf_counter()
         framework.run_unreserve(cycle.state, pod, request.node)
+        self._ran("Unreserve", SUCCESS, request.profile, began)
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():
             message = rejection_message(pod, request.node, status)
@@ -299,16 +325,19 @@ class BinderService:
         headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
         return [decision_message(event, _encoder.encode(event), headers)]
 
-    def _waited_span(
+    def _waited(
         self, record: WaitingRecord, result: str, request: BindRequest | None = None
     ) -> None:
-        """The WaitOnPermit span, from when the pod started waiting to now."""
+        """WaitOnPermit's span and ``scheduler_permit_wait_duration_seconds``, from when
+        the pod started waiting to now (the injected clock: waits span processes)."""
         started = _started(record)
+        ended = max(self._clock.now(), started)
+        self.metrics.waited(result, ended - started)
         context = telemetry.extract(request.trace) if request is not None else None
         span = tracer.start_span("WaitOnPermit", context=context, start_time=int(started * 1e9))
         span.set_attribute("result", result)
         span.set_attribute("plugins", sorted(record.waits))
-        span.end(end_time=int(max(self._clock.now(), started) * 1e9))
+        span.end(end_time=int(ended * 1e9))
 
     # -- permit decisions from outside --------------------------------------------------
 
@@ -405,10 +434,12 @@ def _permit_status(record: WaitingRecord) -> Status:
 
 
 def _started(record: WaitingRecord) -> float:
+    """When the pod started waiting (records written before ``since`` existed: from
+    the deadlines still pending, else when it was resolved)."""
+    if record.since:
+        return record.since
     starts = [record.pending[p] - record.waits[p] for p in record.pending if p in record.waits]
-    if not starts:
-        starts = [record.resolved_at]
-    return min(starts)
+    return min(starts, default=record.resolved_at)
 
 
 def _refusal(

@@ -17,8 +17,9 @@ from services.cli.output import OBJECT_FORMATS
 from services.common import redact
 from services.common.settings import ENV, Settings, from_env
 
-METRICS_SERVICES = ("queue",)
-"""The services that export Prometheus metrics (``--metrics-port``)."""
+METRICS_SERVICES = ("queue", "binder")
+"""The services that export Prometheus metrics (``--metrics-port``), in the order
+``ksched up --metrics-port PORT`` numbers their ports from PORT."""
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
@@ -55,11 +56,15 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
-    """The flags ``ksched up`` gives one service only: ``--metrics-port`` to the queue."""
+    """The flags ``ksched up`` gives one service only: ``--metrics-port``, PORT to the
+    queue and PORT+1 to the binder (0: each picks a free port)."""
     port = getattr(args, "metrics_port", None)
-    return (
-        {} if port is None else {name: ["--metrics-port", str(port)] for name in METRICS_SERVICES}
-    )
+    if port is None:
+        return {}
+    return {
+        name: ["--metrics-port", str(port + i if port else 0)]
+        for i, name in enumerate(METRICS_SERVICES)
+    }
 
 
 def _version() -> str:
@@ -124,8 +129,8 @@ def parser() -> argparse.ArgumentParser:
             "--metrics-port",
             type=int,
             metavar="PORT",
-            help="the queue serves Prometheus metrics (/metrics) on PORT; 0 picks a free "
-            "one (the other services export none)",
+            help="the queue and the binder serve Prometheus metrics (/metrics) on PORT "
+            "(up: the queue on PORT, the binder on PORT+1); 0 picks a free one",
         )
 
     p = command("publish", "publish Kubernetes YAML/JSON as watch events")
@@ -271,8 +276,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "run":
             if args.metrics_port is not None and args.service not in METRICS_SERVICES:
                 raise InputError(
-                    f"--metrics-port: the {args.service} exports no metrics, only the queue "
-                    "does (ksched run queue --metrics-port PORT)"
+                    f"--metrics-port: the {args.service} exports no metrics yet, only "
+                    f"{' and '.join(METRICS_SERVICES)} do (ksched run queue --metrics-port PORT)"
                 )
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0

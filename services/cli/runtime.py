@@ -72,6 +72,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
                 initial_backoff=config.pod_initial_backoff_seconds,
                 max_backoff=config.pod_max_backoff_seconds,
             ),
+            metrics_port=settings.metrics_port,
         )
     if name == "scheduler":
         group = settings.scheduler
@@ -79,7 +80,9 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             group = msgspec.structs.replace(group, replica=f"{socket.gethostname()}-{os.getpid()}")
         return SchedulerService(bus, store, clock, load_profiles(settings.config), settings=group)
     if name == "binder":
-        return BinderService(bus, store, clock, load_profiles(settings.config))
+        return BinderService(
+            bus, store, clock, load_profiles(settings.config), metrics_port=settings.metrics_port
+        )
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 
 

@@ -45,10 +45,6 @@ class QueueSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     pop_from_backoff: bool = True
     """Pop from backoffQ when activeQ is empty (upstream's SchedulerPopFromBackoffQ
     feature gate, on by default)."""
-    metrics_port: int | None = None
-    """Port of the Prometheus endpoint (``/metrics``: ``scheduler_pending_pods``,
-    ``scheduler_queue_incoming_pods_total``); 0 picks a free port. None (the default):
-    no endpoint, the metrics are only kept in the process."""
 
 
 class SchedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
@@ -118,6 +114,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     config: str | None = None
     """KubeSchedulerConfiguration file the scheduler, the queue and the binder read (``--config``);
     None: upstream's default profile."""
+    metrics_port: int | None = None
+    """Port of this process's Prometheus endpoint (``/metrics``; ``--metrics-port``):
+    the queue's and the binder's metrics; 0 picks a free port. None (the default): no
+    endpoint, the metrics are only kept in the process."""
     informer: InformerSettings = InformerSettings()
     queue: QueueSettings = QueueSettings()
     scheduler: SchedulerSettings = SchedulerSettings()

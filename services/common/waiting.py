@@ -237,4 +237,5 @@ def _record(step: _Added, attempt: int, profile: str, request: bytes) -> Waiting
         waits=dict(step.waits),
         request=request,
         labels=dict(meta.labels),
+        since=step.at,
     )

@@ -8,17 +8,15 @@
   ``UnschedulableTimeout``…).
 
 Both are read from the queue when scraped, so recording costs the queue a dict
-increment. Each service owns its registry (no global state); :class:`MetricsEndpoint`
-serves one over HTTP.
+increment. Each service owns its registry (no global state);
+:class:`services.common.metrics.MetricsEndpoint` serves one over HTTP.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from threading import Thread
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -60,21 +58,3 @@ def registry_for(queue: SchedulingQueue) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=True)
     registry.register(QueueCollector(queue))
     return registry
-
-
-class MetricsEndpoint:
-    """``/metrics`` on ``port`` (0: any free port) in a daemon thread."""
-
-    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
-        self._server: WSGIServer
-        self._thread: Thread
-        self._server, self._thread = start_http_server(port, addr=addr, registry=registry)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_port)
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

@@ -54,11 +54,12 @@ from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
+from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
-from services.queue.metrics import MetricsEndpoint, registry_for
+from services.queue.metrics import registry_for
 from services.queue.nominator import Nominator
 from services.queue.podgroups import PodGroups
 from services.queue.profiles import QueueProfile
@@ -91,14 +92,15 @@ class QueueService:
         *,
         profiles: Collection[str | QueueProfile] = (DEFAULT_SCHEDULER_NAME,),
         settings: QueueSettings | None = None,
+        metrics_port: int | None = None,
         hold: bool = False,
     ) -> None:
         """``profiles``: the profiles served, each a QueueProfile built from the
         profile's Framework, or a schedulerName standing for upstream's default plugins.
-        ``settings``: this service's group (credit, batch size, backoff, metrics port);
-        None: the defaults. ``hold``: accept events but dispatch nothing until
-        :meth:`release` (the embedded simulator loads a whole cluster before the first
-        attempt)."""
+        ``settings``: this service's group (credit, batch size, backoff); None: the
+        defaults. ``metrics_port``: serve ``/metrics`` there (0: any free port; None:
+        no endpoint). ``hold``: accept events but dispatch nothing until :meth:`release`
+        (the embedded simulator loads a whole cluster before the first attempt)."""
         settings = settings or QueueSettings()
         self._bus = bus
         self._store = store
@@ -118,7 +120,7 @@ class QueueService:
         self.handlers = EventHandlers(self.queue, self.nominator)
         self.registry = registry_for(self.queue)
         """This service's Prometheus registry (``scheduler_pending_pods``…)."""
-        self._metrics_port = settings.metrics_port
+        self._metrics_port = metrics_port
         self.metrics: MetricsEndpoint | None = None
         self._origin: dict[str, tuple[float, dict[str, str]]] = {}
         self._wake = asyncio.Event()

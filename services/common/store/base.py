@@ -179,6 +179,9 @@ class WaitingRecord:
     message: str = ""
     resolved_at: float = 0.0
     """Clock seconds when the record left ``waiting`` (0 while waiting)."""
+    since: float = 0.0
+    """Clock seconds when the pod started waiting (``scheduler_permit_wait_duration_seconds``
+    and the WaitOnPermit span run from here)."""
 
 
 EpochState = Literal["blank", "building", "live"]

@@ -295,3 +295,29 @@ async def test_waiting_pods_hold_no_dispatch_credit() -> None:
         assert bound == [f"default/p{i}" for i in range(5)]
     finally:
         await run.stop()
+
+
+def _sample(run: Run, name: str, **labels: str) -> float:
+    value = run.cluster.binder.metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+async def test_permit_waits_and_binding_points_are_measured(external: Run) -> None:
+    await external.advance(10)
+    await external.decide("allow", "a")
+    await external.advance(25)  # b times out at 30 s
+    wait = "scheduler_permit_wait_duration_seconds"
+    assert _sample(external, f"{wait}_count", result="Success") == 1
+    assert _sample(external, f"{wait}_sum", result="Success") == pytest.approx(10)
+    assert _sample(external, f"{wait}_count", result="Unschedulable") == 1
+    assert _sample(external, f"{wait}_sum", result="Unschedulable") == pytest.approx(30)
+    # One wait of 10 s: below the 16.384 s bucket, above 8.192 s.
+    assert _sample(external, f"{wait}_bucket", result="Success", le="8.192") == 0
+    assert _sample(external, f"{wait}_bucket", result="Success", le="16.384") == 1
+    point = "scheduler_framework_extension_point_duration_seconds_count"
+    profile = "default-scheduler"
+    for extension_point in ("PreBind", "Bind", "PostBind"):  # free and a bound
+        labels = {"extension_point": extension_point, "status": "Success", "profile": profile}
+        assert _sample(external, point, **labels) == 2, extension_point
+    unreserve = {"extension_point": "Unreserve", "status": "Success", "profile": profile}
+    assert _sample(external, point, **unreserve) == 1  # b's timeout

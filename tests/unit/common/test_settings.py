@@ -72,7 +72,6 @@ def test_is_tls_url(url: str, tls: bool) -> None:
         ({}, {}, "queue", "max_in_flight", 512),
         ({}, {"max_in_flight": 7}, "queue", "max_in_flight", 7),
         ({}, {}, "queue", "dispatch_batch", 128),
-        ({}, {"metrics_port": 0}, "queue", "metrics_port", 0),
         ({}, {}, "queue", "initial_backoff", 1.0),
         ({}, {}, "queue", "max_backoff", 10.0),
         ({}, {}, "scheduler", "assume_ttl", 30.0),

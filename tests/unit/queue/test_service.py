@@ -33,17 +33,26 @@ class Harness:
     """A queue service with a fake informer (log entries into the store and onto
     ``ksched.cluster``) and a fake scheduler (collects requests, answers on demand)."""
 
-    def __init__(self, store: MemoryStore | None = None, **options: Any) -> None:
+    def __init__(
+        self, store: MemoryStore | None = None, metrics_port: int | None = None, **options: Any
+    ) -> None:
         self.bus = MemoryBus()
         self.store = store or MemoryStore()
         self.clock = FakeClock()
         self.settings = QueueSettings(**{"max_in_flight": 4, "dispatch_batch": 2, **options})
+        self.metrics_port = metrics_port
         self.requests: list[ScheduleRequest] = []
         self.queue = self.new_service()
         self.seq = 0
 
     def new_service(self) -> QueueService:
-        return QueueService(self.bus, self.store, self.clock, settings=self.settings)
+        return QueueService(
+            self.bus,
+            self.store,
+            self.clock,
+            settings=self.settings,
+            metrics_port=self.metrics_port,
+        )
 
     async def start(self) -> None:
         await self.bus.declare(topology.QUEUES)
