@@ -130,6 +130,10 @@ class BackoffQueue:
                 done.append(head)
         return done
 
+    def peek_backoff(self) -> QueuedPodInfo | None:
+        """The pod :meth:`pop_backoff` would return, left in place."""
+        return self._pods.peek()
+
     def pop_backoff(self) -> QueuedPodInfo | None:
         """``popBackoff``: the head of ``podBackoffQ``, backoff over or not."""
         return self._pods.pop()

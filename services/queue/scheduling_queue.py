@@ -103,7 +103,7 @@ def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInf
     return info if info.priority == priority else replace(info, priority=priority)
 
 
-def _gang(pod: Pod) -> tuple[str, str] | None:
+def gang_of(pod: Pod) -> tuple[str, str] | None:
     """The pod's group (namespace, ``scheduling.x-k8s.io/pod-group``), if any."""
     group = pod.metadata.labels.get(POD_GROUP_LABEL)
     return (pod.metadata.namespace or "default", group) if group else None
@@ -279,21 +279,36 @@ class SchedulingQueue:
 
     # -- attempts ---------------------------------------------------------------------
 
-    def pop(self, limit: int) -> list[QueuedPodInfo]:
+    def pop(
+        self, limit: int, gangs_out: Collection[tuple[str, str]] = ()
+    ) -> list[QueuedPodInfo]:
         """``Pop`` up to ``limit`` pods: activeQ's head first; with PopFromBackoffQ,
         backoffQ's head when activeQ is empty. They are in flight until :meth:`done`,
-        :meth:`add_unschedulable_if_not_present` or :meth:`retry`."""
+        :meth:`add_unschedulable_if_not_present` or :meth:`retry`.
+
+        Gangs go out one at a time: ``gangs_out`` are the pod groups with members in
+        flight whose attempts have not reported yet. While one is out only its own
+        members may follow; a member of another group at the head stops the pop (the
+        pods behind it wait for that group's results), so two gangs are never
+        scheduled at once on different replicas, each holding half the room the other
+        needs."""
         popped: list[QueuedPodInfo] = []
         now = self.clock.now()
+        out = set(gangs_out)
         while len(popped) < limit or self._continues_gang(popped):
-            info = self._active.pop()
-            if info is None:
-                if not self._backoff.pop_from_backoff:
-                    break
-                info = self._backoff.pop_backoff()
-                if info is None:
-                    break
+            from_backoff = self._active.peek() is None
+            head = self._backoff.peek_backoff() if from_backoff else self._active.peek()
+            if head is None or (from_backoff and not self._backoff.pop_from_backoff):
+                break
+            group = gang_of(head.pod)
+            if group is not None and out - {group}:
+                break
+            info = self._backoff.pop_backoff() if from_backoff else self._active.pop()
+            assert info is head
+            if from_backoff:
                 self.incoming[(SubQueue.ACTIVE.value, POP_FROM_BACKOFF_Q)] += 1
+            if group is not None:
+                out.add(group)
             info.attempts += 1
             info.where, info.since = SubQueue.IN_FLIGHT, now
             self._in_flight.add(info.uid)
@@ -308,9 +323,9 @@ class SchedulingQueue:
         ``limit``."""
         if not popped:
             return False
-        group = _gang(popped[-1].pod)
+        group = gang_of(popped[-1].pod)
         head = self._active.peek()
-        return group is not None and head is not None and _gang(head.pod) == group
+        return group is not None and head is not None and gang_of(head.pod) == group
 
     def done(self, uid: str) -> None:
         """The attempt ended with the pod bound: it leaves the queue."""
@@ -324,6 +339,21 @@ class SchedulingQueue:
             return
         self._in_flight.done(uid)
         self._enter_active(info)
+
+    def adopt(self, uid: str, attempt: int) -> bool:
+        """A reloading queue finds attempt ``attempt`` of ``uid`` still running (waiting
+        at Permit, or resolved and on its way to a binder): the pod is in flight with
+        that attempt instead of being attempted again. False when the pod is not here
+        or its attempt number (from its lease) is another."""
+        info = self._pods.get(uid)
+        if info is None or info.attempts != attempt:
+            return False
+        if uid not in self._in_flight:
+            self._leave(info)
+            info.where, info.since = SubQueue.IN_FLIGHT, self.clock.now()
+            self._in_flight.add(uid)
+            self.version += 1
+        return True
 
     def add_unschedulable_if_not_present(
         self,

@@ -66,6 +66,7 @@ from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import (
     LEFTOVER_FLUSH_PERIOD,
     SchedulingQueue,
+    gang_of,
 )
 from services.queue.types import QueuedPodInfo
 from services.queue.view import queue_view
@@ -140,6 +141,9 @@ class QueueService:
         """Pods whose attempt (the value) waits at Permit: still in flight (their lease
         holds, events are tracked for them), but they use no dispatch credit, so any
         number of waiting pods never stalls the others."""
+        self._gangs_out: dict[str, tuple[tuple[str, str], int]] = {}
+        """Gang members dispatched whose attempt (uid → (group, attempt)) has not
+        reported yet: gangs are dispatched one at a time (see SchedulingQueue.pop)."""
         self._groups = PodGroups()
         """PodGroups and their members, for the status the queue publishes."""
         self._binding: set[str] = set()
@@ -160,6 +164,20 @@ class QueueService:
     def in_flight(self) -> int:
         """Attempts in flight that use credit: those not waiting at Permit."""
         return self.queue.counts()["inflight"] - self._prune_waiting()
+
+    def _unreported_gangs(self) -> set[tuple[str, str]]:
+        """The pod groups with members in flight that have not reported yet (a member
+        waiting at Permit has reported): the next gang goes out after they have."""
+        if not self._gangs_out:
+            return set()
+        gone = [
+            uid
+            for uid, (_, attempt) in self._gangs_out.items()
+            if self.queue.in_flight_attempt(uid) != attempt
+        ]
+        for uid in gone:
+            del self._gangs_out[uid]
+        return {group for group, _ in self._gangs_out.values()}
 
     def _prune_waiting(self) -> int:
         """Forget waits whose attempt is no longer in flight (the pod was deleted, or
@@ -296,6 +314,11 @@ class QueueService:
             leases = await self._store.leases()
             self.nominator.load(await self._store.nominations())
             self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
+            for uid, record in (await self._store.waiting()).items():
+                # An attempt waiting at Permit survives a queue restart: it stays in
+                # flight (no credit), its wait and reservation hold, no new attempt.
+                if leases.get(uid) == record.attempt and self.queue.adopt(uid, record.attempt):
+                    self.waiting[uid] = record.attempt
             now = self._clock.now()
             self._origin = {
                 info.uid: self._origin.get(info.uid, (now, {})) for info in self.queue.pods()
@@ -311,7 +334,8 @@ class QueueService:
             self._wake.clear()
             while not self._held:
                 credit = self._max_in_flight - self.in_flight
-                batch = self.queue.pop(min(credit, self._batch_size)) if credit > 0 else []
+                limit = min(credit, self._batch_size)
+                batch = self.queue.pop(limit, self._unreported_gangs()) if credit > 0 else []
                 if not batch:
                     break
                 try:
@@ -351,6 +375,8 @@ class QueueService:
                     )
                 )
             leases[uid] = info.attempts
+            if (group := gang_of(info.pod)) is not None:
+                self._gangs_out[uid] = (group, info.attempts)
         await self._store.set_leases(leases)
         body = _encoder.encode(ScheduleBatch(requests=requests))
         await self._bus.publish([Message(topology.SCHEDULE.name, topology.SCHEDULE_KEY, body)])
@@ -365,6 +391,7 @@ class QueueService:
                     uid = result.uid
                     if self.queue.in_flight_attempt(uid) != result.attempt:
                         continue
+                    self._gangs_out.pop(uid, None)
                     if result.outcome == "waiting":
                         self.waiting[uid] = result.attempt
                         continue

@@ -13,6 +13,7 @@ import pytest
 
 from contracts import topology
 from contracts.events import ClusterBatch, EventType
+from contracts.k8s import POD_GROUP_LABEL
 from contracts.kinds import kind_of
 from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
 from contracts.queueview import QueueView
@@ -21,7 +22,7 @@ from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.resources import node_allocatable, pod_requests
 from services.common.settings import QueueSettings
-from services.common.store import Nomination, PodCharge, ProjectedEntry
+from services.common.store import Nomination, PodCharge, ProjectedEntry, WaitingRecord
 from services.common.store.memory import MemoryStore
 from services.informer.validate import object_key
 from services.queue.service import QueueService
@@ -471,3 +472,75 @@ async def test_a_deleted_waiting_pod_stops_counting_as_waiting(harness: Harness)
     await harness.apply(pod, type_="DELETED")
     assert harness.queue.in_flight == 0
     assert harness.queue.waiting == {}
+
+
+def _member(name: str, group: str) -> Any:
+    return with_(make_pod(name), metadata__labels={POD_GROUP_LABEL: group})
+
+
+async def test_gangs_go_out_one_at_a_time_until_each_reported(harness: Harness) -> None:
+    await harness.apply(
+        _member("g1-a", "g1"),
+        _member("g1-b", "g1"),
+        _member("g2-a", "g2"),
+        _member("g2-b", "g2"),
+        make_pod("solo"),
+    )
+    # Credit for four, but g2 waits for g1's results, and so does solo behind it.
+    assert harness.names() == ["g1-a", "g1-b"]
+    g1a, g1b = harness.requests
+    await harness.answer((g1a, "waiting", []))
+    assert harness.names() == ["g1-a", "g1-b"]  # g1-b has not reported yet
+    await harness.answer((g1b, "error", []))
+    # A waiting member has reported: g2 goes out, solo (no group) right behind it.
+    assert harness.names() == ["g1-a", "g1-b", "g2-a", "g2-b", "solo"]
+    g2a, g2b = harness.requests[2:4]
+    await harness.answer((g2a, "waiting", []), (g2b, "waiting", []))
+    await harness.advance(2)  # g1-b's backoff is over; g2 has reported: g1 may go out
+    assert harness.names()[5:] == ["g1-b"]
+    assert harness.requests[5].attempt == 2
+
+
+async def test_a_gang_member_that_leaves_the_queue_no_longer_holds_the_others(
+    harness: Harness,
+) -> None:
+    first = _member("g1-a", "g1")
+    await harness.apply(first, _member("g2-a", "g2"))
+    assert harness.names() == ["g1-a"]
+    await harness.apply(first, type_="DELETED")  # no result will ever come
+    assert harness.names() == ["g1-a", "g2-a"]
+
+
+async def test_a_restarted_queue_leaves_pods_waiting_at_permit_waiting() -> None:
+    first = Harness(max_in_flight=4, dispatch_batch=4)
+    await first.start()
+    await first.apply(make_pod("w"), make_pod("x"))
+    w, _ = first.requests
+    await first.answer((w, "waiting", []))
+    # The scheduler recorded w's wait (attempt 1) in the store; x's result never came.
+    waiting = WaitingRecord(
+        uid=w.uid,
+        namespace="default",
+        name="w",
+        node="n1",
+        attempt=w.attempt,
+        profile=w.profile,
+        pending={"ExternalPermit": first.clock.now() + 60},
+        waits={"ExternalPermit": 60.0},
+        request=b"{}",
+    )
+    await first.store.put_waiting([waiting])
+    await first.queue.stop()
+    restarted = first.new_service()
+    await restarted.start()
+    await first.settle()
+    # x is attempted again; w keeps waiting with its attempt, using no credit.
+    assert [(r.name, r.attempt) for r in first.requests[2:]] == [("x", 2)]
+    assert restarted.waiting == {w.uid: 1}
+    assert restarted.queue.in_flight_attempt(w.uid) == 1
+    assert restarted.in_flight == 1
+    # Its final result ends it as usual.
+    await first.answer((w, "bound", []))
+    assert w.uid not in restarted.queue
+    await restarted.stop()
+    await first.bus.close()
