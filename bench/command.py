@@ -12,9 +12,12 @@ The workloads are the test cases of ``ops/bench/workloads`` (bench.config). Mode
 
 A workload with churn (Unschedulable) runs in the embedded and services modes only:
 while the measured pods are scheduled, bench.churn publishes its churn pods in real time,
-and only the measured pods are timed.
+and only the measured pods are timed. So does a workload with its own
+``schedulerConfigPath`` or with PodGroups (GangScheduling: Coscheduling's Permit runs in
+the binding cycle, which cycle mode leaves out).
 
-The scheduler runs the default profile, so every plugin registered there takes part.
+The scheduler runs the default profile unless the test case names a
+``schedulerConfigPath``, so every plugin registered there takes part.
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
 "pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus, in services
 mode, ``"peak_rss_mb"``: each service process's peak resident memory (``VmHWM``, read
@@ -74,6 +77,11 @@ def bench_command(args: argparse.Namespace) -> int:
     if args.mode == "cycle" and workload.churn is not None:
         raise InputError(
             f"{workload.name} creates pods while it measures, in real time: "
+            "use --mode embedded or --mode services"
+        )
+    if args.mode == "cycle" and (workload.gangs is not None or workload.scheduler_config):
+        raise InputError(
+            f"{workload.name} runs its own profile with the binding cycle (Permit): "
             "use --mode embedded or --mode services"
         )
     if args.mode == "cycle":

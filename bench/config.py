@@ -16,14 +16,16 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 import yaml
 
-from bench.workload import Churn, Template, Workload
-from contracts.k8s import Node, Pod
+from bench.workload import Churn, Gangs, Template, Workload
+from contracts.k8s import Node, Pod, PodGroup
 from services.cli.errors import InputError
+from services.framework.config import load_config
 
 WORKLOADS_DIR: Final = Path(__file__).resolve().parents[1] / "ops" / "bench" / "workloads"
 """The checked-in workload files (``ops/bench/workloads`` of the checkout)."""
 DEFAULT_NODE_TEMPLATE: Final = "templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE: Final = "templates/pod-default.yaml"
+DEFAULT_POD_GROUP_TEMPLATE: Final = "templates/podgroup-default.yaml"
 PERFORMANCE: Final = "performance"
 """The label of the workload whose params ``ksched bench`` scales to ``--nodes``."""
 
@@ -66,7 +68,16 @@ class ChurnCreateOp(
     interval_milliseconds: Annotated[int, msgspec.Meta(gt=0)]
 
 
-Op = CreateNodesOp | CreatePodsOp | ChurnCreateOp
+class CreatePodGroupsOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createPodGroups", rename="camel"
+):
+    """ksched's own (scheduler_perf has no PodGroups): the measured pods join groups of
+    the template's ``spec.minMember``, one PodGroup per group, created with the setup."""
+
+    pod_group_template_path: str = DEFAULT_POD_GROUP_TEMPLATE
+
+
+Op = CreateNodesOp | CreatePodsOp | ChurnCreateOp | CreatePodGroupsOp
 
 
 class WorkloadParams(_Strict, frozen=True, kw_only=True):
@@ -80,6 +91,8 @@ class WorkloadParams(_Strict, frozen=True, kw_only=True):
 
 class TestCase(_Strict, frozen=True, kw_only=True, rename="camel"):
     name: str
+    scheduler_config_path: str | None = None
+    """A KubeSchedulerConfiguration the services run with (upstream's field)."""
     default_pod_template_path: str | None = None
     workload_template: Annotated[list[Op], msgspec.Meta(min_length=2)]
     workloads: list[WorkloadParams]
@@ -146,15 +159,19 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         )
     init: tuple[int, CreatePodsOp] | None = None
     churn: tuple[int, ChurnCreateOp] | None = None
+    gangs: tuple[int, CreatePodGroupsOp] | None = None
     for i, op in enumerate(ops[1:measured_at], start=1):
         if isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
             init = (i, op)
         elif isinstance(op, ChurnCreateOp) and churn is None:
             churn = (i, op)
+        elif isinstance(op, CreatePodGroupsOp) and gangs is None:
+            gangs = (i, op)
         else:
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}]: at most one init createPods (without "
-                "collectMetrics) and one churn op before the measured createPods"
+                "collectMetrics), one churn and one createPodGroups op before the "
+                "measured createPods"
             )
 
     def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
@@ -203,7 +220,34 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
             f"namespace-{churn[0]}",
             churn[1].interval_milliseconds / 1000,
         ),
+        gangs=None if gangs is None else _gangs(path, where, *gangs),
+        scheduler_config=None
+        if case.scheduler_config_path is None
+        else _scheduler_config(path, where, case.scheduler_config_path),
     )  # fmt: skip
+
+
+def _gangs(path: Path, where: str, index: int, op: CreatePodGroupsOp) -> Gangs:
+    field = f"{where}.workloadTemplate[{index}].podGroupTemplatePath"
+    template = _template(path, field, op.pod_group_template_path, "PodGroup")
+    group = msgspec.json.decode(template.encoded, type=PodGroup)
+    if group.spec.min_member < 1:
+        raise WorkloadError(
+            f"{shown(path.parent / op.pod_group_template_path)}: spec.minMember: at least 1 "
+            f"member per group ({field})"
+        )
+    return Gangs(template, group.spec.min_member)
+
+
+def _scheduler_config(path: Path, where: str, relative: str) -> Path:
+    """The test case's KubeSchedulerConfiguration, loaded once here so a broken one is
+    refused before anything runs."""
+    config = path.parent / relative
+    try:
+        load_config(config)
+    except ValueError as error:  # ConfigError: names the file, the line and the field
+        raise WorkloadError(f"{where}.schedulerConfigPath: {error}") from error
+    return config
 
 
 def _performance_params(where: str, case: TestCase) -> dict[str, int]:
@@ -247,7 +291,12 @@ def _template(config: Path, where: str, relative: str, kind: str) -> Template:
 def _check_decodes(path: Path, obj: dict[str, Any], kind: str) -> None:
     """The template is a valid ``kind`` for the contracts (wrong types are caught here)."""
     try:
-        msgspec.json.decode(msgspec.json.encode(obj), type=Pod if kind == "Pod" else Node)
+        kinds: dict[str, type[Pod | Node | PodGroup]] = {
+            "Pod": Pod,
+            "Node": Node,
+            "PodGroup": PodGroup,
+        }
+        msgspec.json.decode(msgspec.json.encode(obj), type=kinds[kind])
     except msgspec.ValidationError as error:
         raise WorkloadError(f"{shown(path)}: {error}") from error
 

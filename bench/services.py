@@ -36,6 +36,8 @@ async def bench_services(
     workdir = Path(tempfile.mkdtemp(prefix="ksched-bench-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
     flags += ["--namespace", namespace]
+    if workload.scheduler_config is not None:
+        flags += ["--config", str(workload.scheduler_config)]
     command = [sys.executable, "-m", "services.cli.main", "run"]
     bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
     store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
@@ -69,7 +71,7 @@ async def bench_services(
         env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
         for name in SERVICES:
             children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))
-        setup = setup_documents(workload, nodes, init)
+        setup = setup_documents(workload, nodes, init, pods)
         for start in range(0, len(setup), 1000):
             await publish(setup[start : start + 1000])
         # Poll: the informer has projected the setup once the store has applied it all.

@@ -13,11 +13,13 @@ scheduler spreads identical pods over empty identical nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 HOSTNAME: Final = "kubernetes.io/hostname"
+POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,40 @@ class Churn:
 
 
 @dataclass(frozen=True, slots=True)
+class Gangs:
+    """ksched's ``createPodGroups`` op: the measured pods in groups of ``min_member``
+    (the template's ``spec.minMember``), pod ``i`` in group ``i // min_member``, each
+    group a PodGroup from ``template`` created with the setup."""
+
+    template: Template
+    min_member: int
+
+    def count(self, pods: int) -> int:
+        """Groups for ``pods`` measured pods (the last one may be short of members)."""
+        return -(-pods // self.min_member)
+
+    def name(self, i: int) -> str:
+        return f"{self.template.prefix}{i}"
+
+    def group(self, namespace: str, i: int, pods: int) -> dict[str, Any]:
+        """PodGroup ``i`` of ``pods`` measured pods; the last one asks for the members
+        it has when ``pods`` is not a multiple of ``min_member``."""
+        obj = self.template.object(self.name(i))
+        members = min(self.min_member, pods - i * self.min_member)
+        obj.setdefault("spec", {})["minMember"] = members
+        obj["metadata"]["namespace"] = namespace
+        obj["metadata"]["uid"] = f"bench-{namespace}-{self.name(i)}"
+        # Older groups first, as Coscheduling orders them: one second apart.
+        obj["metadata"]["creationTimestamp"] = _timestamp(i)
+        return obj
+
+
+def _timestamp(i: int) -> str:
+    hours, rest = divmod(i, 3600)
+    return f"2024-01-{1 + hours // 24:02d}T{hours % 24:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     name: str
     node_template: Template
@@ -83,6 +119,11 @@ class Workload:
     """``labelNodePrepareStrategy``: the key and the values dealt round-robin."""
     churn: Churn | None = None
     """Pods created during the measurement (None: none)."""
+    gangs: Gangs | None = None
+    """The measured pods' PodGroups (None: the pods belong to no group)."""
+    scheduler_config: Path | None = None
+    """The test case's KubeSchedulerConfiguration (``schedulerConfigPath``; None:
+    upstream's default profile)."""
 
     def counts(
         self, nodes: int, init: int | None = None, measured: int | None = None
@@ -119,8 +160,18 @@ class Workload:
         return pod
 
     def measured(self, i: int) -> dict[str, Any]:
-        """Measured pod ``i``, pending."""
-        return self.measured_pod.pod(self.measured_namespace, i)
+        """Measured pod ``i``, pending (in group ``i // minMember`` with gangs)."""
+        pod = self.measured_pod.pod(self.measured_namespace, i)
+        if self.gangs is not None:
+            pod["metadata"]["labels"][POD_GROUP_LABEL] = self.gangs.name(i // self.gangs.min_member)
+        return pod
+
+    def groups(self, pods: int) -> list[dict[str, Any]]:
+        """The PodGroups of ``pods`` measured pods (none without gangs)."""
+        if self.gangs is None:
+            return []
+        gangs = self.gangs
+        return [gangs.group(self.measured_namespace, i, pods) for i in range(gangs.count(pods))]
 
     def measured_key(self, i: int) -> str:
         """``namespace/name`` of measured pod ``i``."""

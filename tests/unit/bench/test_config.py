@@ -21,6 +21,8 @@ UPSTREAM_NAMES = {
     "SchedulingPodAffinity",
     "Unschedulable",
 }
+OWN_NAMES = {"GangScheduling"}
+"""ksched's own test cases (scheduler_perf has no PodGroups)."""
 
 
 @pytest.mark.parametrize("path", sorted(WORKLOADS_DIR.glob("*.yaml")), ids=lambda p: p.name)
@@ -41,7 +43,7 @@ def test_every_workload_file_loads_and_its_objects_decode(path: Path) -> None:
 
 
 def test_every_upstream_workload_is_there_once() -> None:
-    assert set(load_workloads()) == UPSTREAM_NAMES
+    assert set(load_workloads()) == UPSTREAM_NAMES | OWN_NAMES
 
 
 def _broken(tmp_path: Path, old: str, new: str) -> Path:
@@ -72,6 +74,21 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
         ),
         ("intervalMilliseconds: 200", "intervalMilliseconds: 0", "intervalMilliseconds"),
         ("- name: SchedulingBasic\n", "- name: SchedulingBasic\n  oops: [\n", "performance-config"),
+        (
+            "  - opcode: createPodGroups\n",
+            "  - opcode: createPodGroups\n    podGroupTemplatePath: templates/nope.yaml\n",
+            "(GangScheduling).workloadTemplate[2].podGroupTemplatePath: cannot open",
+        ),
+        (
+            "schedulerConfigPath: config/coscheduling.yaml",
+            "schedulerConfigPath: config/nope.yaml",
+            "(GangScheduling).schedulerConfigPath: ",
+        ),
+        (
+            "  - opcode: createPodGroups\n",
+            "  - opcode: createPodGroups\n  - opcode: createPodGroups\n",
+            "(GangScheduling).workloadTemplate[3]: at most one",
+        ),
     ],
 )
 def test_a_broken_file_names_the_file_and_the_field(
@@ -100,3 +117,39 @@ def test_a_misspelt_workload_is_one_line_and_exit_2(capsys: pytest.CaptureFixtur
     assert "ops/bench/workloads" in line
     assert "name: no test case named 'SchedulingBsic'" in line
     assert "SchedulingBasic" in line
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "says"),
+    [
+        (
+            "templates/podgroup-default.yaml",
+            "minMember: 8",
+            "minMember: 0",
+            "podgroup-default.yaml: spec.minMember: at least 1",
+        ),
+        (
+            "templates/podgroup-default.yaml",
+            "minMember: 8",
+            "minMember: eight",
+            "podgroup-default.yaml: Expected `int`",
+        ),
+        (
+            "config/coscheduling.yaml",
+            "- name: Coscheduling\n    args:",
+            "- name: Cosheduling\n    args:",
+            "coscheduling.yaml",
+        ),
+    ],
+)
+def test_a_broken_gang_file_names_the_file_and_the_field(
+    tmp_path: Path, file: str, old: str, new: str, says: str
+) -> None:
+    directory = _broken(tmp_path, "x", "x")
+    target = directory / file
+    text = target.read_text()
+    assert old in text, old
+    target.write_text(text.replace(old, new, 1))
+    with pytest.raises(WorkloadError) as raised:
+        load_workloads(directory)
+    assert says in str(raised.value)

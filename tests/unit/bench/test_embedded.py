@@ -14,8 +14,12 @@ from services.cli.main import main
 WORKLOADS = load_workloads()
 
 SHAPES = sorted(WORKLOADS)
-STEADY = [shape for shape in SHAPES if WORKLOADS[shape].churn is None]
-"""The shapes without churn: the ones cycle mode runs."""
+STEADY = [
+    shape
+    for shape in SHAPES
+    if WORKLOADS[shape].churn is None and WORKLOADS[shape].scheduler_config is None
+]
+"""The shapes without churn or a profile of their own: the ones cycle mode runs."""
 FIELDS = {
     "workload",
     "mode",
@@ -38,6 +42,7 @@ def test_every_upstream_shape_is_offered() -> None:
             "SchedulingPodAntiAffinity",
             "SchedulingPodAffinity",
             "Unschedulable",
+            "GangScheduling",
         ]
     )
 
@@ -109,3 +114,37 @@ def test_init_pods_are_bound_round_robin() -> None:
     snapshot = build_snapshot(WORKLOADS["SchedulingPodAffinity"], 4, 10)
     table = snapshot.snapshot()
     assert table.requested[:, 3].tolist() == [3, 3, 2, 2]  # pods per node
+
+
+def test_gang_scheduling_puts_the_measured_pods_in_groups_of_eight() -> None:
+    gangs = WORKLOADS["GangScheduling"]
+    assert gangs.counts(5000) == (1000, 10000)
+    groups = gangs.groups(10000)
+    assert len(groups) == 1250
+    assert {g["spec"]["minMember"] for g in groups} == {8}
+    labels = [gangs.measured(i)["metadata"]["labels"] for i in (0, 7, 8, 9999)]
+    assert [lab["scheduling.x-k8s.io/pod-group"] for lab in labels] == [
+        "group-0",
+        "group-0",
+        "group-1",
+        "group-1249",
+    ]
+    assert groups[1]["metadata"]["namespace"] == gangs.measured(8)["metadata"]["namespace"]
+    # The last group of an odd count asks for the members it has.
+    assert [g["spec"]["minMember"] for g in gangs.groups(10)] == [8, 2]
+    assert gangs.groups(10)[0]["metadata"]["creationTimestamp"] == "2024-01-01T00:00:00Z"
+    assert gangs.groups(10)[1]["metadata"]["creationTimestamp"] == "2024-01-01T00:00:01Z"
+
+
+async def test_gang_scheduling_binds_every_member_in_embedded_mode() -> None:
+    workload = WORKLOADS["GangScheduling"]
+    report = await bench_embedded(workload, 20, 0, 24)
+    assert report["pods"] == 24  # bound, not merely decided
+
+
+def test_cycle_mode_refuses_a_workload_with_its_own_profile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "GangScheduling", "--nodes", "20", "--mode", "cycle"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "use --mode embedded or --mode services" in line
