@@ -279,19 +279,18 @@ class SchedulingQueue:
 
     # -- attempts ---------------------------------------------------------------------
 
-    def pop(
-        self, limit: int, gangs_out: Collection[tuple[str, str]] = ()
-    ) -> list[QueuedPodInfo]:
+    def pop(self, limit: int, gangs_out: Collection[tuple[str, str]] = ()) -> list[QueuedPodInfo]:
         """``Pop`` up to ``limit`` pods: activeQ's head first; with PopFromBackoffQ,
         backoffQ's head when activeQ is empty. They are in flight until :meth:`done`,
         :meth:`add_unschedulable_if_not_present` or :meth:`retry`.
 
-        Gangs go out one at a time: ``gangs_out`` are the pod groups with members in
-        flight whose attempts have not reported yet. While one is out only its own
+        Gangs go out one batch at a time: ``gangs_out`` are the pod groups with members
+        in flight whose attempts have not reported yet. While any is out only its own
         members may follow; a member of another group at the head stops the pop (the
-        pods behind it wait for that group's results), so two gangs are never
-        scheduled at once on different replicas, each holding half the room the other
-        needs."""
+        pods behind it wait for those results), so two gangs are never scheduled at
+        once on different replicas, each holding half the room the other needs. Within
+        one pop (one batch, one replica, scheduled in order) any number of gangs may
+        go."""
         popped: list[QueuedPodInfo] = []
         now = self.clock.now()
         out = set(gangs_out)
@@ -307,8 +306,6 @@ class SchedulingQueue:
             assert info is head
             if from_backoff:
                 self.incoming[(SubQueue.ACTIVE.value, POP_FROM_BACKOFF_Q)] += 1
-            if group is not None:
-                out.add(group)
             info.attempts += 1
             info.where, info.since = SubQueue.IN_FLIGHT, now
             self._in_flight.add(info.uid)

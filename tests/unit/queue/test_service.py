@@ -501,14 +501,30 @@ async def test_gangs_go_out_one_at_a_time_until_each_reported(harness: Harness) 
     assert harness.requests[5].attempt == 2
 
 
-async def test_a_gang_member_that_leaves_the_queue_no_longer_holds_the_others(
-    harness: Harness,
-) -> None:
+async def test_gangs_in_one_batch_go_to_one_replica_together() -> None:
+    harness = Harness(max_in_flight=8, dispatch_batch=4)
+    await harness.start()
+    await harness.apply(*[_member(f"{g}-{m}", g) for g in ("g1", "g2", "g3") for m in ("a", "b")])
+    # g1 and g2 fill one batch (one replica schedules them in order); g3 waits for them.
+    assert harness.names() == ["g1-a", "g1-b", "g2-a", "g2-b"]
+    await harness.answer(*[(r, "waiting", []) for r in harness.requests[:3]])
+    assert len(harness.requests) == 4
+    await harness.answer((harness.requests[3], "bound", []))
+    assert harness.names()[4:] == ["g3-a", "g3-b"]
+    await harness.queue.stop()
+    await harness.bus.close()
+
+
+async def test_a_gang_member_that_leaves_the_queue_no_longer_holds_the_others() -> None:
+    harness = Harness(dispatch_batch=1)
+    await harness.start()
     first = _member("g1-a", "g1")
     await harness.apply(first, _member("g2-a", "g2"))
     assert harness.names() == ["g1-a"]
     await harness.apply(first, type_="DELETED")  # no result will ever come
     assert harness.names() == ["g1-a", "g2-a"]
+    await harness.queue.stop()
+    await harness.bus.close()
 
 
 async def test_a_restarted_queue_leaves_pods_waiting_at_permit_waiting() -> None:
