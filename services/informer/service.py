@@ -130,12 +130,15 @@ class InformerService:
         while True:
             await self._clock.sleep(STORE_CHECK_PERIOD)
             try:
-                current = await self._store.epoch()
-                if self._catch_up_due or (
-                    self._epoch is None
-                    or (current.state, current.token) != ("live", self._epoch.token)
-                ):
-                    async with self._lock:
+                # Checked under the lock: a batch being committed sets _catch_up_due
+                # until its store apply and publish are done, which is no reason to
+                # catch up once it has finished.
+                async with self._lock:
+                    current = await self._store.epoch()
+                    if self._catch_up_due or (
+                        self._epoch is None
+                        or (current.state, current.token) != ("live", self._epoch.token)
+                    ):
                         await self._catch_up()
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)

@@ -94,3 +94,49 @@ async def test_a_quiet_informer_retries_a_failed_catch_up_every_check_period() -
     assert not informer._catch_up_due
     assert 1 in await republished(bus)
     await informer.stop()
+
+
+class GatedBus(FlakyBus):
+    """Holds publishes on ``ksched.cluster`` until ``gate`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.held = asyncio.Event()
+
+    async def publish(self, messages: Sequence[Message]) -> None:
+        if any(m.exchange == topology.CLUSTER.name for m in messages) and not self.gate.is_set():
+            self.held.set()
+            await self.gate.wait()
+        await super().publish(messages)
+
+
+async def test_the_store_check_does_not_catch_up_after_a_batch_that_committed() -> None:
+    bus, clock = GatedBus(), FakeClock()
+    await bus.declare([WATCH])
+    informer = InformerService(bus, MemoryStore().client(), MemoryEventLog(), clock)
+    await informer.start()
+    catch_ups = 0
+    catch_up = informer._catch_up
+
+    async def counted() -> None:
+        nonlocal catch_ups
+        catch_ups += 1
+        await catch_up()
+
+    informer._catch_up = counted  # type: ignore[method-assign]
+    bus.gate.clear()
+    await bus.publish([event(make_node("n0"))])
+    await asyncio.wait_for(bus.held.wait(), timeout=5)  # the commit is publishing
+    await clock.advance(STORE_CHECK_PERIOD)  # the check runs while it does
+    for _ in range(20):
+        await asyncio.sleep(0)
+    bus.gate.set()
+    await bus.wait_idle()
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+    assert catch_ups == 0  # the batch finished: nothing was left to repair
+    assert 1 in await republished(bus)
+    await informer.stop()
