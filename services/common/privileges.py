@@ -74,6 +74,7 @@ SERVICES: Mapping[str, Grants] = {
             "set_nominations",
             "clear_nominations",
             "put_queue_view",
+            "waiting",
         ),
     ),
     "scheduler": Grants(
