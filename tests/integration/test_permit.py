@@ -244,7 +244,12 @@ async def test_a_gang_of_8_across_two_schedulers_and_two_binders_binds_fully(
     for i in range(8):
         await client.publish("pod", labelled(f"team-{i}", cpu="1", **{GROUP_LABEL: "team"}))
     await client.wait_for(lambda: len(client.bindings()) == 8)
-    assert all(len(t) == 1 for t in client.bindings().values())
+    bound = [
+        (b["metadata"]["name"], b["target"]["name"], headers)
+        for _, b, headers in client.decisions
+        if b.get("kind") == "Binding"
+    ]
+    assert all(len(t) == 1 for t in client.bindings().values()), bound
     assert await store.waiting() == {}
 
 
