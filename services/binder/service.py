@@ -36,6 +36,7 @@ was resolved but never handed on (its resolver died) is picked up after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -166,11 +167,21 @@ class BinderService:
 
     async def _on_requests(self, batches: Sequence[Received[BindBatch]]) -> None:
         requests = [r for batch in batches for r in batch.value.requests]
+        taken: list[WaitingRecord] = []
         async with self._lock:
-            messages = await self._run(requests)
-        await self._bus.publish(messages)
+            messages = await self._run(requests, taken)
+        try:
+            await self._bus.publish(messages)
+        except BaseException:
+            # The batch is redelivered; the waits it took must be there to take again.
+            with contextlib.suppress(Exception):
+                await self._store.return_waiting(taken)
+            raise
 
-    async def _run(self, requests: Sequence[BindRequest]) -> list[Message]:
+    async def _run(
+        self, requests: Sequence[BindRequest], taken: list[WaitingRecord] | None = None
+    ) -> list[Message]:
+        """The messages of one batch; the waiting records it took go to ``taken``."""
         messages: list[Message] = []
         results: list[AttemptResult] = []
         binding: list[_Cycle] = []
@@ -186,6 +197,8 @@ class BinderService:
             if record is None or record.state == "waiting":
                 continue  # taken by another binder, or not resolved yet (it will be)
             cycle.waited = record
+            if taken is not None:
+                taken.append(record)
             if record.state == "allowed":
                 binding.append(cycle)
             else:

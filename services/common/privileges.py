@@ -110,6 +110,7 @@ SERVICES: Mapping[str, Grants] = {
             "expire_waiting",
             "next_waiting_deadline",
             "take_waiting",
+            "return_waiting",
             "resolved_before",
         ),
     ),
@@ -136,6 +137,7 @@ _SCRIPTS = {
     "reject_waiting": _lua.REJECT_WAITING,
     "expire_waiting": _lua.EXPIRE_WAITING,
     "take_waiting": _lua.TAKE_WAITING,
+    "return_waiting": _lua.RETURN_WAITING,
     "waiting": _lua.READ_WAITING,
     "resolved_before": _lua.READ_WAITING,
 }

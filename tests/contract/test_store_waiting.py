@@ -123,3 +123,40 @@ async def test_an_allow_racing_the_timeout_has_one_outcome(store: ClusterStore) 
     states = {u: r.state for u, r in (await store.waiting()).items()}
     assert all(states[u] == "rejected" for u in expired)
     assert all(states[u] == "allowed" for u in allowed)
+
+
+@pytest.mark.parametrize("verdict", ["allow", "reject"])
+async def test_a_returned_record_can_be_taken_again(store: ClusterStore, verdict: str) -> None:
+    await store.put_waiting([waiting(A=10.0)])
+    if verdict == "allow":
+        await store.allow_waiting("u1", "A", 4.0)
+    else:
+        await store.reject_waiting("u1", "A", "no | way", 4.0)
+    taken = await store.take_waiting("u1", 1)
+    assert taken is not None and await store.waiting() == {}
+    await store.return_waiting([taken])  # the binder's publish failed
+    assert [r.uid for r in await store.resolved_before(4.0)] == ["u1"]
+    again = await store.take_waiting("u1", 1)
+    assert again is not None
+    assert (again.state, again.plugin, again.message, again.resolved_at) == (
+        taken.state,
+        taken.plugin,
+        taken.message,
+        4.0,
+    )
+    assert await store.take_waiting("u1", 1) is None
+
+
+@pytest.mark.parametrize("newer", [1, 2], ids=["same-attempt", "later-attempt"])
+async def test_a_returned_record_does_not_replace_a_newer_wait(
+    store: ClusterStore, newer: int
+) -> None:
+    await store.put_waiting([waiting(A=10.0)])
+    await store.allow_waiting("u1", "A", 4.0)
+    taken = await store.take_waiting("u1", 1)
+    assert taken is not None
+    await store.put_waiting([waiting(attempt=newer, A=30.0)])  # the pod waits again
+    await store.return_waiting([taken])
+    (record,) = (await store.waiting()).values()
+    assert (record.attempt, record.state, record.pending) == (newer, "waiting", {"A": 30.0})
+    assert await store.next_waiting_deadline() == 30.0

@@ -499,6 +499,28 @@ return record
 """
 )
 
+RETURN_WAITING = (
+    _WAITING
+    + """
+-- ARGV: P, count, then per record: uid, attempt, json, status line. A record comes back
+-- resolved (no pending plugins) unless the uid has one of that or a later attempt.
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  local uid, attempt, rec, st = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local old = redis.call('HGET', P .. 'wait:att', uid)
+  if not old or tonumber(old) < tonumber(attempt) then
+    wait_drop(uid)
+    redis.call('HSET', P .. 'wait:rec', uid, rec)
+    redis.call('HSET', P .. 'wait:att', uid, attempt)
+    redis.call('HSET', P .. 'wait:st', uid, st)
+    redis.call('ZADD', P .. 'wait:done', string.match(st, '^[^|]*|([^|]*)|'), uid)
+  end
+  i = i + 4
+end
+return 0
+"""
+)
+
 READ_WAITING = (
     _WAITING
     + """

@@ -321,6 +321,12 @@ class ClusterStore(Protocol):
         (allowed or rejected): exactly one caller gets it. A record still waiting is
         returned unchanged and stays; None when there is none for that attempt."""
 
+    async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        """Put back resolved records a binder took but could not hand on (its publish
+        failed): each is resolved again as it was, for the redelivered request (or the
+        resume timer) to take, unless ``uid`` has a record of that or a later attempt
+        by now."""
+
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         """Resolved records not taken, resolved at or before ``when`` (the binder
         resumes those whose resolver died before handing them on)."""

@@ -330,6 +330,12 @@ class MemoryStore:
             del self._d.waiting[uid]
         return record
 
+    async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        for record in records:
+            old = self._d.waiting.get(record.uid)
+            if record.state != "waiting" and (old is None or old.attempt < record.attempt):
+                self._d.waiting[record.uid] = record
+
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         return [
             r for r in self._d.waiting.values() if r.state != "waiting" and r.resolved_at <= when

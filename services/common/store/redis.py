@@ -51,6 +51,7 @@ from services.common.store._lua import (
     READ_NODES,
     READ_WAITING,
     REJECT_WAITING,
+    RETURN_WAITING,
     TAKE_WAITING,
     WRITE_HASH,
 )
@@ -102,6 +103,7 @@ class RedisStore:
         self._expire_waiting = self._redis.register_script(EXPIRE_WAITING)
         self._take_waiting = self._redis.register_script(TAKE_WAITING)
         self._read_waiting = self._redis.register_script(READ_WAITING)
+        self._return_waiting = self._redis.register_script(RETURN_WAITING)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
 
@@ -276,6 +278,16 @@ class RedisStore:
     async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
         row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
         return _waiting(row) if row else None
+
+    async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
+        resolved = [r for r in records if r.state != "waiting"]
+        if not resolved:
+            return
+        args: list[str | bytes] = [self._p, str(len(resolved))]
+        for r in resolved:
+            status = f"{r.state}|{float(r.resolved_at)!r}|{r.plugin}|{r.message}"
+            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), status]
+        await self._return_waiting(keys=[], args=args)
 
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])

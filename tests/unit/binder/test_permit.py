@@ -18,7 +18,7 @@ from contracts.errors import ErrorReport
 from contracts.permit import PermitDecision, WaitingPod, permit_key
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.simulate import load_cluster
-from services.common.bus import Delivery, Message
+from services.common.bus import BusError, Delivery, Message
 from services.common.clock import FakeClock
 from services.framework.config import load_config
 
@@ -321,3 +321,26 @@ async def test_permit_waits_and_binding_points_are_measured(external: Run) -> No
         assert _sample(external, point, **labels) == 2, extension_point
     unreserve = {"extension_point": "Unreserve", "status": "Success", "profile": profile}
     assert _sample(external, point, **unreserve) == 1  # b's timeout
+
+
+async def test_a_wait_taken_by_a_batch_whose_publish_failed_is_bound_on_redelivery(
+    external: Run,
+) -> None:
+    bus = external.cluster.bus
+    publish = bus.publish
+    failures: list[str] = []
+
+    async def once_refused(messages: Sequence[Message]) -> None:
+        if not failures and any(m.routing_key.startswith("binding.") for m in messages):
+            failures.append("refused")
+            raise BusError("the broker went away")
+        await publish(messages)
+
+    bus.publish = once_refused  # type: ignore[method-assign]
+    await external.decide("allow", "a")
+    await external.advance(1)
+    assert failures == ["refused"]
+    bound = [d for d in external.decisions if d.kind == "Binding" and d.pod == "default/a"]
+    assert [(d.kind, d.node) for d in bound] == [("Binding", "n1")]
+    assert await external.cluster.store.waiting() != {}  # b still waits, a is gone
+    assert "a" not in {r.name for r in (await external.cluster.store.waiting()).values()}
