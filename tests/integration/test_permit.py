@@ -123,7 +123,8 @@ async def run_cluster(
     flags = ("--config", str(config))
     try:
         await processes.start("informer", *flags)
-        for name in ("queue", "scheduler", "binder"):
+        await processes.start("queue", *flags)  # one queue: it is the only dispatcher
+        for name in ("scheduler", "binder"):
             await processes.start(name, *flags)
             for i in range(2, replicas + 1):
                 await processes.start(name, *flags, key=f"{name}-{i}")
