@@ -66,7 +66,10 @@ async def test_pods_published_on_rabbitmq_come_back_as_bindings(
     await client.wait_for(lambda: bool(client.events_with("FailedScheduling")))
     (event,) = client.events_with("FailedScheduling")
     assert event["involvedObject"]["name"] == "too-big"
-    assert event["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert event["message"] == (
+        "0/3 nodes are available: 3 Insufficient cpu."
+        " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
     assert event["type"] == "Warning"
     assert "too-big" not in {k.split("/")[1] for k in client.bindings()}
 
@@ -226,7 +229,8 @@ async def test_the_default_plugins_decide_across_processes(
     (failed,) = client.events_with("FailedScheduling")
     assert failed["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-        "2 node(s) didn't match Pod's node affinity/selector."
+        "2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are "
+        "available: 3 Preemption is not helpful for scheduling."
     )
 
 

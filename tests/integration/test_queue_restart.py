@@ -91,7 +91,10 @@ async def test_a_high_priority_pod_behind_a_backlog_gets_the_only_slot(
         await client.publish("pod", with_priority(pod(name, cpu="1"), 0))
     await client.wait_for(lambda: set(low) <= failed_pods(client))
     first = client.events_with("FailedScheduling")[0]
-    assert first["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert first["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
     await processes.kill9("queue")
     await client.publish("pod", with_priority(pod("high", cpu="1"), 1000))

@@ -34,6 +34,22 @@ class Diagnosis:
     all_unresolvable: bool = False
     """True when every node was rejected UnschedulableAndUnresolvable: preemption
     cannot help anywhere."""
+    num_nodes: int = 0
+    """Rows ``node_status`` answers for (the snapshot's nodes)."""
+    rows_with: Callable[[Code], list[int]] | None = None
+    """Rows whose status has that code, in row order (``NodesForStatusCode``), when
+    the filters computed it for all rows at once; else :meth:`rows_with_code` asks
+    ``node_status`` row by row."""
+
+    def rows_with_code(self, code: Code) -> list[int]:
+        if self.rows_with is not None:
+            return self.rows_with(code)
+        rows = []
+        for row in range(self.num_nodes):
+            status = self.node_status(row)
+            if status is not None and status.code == code:
+                rows.append(row)
+        return rows
 
     def add_plugin_status(self, status: Status) -> None:
         """``Diagnosis.AddPluginStatus``: remember which plugin rejected (or pended)."""
@@ -65,7 +81,9 @@ class FitError(Exception):
             if histogram:
                 message += f" {', '.join(histogram)}."
         if diagnosis.post_filter_msg:
-            message += f" {diagnosis.post_filter_msg}."
+            # Upstream adds PostFilter's message as it is (no period: preemption's
+            # message is itself a FitError, which ends with one).
+            message += f" {diagnosis.post_filter_msg}"
         return message
 
 

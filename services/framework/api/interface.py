@@ -26,7 +26,7 @@ import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Never, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -168,7 +168,64 @@ class PreFilterResult:
 
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
+    """``framework.PostFilterResult``: the node nominated for the pod (None: leave the
+    pod's nomination as it is; "": clear it). ksched adds what the scheduling cycle
+    must publish for a preemption, since plugins do not call an API server: the
+    victims to delete (most important first) and the lower-priority pods nominated to
+    that node that lose their nomination."""
+
     nominated_node_name: str | None = None
+    victims: tuple[PodInfo, ...] = ()
+    num_pdb_violations: int = 0
+    cleared_nominations: tuple[PodInfo, ...] = ()
+
+
+class FrameworkRunner(Protocol):
+    """What the framework lends its plugins of the cycle in progress (upstream's
+    ``Handle`` methods and ``SnapshotSharedLister``): the PostFilter plugins that
+    re-run the filters on a changed node (preemption's dry runs)."""
+
+    def cycle_nodes(self) -> Snapshot:
+        """The snapshot of the cycle that is running."""
+        ...
+
+    def nominated_pods_for(self, node: str) -> Sequence[PodInfo]:
+        """``NominatedPodsForNode`` as the cycle sees it."""
+        ...
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, view: Snapshot) -> Status:
+        """``RunFilterPluginsWithNominatedPods`` on the one node of ``view``."""
+        ...
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
+        """``RunPreFilterExtensionAddPod``."""
+        ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: str) -> Status:
+        """``RunPreFilterExtensionRemovePod``."""
+        ...
+
+
+class NoRunner:
+    """A Handle built outside a Framework: no cycle to look into."""
+
+    def _none(self) -> Never:
+        raise StatusError("no framework runs this plugin")
+
+    def cycle_nodes(self) -> Snapshot:
+        self._none()
+
+    def nominated_pods_for(self, node: str) -> Sequence[PodInfo]:
+        return ()
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, view: Snapshot) -> Status:
+        self._none()
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
+        self._none()
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: str) -> Status:
+        self._none()
 
 
 class WaitingPod(Protocol):
@@ -259,6 +316,8 @@ class Handle:
     pods: PodLister = field(default_factory=NoPods)
     now: Callable[[], float] = time.time
     """The clock plugins keep time by (backoffs); the services inject theirs."""
+    runner: FrameworkRunner = field(default_factory=NoRunner)
+    """The framework itself, for plugins that re-run its filters (preemption)."""
 
 
 class Plugin(Protocol):

@@ -1,8 +1,7 @@
 """Upstream's v1 default plugins (``getDefaultPlugins`` in default_plugins.go).
 
-The multiPoint list in upstream's order, with its score weights. DefaultPreemption
-(PostFilter) follows with the preemption issue; DynamicResources and the alpha plugins
-stay off, as their feature gates are off by default upstream.
+The multiPoint list in upstream's order, with its score weights. DynamicResources and
+the alpha plugins stay off, as their feature gates are off by default upstream.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ DEFAULT_PLUGINS: Final = Plugins(
             PluginRef("VolumeZone"),
             PluginRef("PodTopologySpread", weight=2),
             PluginRef("InterPodAffinity", weight=2),
+            PluginRef("DefaultPreemption"),
             PluginRef("NodeResourcesBalancedAllocation", weight=1),
             PluginRef("ImageLocality", weight=1),
             PluginRef("DefaultBinder"),

@@ -9,6 +9,7 @@ from services.framework.api.registry import PluginEntry, Registry
 from services.framework.plugins import (
     coscheduling,
     defaultbinder,
+    defaultpreemption,
     externalpermit,
     imagelocality,
     interpodaffinity,
@@ -45,6 +46,7 @@ ENTRIES: tuple[PluginEntry, ...] = (
     interpodaffinity.ENTRY,
     balanced_allocation.ENTRY,
     imagelocality.ENTRY,
+    defaultpreemption.ENTRY,
     defaultbinder.ENTRY,
     externalpermit.ENTRY,
     coscheduling.ENTRY,

@@ -8,9 +8,9 @@ with the user's, and plugins without a ``pluginConfig`` entry get their default 
 Fields that mean nothing to ksched are validated, then ignored with one warning each
 on logger ``ksched.config`` (see :mod:`.ignored`).
 
-Upstream in-tree plugins ksched does not implement yet (DefaultPreemption…) may be
-disabled, and DefaultPreemption's args are validated, so real configurations load;
-enabling one is refused as "not implemented in ksched".
+Upstream in-tree plugins ksched does not implement (DynamicResources…) may be
+disabled, so real configurations load; enabling one is refused as "not implemented
+in ksched".
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from services.framework.config.v1 import (
     PluginSetV1,
     PluginsV1,
 )
-from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from services.framework.runtime.profile import (
     PluginRef,
     Plugins,
@@ -56,9 +55,7 @@ from services.framework.runtime.profile import (
 
 logger = logging.getLogger("ksched.config")
 
-NOT_IMPLEMENTED_ARGS: Final[Mapping[str, type[PluginArgs]]] = {
-    "DefaultPreemption": DefaultPreemptionArgs
-}
+NOT_IMPLEMENTED_ARGS: Final[Mapping[str, type[PluginArgs]]] = {}
 """Args of upstream plugins ksched does not implement yet, decoded and validated so
 that configurations tuning them load. Args of the other unimplemented plugins are
 refused: ksched cannot check them."""

@@ -199,8 +199,37 @@ def diagnose(
         counts.update(dict.fromkeys(absent.reasons, outside))
     diagnosis.reason_counts = counts
     diagnosis.all_unresolvable = unresolvable
+    diagnosis.num_nodes = len(verdicts.passed)
     diagnosis.node_status = node_statuses(verdicts, plugins, overrides, absent)
+    diagnosis.rows_with = lambda code: rows_with_code(verdicts, plugins, overrides, absent, code)
     return diagnosis
+
+
+def rows_with_code(
+    verdicts: Verdicts,
+    plugins: Sequence[FilterPlugin],
+    overrides: dict[int, Status],
+    absent: Status | None,
+    code: Code,
+) -> list[int]:
+    """``NodesForStatusCode``: the rows whose status (as :func:`node_statuses` gives it)
+    has ``code``, in row order, computed per (plugin, reason code) rather than per row."""
+    rejected = ~verdicts.passed
+    for row in overrides:
+        rejected[row] = False
+    chosen = np.zeros(len(rejected), dtype=np.bool_)
+    for index, result in enumerate(verdicts.results):
+        mask = rejected & (verdicts.rejected_by == index)
+        if result is None or not mask.any():
+            continue
+        for value in np.unique(verdicts.codes[mask]).tolist():
+            if result.describe(value).code == code:
+                chosen |= mask & (verdicts.codes == value)
+    if absent is not None and absent.code == code:
+        chosen |= rejected & (verdicts.rejected_by < 0)
+    for row, status in overrides.items():
+        chosen[row] = status.code == code
+    return np.flatnonzero(chosen).tolist()
 
 
 def node_statuses(

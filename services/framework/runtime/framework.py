@@ -45,6 +45,7 @@ from services.framework.api.interface import (
     PodLister,
     PostBindPlugin,
     PostFilterPlugin,
+    PostFilterResult,
     PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -92,6 +93,9 @@ class ScheduleResult:
     """Per Score plugin, normalized scores of the feasible nodes (only when explaining)."""
     explanation: Explanation | None = None
     """Per node filter verdicts and scores (only when explaining; not for errors)."""
+    post_filter: PostFilterResult | None = None
+    """What PostFilter decided for an unschedulable pod (preemption: the nominated
+    node and the victims); None when it did not run or left the nomination alone."""
 
     @property
     def message(self) -> str:
@@ -133,7 +137,10 @@ class Framework:
             waiting_pods or NoWaitingPods(),
             pods or NoPods(),
             now or time.time,
+            runner=self,
         )
+        self._cycle_nodes: Snapshot | None = None
+        self._cycle_nominated: filtering.NominatedPods | None = None
         self.handle = handle
         """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
@@ -237,7 +244,8 @@ class Framework:
         nominated: filtering.NominatedPods | None,
         explain: bool,
     ) -> ScheduleResult:
-        diagnosis = Diagnosis()
+        diagnosis = Diagnosis(num_nodes=nodes.num_nodes)
+        self._cycle_nodes, self._cycle_nominated = nodes, nominated
         with self._span("PreFilter"):
             narrowed, status, plugins = filtering.run_pre_filter(
                 self.pre_filter_plugins, state, pod, nodes
@@ -379,13 +387,17 @@ class Framework:
         diagnosis: Diagnosis,
         explanation: Explanation | None = None,
     ) -> ScheduleResult:
+        result: PostFilterResult | None = None
         if self.post_filter_plugins:
             with self._span("PostFilter"):
-                status = self.run_post_filter(state, pod, diagnosis)
+                result, status = self.run_post_filter(state, pod, diagnosis)
             diagnosis.post_filter_msg = status.message()
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
         status = Status(Code.Unschedulable, (str(error),))
-        return ScheduleResult(pod, state, status=status, fit_error=error, explanation=explanation)
+        return ScheduleResult(
+            pod, state, status=status, fit_error=error, explanation=explanation,
+            post_filter=result,
+        )  # fmt: skip
 
     # -- after the algorithm ----------------------------------------------------
 
@@ -408,26 +420,91 @@ class Framework:
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node)
 
-    def run_post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> Status:
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
         """``RunPostFilterPlugins``: the first Success or UnschedulableAndUnresolvable
         ends it; an error is an Error status; else Unschedulable with every plugin's
-        reasons, blaming the first plugin."""
+        reasons, blaming the first plugin, and the last result that nominates."""
         reasons: list[str] = []
         rejector = ""
+        kept: PostFilterResult | None = None
         for plugin in self.post_filter_plugins:
             try:
-                _result, status = plugin.post_filter(state, pod, diagnosis)
+                result, status = plugin.post_filter(state, pod, diagnosis)
             except Exception as err:
-                status = as_status(err)
+                result, status = None, as_status(err)
             if status.is_success():
-                return status
+                return result, status
             if status.code == Code.UnschedulableAndUnresolvable:
-                return status.with_plugin(plugin.name)
+                return result, status.with_plugin(plugin.name)
             if not status.is_rejected():
-                return Status(Code.Error, status.reasons, plugin.name)
+                return None, Status(Code.Error, status.reasons, plugin.name)
+            if result is not None and result.nominated_node_name is not None:
+                kept = result
             reasons.extend(status.reasons)
             rejector = rejector or plugin.name
-        return Status(Code.Unschedulable, tuple(reasons), rejector)
+        return kept, Status(Code.Unschedulable, tuple(reasons), rejector)
+
+    # -- FrameworkRunner: what PostFilter plugins may ask of the cycle -------------
+
+    def cycle_nodes(self) -> Snapshot:
+        if self._cycle_nodes is None:
+            raise StatusError("no scheduling cycle is running")
+        return self._cycle_nodes
+
+    def nominated_pods_for(self, node: str) -> Sequence[PodInfo]:
+        nominated = self._cycle_nominated
+        return () if nominated is None else nominated.pods_for(node)
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, view: Snapshot) -> Status:
+        """``RunFilterPluginsWithNominatedPods`` on the one node of ``view``."""
+        nominated = self._cycle_nominated
+        if nominated is not None:
+            failed = filtering.nominated_pass(
+                self.filter_plugins,
+                self.pre_filter_plugins,
+                state,
+                pod,
+                view,
+                np.zeros(1, dtype=np.intp),
+                nominated,
+            )
+            if 0 in failed:
+                return failed[0]
+        verdicts = filtering.run_filters(
+            self.filter_plugins, state, pod, view, np.ones(1, dtype=np.bool_)
+        )
+        return filtering.status_of(verdicts, self.filter_plugins, 0) or SUCCESS
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
+        return self._extension(state, pod, to_add, node, add=True)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: str) -> Status:
+        return self._extension(state, pod, to_remove, node, add=False)
+
+    def _extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: str, *, add: bool
+    ) -> Status:
+        """``RunPreFilterExtensionAddPod`` / ``RemovePod``: each PreFilter plugin with
+        extensions that is not skipped updates its state; the first failure is an
+        Error naming the plugin."""
+        for plugin in self.pre_filter_plugins:
+            extensions = plugin.pre_filter_extensions()
+            if extensions is None or plugin.name in state.skip_filter_plugins:
+                continue
+            try:
+                if add:
+                    status = extensions.add_pod(state, pod, other, node)
+                else:
+                    status = extensions.remove_pod(state, pod, other, node)
+            except Exception as err:
+                status = as_status(err)
+            if not status.is_success():
+                verb = "AddPod" if add else "RemovePod"
+                reason = f'running {verb} on PreFilter plugin "{plugin.name}": {status.message()}'
+                return Status(Code.Error, (reason,), plugin.name)
+        return SUCCESS
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunPermitPlugins``: every Permit plugin in order. A rejection is returned

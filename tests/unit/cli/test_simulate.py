@@ -30,7 +30,10 @@ EXPECTED_BINDINGS = {
     "demo/batch-2": "large",
     "demo/trainer": "large",
 }
-EXPECTED_FAILURE = "0/4 nodes are available: 1 Too many pods, 4 Insufficient cpu."
+EXPECTED_FAILURE = (
+    "0/4 nodes are available: 1 Too many pods, 4 Insufficient cpu. preemption: 0/4 nodes "
+    "are available: 4 No preemption victims found for incoming pod."
+)
 
 
 async def test_simulate_places_the_bundled_example_as_worked_out() -> None:

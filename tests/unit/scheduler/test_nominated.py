@@ -114,7 +114,10 @@ async def test_no_room_elsewhere_reports_the_nominated_pass(harness):
     wide = make_pod("wide", priority=5, requests={"cpu": "3"})
     assert await harness.placements(wide) == {"wide": None}
     (result,) = harness.results
-    assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert result.message == (
+        "0/2 nodes are available: 2 Insufficient cpu."
+        " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
 
 
 async def test_the_nominated_pod_itself_and_the_pods_after_it(harness):

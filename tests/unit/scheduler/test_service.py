@@ -147,7 +147,10 @@ async def test_schedules_a_batch_and_reports_the_unschedulable(harness):
         "unschedulable",
         ["NodeResourcesFit"],
     )
-    assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert result.message == (
+        "0/2 nodes are available: 2 Insufficient cpu."
+        " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
     (event,) = harness.events
     assert (event.reason, event.type, event.action) == ("FailedScheduling", "Warning", "Scheduling")
     assert event.message == result.message
@@ -173,7 +176,10 @@ async def test_store_conflict_corrects_the_view_and_retries(harness):
     assert sorted(b.node for b in harness.binds) == ["n2", "n2"]
     (result,) = harness.results
     assert result.outcome == "unschedulable"
-    assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert result.message == (
+        "0/2 nodes are available: 2 Insufficient cpu."
+        " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
 
 
 async def test_stale_attempt_is_forgotten_locally(harness):
@@ -238,7 +244,10 @@ async def test_bound_pod_in_store_is_counted_after_restart(harness):
     await harness.schedule(make_pod("p", requests={"cpu": "1"}))
     await harness.bus.wait_idle()
     assert harness.binds == []
-    assert harness.results[0].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert harness.results[0].message == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 async def test_one_trace_per_cycle_with_extension_point_spans():

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from services.framework.api.interface import ExtensionPoint, PostFilterPlugin, PostFilterResult
-from services.framework.api.registry import PluginEntry
+from services.framework.api.interface import ExtensionPoint
 from services.framework.config import ConfigError, load_config
 from services.framework.config.in_tree import in_tree_registry
+from services.framework.plugins.defaultpreemption import DefaultPreemption
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from services.framework.runtime.framework import Framework
 
@@ -218,9 +218,9 @@ ENABLE_PREEMPTION = (
     ("text", "error"),
     [
         pytest.param(
-            ENABLE_PREEMPTION.format("DefaultPreemption"),
+            ENABLE_PREEMPTION.format("DynamicResources"),
             "7: profiles[0].plugins.postFilter.enabled[0].name: "
-            'Invalid value: "DefaultPreemption": not implemented in ksched',
+            'Invalid value: "DynamicResources": not implemented in ksched',
             id="not-implemented plugin enabled",
         ),
         pytest.param(
@@ -412,32 +412,15 @@ def test_a_mapping_source_has_no_location():
     assert (caught.value.file, caught.value.line) == (None, None)
 
 
-class _Preemption(PostFilterPlugin):
-    """Stands for the DefaultPreemption plugin that arrives with its own issue."""
-
-    def __init__(self, args: DefaultPreemptionArgs) -> None:
-        self.args = args
-
-    def name(self) -> str:
-        return "DefaultPreemption"
-
-    def post_filter(self, *_: object) -> tuple[PostFilterResult | None, object]:
-        raise AssertionError("not run here")
-
-
-def test_a_registered_plugin_is_simply_accepted(tmp_path):
-    entry = PluginEntry(
-        "DefaultPreemption", _Preemption, lambda args, _: _Preemption(args), DefaultPreemptionArgs
-    )
-    registry = {**in_tree_registry(), entry.name: entry}
+def test_default_preemption_is_registered_with_its_args(tmp_path):
     text = TUNED_PREEMPTION + "    plugins:\n      postFilter:\n        enabled:\n"
     text += "          - name: DefaultPreemption\n"
-    (profile,) = load_config(write(tmp_path, text), registry).profiles
-    framework = Framework(profile, registry)
+    (profile,) = load_config(write(tmp_path, text)).profiles
+    framework = Framework(profile, in_tree_registry())
     assert framework.plugin_names(ExtensionPoint.PostFilter) == ("DefaultPreemption",)
     plugin = framework.plugins["DefaultPreemption"]
-    assert isinstance(plugin, _Preemption)
-    assert plugin.args.min_candidate_nodes_percentage == 20
+    assert isinstance(plugin, DefaultPreemption)
+    assert plugin.percentage == 20
 
 
 def test_the_example_config_loads(caplog):

@@ -326,7 +326,7 @@ def test_post_bind_runs_every_plugin() -> None:
 )
 def test_post_filter(codes: list[Code], want: Status) -> None:
     plugins = [Rejector(f"f{i}", c) for i, c in enumerate(codes)]
-    assert framework_of(plugins).run_post_filter(CycleState(), POD, Diagnosis()) == want
+    assert framework_of(plugins).run_post_filter(CycleState(), POD, Diagnosis())[1] == want
 
 
 def test_rejection_is_a_fit_error_of_one_node() -> None:

@@ -47,6 +47,7 @@ def test_fit_error_message_counts_every_reason_over_nodes():
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/4 nodes are available: 1 Insufficient memory, 1 Too many pods, 3 Insufficient cpu."
+        " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.unschedulable_plugins == {"NodeResourcesFit"}
     assert result.fit_error is not None
@@ -66,7 +67,10 @@ def test_fit_error_histogram_is_sorted_as_go_strings():
     result = default_framework().schedule_one(
         snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "2Gi"})
     )
-    assert result.message == "0/12 nodes are available: 10 Insufficient cpu, 2 Insufficient memory."
+    assert result.message == (
+        "0/12 nodes are available: 10 Insufficient cpu, 2 Insufficient memory."
+        " preemption: 0/12 nodes are available: 12 No preemption victims found for incoming pod."
+    )
 
 
 def test_first_rejecting_plugin_wins_per_node():
@@ -219,7 +223,10 @@ class TestNominatedPods:
         pod = make_pod("late", priority=5, requests={"cpu": "2"})
         framework = default_framework()
         result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
-        assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
+        assert result.message == (
+            "0/1 nodes are available: 1 Insufficient cpu."
+            " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
         assert framework.schedule_one(snapshot, pod).node == "a"  # without nominator
 
     @pytest.mark.parametrize(

@@ -171,7 +171,10 @@ class TestSampledSearch:
         framework.next_start_node_index.value = 7
         snapshot = snapshot_of(nodes(150))
         result = framework.schedule_one(snapshot, make_pod(requests={"cpu": "8"}))
-        assert result.message == "0/150 nodes are available: 150 Insufficient cpu."
+        assert result.message == (
+            "0/150 nodes are available: 150 Insufficient cpu."
+            " preemption: 0/150 nodes are available: 150 No preemption victims found for incoming pod."
+        )
         assert framework.next_start_node_index.value == 7
 
     def test_nominated_node_that_fits_is_the_only_one_evaluated(self) -> None:

@@ -83,6 +83,7 @@ def test_anti_affinity_spreads_one_per_host_then_fails_with_upstreams_message():
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules."
+        " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.unschedulable_plugins == {NAME}
 
@@ -105,6 +106,7 @@ def test_fit_error_counts_each_nodes_first_reason():
     assert result.message == (
         "0/4 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
         "3 node(s) didn't match pod anti-affinity rules."
+        " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.fit_error is not None
     assert not result.fit_error.diagnosis.all_unresolvable
@@ -114,7 +116,10 @@ def test_unmatched_required_affinity_is_unresolvable():
     snap = snapshot(cluster(), [pod(node="a1", labels={"app": "web"})])
     incoming = pod(labels={"app": "x"}, affinity=[term("zone", in_("app", "db"))])
     result = framework(snap).schedule_one(snap, incoming)
-    assert result.message == "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
+    assert result.message == (
+        "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
+        " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    )
     assert result.fit_error is not None
     assert result.fit_error.diagnosis.all_unresolvable
 
