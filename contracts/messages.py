@@ -106,6 +106,11 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
     plugins: list[str] = []
     message: str = ""
     unresolvable: bool = False
+    nominated_node: str | None = None
+    """Preemption's nomination for the pod (``unschedulable`` only): a node, ``""`` to
+    clear it, None to leave it as it is."""
+    cleared_nominations: list[str] = []
+    """Pods (uids) of lower priority nominated to that node that lose their nomination."""
 
 
 class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):

@@ -49,7 +49,12 @@ def _address(exchange: topology.ExchangeSpec) -> tuple[str, JSON]:
             },
         }
     if exchange is topology.DECISIONS:
-        kinds = [t.__name__.lower() for t in _union_members(Decision)] + ["waiting", "podgroup"]
+        kinds = [t.__name__.lower() for t in _union_members(Decision)] + [
+            "waiting",
+            "podgroup",
+            "preemption",
+            "nomination",
+        ]
         return topology.decision_key("{kind}", "{namespace}"), {
             "kind": {"enum": kinds, "description": "The decision's kind, lower case."},
             "namespace": {

@@ -24,6 +24,10 @@ from contracts.k8s.podgroup import PodGroup
 from contracts.kinds import EVENT_TYPES
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch
 from contracts.permit import PermitDecision, WaitingPod
+from contracts.preemption import Preemption
+
+NOMINATION: Final = "Nomination"
+"""The message id of a preemption's nomination (a v1 Pod status update)."""
 
 # --- schemas -------------------------------------------------------------------------
 
@@ -31,7 +35,7 @@ from contracts.permit import PermitDecision, WaitingPod
 def _top_level_types() -> list[type[Any]]:
     """Every type a message carries at its top level (the rest are reached from these)."""
     batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch]
-    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup]
+    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup, Preemption]
     return [
         WatchEvent,
         *_WATCH_KINDS.values(),
@@ -161,6 +165,12 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             "A PodGroup's status as the scheduler-plugins controller would write it"
             " (routing key `podgroup.<namespace>`): phase and member counts."
         ),
+        Preemption: (
+            "A preemption (routing key `preemption.<namespace>`): the preemptor, the node"
+            " it is nominated to, and the victims to delete, each with the DisruptionTarget"
+            " condition (reason PreemptionByScheduler) to set on it first. The preemptor is"
+            " scheduled there once the victims' DELETED watch events arrive."
+        ),
         PermitDecision: (
             "Allow (routing key `allow.<namespace>`) or reject (`reject.<namespace>`) a pod"
             " waiting at Permit, for one plugin (`ExternalPermit`). A decision for a pod"
@@ -171,6 +181,13 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
     }
     for struct, summary in summaries.items():
         messages[struct.__name__] = _message(struct.__name__, refs[struct], summary)
+    messages[NOMINATION] = _message(
+        NOMINATION,
+        refs[Pod],
+        "A v1 Pod status update (routing key `nomination.<namespace>`): only the pod's"
+        " identity and `status.nominatedNodeName`, the node preemption nominated it to"
+        " (empty: its nomination was cleared).",
+    )
     messages[_DEAD_LETTER] = _message(
         _DEAD_LETTER,
         {"description": "The rejected message's body, unchanged."},
@@ -198,6 +215,8 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
         Event.__name__,
         WaitingPod.__name__,
         PodGroup.__name__,
+        Preemption.__name__,
+        NOMINATION,
     ],
     topology.PERMIT.name: [PermitDecision.__name__],
     topology.ERRORS.name: [ErrorReport.__name__],

@@ -8,10 +8,11 @@ from typing import Final
 from contracts import topology
 from contracts.asyncapi._base import AMQP_BINDING_VERSION, JSON, Action
 from contracts.asyncapi.channels import _REPLICA_FEED, channel_id
-from contracts.asyncapi.messages import _ref
+from contracts.asyncapi.messages import NOMINATION, _ref
 from contracts.k8s.decisions import Event
 from contracts.k8s.podgroup import PodGroup
 from contracts.permit import WaitingPod
+from contracts.preemption import Preemption
 
 # --- operations ----------------------------------------------------------------------
 
@@ -174,9 +175,10 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         "schedulerSendDecisions",
         "send",
         topology.DECISIONS.name,
-        [Event.__name__, WaitingPod.__name__],
+        [Event.__name__, WaitingPod.__name__, Preemption.__name__, NOMINATION],
         "internal",
-        "Publish FailedScheduling and Preempted events, and announce pods that wait at Permit.",
+        "Publish FailedScheduling and Preempted events, preemptions and nominations, and "
+        "announce pods that wait at Permit.",
     ),
     # binder
     (

@@ -19,6 +19,7 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Decision, Event, namespaced_name
+from contracts.preemption import Preemption
 from services.binder.service import POLL, BinderService
 from services.cli.manifests import Document
 from services.cli.progress import MAX_SAME_FAILURES, Progress
@@ -48,10 +49,13 @@ WATCH_QUEUE = topology.QueueSpec(
 )
 
 
+PREEMPTION = "Preemption"
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionRecord:
     kind: str
-    """``Binding``, ``FailedScheduling`` or ``Scheduled``."""
+    """``Binding``, ``FailedScheduling``, ``Scheduled`` or ``Preemption``."""
     pod: str
     attempts: int
     node: str | None = None
@@ -59,10 +63,16 @@ class DecisionRecord:
     at: float = 0.0
     explain: Mapping[str, Any] | None = None
     """The scheduler's explanation, when it gave one (see framework.explain)."""
+    victims: tuple[str, ...] = ()
+    """A Preemption's victims (``namespace/name``, most important first); its ``node``
+    is the preemptor's nominated node."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "pod": self.pod}
-        if self.node is not None:
+        if self.kind == PREEMPTION:
+            out["nominatedNode"] = self.node
+            out["victims"] = list(self.victims)
+        elif self.node is not None:
             out["node"] = self.node
         if self.message is not None:
             out["message"] = self.message
@@ -84,10 +94,21 @@ def explanation_of(annotations: Mapping[str, str]) -> dict[str, Any] | None:
 def record_of(delivery: Delivery, now: float) -> DecisionRecord | None:
     """The decision a message on ``ksched.decisions`` carries (None for other Events and
     for the other decisions: waiting pods, PodGroup status)."""
+    attempts = int(delivery.headers.get(ATTEMPT_HEADER, "0"))
+    if delivery.routing_key.startswith("preemption."):
+        preemption = msgspec.json.decode(delivery.body, type=Preemption)
+        who = preemption.preemptor
+        return DecisionRecord(
+            PREEMPTION,
+            f"{who.namespace}/{who.name}",
+            attempts,
+            node=preemption.nominated_node,
+            at=now,
+            victims=tuple(f"{v.namespace}/{v.name}" for v in preemption.victims),
+        )
     if not delivery.routing_key.startswith(("binding.", "event.")):
         return None
     decision = msgspec.json.decode(delivery.body, type=Decision)
-    attempts = int(delivery.headers.get(ATTEMPT_HEADER, "0"))
     match decision:
         case Binding(metadata=meta, target=target):
             explain = explanation_of(meta.annotations)
@@ -225,3 +246,22 @@ class EmbeddedCluster:
             self.decisions.append(record)
             if self._on_decision is not None:
                 self._on_decision(record)
+            if record.kind == PREEMPTION:
+                await self._delete(record.victims)
+
+    async def _delete(self, pods: Sequence[str]) -> None:
+        """What the API server does once a client deletes preemption's victims: their
+        ``DELETED`` watch events, so the run goes on to its end."""
+        stored = await self.store.objects("pod")
+        key = topology.event_key("pod", "DELETED")
+        messages = [
+            Message(
+                topology.EVENTS.name,
+                key,
+                b'{"type":"DELETED","object":' + stored[pod] + b"}",
+            )
+            for pod in pods
+            if pod in stored
+        ]
+        if messages:
+            await self.bus.publish(messages)

@@ -88,6 +88,8 @@ SERVICES: Mapping[str, Grants] = {
             "assume",
             "assumed",
             "nominations",
+            "set_nominations",
+            "clear_nominations",
             "begin_bind",
             "forget",
             "waiting",

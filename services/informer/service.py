@@ -40,7 +40,7 @@ from opentelemetry import trace
 from contracts import topology
 from contracts.errors import ErrorReport
 from contracts.events import ENTRY_FOR_KIND, ClusterBatch, LogEntry, Origin, PodEntry
-from contracts.k8s import TERMINAL_PHASES, Binding, Pod
+from contracts.k8s import TERMINAL_PHASES, Binding, Pod, PriorityClass
 from contracts.kinds import KINDS, KubeObject
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
@@ -50,6 +50,7 @@ from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
 from services.informer import rebuild
+from services.informer.limits import SYSTEM_PRIORITY_CLASSES
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
 
@@ -260,7 +261,10 @@ class InformerService:
         problem = _check_references(staged, result)
         if problem is not None:
             return problem
-        return staged.reconcile(result.kind, result.key, result.type, result.object)
+        obj = result.object
+        if isinstance(obj, Pod) and result.type != "DELETED":
+            obj = admitted_priority(staged, obj)
+        return staged.reconcile(result.kind, result.key, result.type, obj)
 
     async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
         async with self._lock:
@@ -337,6 +341,25 @@ class InformerService:
             await self._catch_up()  # if it fails too, it stays due (see _catch_up_due)
             raise
         self._catch_up_due = False
+
+
+def admitted_priority(staged: Staged, pod: Pod) -> Pod:
+    """``pod`` with ``spec.priority`` set from its ``priorityClassName`` when it names a
+    known class (or a system one) and no priority is given, as the API server's
+    Priority admission sets it on creation (pods as ``kubectl get`` prints them have it
+    already). Other pods are left as they are (the queue resolves their class)."""
+    name = pod.spec.priority_class_name
+    if pod.spec.priority is not None or not name:
+        return pod
+    found = staged.get("priorityclass", name)
+    if isinstance(found, PriorityClass):
+        value = found.value
+    elif name in SYSTEM_PRIORITY_CLASSES:
+        value = SYSTEM_PRIORITY_CLASSES[name]
+    else:
+        return pod
+    spec = msgspec.structs.replace(pod.spec, priority=value)
+    return msgspec.structs.replace(pod, spec=spec)
 
 
 def _cluster_message(events: Sequence[LogEntry]) -> Message:

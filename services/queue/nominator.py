@@ -46,6 +46,12 @@ class Nominator:
         elif uid in self._recorded and self._recorded[uid].priority != priority:
             self._record(uid, Nomination(self._recorded[uid].node, priority))
 
+    def nominate(self, uid: str, node: str, priority: int) -> None:
+        """Preemption nominated the pod to ``node`` (its status may show it later)."""
+        nomination = Nomination(node, priority)
+        if self._recorded.get(uid) != nomination:
+            self._record(uid, nomination)
+
     def forget(self, uid: str) -> None:
         """The pod was bound, deleted, or its nomination cleared."""
         if self._recorded.pop(uid, None) is not None or uid in self._set:

@@ -50,7 +50,7 @@ from contracts.k8s import (
     StorageClass,
     namespaced_name,
 )
-from contracts.messages import ResultBatch, ScheduleBatch, ScheduleRequest
+from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
@@ -178,6 +178,19 @@ class QueueService:
         for uid in gone:
             del self._gangs_out[uid]
         return {group for group, _ in self._gangs_out.values()}
+
+    def _nominate(self, result: AttemptResult) -> None:
+        """Preemption's nomination for the pod (a node, or "" to clear it), and the
+        lower-priority nominations it cleared on that node; flushed to the store with
+        the results."""
+        if result.nominated_node is not None:
+            info = self.queue.get(result.uid)
+            if result.nominated_node and info is not None:
+                self.nominator.nominate(result.uid, result.nominated_node, info.priority)
+            else:
+                self.nominator.forget(result.uid)
+        for uid in result.cleared_nominations:
+            self.nominator.forget(uid)
 
     def _prune_waiting(self) -> int:
         """Forget waits whose attempt is no longer in flight (the pod was deleted, or
@@ -404,6 +417,7 @@ class QueueService:
                             self.nominator.forget(uid)
                             self._origin.pop(uid, None)
                         case "unschedulable":
+                            self._nominate(result)
                             self.queue.add_unschedulable_if_not_present(
                                 uid, result.plugins, message=result.message
                             )

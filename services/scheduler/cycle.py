@@ -45,9 +45,15 @@ from services.common import telemetry
 from services.common.clock import Clock
 from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested, rfc3339_precise
 from services.common.resources import PODS, ResourceError
-from services.common.store import BindClaim, ClusterStore, Reservation, WaitingRecord
+from services.common.store import (
+    BindClaim,
+    ClusterStore,
+    Nomination,
+    Reservation,
+    WaitingRecord,
+)
 from services.common.waiting import SharedWaitingPod, SharedWaitingPods
-from services.framework.api.interface import CycleState, ExtensionPoint
+from services.framework.api.interface import CycleState, ExtensionPoint, PostFilterResult
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
@@ -79,6 +85,16 @@ class BatchOutcome:
     """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
     attempt goes on (result ``waiting``)."""
     waiting_results: list[AttemptResult] = field(default_factory=list)
+    preemptions: list[Preempted] = field(default_factory=list)
+    """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
+    nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
+
+
+@dataclass(slots=True)
+class Preempted:
+    request: ScheduleRequest
+    preemptor: PodInfo
+    result: PostFilterResult
 
 
 @dataclass(slots=True)
@@ -115,6 +131,12 @@ def _explanation(result: ScheduleResult) -> str | None:
     if result.explanation is None:
         return None
     return _encoder.encode(result.explanation.to_json()).decode()
+
+
+def with_nomination(pod: Pod, node: str) -> Pod:
+    """``pod`` as it looks once its nomination is written (``status.nominatedNodeName``)."""
+    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
+    return msgspec.structs.replace(pod, status=status)
 
 
 def charged_requests(pod: PodInfo) -> dict[str, int]:
@@ -156,16 +178,23 @@ class BatchScheduler:
         self._explain = explain
         self._waiting = waiting
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
+        self._nominations: Mapping[str, Nomination] = {}
         self.permitting: set[str] = set()
         """Pods of the current round assumed but not yet through Permit: a Permit
         plugin counting the pods on nodes (Coscheduling) does not see them yet, as
         upstream's sequential cycle would not."""
 
     async def run(
-        self, requests: Sequence[ScheduleRequest], nominated: NominatedPods | None = None
+        self,
+        requests: Sequence[ScheduleRequest],
+        nominated: NominatedPods | None = None,
+        nominations: Mapping[str, Nomination] | None = None,
     ) -> BatchOutcome:
         """Schedule every request; the caller publishes the outcome. ``nominated``: the
-        pods nominated to each node (None: no nominations)."""
+        pods nominated to each node (None: no nominations); ``nominations``: the
+        store's, so a preemptor whose pod does not show its nomination yet is scheduled
+        as if it did (upstream's API update would have)."""
+        self._nominations = nominations or {}
         outcome = BatchOutcome()
         if self._permits and self._waiting is not None:
             await self._waiting.refresh()
@@ -176,6 +205,8 @@ class BatchScheduler:
                 pending.append(attempt)
         while pending:
             pending = await self._round(pending, outcome, nominated)
+        if outcome.preemptions:
+            await self._record_nominations(outcome)
         if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
             await self._flush_waiting(outcome)
         return outcome
@@ -194,6 +225,9 @@ class BatchScheduler:
             return None
         try:  # PodInfo once per pod version; None when its requests are invalid
             info = self._pending.info(uid) or PodInfo.of(pod)
+            nomination = self._nominations.get(uid)
+            if nomination is not None and not pod.status.nominated_node_name:
+                info = PodInfo.of(with_nomination(pod, nomination.node))
         except ResourceError as err:
             result = attempt_result(request, "error", str(err))
             outcome.failures.append(Failure(request, result, True, pod=pod))
@@ -415,14 +449,35 @@ class BatchScheduler:
             answer = attempt_result(attempt.request, "error", result.message)
         else:
             unresolvable = error.diagnosis.all_unresolvable if error else True
+            chosen = result.post_filter
+            extra: dict[str, object] = {}
+            if chosen is not None and chosen.nominated_node_name is not None:
+                extra["nominated_node"] = chosen.nominated_node_name
+                extra["cleared_nominations"] = sorted(p.uid for p in chosen.cleared_nominations)
+                if chosen.victims:
+                    outcome.preemptions.append(Preempted(attempt.request, attempt.pod, chosen))
             answer = attempt_result(
                 attempt.request,
                 "unschedulable",
                 result.message,
                 plugins=sorted(result.unschedulable_plugins),
                 unresolvable=unresolvable,
+                **extra,
             )
         self._finish(attempt, outcome, answer, event=True)
+
+    async def _record_nominations(self, outcome: BatchOutcome) -> None:
+        """The preemptors' nominations into the store at once (every replica's next
+        batch filters with them, before the queue records them too); the nominations
+        the preemptions cleared out of it."""
+        chosen = {
+            p.preemptor.uid: Nomination(p.result.nominated_node_name or "", p.preemptor.priority)
+            for p in outcome.preemptions
+        }
+        cleared = sorted({c.uid for p in outcome.preemptions for c in p.result.cleared_nominations})
+        await self._store.set_nominations(chosen)
+        if cleared:
+            await self._store.clear_nominations(cleared)
 
     def _finish(
         self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool

@@ -32,14 +32,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from contracts import topology
 from contracts.events import ClusterBatch, LogEntry
+from contracts.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
+from contracts.preemption import PodRef, Preemption, PreemptionVictim
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
@@ -48,22 +50,37 @@ from services.common.decisions import (
     EXPLAIN_ANNOTATION,
     decision_message,
     pod_event,
+    rfc3339,
     waiting_message,
 )
 from services.common.projection import LogProjection
 from services.common.resources import ResourceError
 from services.common.settings import SchedulerSettings
-from services.common.store import ClusterStore, Epoch, StoreLost
+from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
 from services.common.waiting import SharedWaitingPods
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.listers import KINDS as LISTED_KINDS
+from services.framework.api.preemption import (
+    DISRUPTION_TARGET,
+    PREEMPTED_REASON,
+    PREEMPTING_ACTION,
+    PREEMPTION_BY_SCHEDULER,
+    disruption_message,
+    preempted_message,
+)
 from services.framework.api.registry import Registry
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import BatchOutcome, BatchScheduler, Failure, attempt_result
+from services.scheduler.cycle import (
+    BatchOutcome,
+    BatchScheduler,
+    Failure,
+    Preempted,
+    attempt_result,
+)
 from services.scheduler.groups import GroupPods
 from services.scheduler.nominated import PendingPods, nominated_pods
 
@@ -190,10 +207,11 @@ class SchedulerService:
         ready = [r for r in requests if r.seq <= applied]
         try:
             nominated = None
+            nominations: dict[str, Nomination] = {}
             if ready:
                 nominations = await self._store.nominations()
                 nominated = nominated_pods(nominations, self.pending, self.cache)
-            outcome = await self._cycle.run(ready, nominated)
+            outcome = await self._cycle.run(ready, nominated, nominations)
         except StoreLost as lost:
             await self._bus.publish(self._messages(_lost(requests, lost)))
             await self._projection.reload(lost)
@@ -238,11 +256,84 @@ class SchedulerService:
             messages.append(decision_message(event, encode(event), headers))
         for waiting in outcome.waiting:
             messages.append(waiting_message(waiting, encode(waiting), {}))
+        for preempted in outcome.preemptions:
+            messages.extend(preemption_messages(preempted, now, encode))
         results = [f.result for f in outcome.failures] + outcome.waiting_results
         if results:
             body = encode(ResultBatch(results=results))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
         return messages
+
+
+def preemption_messages(
+    preempted: Preempted, now: float, encode: Callable[[object], bytes]
+) -> list[Message]:
+    """What kube-scheduler's preemption writes, as decisions: the Preemption (victims
+    with their DisruptionTarget condition), the preemptor's nomination and the cleared
+    ones (``nomination.<ns>``), and a ``Preempted`` Event on each victim."""
+    request, preemptor, result = preempted.request, preempted.preemptor, preempted.result
+    node = result.nominated_node_name or ""
+    headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
+    condition = PodCondition(
+        type=DISRUPTION_TARGET,
+        status="True",
+        reason=PREEMPTION_BY_SCHEDULER,
+        message=disruption_message(request.profile),
+        last_transition_time=rfc3339(now),
+    )
+    decision = Preemption(
+        preemptor=_ref(preemptor.pod),
+        nominated_node=node,
+        victims=[
+            PreemptionVictim(**msgspec.structs.asdict(_ref(v.pod)), condition=condition)
+            for v in result.victims
+        ],
+        scheduler_name=request.profile,
+        attempt=request.attempt,
+    )
+    namespace = preemptor.pod.metadata.namespace
+    messages = [
+        Message(
+            topology.DECISIONS.name,
+            topology.decision_key("preemption", namespace),
+            encode(decision),
+            headers,
+        ),
+        nomination_message(preemptor.pod, node, encode, headers),
+    ]
+    messages += [nomination_message(p.pod, "", encode, headers) for p in result.cleared_nominations]
+    for victim in result.victims:
+        event = pod_event(
+            victim.pod,
+            reason=PREEMPTED_REASON,
+            message=preempted_message(preemptor.uid, node),
+            warning=False,
+            action=PREEMPTING_ACTION,
+            attempt=request.attempt,
+            now=now,
+            scheduler_name=request.profile,
+        )
+        messages.append(decision_message(event, encode(event), headers))
+    return messages
+
+
+def nomination_message(
+    pod: Pod, node: str, encode: Callable[[object], bytes], headers: dict[str, str]
+) -> Message:
+    """``nomination.<ns>``: the pod's status update with ``nominatedNodeName``."""
+    meta = pod.metadata
+    update = Pod(
+        metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid),
+        spec=PodSpec(),
+        status=PodStatus(nominated_node_name=node),
+    )
+    key = topology.decision_key("nomination", meta.namespace)
+    return Message(topology.DECISIONS.name, key, encode(update), headers)
+
+
+def _ref(pod: Pod) -> PodRef:
+    meta = pod.metadata
+    return PodRef(namespace=meta.namespace or "default", name=meta.name, uid=meta.uid or "")
 
 
 def _lost(requests: Sequence[ScheduleRequest], lost: StoreLost) -> BatchOutcome:

@@ -207,8 +207,11 @@ def test_routing_keys_are_documented_per_channel() -> None:
         "event",
         "waiting",
         "podgroup",
+        "preemption",
+        "nomination",
     }
     assert _matches(decisions["address"], topology.decision_key("waiting", "team-a"))
+    assert _matches(decisions["address"], topology.decision_key("preemption", "team-a"))
 
     permit = channels[channel_id(topology.PERMIT.name)]
     assert permit["address"] == "{verdict}.{namespace}"

@@ -42,6 +42,7 @@ from services.framework.api.interface import (
     PostFilterPlugin,
     PostFilterResult,
 )
+from services.framework.api.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.snapshot import Snapshot
@@ -55,23 +56,8 @@ NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 NO_NODES: Final = "no nodes available"
-PREEMPTED_REASON: Final = "Preempted"
-"""The Event reason on each victim; its note is :func:`preempted_message`."""
-DISRUPTION_TARGET: Final = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
-"""``v1.PodReasonPreemptionByScheduler``: the DisruptionTarget condition's reason."""
 VICTIM_PREEMPTED: Final = "preempted"
 """How a waiting victim's wait is rejected (``waitingPod.Preempt(plugin, "preempted")``)."""
-
-
-def preempted_message(preemptor_uid: str, node: str) -> str:
-    """The ``Preempted`` Event's note on a victim."""
-    return f"Preempted by pod {preemptor_uid} on node {node}"
-
-
-def disruption_message(scheduler_name: str) -> str:
-    """The DisruptionTarget condition's message on a victim."""
-    return f"{scheduler_name}: preempting to accommodate a higher priority pod"
 
 
 @dataclass(frozen=True, slots=True)
