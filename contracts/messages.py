@@ -111,6 +111,8 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
     clear it, None to leave it as it is."""
     cleared_nominations: list[str] = []
     """Pods (uids) of lower priority nominated to that node that lose their nomination."""
+    victims: list[str] = []
+    """The pods (uids) the pod preempted: the queue holds it back until they are gone."""
 
 
 class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):

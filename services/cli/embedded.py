@@ -31,6 +31,7 @@ from services.common.eventlog import EventLog
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.settings import QueueSettings, SchedulerSettings
 from services.common.store.memory import MemoryStore
+from services.framework.api.preemption import Preempting
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
@@ -153,16 +154,20 @@ class EmbeddedCluster:
         self._on_decision = on_decision
         # One store client per service, as each process has its own on Redis.
         self.informer = InformerService(self.bus, self.store.client(), self.log, self.clock)
+        preempting = Preempting()
         self.queue = QueueService(
             self.bus,
             self.store.client(),
             self.clock,
             profiles=[
-                QueueProfile.of(Framework(p, in_tree_registry()))
+                QueueProfile.of(
+                    Framework(p, in_tree_registry(), now=self.clock.now, preempting=preempting)
+                )
                 for p in profiles or (default_profile(),)
             ],
             settings=QueueSettings(max_in_flight=max_in_flight, dispatch_batch=dispatch_batch),
             hold=hold,
+            preempting=preempting,
         )
         self.scheduler = SchedulerService(
             self.bus,

@@ -32,6 +32,7 @@ from services.common.eventlog import open_event_log
 from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
+from services.framework.api.preemption import Preempting
 from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
@@ -62,11 +63,18 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
         return InformerService(bus, store, open_event_log(settings.informer.event_log), clock)
     if name == "queue":
         config = scheduler_config(settings.config)
+        preempting = Preempting()
         return QueueService(
             bus,
             store,
             clock,
-            profiles=[QueueProfile.of(Framework(p, in_tree_registry())) for p in config.profiles],
+            profiles=[
+                QueueProfile.of(
+                    Framework(p, in_tree_registry(), now=clock.now, preempting=preempting)
+                )
+                for p in config.profiles
+            ],
+            preempting=preempting,
             settings=msgspec.structs.replace(
                 settings.queue,
                 initial_backoff=config.pod_initial_backoff_seconds,

@@ -4,7 +4,7 @@ the less function, ``preEnqueuePluginMap`` and ``queueingHintMap``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -12,6 +12,7 @@ from contracts.k8s import DEFAULT_SCHEDULER_NAME
 from services.framework.api.events import ClusterEventWithHint
 from services.framework.api.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
 from services.framework.api.listers import Listers
+from services.framework.api.preemption import Preempting
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
@@ -43,6 +44,17 @@ class QueueProfile:
         )
 
     @classmethod
-    def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> QueueProfile:
-        """Upstream's default plugins under ``scheduler_name``."""
-        return cls.of(Framework(default_profile(scheduler_name), in_tree_registry()))
+    def default(
+        cls,
+        scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+        *,
+        now: Callable[[], float] | None = None,
+        preempting: Preempting | None = None,
+    ) -> QueueProfile:
+        """Upstream's default plugins under ``scheduler_name`` (``now`` and
+        ``preempting``: the queue's clock and running preemptions, for the plugins'
+        PreEnqueue)."""
+        framework = Framework(
+            default_profile(scheduler_name), in_tree_registry(), now=now, preempting=preempting
+        )
+        return cls.of(framework)

@@ -58,6 +58,7 @@ from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
+from services.framework.api.preemption import Preempting
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import registry_for
 from services.queue.nominator import Nominator
@@ -95,18 +96,27 @@ class QueueService:
         settings: QueueSettings | None = None,
         metrics_port: int | None = None,
         hold: bool = False,
+        preempting: Preempting | None = None,
     ) -> None:
         """``profiles``: the profiles served, each a QueueProfile built from the
         profile's Framework, or a schedulerName standing for upstream's default plugins.
         ``settings``: this service's group (credit, batch size, backoff); None: the
         defaults. ``metrics_port``: serve ``/metrics`` there (0: any free port; None:
         no endpoint). ``hold``: accept events but dispatch nothing until :meth:`release`
-        (the embedded simulator loads a whole cluster before the first attempt)."""
+        (the embedded simulator loads a whole cluster before the first attempt).
+        ``preempting``: the running preemptions the profiles' DefaultPreemption gates
+        pods with (the same object their Frameworks were given)."""
         settings = settings or QueueSettings()
         self._bus = bus
         self._store = store
         self._clock = clock
-        resolved = [p if isinstance(p, QueueProfile) else QueueProfile.default(p) for p in profiles]
+        self.preempting = preempting if preempting is not None else Preempting()
+        resolved = [
+            p
+            if isinstance(p, QueueProfile)
+            else QueueProfile.default(p, now=clock.now, preempting=self.preempting)
+            for p in profiles
+        ]
         self._max_in_flight = settings.max_in_flight
         self._batch_size = settings.dispatch_batch
         self.queue = SchedulingQueue(
@@ -182,7 +192,10 @@ class QueueService:
     def _nominate(self, result: AttemptResult) -> None:
         """Preemption's nomination for the pod (a node, or "" to clear it), and the
         lower-priority nominations it cleared on that node; flushed to the store with
-        the results."""
+        the results. A pod that preempted waits for its victims to go (see
+        :class:`Preempting`)."""
+        if result.victims:
+            self.preempting.start(result.uid, result.victims, self._clock.now())
         if result.nominated_node is not None:
             info = self.queue.get(result.uid)
             if result.nominated_node and info is not None:
@@ -280,6 +293,10 @@ class QueueService:
     def _apply(self, events: Sequence[LogEntry]) -> None:
         """Cluster events from the projection: in seq order, each once."""
         for event in events:
+            if self.preempting and isinstance(event, PodEntry):
+                obj = event.object
+                if event.type == "DELETED" or obj.metadata.deletion_timestamp is not None:
+                    self.preempting.gone(obj.metadata.uid)  # before the hints look at it
             self.handlers.handle(event)
             self._groups.apply(event)
             if isinstance(event, PodEntry):

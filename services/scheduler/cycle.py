@@ -454,6 +454,7 @@ class BatchScheduler:
             if chosen is not None and chosen.nominated_node_name is not None:
                 extra["nominated_node"] = chosen.nominated_node_name
                 extra["cleared_nominations"] = sorted(p.uid for p in chosen.cleared_nominations)
+                extra["victims"] = [v.uid for v in chosen.victims]
                 if chosen.victims:
                     outcome.preemptions.append(Preempted(attempt.request, attempt.pod, chosen))
             answer = attempt_result(

@@ -35,6 +35,7 @@ from contracts.k8s import Pod
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.events import ClusterEventWithHint
 from services.framework.api.listers import Listers
+from services.framework.api.preemption import Preempting
 from services.framework.api.status import Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo, QueuedPodInfo
 
@@ -318,6 +319,9 @@ class Handle:
     """The clock plugins keep time by (backoffs); the services inject theirs."""
     runner: FrameworkRunner = field(default_factory=NoRunner)
     """The framework itself, for plugins that re-run its filters (preemption)."""
+    preempting: Preempting = field(default_factory=Preempting)
+    """The queue's preemptors whose victims are not gone yet (DefaultPreemption's
+    PreEnqueue); empty outside the queue."""
 
 
 class Plugin(Protocol):

@@ -3,6 +3,7 @@ and the scheduling cycle (which publishes): upstream's words for the victims."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 PREEMPTED_REASON: Final = "Preempted"
@@ -21,3 +22,61 @@ def preempted_message(preemptor_uid: str, node: str) -> str:
 def disruption_message(scheduler_name: str) -> str:
     """The DisruptionTarget condition's message on a victim."""
     return f"{scheduler_name}: preempting to accommodate a higher priority pod"
+
+
+WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
+"""DefaultPreemption's PreEnqueue status while the pod's victims are not gone."""
+
+
+class Preempting:
+    """Preemptors whose victims are still there (upstream's ``IsPodRunningPreemption``),
+    as the queue sees it: a preemption starts when the scheduler reports it and is over
+    once every victim's ``DELETED`` (or terminating) event has arrived — or after
+    ``patience`` seconds, when the victims do not go away and the pod may preempt again.
+    DefaultPreemption's PreEnqueue keeps the preemptor out of activeQ meanwhile, so it
+    is not retried against its own preemption."""
+
+    def __init__(self, patience: float = 300.0) -> None:
+        self.patience = patience
+        self._victims: dict[str, set[str]] = {}
+        self._since: dict[str, float] = {}
+        self._by_victim: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._victims)
+
+    def start(self, preemptor: str, victims: Iterable[str], now: float) -> None:
+        self.forget(preemptor)
+        left = set(victims)
+        if not left:
+            return
+        self._victims[preemptor] = left
+        self._since[preemptor] = now
+        for victim in left:
+            self._by_victim.setdefault(victim, set()).add(preemptor)
+
+    def gone(self, victim: str) -> list[str]:
+        """A victim was deleted (or is terminating): the preemptors now done."""
+        done = []
+        for preemptor in self._by_victim.pop(victim, set()):
+            left = self._victims.get(preemptor)
+            if left is None:
+                continue
+            left.discard(victim)
+            if not left:
+                self.forget(preemptor)
+                done.append(preemptor)
+        return sorted(done)
+
+    def forget(self, preemptor: str) -> None:
+        for victim in self._victims.pop(preemptor, set()):
+            owners = self._by_victim.get(victim)
+            if owners is not None:
+                owners.discard(preemptor)
+                if not owners:
+                    del self._by_victim[victim]
+        self._since.pop(preemptor, None)
+
+    def running(self, preemptor: str, now: float) -> bool:
+        since = self._since.get(preemptor)
+        return since is not None and now - since < self.patience

@@ -56,6 +56,7 @@ from services.framework.api.interface import (
     WaitingPods,
 )
 from services.framework.api.listers import Listers
+from services.framework.api.preemption import Preempting
 from services.framework.api.registry import Registry, join_path
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError, as_status
 from services.framework.api.types import Int64Array, PodInfo
@@ -124,12 +125,14 @@ class Framework:
         waiting_pods: WaitingPods | None = None,
         pods: PodLister | None = None,
         now: Callable[[], float] | None = None,
+        preempting: Preempting | None = None,
     ) -> None:
         """``listers``: the snapshot's (``Cache.listers``), for plugins that read
         namespaces, volumes or claims; an empty set when None. ``waiting_pods``: the
         pods waiting at Permit that the plugins' Handle shows and ``run_permit`` adds
         to (none: no pod can wait). ``pods``: the pods by group (Coscheduling);
-        ``now``: the clock plugins keep time by (default: the wall clock)."""
+        ``now``: the clock plugins keep time by (default: the wall clock);
+        ``preempting``: the queue's running preemptions (DefaultPreemption's PreEnqueue)."""
         resolved = resolve_plugins(profile, registry, path)
         handle = Handle(
             profile.scheduler_name,
@@ -138,6 +141,7 @@ class Framework:
             pods or NoPods(),
             now or time.time,
             runner=self,
+            preempting=preempting if preempting is not None else Preempting(),
         )
         self._cycle_nodes: Snapshot | None = None
         self._cycle_nominated: filtering.NominatedPods | None = None

@@ -560,3 +560,58 @@ async def test_a_restarted_queue_leaves_pods_waiting_at_permit_waiting() -> None
     assert w.uid not in restarted.queue
     await restarted.stop()
     await first.bus.close()
+
+
+async def test_a_preemptor_waits_for_its_victims_to_go(harness: Harness) -> None:
+    victims = [make_pod(f"v{i}", node_name="n1", priority=0) for i in range(2)]
+    await harness.apply(make_node("n1"), *victims)
+    preemptor = make_pod("p", priority=100)
+    await harness.apply(preemptor)
+    (request,) = harness.requests
+    result = AttemptResult(
+        uid=request.uid,
+        namespace="default",
+        name="p",
+        attempt=request.attempt,
+        outcome="unschedulable",
+        plugins=["NodeResourcesFit"],
+        nominated_node="n1",
+        victims=[v.metadata.uid for v in victims],
+    )
+    body = msgspec.json.encode(ResultBatch(results=[result]))
+    await harness.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
+    await harness.settle()
+    assert (await harness.store.nominations())[request.uid].node == "n1"
+    # The first victim's deletion would move it (NodeResourcesFit), but one is left.
+    await harness.apply(victims[0], type_="DELETED")
+    await harness.advance(20)
+    assert harness.names() == ["p"]
+    assert harness.queue.preempting.running(request.uid, harness.clock.now())
+    await harness.apply(victims[1], type_="DELETED")
+    await harness.advance(20)
+    assert harness.names() == ["p", "p"]
+    assert not harness.queue.preempting.running(request.uid, harness.clock.now())
+
+
+async def test_victims_that_never_go_let_the_preemptor_try_again(harness: Harness) -> None:
+    victim = make_pod("v", node_name="n1", priority=0)
+    await harness.apply(make_node("n1"), victim)
+    await harness.apply(make_pod("p", priority=100))
+    (request,) = harness.requests
+    result = AttemptResult(
+        uid=request.uid,
+        namespace="default",
+        name="p",
+        attempt=request.attempt,
+        outcome="unschedulable",
+        plugins=["NodeResourcesFit"],
+        nominated_node="n1",
+        victims=[victim.metadata.uid],
+    )
+    body = msgspec.json.encode(ResultBatch(results=[result]))
+    await harness.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
+    await harness.settle()
+    await harness.advance(299)
+    assert harness.names() == ["p"]
+    await harness.advance(60)  # past the patience, the leftover flush retries it
+    assert harness.names() == ["p", "p"]

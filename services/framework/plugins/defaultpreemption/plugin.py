@@ -36,15 +36,28 @@ from typing import Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.framework.api.diagnosis import Diagnosis, FitError
+from services.framework.api.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from services.framework.api.interface import (
     CycleState,
+    EnqueueExtensions,
     Handle,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
 )
-from services.framework.api.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from services.framework.api.preemption import (
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
+    WAITING_FOR_PREEMPTION,
+)
 from services.framework.api.status import Code, Status
-from services.framework.api.types import PodInfo
+from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
@@ -163,7 +176,7 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | No
     return remaining[0]
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     def __init__(
         self,
         args: DefaultPreemptionArgs,
@@ -180,6 +193,28 @@ class DefaultPreemption(PostFilterPlugin):
     @property
     def name(self) -> str:
         return NAME
+
+    # -- PreEnqueue: not retried against its own preemption -----------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Keep a preemptor out of activeQ while its victims are not gone (the queue's
+        :class:`~services.framework.api.preemption.Preempting`)."""
+        if self.handle.preempting.running(pod.uid, self.handle.now()):
+            return Status(Code.UnschedulableAndUnresolvable, (WAITING_FOR_PREEMPTION,))
+        return Status()
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """An assigned pod's deletion may end the preemption that gates a pod."""
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.AssignedPod, ActionType.Delete), self._after_delete
+            ),
+        )
+
+    def _after_delete(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        if self.handle.preempting.running(pod_uid(pod), self.handle.now()):
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue
 
     # -- PostFilter -------------------------------------------------------------------
 
