@@ -17,7 +17,7 @@ from services.cli.output import OBJECT_FORMATS
 from services.common import redact
 from services.common.settings import ENV, Settings, from_env
 
-METRICS_SERVICES = ("queue", "binder")
+METRICS_SERVICES = ("queue", "binder", "scheduler")
 """The services that export Prometheus metrics (``--metrics-port``), in the order
 ``ksched up --metrics-port PORT`` numbers their ports from PORT."""
 
@@ -57,7 +57,7 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
 
 def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
     """The flags ``ksched up`` gives one service only: ``--metrics-port``, PORT to the
-    queue and PORT+1 to the binder (0: each picks a free port)."""
+    queue, PORT+1 to the binder, PORT+2 to the scheduler (0: each picks a free port)."""
     port = getattr(args, "metrics_port", None)
     if port is None:
         return {}
@@ -129,8 +129,9 @@ def parser() -> argparse.ArgumentParser:
             "--metrics-port",
             type=int,
             metavar="PORT",
-            help="the queue and the binder serve Prometheus metrics (/metrics) on PORT "
-            "(up: the queue on PORT, the binder on PORT+1); 0 picks a free one",
+            help="the queue, the binder and the scheduler serve Prometheus metrics (/metrics) "
+            "on PORT (up: the queue on PORT, the binder on PORT+1, the scheduler on PORT+2); "
+            "0 picks a free one",
         )
 
     p = command("publish", "publish Kubernetes YAML/JSON as watch events")
@@ -277,7 +278,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.metrics_port is not None and args.service not in METRICS_SERVICES:
                 raise InputError(
                     f"--metrics-port: the {args.service} exports no metrics yet, only "
-                    f"{' and '.join(METRICS_SERVICES)} do (ksched run queue --metrics-port PORT)"
+                    f"{', '.join(METRICS_SERVICES)} do (ksched run queue --metrics-port PORT)"
                 )
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0

@@ -86,7 +86,14 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
         group = settings.scheduler
         if not group.replica:
             group = msgspec.structs.replace(group, replica=f"{socket.gethostname()}-{os.getpid()}")
-        return SchedulerService(bus, store, clock, load_profiles(settings.config), settings=group)
+        return SchedulerService(
+            bus,
+            store,
+            clock,
+            load_profiles(settings.config),
+            settings=group,
+            metrics_port=settings.metrics_port,
+        )
     if name == "binder":
         return BinderService(
             bus, store, clock, load_profiles(settings.config), metrics_port=settings.metrics_port

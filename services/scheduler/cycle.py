@@ -60,6 +60,8 @@ from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, ScheduleResult, rejection_message
 from services.scheduler.nominated import PendingPods
 
+PREEMPTION = "DefaultPreemption"
+
 
 @dataclass(slots=True)
 class Failure:
@@ -85,6 +87,8 @@ class BatchOutcome:
     """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
     attempt goes on (result ``waiting``)."""
     waiting_results: list[AttemptResult] = field(default_factory=list)
+    preemption_attempts: int = 0
+    """Attempts that ran DefaultPreemption's PostFilter (``scheduler_preemption_attempts``)."""
     preemptions: list[Preempted] = field(default_factory=list)
     """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
     nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
@@ -449,6 +453,10 @@ class BatchScheduler:
             answer = attempt_result(attempt.request, "error", result.message)
         else:
             unresolvable = error.diagnosis.all_unresolvable if error else True
+            if error is not None and PREEMPTION in attempt.framework.plugin_names(
+                ExtensionPoint.PostFilter
+            ):
+                outcome.preemption_attempts += 1
             chosen = result.post_filter
             extra: dict[str, object] = {}
             if chosen is not None and chosen.nominated_node_name is not None:

@@ -53,6 +53,7 @@ from services.common.decisions import (
     rfc3339,
     waiting_message,
 )
+from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
 from services.common.resources import ResourceError
 from services.common.settings import SchedulerSettings
@@ -82,6 +83,7 @@ from services.scheduler.cycle import (
     attempt_result,
 )
 from services.scheduler.groups import GroupPods
+from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.nominated import PendingPods, nominated_pods
 
 if TYPE_CHECKING:
@@ -101,15 +103,20 @@ class SchedulerService:
         settings: SchedulerSettings,
         registry: Registry | None = None,
         tracer: Tracer | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         """``profiles``: validated profiles (``load_profiles``); None runs the default
         profile. ``settings``: this replica's group (its name, the tie-break seed, the
         reservation TTL, conflict retries, the catch-up timeout, explain), with a
         non-empty ``replica``. ``tracer``: defaults to the process's
-        (telemetry.tracer)."""
+        (telemetry.tracer). ``metrics_port``: serve ``/metrics`` there (0: any free
+        port; None: none)."""
         if not settings.replica:
             raise ValueError("scheduler settings: replica: must not be empty")
         self._bus, self._store, self._clock = bus, store, clock
+        self.metrics = SchedulerMetrics()
+        self._metrics_port = metrics_port
+        self.endpoint: MetricsEndpoint | None = None
         self._replica = settings.replica
         rng = random.Random(settings.seed)
         tracer = tracer or telemetry.tracer("scheduler")
@@ -166,10 +173,15 @@ class SchedulerService:
                 topology.SCHEDULER_REQUESTS, self._on_requests, decode=ScheduleBatch
             )
         )
+        if self._metrics_port is not None:
+            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
 
     async def stop(self) -> None:
         while self._consumers:
             await self._consumers.pop().cancel()
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
 
     async def _load(self, epoch: Epoch, lost: StoreLost | None) -> None:
         """Replace the snapshot and the pending pods with the store's objects (as of
@@ -224,9 +236,16 @@ class SchedulerService:
                 outcome.failures.append(
                     Failure(request, attempt_result(request, "error", reason), False)
                 )
+        self._measure(outcome)
         messages = self._messages(outcome)
         if messages:
             await self._bus.publish(messages)
+
+    def _measure(self, outcome: BatchOutcome) -> None:
+        if outcome.preemption_attempts:
+            self.metrics.preemption_attempts.inc(outcome.preemption_attempts)
+        for preempted in outcome.preemptions:
+            self.metrics.preemption_victims.observe(len(preempted.result.victims))
 
     def _messages(self, outcome: BatchOutcome) -> list[Message]:
         encode = self._encoder.encode

@@ -108,7 +108,7 @@ def test_bench_takes_no_namespace(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unrecognized arguments: --namespace mine" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("service", ["informer", "scheduler"])
+@pytest.mark.parametrize("service", ["informer"])
 def test_metrics_port_is_refused_by_a_service_without_metrics(
     service: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -117,5 +117,5 @@ def test_metrics_port_is_refused_by_a_service_without_metrics(
     assert main([*argv, "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"ksched run {service}: --metrics-port: the {service} exports no metrics yet, only "
-        "queue and binder do (ksched run queue --metrics-port PORT)"
+        "queue, binder, scheduler do (ksched run queue --metrics-port PORT)"
     ]

@@ -5,16 +5,18 @@ from __future__ import annotations
 from services.cli.main import _service_argv, _settings, _settings_argv, parser
 
 
-def test_metrics_port_is_forwarded_to_the_queue_and_the_binder_only() -> None:
+def test_metrics_port_is_forwarded_to_the_services_with_metrics_only() -> None:
     args = parser().parse_args(["up", "--metrics-port", "9100", "--namespace", "x"])
     assert _service_argv(args) == {
         "queue": ["--metrics-port", "9100"],
         "binder": ["--metrics-port", "9101"],
+        "scheduler": ["--metrics-port", "9102"],
     }
     any_port = parser().parse_args(["up", "--metrics-port", "0"])
     assert _service_argv(any_port) == {
         "queue": ["--metrics-port", "0"],
         "binder": ["--metrics-port", "0"],
+        "scheduler": ["--metrics-port", "0"],
     }
     assert "--metrics-port" not in _settings_argv(args)  # not every child's
     assert _service_argv(parser().parse_args(["up"])) == {}

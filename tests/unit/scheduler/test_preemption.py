@@ -183,3 +183,13 @@ async def test_a_nomination_is_in_the_store_until_the_pod_binds() -> None:
 
 async def _keep(_: Sequence[str]) -> None:
     return None
+
+
+async def test_preemption_metrics_have_upstreams_names_and_buckets(preempting: Any) -> None:
+    embedded, _decisions, _records = preempting
+    registry = embedded.scheduler.metrics.registry
+    assert registry.get_sample_value("scheduler_preemption_attempts_total") == 1
+    assert registry.get_sample_value("scheduler_preemption_victims_count") == 1
+    assert registry.get_sample_value("scheduler_preemption_victims_sum") == 1
+    assert registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "1.0"}) == 1
+    assert registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "64.0"}) == 1
