@@ -195,7 +195,9 @@ class QueueService:
         the results. A pod that preempted waits for its victims to go (see
         :class:`Preempting`)."""
         if result.victims:
-            self.preempting.start(result.uid, result.victims, self._clock.now())
+            # A victim deleted before this result arrived (the client was quick) is gone.
+            left = [uid for uid in result.victims if uid in self.handlers.assigned]
+            self.preempting.start(result.uid, left, self._clock.now())
         if result.nominated_node is not None:
             info = self.queue.get(result.uid)
             if result.nominated_node and info is not None:

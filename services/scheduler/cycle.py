@@ -183,6 +183,8 @@ class BatchScheduler:
         self._waiting = waiting
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
         self._nominations: Mapping[str, Nomination] = {}
+        self._added: dict[str, list[PodInfo]] = {}
+        self._nominated_nodes: set[str] = set()
         self.permitting: set[str] = set()
         """Pods of the current round assumed but not yet through Permit: a Permit
         plugin counting the pods on nodes (Coscheduling) does not see them yet, as
@@ -199,6 +201,7 @@ class BatchScheduler:
         store's, so a preemptor whose pod does not show its nomination yet is scheduled
         as if it did (upstream's API update would have)."""
         self._nominations = nominations or {}
+        nominated = self._batch_nominated(nominated)
         outcome = BatchOutcome()
         if self._permits and self._waiting is not None:
             await self._waiting.refresh()
@@ -214,6 +217,22 @@ class BatchScheduler:
         if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
             await self._flush_waiting(outcome)
         return outcome
+
+    def _batch_nominated(self, base: NominatedPods | None) -> NominatedPods:
+        """The store's nominated pods, plus those this batch's preemptions nominate
+        (as upstream's nominator learns them at once): a later pod of the batch does
+        not take the room a preemptor before it was promised."""
+        self._added = {}
+        nodes: set[str] = set(base.nodes) if base is not None else set()
+        added = self._added
+
+        def pods_for(name: str) -> Sequence[PodInfo]:
+            known = base.pods_for(name) if base is not None else ()
+            extra = added.get(name)
+            return [*known, *extra] if extra else known
+
+        self._nominated_nodes = nodes
+        return NominatedPods(nodes, pods_for)
 
     def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
         uid = request.uid
@@ -465,6 +484,10 @@ class BatchScheduler:
                 extra["victims"] = [v.uid for v in chosen.victims]
                 if chosen.victims:
                     outcome.preemptions.append(Preempted(attempt.request, attempt.pod, chosen))
+                    node = chosen.nominated_node_name or ""
+                    nominee = PodInfo.of(with_nomination(attempt.pod.pod, node))
+                    self._added.setdefault(node, []).append(nominee)
+                    self._nominated_nodes.add(node)
             answer = attempt_result(
                 attempt.request,
                 "unschedulable",

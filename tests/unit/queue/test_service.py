@@ -615,3 +615,29 @@ async def test_victims_that_never_go_let_the_preemptor_try_again(harness: Harnes
     assert harness.names() == ["p"]
     await harness.advance(60)  # past the patience, the leftover flush retries it
     assert harness.names() == ["p", "p"]
+
+
+async def test_a_victim_deleted_before_the_result_arrives_does_not_hold_the_preemptor(
+    harness: Harness,
+) -> None:
+    victim = make_pod("v", node_name="n1", priority=0)
+    await harness.apply(make_node("n1"), victim)
+    await harness.apply(make_pod("p", priority=100))
+    (request,) = harness.requests
+    await harness.apply(victim, type_="DELETED")  # the client was quick
+    result = AttemptResult(
+        uid=request.uid,
+        namespace="default",
+        name="p",
+        attempt=request.attempt,
+        outcome="unschedulable",
+        plugins=["NodeResourcesFit"],
+        nominated_node="n1",
+        victims=[victim.metadata.uid],
+    )
+    body = msgspec.json.encode(ResultBatch(results=[result]))
+    await harness.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
+    await harness.settle()
+    assert not harness.queue.preempting.running(request.uid, harness.clock.now())
+    await harness.advance(20)  # the deletion during the attempt moves it after backoff
+    assert harness.names() == ["p", "p"]
