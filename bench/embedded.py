@@ -71,11 +71,12 @@ class Timings:
 
 async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
     timings = Timings(pods)
+    timed_to_binding = workload.timed_to_binding
 
     def seen(record: DecisionRecord) -> None:
-        # A gang member tried before its group is complete fails first (PreFilter):
-        # with gangs, only the Binding is the pod's decision.
-        if workload.gangs is None or record.kind == "Binding":
+        # A gang member tried before its group is complete fails first (PreFilter), a
+        # preemptor fails before it binds: for those only the Binding is the decision.
+        if not timed_to_binding or record.kind == "Binding":
             timings.decision(record.pod, time.time())
 
     profiles = None

@@ -21,6 +21,7 @@ from bench.report import summary
 from bench.workload import Workload
 from contracts import topology
 from contracts.k8s import Binding, Decision
+from contracts.preemption import PodRef, Preemption
 from services.cli.manifests import Document
 from services.common.bus import Delivery, Message, open_bus
 from services.common.settings import ENV, Settings
@@ -44,7 +45,10 @@ async def bench_services(
     timings = Timings(pods)
     watch = topology.QueueSpec(
         f"ksched.bench.{namespace}",
-        (topology.QueueBinding(topology.DECISIONS.name, "binding.*"),),
+        (
+            topology.QueueBinding(topology.DECISIONS.name, "binding.*"),
+            topology.QueueBinding(topology.DECISIONS.name, "preemption.*"),
+        ),
         durable=False,
         exclusive=True,
         auto_delete=True,
@@ -53,11 +57,19 @@ async def bench_services(
 
     async def on_decisions(deliveries: Sequence[Delivery]) -> None:
         now = time.time()
+        victims: list[Document] = []
         for delivery in deliveries:
+            if delivery.routing_key.startswith("preemption."):
+                # As a client carrying out the preemption: the victims are deleted.
+                preemption = msgspec.json.decode(delivery.body, type=Preemption)
+                victims += [deleted(v) for v in preemption.victims]
+                continue
             decision = msgspec.json.decode(delivery.body, type=Decision)
             if isinstance(decision, Binding):
                 meta = decision.metadata
                 timings.decision(f"{meta.namespace}/{meta.name}", now)
+        if victims:
+            await publish(victims)
 
     async def publish(chunk: Sequence[Document]) -> None:
         await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in chunk])
@@ -94,6 +106,14 @@ async def bench_services(
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)
     return with_churn(report, churn)
+
+
+def deleted(victim: PodRef) -> Document:
+    """The DELETED watch event of a preemption's victim."""
+    meta = {"name": victim.name, "namespace": victim.namespace, "uid": victim.uid}
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+    body = msgspec.json.encode({"type": "DELETED", "object": obj})
+    return Document(0, "pod", body, topology.event_key("pod", "DELETED"))
 
 
 def tls_env(settings: Settings) -> dict[str, str]:

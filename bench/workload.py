@@ -166,6 +166,13 @@ class Workload:
             pod["metadata"]["labels"][POD_GROUP_LABEL] = self.gangs.name(i // self.gangs.min_member)
         return pod
 
+    @property
+    def timed_to_binding(self) -> bool:
+        """Whether a measured pod counts only once bound: gang members and preemptors
+        fail first (PreFilter, a preemption) and bind later."""
+        spec = msgspec.json.decode(self.measured_pod.encoded).get("spec") or {}
+        return self.gangs is not None or bool(spec.get("priority"))
+
     def groups(self, pods: int) -> list[dict[str, Any]]:
         """The PodGroups of ``pods`` measured pods (none without gangs)."""
         if self.gangs is None:

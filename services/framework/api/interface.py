@@ -198,6 +198,18 @@ class FrameworkRunner(Protocol):
         """``RunFilterPluginsWithNominatedPods`` on the one node of ``view``."""
         ...
 
+    def filter_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot
+    ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
+        """``RunFilterPluginsWithNominatedPods`` on every node of ``view`` at once: which
+        pass, and the status of a row that does not."""
+        ...
+
+    def extensions_active(self, state: CycleState) -> bool:
+        """Whether any PreFilter AddPod/RemovePod extension would change ``state``
+        (else removing or adding pods changes only the nodes' own columns)."""
+        ...
+
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
         """``RunPreFilterExtensionAddPod``."""
         ...
@@ -220,6 +232,14 @@ class NoRunner:
         return ()
 
     def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, view: Snapshot) -> Status:
+        self._none()
+
+    def filter_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot
+    ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
+        self._none()
+
+    def extensions_active(self, state: CycleState) -> bool:
         self._none()
 
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:

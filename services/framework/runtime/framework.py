@@ -481,6 +481,43 @@ class Framework:
         )
         return filtering.status_of(verdicts, self.filter_plugins, 0) or SUCCESS
 
+    def filter_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot
+    ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
+        """``RunFilterPluginsWithNominatedPods`` on every node of ``view`` at once."""
+        n = view.num_nodes
+        failed: dict[int, Status] = {}
+        nominated = self._cycle_nominated
+        if nominated is not None:
+            failed = filtering.nominated_pass(
+                self.filter_plugins,
+                self.pre_filter_plugins,
+                state,
+                pod,
+                view,
+                np.arange(n, dtype=np.intp),
+                nominated,
+            )
+        verdicts = filtering.run_filters(
+            self.filter_plugins, state, pod, view, np.ones(n, dtype=np.bool_)
+        )
+        passed = verdicts.passed
+        for row in failed:
+            passed[row] = False
+
+        def status(row: int) -> Status:
+            if row in failed:
+                return failed[row]
+            return filtering.status_of(verdicts, self.filter_plugins, row) or SUCCESS
+
+        return passed, status
+
+    def extensions_active(self, state: CycleState) -> bool:
+        return any(
+            p.name not in state.skip_filter_plugins and p.pre_filter_extensions() is not None
+            for p in self.pre_filter_plugins
+        )
+
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
         return self._extension(state, pod, to_add, node, add=True)
 

@@ -289,6 +289,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pdbs = list(self.handle.listers.pod_disruption_budgets.values())
         offset = self.offset(len(potential))
         wanted = self.num_candidates(len(potential))
+        order = potential[offset:] + potential[:offset]
+        if not self.handle.runner.extensions_active(state):
+            return self.dry_run_columns(state, pod, nodes, order, wanted, pdbs)
         fine: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[int, Status] = {}
@@ -310,6 +313,84 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             if status.code == Code.Error:
                 errors.append(status.message())
             statuses[row] = status
+        return fine + violating, statuses, errors
+
+    def dry_run_columns(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Snapshot,
+        order: Sequence[int],
+        wanted: int,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[Candidate], dict[int, Status], list[str]]:
+        """``DryRunPreemption`` when no PreFilter extension keeps cross-node state
+        (the pod has no inter-pod affinity, spread constraint or shared volume): the
+        nodes' own columns are all that removing or adding a pod changes, so
+        ``SelectVictimsOnNode`` runs on a chunk of nodes at once — the filters once
+        without every lower-priority pod, then once per reprieve step (the k-th
+        victim of every node together). The same candidates, in the same order, as
+        running it node after node."""
+        fine: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[int, Status] = {}
+        errors: list[str] = []
+        now = self.handle.now()
+        key = importance_key(now)
+        chunk = max(wanted, 64)
+        for start in range(0, len(order), chunk):
+            rows: list[int] = []
+            lists: list[list[tuple[PodInfo, bool]]] = []
+            mixed: list[bool] = []
+            """Per node: both PDB-violating and other lower-priority pods (upstream then
+            sorts the victims again)."""
+            for row in order[start : start + chunk]:
+                lower = [p for p in nodes.pods[row].values() if p.priority < pod.priority]
+                if not lower:
+                    statuses[row] = Status(Code.UnschedulableAndUnresolvable, (NO_VICTIMS,))
+                    continue
+                lower.sort(key=key)
+                bad, good = split_by_pdb_violation(lower, pdbs)
+                rows.append(row)
+                lists.append([(p, True) for p in bad] + [(p, False) for p in good])
+                mixed.append(bool(bad) and bool(good))
+            if not rows:
+                continue
+            everyone = list(range(len(rows)))
+            removed = {row: [p for p, _ in line] for row, line in zip(rows, lists, strict=True)}
+            view = nodes.without_pods(rows, removed)
+            passed, status_of = self.handle.runner.filter_many(state, pod, view)
+            alive = [i for i in everyone if passed[i]]
+            for i in everyone:
+                if not passed[i]:
+                    statuses[rows[i]] = status_of(i)
+            victims: dict[int, list[PodInfo]] = {i: [] for i in alive}
+            counts: dict[int, int] = dict.fromkeys(alive, 0)
+            for step in range(max((len(lists[i]) for i in alive), default=0)):
+                trying = {i: lists[i][step] for i in alive if step < len(lists[i])}
+                trial = view.with_pods(everyone, {i: [p] for i, (p, _) in trying.items()})
+                fits, _ = self.handle.runner.filter_many(state, pod, trial)
+                back = {i: [p] for i, (p, _) in trying.items() if not fits[i]}
+                for i in back:
+                    candidate, violates = trying[i]
+                    victims[i].append(candidate)
+                    counts[i] += int(violates)
+                view = trial.without_pods(everyone, back) if back else trial
+            for i in alive:
+                row = rows[i]
+                chosen = victims[i]
+                if not chosen:
+                    message = f'expected at least one victim pod on node "{nodes.names[row]}"'
+                    errors.append(message)
+                    statuses[row] = Status(Code.Error, (message,))
+                    continue
+                if mixed[i]:
+                    chosen.sort(key=key)
+                kept = fine if counts[i] == 0 else violating
+                if len(kept) < wanted:
+                    kept.append(Candidate(nodes.names[row], tuple(chosen), counts[i]))
+                if fine and len(fine) + len(violating) >= wanted:
+                    return fine + violating, statuses, errors
         return fine + violating, statuses, errors
 
     def select_victims(

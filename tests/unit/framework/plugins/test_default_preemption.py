@@ -419,3 +419,64 @@ def test_a_waiting_victim_is_rejected() -> None:
     result = framework.schedule_one(snapshot, preemptor())
     assert victims_of(result) == ("n1", ["low"])
     assert rejected == [("default-low-uid", "DefaultPreemption", "preempted")]
+
+
+def _random_cluster(seed: int) -> tuple[list[str], list[Pod], list[PodDisruptionBudget], Pod]:
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(rng.randint(2, 12))]
+    pods: list[Pod] = []
+    for node in nodes:
+        used = 0
+        while used < 4:
+            cpu = rng.choice([1, 1, 2])
+            if used + cpu > 4:
+                break
+            used += cpu
+            app = rng.choice(["db", "web", "batch"])
+            pods.append(
+                victim(
+                    f"{node}-{len(pods)}",
+                    node,
+                    rng.choice([0, 0, 5, 50, 2000]),
+                    cpu=str(cpu),
+                    age=rng.randint(1, 1000),
+                    labels={"app": app},
+                )
+            )
+    budgets = [pdb("db", rng.randint(0, 2), app="db")]
+    return nodes, pods, budgets, preemptor(cpu=str(rng.choice([1, 2, 3, 4])))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_columnar_dry_run_chooses_as_the_node_by_node_one(seed: int) -> None:
+    nodes, pods, budgets, incoming = _random_cluster(seed)
+    outcomes = []
+    for node_by_node in (False, True):
+        snapshot = snapshot_of([make_node(n, allocatable=NODE) for n in nodes], pods)
+        for budget in budgets:
+            snapshot.listers.put(budget)
+        framework = Framework(
+            default_profile(),
+            in_tree_registry(),
+            rng=random.Random(seed),
+            listers=snapshot.listers,
+            now=lambda: NOW,
+        )
+        plugin = framework.plugins["DefaultPreemption"]
+        assert isinstance(plugin, DefaultPreemption)
+        plugin.offset = lambda n: seed % n
+        plugin.absolute = 2 + seed % 3  # stop early in some runs
+        if node_by_node:
+            framework.extensions_active = lambda state: True  # type: ignore[method-assign]
+        result = framework.schedule_one(snapshot, incoming)
+        chosen = result.post_filter
+        outcomes.append(
+            (
+                result.node,
+                result.message,
+                None if chosen is None else chosen.nominated_node_name,
+                None if chosen is None else [v.uid for v in chosen.victims],
+                None if chosen is None else chosen.num_pdb_violations,
+            )
+        )
+    assert outcomes[0] == outcomes[1]
