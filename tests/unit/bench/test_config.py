@@ -20,6 +20,8 @@ UPSTREAM_NAMES = {
     "SchedulingPodAntiAffinity",
     "SchedulingPodAffinity",
     "Unschedulable",
+    "PreemptionBasic",
+    "PreemptionAsync",
 }
 OWN_NAMES = {"GangScheduling"}
 """ksched's own test cases (scheduler_perf has no PodGroups)."""

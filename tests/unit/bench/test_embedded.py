@@ -17,9 +17,12 @@ SHAPES = sorted(WORKLOADS)
 STEADY = [
     shape
     for shape in SHAPES
-    if WORKLOADS[shape].churn is None and WORKLOADS[shape].scheduler_config is None
+    if WORKLOADS[shape].churn is None
+    and WORKLOADS[shape].scheduler_config is None
+    and not WORKLOADS[shape].timed_to_binding
 ]
-"""The shapes without churn or a profile of their own: the ones cycle mode runs."""
+"""The shapes cycle mode places every pod of: no churn, no profile of their own, no
+pods that must preempt first."""
 FIELDS = {
     "workload",
     "mode",
@@ -43,6 +46,8 @@ def test_every_upstream_shape_is_offered() -> None:
             "SchedulingPodAffinity",
             "Unschedulable",
             "GangScheduling",
+            "PreemptionBasic",
+            "PreemptionAsync",
         ]
     )
 
@@ -148,3 +153,11 @@ def test_cycle_mode_refuses_a_workload_with_its_own_profile(
     assert main(["bench", "GangScheduling", "--nodes", "20", "--mode", "cycle"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "use --mode embedded or --mode services" in line
+
+
+def test_cycle_mode_times_the_preemption_decisions(capsys: pytest.CaptureFixture[str]) -> None:
+    # The cycle alone decides each preemption but nobody deletes the victims.
+    argv = ["bench", "PreemptionBasic", "--nodes", "20", "--mode", "cycle"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (report["init_pods"], report["pods"], report["unschedulable"]) == (80, 20, 20)
