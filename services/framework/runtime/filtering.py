@@ -142,6 +142,31 @@ def nominated_pass(
     candidate = np.zeros(nodes.num_nodes, dtype=np.bool_)
     candidate[rows] = True
     visit = [nodes.index[n] for n in nominated.nodes if n in nodes.index]
+    stateless = not any(
+        p.name not in state.skip_filter_plugins and p.pre_filter_extensions() is not None
+        for p in pre_filters
+    )
+    if stateless:
+        # No PreFilter state to update per pod: every visited node at once.
+        added_by_row: dict[int, list[PodInfo]] = {}
+        for row in sorted(r for r in visit if candidate[r]):
+            added = [
+                p
+                for p in nominated.pods_for(nodes.names[row])
+                if p.priority >= pod.priority and p.uid != pod.uid
+            ]
+            if added:
+                added_by_row[row] = added
+        if not added_by_row:
+            return failed
+        chosen = list(added_by_row)
+        view = nodes.with_pods(chosen, added_by_row)
+        verdicts = run_filters(plugins, state, pod, view, np.ones(len(chosen), np.bool_))
+        for i, row in enumerate(chosen):
+            rejection = status_of(verdicts, plugins, i)
+            if rejection is not None:
+                failed[row] = rejection
+        return failed
     for row in sorted(r for r in visit if candidate[r]):
         name = nodes.names[row]
         added = [
