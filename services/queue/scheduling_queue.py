@@ -468,6 +468,11 @@ class SchedulingQueue:
     def _strategy(
         self, info: QueuedPodInfo, event: ClusterEvent, old: object | None, new: object | None
     ) -> QueueingStrategy:
+        if info.gated and info.gating_plugin and event is not EVENT_UNSCHEDULABLE_TIMEOUT:
+            # A gated pod moves only when its gate may have opened: asking the other
+            # plugins would run PreEnqueue again just to gate it again.
+            gate = {info.gating_plugin}
+            return self.hints.strategy(info.pod, gate, set(), event, old, new)
         return self.hints.strategy(
             info.pod, info.unschedulable_plugins, info.pending_plugins, event, old, new
         )

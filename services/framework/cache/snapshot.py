@@ -136,18 +136,37 @@ class Snapshot:
         ``resources`` holds every column the changed pods request."""
         take = np.asarray(rows, dtype=np.intp)
         extra = len(resources) - len(self.resources)
-        allocatable = np.pad(self.allocatable[take], ((0, 0), (0, extra)))
-        requested = np.pad(self.requested[take], ((0, 0), (0, extra)))
+        if extra:
+            allocatable = np.pad(self.allocatable[take], ((0, 0), (0, extra)))
+            requested = np.pad(self.requested[take], ((0, 0), (0, extra)))
+        else:
+            allocatable = self.allocatable[take]
+            requested = self.requested[take]
         nonzero = self.nonzero_requested[take].copy()
         pods: list[Mapping[str, PodInfo]] = []
+        width = len(resources)
         for i, row in enumerate(rows):
+            moved = changed.get(row)
+            if not moved:
+                pods.append(self.pods[row])  # unchanged: shared, never mutated
+                continue
             on_node = dict(self.pods[row])
-            for pod in changed.get(row, ()):
+            # Summed in Python ints, then one vector add per row (as charge() adds).
+            delta = [0] * width
+            cpu = memory = 0
+            for pod in moved:
                 if sign > 0:
                     on_node[pod.uid] = pod
                 else:
                     del on_node[pod.uid]
-                charge(requested[i], nonzero[i], resources, pod, sign)
+                for name, amount in pod.requests.items():
+                    delta[resources[name]] += amount
+                cpu += pod.nonzero_cpu
+                memory += pod.nonzero_memory
+            delta[PODS_COL] += len(moved)
+            requested[i] += sign * np.asarray(delta, dtype=np.int64)
+            nonzero[i, 0] += sign * cpu
+            nonzero[i, 1] += sign * memory
             pods.append(on_node)
         names = [self.names[r] for r in rows]
         return Snapshot(

@@ -162,10 +162,10 @@ def nominated_pass(
         chosen = list(added_by_row)
         view = nodes.with_pods(chosen, added_by_row)
         verdicts = run_filters(plugins, state, pod, view, np.ones(len(chosen), np.bool_))
-        for i, row in enumerate(chosen):
+        for i in np.flatnonzero(~verdicts.passed).tolist():
             rejection = status_of(verdicts, plugins, i)
             if rejection is not None:
-                failed[row] = rejection
+                failed[chosen[i]] = rejection
         return failed
     for row in sorted(r for r in visit if candidate[r]):
         name = nodes.names[row]
