@@ -23,8 +23,9 @@ Contracts, per point (what the framework does with the answer):
 from __future__ import annotations
 
 import enum
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Never, Protocol, TypeVar, runtime_checkable
 
@@ -97,6 +98,8 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.effects: list[Effect] = []
+        self.explain = False
+        """The attempt is explained: plugins may say more (preemption's candidates)."""
 
     def read(self, key: str, kind: type[T]) -> T:
         """The value under ``key``; raises StatusError if absent or not a ``kind``."""
@@ -118,6 +121,7 @@ class CycleState:
             copy._data[key] = clone() if callable(clone) else value
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.explain = self.explain
         return copy
 
 
@@ -179,6 +183,8 @@ class PostFilterResult:
     victims: tuple[PodInfo, ...] = ()
     num_pdb_violations: int = 0
     cleared_nominations: tuple[PodInfo, ...] = ()
+    explanation: Mapping[str, Any] | None = None
+    """When the attempt is explained: the candidates considered and why one won."""
 
 
 class FrameworkRunner(Protocol):
@@ -339,6 +345,8 @@ class Handle:
     """The clock plugins keep time by (backoffs); the services inject theirs."""
     runner: FrameworkRunner = field(default_factory=NoRunner)
     """The framework itself, for plugins that re-run its filters (preemption)."""
+    rng: random.Random = field(default_factory=random.Random)
+    """The framework's random source (seeded by ``--seed``): preemption's offset."""
     preempting: Preempting = field(default_factory=Preempting)
     """The queue's preemptors whose victims are not gone yet (DefaultPreemption's
     PreEnqueue); empty outside the queue."""

@@ -60,8 +60,16 @@ class Explanation:
     filter: Mapping[str, Status | None]
     """Node → the Status that rejected it, or None if it passed every filter."""
     score: Mapping[str, NodeScore]
+    preemption: Mapping[str, Any] | None = None
+    """PostFilter's preemption, when it ran: candidates, victims, the chosen node."""
 
     def to_json(self) -> dict[str, Any]:
+        out = self._json()
+        if self.preemption is not None:
+            out["preemption"] = dict(self.preemption)
+        return out
+
+    def _json(self) -> dict[str, Any]:
         return {
             "evaluatedNodes": self.evaluated_nodes,
             "feasibleNodes": self.feasible_nodes,

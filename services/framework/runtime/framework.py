@@ -134,6 +134,7 @@ class Framework:
         ``now``: the clock plugins keep time by (default: the wall clock);
         ``preempting``: the queue's running preemptions (DefaultPreemption's PreEnqueue)."""
         resolved = resolve_plugins(profile, registry, path)
+        self.rng = rng or random.Random()
         handle = Handle(
             profile.scheduler_name,
             listers or Listers(),
@@ -141,6 +142,7 @@ class Framework:
             pods or NoPods(),
             now or time.time,
             runner=self,
+            rng=self.rng,
             preempting=preempting if preempting is not None else Preempting(),
         )
         self._cycle_nodes: Snapshot | None = None
@@ -148,7 +150,6 @@ class Framework:
         self.handle = handle
         """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
-        self.rng = rng or random.Random()
         self.tracer = tracer
         self.plugins: dict[str, Plugin] = {}
         for name in resolved.needed:
@@ -250,6 +251,7 @@ class Framework:
     ) -> ScheduleResult:
         diagnosis = Diagnosis(num_nodes=nodes.num_nodes)
         self._cycle_nodes, self._cycle_nominated = nodes, nominated
+        state.explain = explain
         with self._span("PreFilter"):
             narrowed, status, plugins = filtering.run_pre_filter(
                 self.pre_filter_plugins, state, pod, nodes
@@ -398,6 +400,8 @@ class Framework:
             diagnosis.post_filter_msg = status.message()
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
         status = Status(Code.Unschedulable, (str(error),))
+        if explanation is not None and result is not None and result.explanation is not None:
+            explanation = replace(explanation, preemption=result.explanation)
         return ScheduleResult(
             pod, state, status=status, fit_error=error, explanation=explanation,
             post_filter=result,

@@ -28,11 +28,10 @@ victims (Permit) are rejected here, as upstream's ``PreemptPod`` does.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.framework.api.diagnosis import Diagnosis, FitError
@@ -147,11 +146,29 @@ def split_by_pdb_violation(
     return violating, fine
 
 
+CRITERIA: Final = (
+    "fewest PDB violations",
+    "lowest highest-priority victim",
+    "smallest sum of victim priorities",
+    "fewest victims",
+    "latest start of the highest-priority victims",
+)
+"""What decided between candidates, in ``pickOneNodeForPreemption``'s order."""
+
+
 def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | None:
     """``pickOneNodeForPreemption`` with the default score functions, in order; ties
     after all of them go to the first candidate."""
+    return pick_with_reason(candidates, now)[0]
+
+
+def pick_with_reason(candidates: Sequence[Candidate], now: float) -> tuple[Candidate | None, str]:
+    """:func:`pick_one_node` and what decided it (a :data:`CRITERIA` entry, "the only
+    candidate" or "the first of the candidates left tied")."""
     if not candidates:
-        return None
+        return None, ""
+    if len(candidates) == 1:
+        return candidates[0], "the only candidate"
 
     def earliest_start_of_highest(c: Candidate) -> float:
         """``GetEarliestPodStartTime``: the earliest start among the highest-priority
@@ -167,13 +184,13 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | No
         earliest_start_of_highest,
     )
     remaining = list(candidates)
-    for score in scores:
+    for criterion, score in zip(CRITERIA, scores, strict=True):
         values = [score(c) for c in remaining]
         best = max(values)
         remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
         if len(remaining) == 1:
-            break
-    return remaining[0]
+            return remaining[0], criterion
+    return remaining[0], "the first of the candidates left tied"
 
 
 class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
@@ -187,7 +204,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         self.percentage = args.min_candidate_nodes_percentage or 0
         self.absolute = args.min_candidate_nodes_absolute or 0
         self.handle = handle
-        self.offset: Callable[[int], int] = rng or random.Random().randrange
+        self.offset: Callable[[int], int] = rng or handle.rng.randrange
         """``getOffsetRand``: where the dry runs start among the potential nodes."""
 
     @property
@@ -244,7 +261,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             return PostFilterResult(""), Status(
                 Code.Unschedulable, (self.fit_error(pod, nodes, statuses),)
             )
-        best = pick_one_node(candidates, self.handle.now())
+        best, reason = pick_with_reason(candidates, self.handle.now())
         assert best is not None
         for victim in best.victims:
             waiting = self.handle.waiting_pods.get_waiting_pod(victim.uid)
@@ -253,7 +270,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         cleared = tuple(
             p for p in self.handle.runner.nominated_pods_for(best.node) if p.priority < pod.priority
         )
-        result = PostFilterResult(best.node, best.victims, best.num_pdb_violations, cleared)
+        explained = _explained(candidates, best, reason) if state.explain else None
+        result = PostFilterResult(
+            best.node, best.victims, best.num_pdb_violations, cleared, explained
+        )
         return result, Status()
 
     def eligible(self, pod: PodInfo, nodes: Snapshot, diagnosis: Diagnosis) -> tuple[bool, str]:
@@ -448,6 +468,23 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if others:
             diagnosis.reason_counts[NOT_HELPFUL] += others
         return str(FitError(pod.key, nodes.num_nodes, diagnosis))
+
+
+def _explained(candidates: Sequence[Candidate], best: Candidate, reason: str) -> dict[str, Any]:
+    """``--explain``'s account of a preemption: each candidate with its victims
+    (``namespace/name``, priority) and PDB violations, the node chosen and why."""
+    return {
+        "candidates": [
+            {
+                "node": c.node,
+                "victims": [{"pod": v.key, "priority": v.priority} for v in c.victims],
+                "pdbViolations": c.num_pdb_violations,
+            }
+            for c in candidates
+        ],
+        "nominatedNode": best.node,
+        "decidedBy": reason,
+    }
 
 
 def new(args: DefaultPreemptionArgs, handle: Handle) -> DefaultPreemption:

@@ -480,3 +480,35 @@ def test_the_columnar_dry_run_chooses_as_the_node_by_node_one(seed: int) -> None
             )
         )
     assert outcomes[0] == outcomes[1]
+
+
+def test_explain_shows_the_candidates_and_why_the_node_won() -> None:
+    nodes = [make_node(n, allocatable=NODE) for n in ("n1", "n2")]
+    pods = [victim("mid", "n1", MID, cpu="4"), victim("low", "n2", LOW, cpu="4")]
+    snapshot = snapshot_of(nodes, pods)
+    framework = Framework(
+        default_profile(), in_tree_registry(), rng=random.Random(0), listers=snapshot.listers
+    )
+    plugin = framework.plugins["DefaultPreemption"]
+    assert isinstance(plugin, DefaultPreemption)
+    plugin.offset = lambda n: 0
+    result = framework.schedule_one(snapshot, preemptor(), explain=True)
+    assert result.explanation is not None
+    assert result.explanation.to_json()["preemption"] == {
+        "candidates": [
+            {
+                "node": "n1",
+                "victims": [{"pod": "default/mid", "priority": MID}],
+                "pdbViolations": 0,
+            },
+            {
+                "node": "n2",
+                "victims": [{"pod": "default/low", "priority": LOW}],
+                "pdbViolations": 0,
+            },
+        ],
+        "nominatedNode": "n2",
+        "decidedBy": "lowest highest-priority victim",
+    }
+    # Without --explain nothing is collected.
+    assert framework.schedule_one(snapshot, preemptor()).explanation is None
