@@ -285,22 +285,22 @@ class SchedulingQueue:
         :meth:`add_unschedulable_if_not_present` or :meth:`retry`.
 
         Gangs go out one batch at a time: ``gangs_out`` are the pod groups with members
-        in flight whose attempts have not reported yet. While any is out only its own
-        members may follow; a member of another group at the head stops the pop (the
-        pods behind it wait for those results), so two gangs are never scheduled at
-        once on different replicas, each holding half the room the other needs. Within
-        one pop (one batch, one replica, scheduled in order) any number of gangs may
-        go."""
+        in flight whose attempts have not reported yet. While any is out, a gang member
+        at the head stops the pop (the pods behind it wait for those results): two
+        gangs are never scheduled at once on different replicas, each holding half the
+        room the other needs, and the rest of a gang goes out only once its first
+        members wait at Permit, where every replica counts them. Within one pop (one
+        batch, one replica, scheduled in order) any number of gangs may go."""
         popped: list[QueuedPodInfo] = []
         now = self.clock.now()
-        out = set(gangs_out)
+        out = frozenset(gangs_out)
         while len(popped) < limit or self._continues_gang(popped):
             from_backoff = self._active.peek() is None
             head = self._backoff.peek_backoff() if from_backoff else self._active.peek()
             if head is None or (from_backoff and not self._backoff.pop_from_backoff):
                 break
             group = gang_of(head.pod)
-            if group is not None and out - {group}:
+            if group is not None and out:
                 break
             info = self._backoff.pop_backoff() if from_backoff else self._active.pop()
             assert info is head

@@ -18,11 +18,19 @@ from services.framework.api.types import pod_uid
 
 
 class GroupPods:
-    def __init__(self, assumed_node: Callable[[str], str | None], excluded: Callable[[], set[str]]):
+    def __init__(
+        self,
+        assumed_node: Callable[[str], str | None],
+        excluded: Callable[[], set[str]],
+        waiting_node: Callable[[str], str | None] = lambda _uid: None,
+    ):
         """``assumed_node(uid)``: where this replica assumed the pod (None: nowhere);
-        ``excluded()``: the pods assumed but not yet through Permit."""
+        ``excluded()``: the pods assumed but not yet through Permit; ``waiting_node(uid)``:
+        where the pod waits at Permit on any replica (the store's waiting pods), so a
+        gang split over replicas counts its members reserved elsewhere."""
         self._assumed_node = assumed_node
         self._excluded = excluded
+        self._waiting_node = waiting_node
         self._groups: dict[tuple[str, str], dict[str, Pod]] = {}
         self._group_of: dict[str, tuple[str, str]] = {}
 
@@ -65,7 +73,7 @@ class GroupPods:
         out: list[Pod] = []
         for uid, pod in members.items():
             if not pod.spec.node_name and uid not in excluded:
-                node = self._assumed_node(uid)
+                node = self._assumed_node(uid) or self._waiting_node(uid)
                 if node is not None:
                     pod = msgspec.structs.replace(
                         pod, spec=msgspec.structs.replace(pod.spec, node_name=node)

@@ -124,7 +124,9 @@ class SchedulerService:
         self.waiting = SharedWaitingPods(store, clock)
         """The pods waiting at Permit, shared with every replica through the store."""
         self.pending = PendingPods()
-        self.groups = GroupPods(self.cache.assumed_node, lambda: self._cycle.permitting)
+        self.groups = GroupPods(
+            self.cache.assumed_node, lambda: self._cycle.permitting, self._waiting_node
+        )
         """The pods of each pod group (Coscheduling's pod lister)."""
         """Pending pods by uid: what a nominated pod looks like (see scheduler.nominated)."""
         self.frameworks = {
@@ -158,6 +160,10 @@ class SchedulerService:
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""
         self._consumers: list[Consumer] = []
+
+    def _waiting_node(self, uid: str) -> str | None:
+        waiting = self.waiting.get_waiting_pod(uid)
+        return waiting.node if waiting is not None else None
 
     async def start(self) -> None:
         feed = topology.scheduler_cluster_queue(self._replica)

@@ -641,3 +641,13 @@ async def test_a_victim_deleted_before_the_result_arrives_does_not_hold_the_pree
     assert not harness.queue.preempting.running(request.uid, harness.clock.now())
     await harness.advance(20)  # the deletion during the attempt moves it after backoff
     assert harness.names() == ["p", "p"]
+
+
+async def test_a_gangs_later_members_wait_for_its_first_ones_to_report(harness: Harness) -> None:
+    await harness.apply(_member("g1-a", "g1"), _member("g1-b", "g1"))
+    assert harness.names() == ["g1-a", "g1-b"]
+    await harness.apply(_member("g1-c", "g1"))  # arrives while a and b are in flight
+    assert harness.names() == ["g1-a", "g1-b"]
+    a, b = harness.requests
+    await harness.answer((a, "waiting", []), (b, "waiting", []))  # recorded at Permit
+    assert harness.names() == ["g1-a", "g1-b", "g1-c"]
