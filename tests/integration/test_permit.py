@@ -225,7 +225,10 @@ async def test_a_binder_killed_while_50_pods_wait_loses_none(
     await client.wait_for(lambda: set(client.bindings()) >= {f"e2e/{n}" for n in names})
     assert all(len(targets) == 1 for targets in client.bindings().values())
     assert await store.waiting() == {}
-    assert not (await store.assumed())  # every reservation became a bound pod
+    # Once the informer has recorded every Binding (the store first, then ksched.cluster),
+    # every reservation has become a bound pod.
+    await client.wait_for(lambda: set(client.recorded) >= {f"e2e/{n}" for n in names})
+    assert not (await store.assumed())
 
 
 @pytest.fixture
