@@ -16,9 +16,10 @@ keep it out of the hot path.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
@@ -45,6 +46,11 @@ class NodeInfo:
     """Sum of the pods' requests, including ``pods`` (the pod count)."""
     nonzero_requested: Mapping[str, int]
     pods: tuple[PodInfo, ...]
+
+
+_VIEW_VERSIONS = itertools.count(-2, -1)
+"""Versions of rows a view changed in place (negative and below a view's -1: never a
+cached row's version, never one seen before)."""
 
 
 def charge(
@@ -124,6 +130,39 @@ class Snapshot:
                 if pod.uid not in self.pods[row]:
                     raise ValueError(f"pod {pod.key} is not on node {self.names[row]}")
         return self._take(rows, removed, dict(self.resources), -1)
+
+    def adjust(self, changed: Mapping[int, Sequence[PodInfo]], sign: int) -> None:
+        """Add (``sign=1``) or remove (``-1``) pods on rows of this snapshot, in place:
+        only for a view its caller made (:meth:`with_pods`, :meth:`without_pods`) and
+        keeps to itself, such as preemption's dry runs. Every pod's requests must have
+        columns; the rows changed get fresh ``pod_versions`` so no row cache reuses
+        what it computed for them before."""
+        if not changed:
+            return
+        resources = self.resources
+        width = len(resources)
+        rows = list(changed)
+        deltas = [[0] * width for _ in rows]
+        nonzero = [[0, 0] for _ in rows]
+        maps = cast(list[Mapping[str, PodInfo]], self.pods)
+        for k, i in enumerate(rows):
+            on_node = dict(maps[i])  # a row's map may be shared with its source
+            delta, extra = deltas[k], nonzero[k]
+            for pod in changed[i]:
+                if sign > 0:
+                    on_node[pod.uid] = pod
+                else:
+                    del on_node[pod.uid]
+                for name, amount in pod.requests.items():
+                    delta[resources[name]] += amount
+                delta[PODS_COL] += 1
+                extra[0] += pod.nonzero_cpu
+                extra[1] += pod.nonzero_memory
+            maps[i] = on_node
+        at = np.asarray(rows, dtype=np.intp)
+        self.requested[at] += sign * np.asarray(deltas, dtype=np.int64)
+        self.nonzero_requested[at] += sign * np.asarray(nonzero, dtype=np.int64)
+        self.pod_versions[at] = next(_VIEW_VERSIONS)
 
     def _take(
         self,

@@ -376,7 +376,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 mixed.append(bool(bad) and bool(good))
             if not rows:
                 continue
-            everyone = list(range(len(rows)))
+            everyone = range(len(rows))
             removed = {row: [p for p, _ in line] for row, line in zip(rows, lists, strict=True)}
             view = nodes.without_pods(rows, removed)
             passed, status_of = self.handle.runner.filter_many(state, pod, view)
@@ -388,14 +388,16 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             counts: dict[int, int] = dict.fromkeys(alive, 0)
             for step in range(max((len(lists[i]) for i in alive), default=0)):
                 trying = {i: lists[i][step] for i in alive if step < len(lists[i])}
-                trial = view.with_pods(everyone, {i: [p] for i, (p, _) in trying.items()})
-                fits, _ = self.handle.runner.filter_many(state, pod, trial)
+                # The view is this dry run's own: reprieve in place, undo what fails.
+                view.adjust({i: [p] for i, (p, _) in trying.items()}, +1)
+                fits, _ = self.handle.runner.filter_many(state, pod, view)
                 back = {i: [p] for i, (p, _) in trying.items() if not fits[i]}
                 for i in back:
                     candidate, violates = trying[i]
                     victims[i].append(candidate)
                     counts[i] += int(violates)
-                view = trial.without_pods(everyone, back) if back else trial
+                if back:
+                    view.adjust(back, -1)
             for i in alive:
                 row = rows[i]
                 chosen = victims[i]
