@@ -75,3 +75,30 @@ def test_removing_a_bound_pod_frees_what_it_requested():
 def test_removing_a_pod_not_on_the_row_is_an_error(row, pod):
     with pytest.raises(ValueError, match=f"pod default/{pod.pod.metadata.name} is not on node"):
         _table().without_pods([row], {row: [pod]})
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        {0: [_info("x", {"cpu": "1"})]},
+        {1: [_info("x", {"cpu": "250m", "memory": "1Gi"}), _info("y", {})], 2: [_info("z", {})]},
+    ],
+    ids=["one row", "two rows"],
+)
+def test_adjusting_a_view_in_place_charges_as_with_pods(pods):
+    table = _table()
+    view = table.with_pods([0, 1, 2], {})
+    expected = view.with_pods([0, 1, 2], pods)
+    before = view.pod_versions.copy()
+    shared = view.pods[1]
+    view.adjust(pods, +1)
+    assert (view.requested == expected.requested).all()
+    assert (view.nonzero_requested == expected.nonzero_requested).all()
+    assert [dict(m) for m in view.pods] == [dict(m) for m in expected.pods]
+    changed = sorted(pods)
+    assert (view.pod_versions[changed] != before[changed]).all()  # row caches look again
+    assert shared is not view.pods[1] or 1 not in pods  # a shared map is never mutated
+    view.adjust(pods, -1)
+    plain = table.with_pods([0, 1, 2], {})
+    assert (view.requested == plain.requested).all()
+    assert [dict(m) for m in view.pods] == [dict(m) for m in plain.pods]
