@@ -9,7 +9,8 @@ left stays unscheduled, and a decision is a result, not an error (exit code 0).
 Output: ``json`` prints every decision as it is made, one line each (a pod attempted
 again after a change prints each attempt); ``table`` prints each pod once with its last
 decision (its Binding, or for a pod left pending its last FailedScheduling and the
-attempts it took), then how many pods were bound and how many were not. With
+attempts it took), then one line per preemption, then how many pods were bound and how
+many were not. With
 ``explain`` every decision carries the scheduler's explanation (framework.explain),
 which the table output renders for each pod's last decision (cli.explain_table).
 """
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from services.cli import explain_table
-from services.cli.embedded import DecisionRecord, EmbeddedCluster
+from services.cli.embedded import PREEMPTION, DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common.clock import FakeClock
 from services.common.eventlog import EventLog
@@ -83,8 +84,9 @@ def print_json(record: DecisionRecord, out: TextIO | None = None) -> None:
 
 
 def last_decisions(records: Sequence[DecisionRecord]) -> list[DecisionRecord]:
-    """Each pod's last decision, in the order those were made."""
-    last = {r.pod: (i, r) for i, r in enumerate(records)}
+    """Each pod's last decision (a Binding or a FailedScheduling; preemptions are
+    listed apart), in the order those were made."""
+    last = {r.pod: (i, r) for i, r in enumerate(records) if r.kind != PREEMPTION}
     return [r for _, r in sorted(last.values(), key=lambda item: item[0])]
 
 
@@ -92,6 +94,7 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) ->
     """Each pod's last decision as a table, then the counts of bound and unscheduled
     pods; first, for each explained decision of the table, its explanation."""
     out = out or sys.stdout
+    preemptions = [r for r in records if r.kind == PREEMPTION]
     records = last_decisions(records)
     for r in records:
         if r.explain is not None:
@@ -103,6 +106,12 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) ->
     for row in rows:
         out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])))
         out.write(f"  {row[3]}\n")
+    if preemptions:
+        out.write("\n")
+    for r in preemptions:
+        victims = ", ".join(r.victims)
+        out.write(f"preemption: {r.pod} nominated to {r.node}, victims {victims}")
+        out.write(f" (attempt {r.attempts})\n")
     bound = sum(1 for r in records if r.kind == "Binding")
     out.write(f"\n{bound} bound, {len(records) - bound} failed scheduling\n")
 

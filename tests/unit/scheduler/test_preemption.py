@@ -5,6 +5,7 @@ victims' removal, and the preemptor bound on its nominated node afterwards."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from contracts import topology
 from contracts.k8s import Event, Pod
 from contracts.preemption import Preemption
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
-from services.cli.simulate import load_cluster, simulate
+from services.cli.simulate import load_cluster, print_table, simulate
 from services.common.bus import Delivery
 from services.common.clock import FakeClock
 
@@ -193,3 +194,23 @@ async def test_preemption_metrics_have_upstreams_names_and_buckets(preempting: A
     assert registry.get_sample_value("scheduler_preemption_victims_sum") == 1
     assert registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "1.0"}) == 1
     assert registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "64.0"}) == 1
+
+
+async def test_the_table_lists_each_preemption_apart() -> None:
+    text = cluster(
+        NODE % "n1",
+        pod("low-a", "2", node="n1", priority=0),
+        pod("low-b", "2", node="n1", priority=0),
+        pod("urgent", "3", priority=1000),
+    )
+    records = await simulate(load_cluster(text, "test.yaml"), seed=0)
+    out = io.StringIO()
+    print_table(records, out)
+    assert out.getvalue().splitlines() == [
+        "DECISION  POD          NODE / MESSAGE  ATTEMPTS",
+        "Binding   demo/urgent  n1              2",
+        "",
+        "preemption: demo/urgent nominated to n1, victims demo/low-a, demo/low-b (attempt 1)",
+        "",
+        "1 bound, 0 failed scheduling",
+    ]
