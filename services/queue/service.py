@@ -295,11 +295,23 @@ class QueueService:
     def _apply(self, events: Sequence[LogEntry]) -> None:
         """Cluster events from the projection: in seq order, each once."""
         for event in events:
-            if self.preempting and isinstance(event, PodEntry):
+            in_flight = None
+            if isinstance(event, PodEntry):
                 obj = event.object
-                if event.type == "DELETED" or obj.metadata.deletion_timestamp is not None:
+                if self.preempting and (
+                    event.type == "DELETED" or obj.metadata.deletion_timestamp is not None
+                ):
                     self.preempting.gone(obj.metadata.uid)  # before the hints look at it
+                in_flight = self.queue.in_flight_attempt(obj.metadata.uid)
             self.handlers.handle(event)
+            if in_flight is not None and isinstance(event, PodEntry):
+                uid = event.object.metadata.uid
+                if self.queue.in_flight_attempt(uid) is None:
+                    # It left the queue (its Binding was recorded, or it was deleted)
+                    # before its attempt reported: the attempt's result will be ignored,
+                    # so its lease is dropped here (on the next flush or tick).
+                    self._ended.add(uid)
+                    self.waiting.pop(uid, None)
             self._groups.apply(event)
             if isinstance(event, PodEntry):
                 self._note_origin(event)

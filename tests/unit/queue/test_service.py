@@ -651,3 +651,17 @@ async def test_a_gangs_later_members_wait_for_its_first_ones_to_report(harness: 
     a, b = harness.requests
     await harness.answer((a, "waiting", []), (b, "waiting", []))  # recorded at Permit
     assert harness.names() == ["g1-a", "g1-b", "g1-c"]
+
+
+async def test_a_pod_bound_before_its_result_arrives_leaves_no_lease(harness: Harness) -> None:
+    pod = make_pod("p")
+    await harness.apply(make_node("n1"), pod)
+    (request,) = harness.requests
+    assert await harness.store.leases() == {request.uid: request.attempt}
+    # The informer recorded the Binding before the binder's result reached the queue,
+    # and a reload after a store loss wrote the attempt's lease back meanwhile.
+    await harness.apply(with_(pod, spec__node_name="n1"), type_="MODIFIED")
+    await harness.store.set_leases({request.uid: request.attempt})
+    await harness.answer((request, "bound", []))  # now too late: ignored
+    await harness.advance(1)  # the next tick drops the lease of the attempt that ended
+    assert await harness.store.leases() == {}
