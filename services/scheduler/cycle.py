@@ -57,7 +57,8 @@ from services.framework.api.interface import CycleState, ExtensionPoint, PostFil
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
-from services.framework.runtime.framework import Framework, ScheduleResult, rejection_message
+from services.framework.runtime.framework import Framework, rejection_message
+from services.framework.runtime.result import ScheduleResult
 from services.scheduler.nominated import PendingPods
 
 PREEMPTION = "DefaultPreemption"

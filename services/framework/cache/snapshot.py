@@ -48,6 +48,32 @@ class NodeInfo:
     pods: tuple[PodInfo, ...]
 
 
+def _moved(
+    on_node: Mapping[str, PodInfo],
+    pods: Sequence[PodInfo],
+    sign: int,
+    resources: Mapping[str, int],
+    delta: list[int],
+    nonzero: list[int],
+) -> dict[str, PodInfo]:
+    """A row's pod map with ``pods`` added (``sign=1``) or removed (``-1``), a copy (the
+    map may be shared); their requests, pod count and non-zero cpu/memory are summed
+    into ``delta`` and ``nonzero`` in Python ints, for one vector add per row (what
+    :func:`charge` adds pod by pod)."""
+    out = dict(on_node)
+    for pod in pods:
+        if sign > 0:
+            out[pod.uid] = pod
+        else:
+            del out[pod.uid]
+        for name, amount in pod.requests.items():
+            delta[resources[name]] += amount
+        delta[PODS_COL] += 1
+        nonzero[0] += pod.nonzero_cpu
+        nonzero[1] += pod.nonzero_memory
+    return out
+
+
 _VIEW_VERSIONS = itertools.count(-2, -1)
 """Versions of rows a view changed in place (negative and below a view's -1: never a
 cached row's version, never one seen before)."""
@@ -146,19 +172,7 @@ class Snapshot:
         nonzero = [[0, 0] for _ in rows]
         maps = cast(list[Mapping[str, PodInfo]], self.pods)
         for k, i in enumerate(rows):
-            on_node = dict(maps[i])  # a row's map may be shared with its source
-            delta, extra = deltas[k], nonzero[k]
-            for pod in changed[i]:
-                if sign > 0:
-                    on_node[pod.uid] = pod
-                else:
-                    del on_node[pod.uid]
-                for name, amount in pod.requests.items():
-                    delta[resources[name]] += amount
-                delta[PODS_COL] += 1
-                extra[0] += pod.nonzero_cpu
-                extra[1] += pod.nonzero_memory
-            maps[i] = on_node
+            maps[i] = _moved(maps[i], changed[i], sign, resources, deltas[k], nonzero[k])
         at = np.asarray(rows, dtype=np.intp)
         self.requested[at] += sign * np.asarray(deltas, dtype=np.int64)
         self.nonzero_requested[at] += sign * np.asarray(nonzero, dtype=np.int64)
@@ -189,24 +203,10 @@ class Snapshot:
             if not moved:
                 pods.append(self.pods[row])  # unchanged: shared, never mutated
                 continue
-            on_node = dict(self.pods[row])
-            # Summed in Python ints, then one vector add per row (as charge() adds).
-            delta = [0] * width
-            cpu = memory = 0
-            for pod in moved:
-                if sign > 0:
-                    on_node[pod.uid] = pod
-                else:
-                    del on_node[pod.uid]
-                for name, amount in pod.requests.items():
-                    delta[resources[name]] += amount
-                cpu += pod.nonzero_cpu
-                memory += pod.nonzero_memory
-            delta[PODS_COL] += len(moved)
+            delta, summed = [0] * width, [0, 0]
+            pods.append(_moved(self.pods[row], moved, sign, resources, delta, summed))
             requested[i] += sign * np.asarray(delta, dtype=np.int64)
-            nonzero[i, 0] += sign * cpu
-            nonzero[i, 1] += sign * memory
-            pods.append(on_node)
+            nonzero[i] += sign * np.asarray(summed, dtype=np.int64)
         names = [self.names[r] for r in rows]
         return Snapshot(
             names=names,

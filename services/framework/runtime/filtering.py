@@ -127,6 +127,15 @@ def status_of(verdicts: Verdicts, plugins: Sequence[FilterPlugin], row: int) -> 
     return result.describe(int(verdicts.codes[row])).with_plugin(plugins[index].name)
 
 
+def extensions_active(pre_filters: Sequence[PreFilterPlugin], state: CycleState) -> bool:
+    """Whether a PreFilter AddPod/RemovePod extension would update ``state`` (else
+    adding or removing pods changes only the nodes' own columns)."""
+    return any(
+        p.name not in state.skip_filter_plugins and p.pre_filter_extensions() is not None
+        for p in pre_filters
+    )
+
+
 def nominated_pass(
     plugins: Sequence[FilterPlugin],
     pre_filters: Sequence[PreFilterPlugin],
@@ -142,11 +151,7 @@ def nominated_pass(
     candidate = np.zeros(nodes.num_nodes, dtype=np.bool_)
     candidate[rows] = True
     visit = [nodes.index[n] for n in nominated.nodes if n in nodes.index]
-    stateless = not any(
-        p.name not in state.skip_filter_plugins and p.pre_filter_extensions() is not None
-        for p in pre_filters
-    )
-    if stateless:
+    if not extensions_active(pre_filters, state):
         # No PreFilter state to update per pod: every visited node at once.
         added_by_row: dict[int, list[PodInfo]] = {}
         for row in sorted(r for r in visit if candidate[r]):

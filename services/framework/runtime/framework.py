@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -65,48 +65,12 @@ from services.framework.cache.snapshot import Snapshot
 from services.framework.runtime import filtering, sampling, scoring
 from services.framework.runtime.explain import Explanation, filter_verdicts, node_scores
 from services.framework.runtime.profile import Profile, resolve_plugins
+from services.framework.runtime.result import ScheduleResult
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
 P = ExtensionPoint
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleResult:
-    """What one run of the algorithm decided for a pod.
-
-    - ``node`` set, status Success: the pod fits ``node`` (the caller assumes it).
-    - ``fit_error`` set, status Unschedulable: no node fits; ``message`` is upstream's
-      FailedScheduling text, ``unschedulable_plugins`` the plugins that rejected.
-    - status UnschedulableAndUnresolvable without a FitError: there are no nodes.
-    - status Error: a plugin failed; ``message`` says which and why.
-    """
-
-    pod: PodInfo
-    state: CycleState
-    node: str | None = None
-    status: Status = SUCCESS
-    fit_error: FitError | None = None
-    evaluated_nodes: int = 0
-    feasible_nodes: int = 0
-    scores: Mapping[str, Int64Array] = field(default_factory=dict)
-    """Per Score plugin, normalized scores of the feasible nodes (only when explaining)."""
-    explanation: Explanation | None = None
-    """Per node filter verdicts and scores (only when explaining; not for errors)."""
-    post_filter: PostFilterResult | None = None
-    """What PostFilter decided for an unschedulable pod (preemption: the nominated
-    node and the victims); None when it did not run or left the nomination alone."""
-
-    @property
-    def message(self) -> str:
-        return str(self.fit_error) if self.fit_error is not None else self.status.message()
-
-    @property
-    def unschedulable_plugins(self) -> frozenset[str]:
-        if self.fit_error is None:
-            return frozenset()
-        return frozenset(self.fit_error.diagnosis.unschedulable_plugins)
 
 
 class Framework:
@@ -467,23 +431,8 @@ class Framework:
 
     def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, view: Snapshot) -> Status:
         """``RunFilterPluginsWithNominatedPods`` on the one node of ``view``."""
-        nominated = self._cycle_nominated
-        if nominated is not None:
-            failed = filtering.nominated_pass(
-                self.filter_plugins,
-                self.pre_filter_plugins,
-                state,
-                pod,
-                view,
-                np.zeros(1, dtype=np.intp),
-                nominated,
-            )
-            if 0 in failed:
-                return failed[0]
-        verdicts = filtering.run_filters(
-            self.filter_plugins, state, pod, view, np.ones(1, dtype=np.bool_)
-        )
-        return filtering.status_of(verdicts, self.filter_plugins, 0) or SUCCESS
+        passed, status = self.filter_many(state, pod, view)
+        return SUCCESS if passed[0] else status(0)
 
     def filter_many(
         self, state: CycleState, pod: PodInfo, view: Snapshot
@@ -517,10 +466,7 @@ class Framework:
         return passed, status
 
     def extensions_active(self, state: CycleState) -> bool:
-        return any(
-            p.name not in state.skip_filter_plugins and p.pre_filter_extensions() is not None
-            for p in self.pre_filter_plugins
-        )
+        return filtering.extensions_active(self.pre_filter_plugins, state)
 
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
         return self._extension(state, pod, to_add, node, add=True)

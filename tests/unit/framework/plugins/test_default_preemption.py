@@ -34,7 +34,8 @@ from services.framework.plugins.defaultpreemption.plugin import (
     split_by_pdb_violation,
 )
 from services.framework.runtime.filtering import NominatedPods
-from services.framework.runtime.framework import Framework, ScheduleResult
+from services.framework.runtime.framework import Framework
+from services.framework.runtime.result import ScheduleResult
 from tests.builders import make_node, make_pod
 from tests.unit.framework.helpers import snapshot_of
 
