@@ -11,13 +11,16 @@ import json
 import os
 import signal
 import sys
+import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aio_pika
 
 from contracts import topology
+from services.common.store.redis import RedisStore
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REDIS_URL = os.environ.get("KSCHED_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -270,3 +273,33 @@ async def delete_namespace(
     for exchange in topology.EXCHANGES:
         await channel.exchange_delete(f"{namespace}.{exchange.name}")
     await channel.close()
+
+
+async def running_cluster(
+    tmp_path: Path, prefix: str, *flags: str, replicas: int = 1
+) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
+    """The four services under a fresh namespace (``prefix`` + 8 hex digits) with
+    ``flags``: one informer and one queue (the only dispatcher), ``replicas`` schedulers
+    and binders; a client; the store. Everything is stopped and deleted afterwards."""
+    namespace = f"{prefix}{uuid.uuid4().hex[:8]}"
+    processes = Processes(namespace, tmp_path)
+    connection = await aio_pika.connect_robust(AMQP_URL)
+    store = RedisStore(REDIS_URL, namespace=namespace)
+    client = Client(connection, namespace)
+    try:
+        await processes.start("informer", *flags)
+        await processes.start("queue", *flags)
+        for name in ("scheduler", "binder"):
+            await processes.start(name, *flags)
+            for i in range(2, replicas + 1):
+                await processes.start(name, *flags, key=f"{name}-{i}")
+        await client.open()
+        yield processes, client, store
+    finally:
+        try:
+            await processes.stop_all()
+        finally:
+            await delete_namespace(connection, namespace)
+            await connection.close()
+            await store.flush_namespace()
+            await store.close()

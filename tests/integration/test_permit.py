@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,11 @@ import pytest
 from services.common.store.redis import RedisStore
 from tests.integration.harness import (
     AMQP_URL,
-    REDIS_URL,
     Client,
     Processes,
-    delete_namespace,
     node,
     pod,
+    running_cluster,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -115,31 +113,12 @@ def pod_group(name: str, min_member: int) -> dict[str, Any]:
 async def run_cluster(
     tmp_path: Path, config: Path, replicas: int = 1
 ) -> AsyncIterator[tuple[Processes, Client, RedisStore, Permits]]:
-    namespace = f"pm{uuid.uuid4().hex[:8]}"
-    processes = Processes(namespace, tmp_path)
-    connection = await aio_pika.connect_robust(AMQP_URL)
-    store = RedisStore(REDIS_URL, namespace=namespace)
-    client = Client(connection, namespace)
-    flags = ("--config", str(config))
-    try:
-        await processes.start("informer", *flags)
-        await processes.start("queue", *flags)  # one queue: it is the only dispatcher
-        for name in ("scheduler", "binder"):
-            await processes.start(name, *flags)
-            for i in range(2, replicas + 1):
-                await processes.start(name, *flags, key=f"{name}-{i}")
-        await client.open()
+    async for processes, client, store in running_cluster(
+        tmp_path, "pm", "--config", str(config), replicas=replicas
+    ):
         permits = Permits(client)
         await permits.open()
         yield processes, client, store, permits
-    finally:
-        try:
-            await processes.stop_all()
-        finally:
-            await delete_namespace(connection, namespace)
-            await connection.close()
-            await store.flush_namespace()
-            await store.close()
 
 
 @pytest.fixture

@@ -9,23 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aio_pika
 import pytest
 
 from services.common.store.redis import RedisStore
 from tests.integration.harness import (
     AMQP_URL,
-    REDIS_URL,
     Client,
     Processes,
-    delete_namespace,
     node,
     pod,
+    running_cluster,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -69,41 +66,15 @@ def preemptions(client: Client) -> list[dict[str, Any]]:
     return [b for key, b, _ in client.decisions if key.startswith("preemption.")]
 
 
-async def run_cluster(
-    tmp_path: Path, schedulers: int = 1
-) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
-    namespace = f"pe{uuid.uuid4().hex[:8]}"
-    processes = Processes(namespace, tmp_path)
-    connection = await aio_pika.connect_robust(AMQP_URL)
-    store = RedisStore(REDIS_URL, namespace=namespace)
-    client = Client(connection, namespace)
-    try:
-        for name in ("informer", "queue", "binder"):
-            await processes.start(name)
-        await processes.start("scheduler")
-        for i in range(2, schedulers + 1):
-            await processes.start("scheduler", key=f"scheduler-{i}")
-        await client.open()
-        yield processes, client, store
-    finally:
-        try:
-            await processes.stop_all()
-        finally:
-            await delete_namespace(connection, namespace)
-            await connection.close()
-            await store.flush_namespace()
-            await store.close()
-
-
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
-    async for running in run_cluster(tmp_path):
+    async for running in running_cluster(tmp_path, "pe"):
         yield running
 
 
 @pytest.fixture
 async def replicated(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
-    async for running in run_cluster(tmp_path, schedulers=2):
+    async for running in running_cluster(tmp_path, "pe", replicas=2):
         yield running
 
 
