@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -312,6 +313,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "simulate":
             from services.cli.commands import simulate_command
 
+            # Like any Unix filter: a reader that stops (`| head`) ends the run. Only
+            # here: a service's socket writes must get EPIPE, not the signal.
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             return simulate_command(args)
         case "replay":
             from services.cli.commands import replay_command
