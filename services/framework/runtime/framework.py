@@ -420,6 +420,19 @@ class Framework:
 
     # -- FrameworkRunner: what PostFilter plugins may ask of the cycle -------------
 
+    def run_pre_filter_plugins(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Snapshot,
+        nominated: filtering.NominatedPods | None = None,
+    ) -> Status:
+        """``RunPreFilterPlugins`` outside a whole cycle: ``nodes`` becomes the cycle's
+        snapshot (what PostFilter plugins and ``filter_many`` see) and ``state`` holds
+        the PreFilter plugins' state, as upstream's tests and nodeFit checks use it."""
+        self._cycle_nodes, self._cycle_nominated = nodes, nominated
+        return filtering.run_pre_filter(self.pre_filter_plugins, state, pod, nodes)[1]
+
     def cycle_nodes(self) -> Snapshot:
         if self._cycle_nodes is None:
             raise StatusError("no scheduling cycle is running")
