@@ -49,6 +49,7 @@ from services.common.store import (
     BindClaim,
     ClusterStore,
     Nomination,
+    NominationClaim,
     Reservation,
     WaitingRecord,
 )
@@ -59,7 +60,7 @@ from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
-from services.scheduler.nominated import PendingPods
+from services.scheduler.nominated import PendingPods, nominated_pods
 
 PREEMPTION = "DefaultPreemption"
 
@@ -93,6 +94,9 @@ class BatchOutcome:
     preemptions: list[Preempted] = field(default_factory=list)
     """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
     nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
+    nomination_conflicts: int = 0
+    """Preemptions not carried out because another replica nominated a pod to the
+    node meanwhile (their pods were scheduled again)."""
 
 
 @dataclass(slots=True)
@@ -100,6 +104,8 @@ class Preempted:
     request: ScheduleRequest
     preemptor: PodInfo
     result: PostFilterResult
+    seen: frozenset[str] = frozenset()
+    """The pods nominated to the node when this replica chose it (the claim's)."""
 
 
 @dataclass(slots=True)
@@ -213,8 +219,28 @@ class BatchScheduler:
                 pending.append(attempt)
         while pending:
             pending = await self._round(pending, outcome, nominated)
-        if outcome.preemptions:
-            await self._record_nominations(outcome)
+        claimed, retries = 0, 0
+        while lost := await self._claim_nominations(outcome, claimed):
+            claimed = len(outcome.preemptions)
+            if retries == self._max_retries:
+                for preempted in lost:
+                    node = preempted.result.nominated_node_name
+                    reason = f'node "{node}" was nominated to another pod meanwhile'
+                    result = attempt_result(preempted.request, "error", reason)
+                    outcome.failures.append(
+                        Failure(preempted.request, result, True, pod=preempted.preemptor.pod)
+                    )
+                break
+            retries += 1
+            # Another replica's preemption took the room: schedule them again with
+            # the store's nominations as they are now.
+            self._nominations = await self._store.nominations()
+            fresh = nominated_pods(self._nominations, self._pending, self._snapshot)
+            nominated = self._batch_nominated(fresh)
+            again = (self._begin(p.request, outcome) for p in lost)
+            pending = [a for a in again if a is not None]
+            while pending:
+                pending = await self._round(pending, outcome, nominated)
         if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
             await self._flush_waiting(outcome)
         return outcome
@@ -484,8 +510,11 @@ class BatchScheduler:
                 extra["cleared_nominations"] = sorted(p.uid for p in chosen.cleared_nominations)
                 extra["victims"] = [v.uid for v in chosen.victims]
                 if chosen.victims:
-                    outcome.preemptions.append(Preempted(attempt.request, attempt.pod, chosen))
                     node = chosen.nominated_node_name or ""
+                    seen = {u for u, n in self._nominations.items() if n.node == node}
+                    seen.update(p.uid for p in self._added.get(node, ()))
+                    preempted = Preempted(attempt.request, attempt.pod, chosen, frozenset(seen))
+                    outcome.preemptions.append(preempted)
                     nominee = PodInfo.of(with_nomination(attempt.pod.pod, node))
                     self._added.setdefault(node, []).append(nominee)
                     self._nominated_nodes.add(node)
@@ -499,18 +528,38 @@ class BatchScheduler:
             )
         self._finish(attempt, outcome, answer, event=True)
 
-    async def _record_nominations(self, outcome: BatchOutcome) -> None:
-        """The preemptors' nominations into the store at once (every replica's next
-        batch filters with them, before the queue records them too); the nominations
-        the preemptions cleared out of it."""
-        chosen = {
-            p.preemptor.uid: Nomination(p.result.nominated_node_name or "", p.preemptor.priority)
-            for p in outcome.preemptions
-        }
-        cleared = sorted({c.uid for p in outcome.preemptions for c in p.result.cleared_nominations})
-        await self._store.set_nominations(chosen)
-        if cleared:
-            await self._store.clear_nominations(cleared)
+    async def _claim_nominations(self, outcome: BatchOutcome, start: int) -> list[Preempted]:
+        """Claim the nominations of ``outcome.preemptions[start:]`` in the store at
+        once (every replica's next batch filters with them, before the queue records
+        them too), with the lower-priority nominations each clears. A claim refused
+        because another replica nominated a pod there meanwhile is taken out of the
+        outcome (its preemption, its result) and its request returned."""
+        fresh = outcome.preemptions[start:]
+        if not fresh:
+            return []
+        lost = set(
+            await self._store.claim_nominations(
+                [
+                    NominationClaim(
+                        p.preemptor.uid,
+                        p.result.nominated_node_name or "",
+                        p.preemptor.priority,
+                        p.seen,
+                        tuple(c.uid for c in p.result.cleared_nominations),
+                    )
+                    for p in fresh
+                ]
+            )
+        )
+        if not lost:
+            return []
+        outcome.nomination_conflicts += len(lost)
+        refused = [p for p in fresh if p.preemptor.uid in lost]
+        outcome.preemptions[start:] = [p for p in fresh if p.preemptor.uid not in lost]
+        outcome.failures = [
+            f for f in outcome.failures if not (f.request.uid in lost and f.result.nominated_node)
+        ]
+        return refused
 
     def _finish(
         self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool

@@ -4,6 +4,11 @@
 - ``scheduler_preemption_attempts_total``: PostFilter runs of DefaultPreemption (every
   attempt that found no node, in a profile with DefaultPreemption).
 - ``scheduler_preemption_victims``: victims per preemption (buckets 1, 2, 4 … 64).
+
+and ksched's own:
+
+- ``ksched_nomination_conflicts_total``: preemptions not carried out because another
+  replica nominated a pod to the node meanwhile (the pod was scheduled again).
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ class SchedulerMetrics:
             "scheduler_preemption_victims",
             "Number of selected preemption victims for preemption initiated by a single pod",
             buckets=VICTIM_BUCKETS,
+            registry=self.registry,
+        )
+        self.nomination_conflicts = Counter(
+            "ksched_nomination_conflicts",
+            "Preemptions refused because another replica nominated a pod to the node first",
             registry=self.registry,
         )
 

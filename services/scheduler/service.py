@@ -250,6 +250,8 @@ class SchedulerService:
     def _measure(self, outcome: BatchOutcome) -> None:
         if outcome.preemption_attempts:
             self.metrics.preemption_attempts.inc(outcome.preemption_attempts)
+        if outcome.nomination_conflicts:
+            self.metrics.nomination_conflicts.inc(outcome.nomination_conflicts)
         for preempted in outcome.preemptions:
             self.metrics.preemption_victims.observe(len(preempted.result.victims))
 

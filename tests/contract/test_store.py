@@ -20,6 +20,7 @@ from services.common.store import (
     Epoch,
     MemoryStore,
     Nomination,
+    NominationClaim,
     PodCharge,
     ProjectedEntry,
     Reservation,
@@ -377,6 +378,65 @@ async def test_pod_deletion_releases_everything(store: ClusterStore) -> None:
     assert await store.leases() == {}
     assert await store.nominations() == {}
     assert await store.objects("pod") == {}
+
+
+CLAIMS = {
+    "a free node: recorded, its lower-priority nomination cleared": (
+        {"low": Nomination("n1", 5)},
+        [NominationClaim("p", "n1", 10, clears=("low",))],
+        [],
+        {"p": Nomination("n1", 10)},
+    ),
+    "another replica nominated an equal-priority pod there meanwhile: refused": (
+        {"other": Nomination("n1", 10)},
+        [NominationClaim("p", "n1", 10)],
+        ["p"],
+        {"other": Nomination("n1", 10)},
+    ),
+    "the same pod, seen when deciding: recorded": (
+        {"other": Nomination("n1", 10)},
+        [NominationClaim("p", "n1", 10, seen=frozenset({"other"}))],
+        [],
+        {"other": Nomination("n1", 10), "p": Nomination("n1", 10)},
+    ),
+    "a lower-priority pod there, unseen: it does not keep the room": (
+        {"low": Nomination("n1", 9)},
+        [NominationClaim("p", "n1", 10)],
+        [],
+        {"low": Nomination("n1", 9), "p": Nomination("n1", 10)},
+    ),
+    "another node's nomination does not matter; the pod's own is replaced": (
+        {"other": Nomination("n2", 99), "p": Nomination("n3", 10)},
+        [NominationClaim("p", "n1", 10)],
+        [],
+        {"other": Nomination("n2", 99), "p": Nomination("n1", 10)},
+    ),
+    "two claims in one call: the second did not see the first": (
+        {},
+        [NominationClaim("a", "n1", 10), NominationClaim("b", "n1", 10)],
+        ["b"],
+        {"a": Nomination("n1", 10)},
+    ),
+    "a refused claim clears nothing": (
+        {"other": Nomination("n1", 10), "low": Nomination("n1", 1)},
+        [NominationClaim("p", "n1", 10, clears=("low",))],
+        ["p"],
+        {"other": Nomination("n1", 10), "low": Nomination("n1", 1)},
+    ),
+}
+
+
+@pytest.mark.parametrize(("held", "claims", "lost", "after"), CLAIMS.values(), ids=CLAIMS.keys())
+async def test_claim_nominations(
+    store: ClusterStore,
+    held: dict[str, Nomination],
+    claims: list[NominationClaim],
+    lost: list[str],
+    after: dict[str, Nomination],
+) -> None:
+    await store.set_nominations(held)
+    assert await store.claim_nominations(claims) == lost
+    assert await store.nominations() == after
 
 
 async def test_terminal_pod_releases_its_charge(store: ClusterStore) -> None:

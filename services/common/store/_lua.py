@@ -358,6 +358,58 @@ return 0
 """
 )
 
+CLAIM_NOMINATIONS = (
+    _GUARD
+    + """
+-- ARGV: P, expected, n, then per claim: uid, node, priority, #seen, seen..., #clears,
+-- clears... Records each claim unless {P}nominated holds another pod nominated to the
+-- node with equal or higher priority that the claim did not see. Returns the uids of
+-- the claims refused.
+guard()
+local key = P .. 'nominated'
+local flat = redis.call('HGETALL', key)
+local held = {}
+for j = 1, #flat, 2 do
+  local value = flat[j + 1]
+  local bar = string.find(value, '|[^|]*$')
+  held[flat[j]] = {string.sub(value, 1, bar - 1), tonumber(string.sub(value, bar + 1))}
+end
+local lost = {}
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
+  local uid, node, text = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local priority = tonumber(text)
+  local seen = {}
+  local nseen = tonumber(ARGV[i + 3])
+  for k = 1, nseen do seen[ARGV[i + 3 + k]] = true end
+  i = i + 4 + nseen
+  local nclears = tonumber(ARGV[i])
+  local clears = {}
+  for k = 1, nclears do clears[k] = ARGV[i + k] end
+  i = i + 1 + nclears
+  local taken = false
+  for other, n in pairs(held) do
+    if other ~= uid and n[1] == node and n[2] >= priority and not seen[other] then
+      taken = true
+      break
+    end
+  end
+  if taken then
+    lost[#lost + 1] = uid
+  else
+    redis.call('HSET', key, uid, node .. '|' .. text)
+    held[uid] = {node, priority}
+    for _, c in ipairs(clears) do
+      redis.call('HDEL', key, c)
+      held[c] = nil
+    end
+  end
+end
+return lost
+"""
+)
+
+
 # -- waiting pods (Permit) --------------------------------------------------------------
 # Unguarded (see base.ClusterStore). Layout:
 # - ``wait:rec``: hash uid → the record as put (JSON; its pending/state fields are stale).

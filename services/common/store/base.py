@@ -143,6 +143,20 @@ class Nomination:
     priority: int
 
 
+@dataclass(frozen=True, slots=True)
+class NominationClaim:
+    """A preemptor's nomination as one replica decided it: ``seen`` are the pods it
+    knew nominated to ``node`` when it chose the node (``claim_nominations`` refuses
+    the claim when another pod of equal or higher priority was nominated there since);
+    ``clears`` the lower-priority nominations it takes the node from."""
+
+    uid: str
+    node: str
+    priority: int
+    seen: frozenset[str] = frozenset()
+    clears: tuple[str, ...] = ()
+
+
 WaitState = Literal["waiting", "allowed", "rejected"]
 
 
@@ -279,6 +293,13 @@ class ClusterStore(Protocol):
         """Nominate each pod uid to a node (preemption)."""
 
     async def clear_nominations(self, uids: Sequence[str]) -> None: ...
+
+    async def claim_nominations(self, claims: Sequence[NominationClaim]) -> list[str]:
+        """Record each claim, in order, unless the node has meanwhile been nominated
+        to a pod of equal or higher priority that the claim did not see (another
+        replica's preemption spent that room): those claims are not recorded and their
+        uids are returned. A recorded claim drops the nominations it ``clears``; a
+        claim after it in the same call sees what it recorded. One atomic step."""
 
     async def nominations(self) -> dict[str, Nomination]: ...
 

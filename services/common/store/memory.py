@@ -23,6 +23,7 @@ from services.common.store.base import (
     BindClaim,
     Epoch,
     Nomination,
+    NominationClaim,
     ProjectedEntry,
     Reservation,
     StoreLost,
@@ -268,6 +269,23 @@ class MemoryStore:
         self._guard()
         for uid in uids:
             self._d.nominations.pop(uid, None)
+
+    async def claim_nominations(self, claims: Sequence[NominationClaim]) -> list[str]:
+        self._guard()
+        held = self._d.nominations
+        lost: list[str] = []
+        for claim in claims:
+            if any(
+                n.node == claim.node and n.priority >= claim.priority and uid not in claim.seen
+                for uid, n in held.items()
+                if uid != claim.uid
+            ):
+                lost.append(claim.uid)
+                continue
+            held[claim.uid] = Nomination(claim.node, claim.priority)
+            for uid in claim.clears:
+                held.pop(uid, None)
+        return lost
 
     async def nominations(self) -> dict[str, Nomination]:
         self._guard()

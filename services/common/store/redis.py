@@ -43,6 +43,7 @@ from services.common.store._lua import (
     APPLY,
     ASSUME,
     BEGIN_BIND,
+    CLAIM_NOMINATIONS,
     EXPIRE_WAITING,
     FORGET,
     LOST,
@@ -62,6 +63,7 @@ from services.common.store.base import (
     BindClaim,
     Epoch,
     Nomination,
+    NominationClaim,
     ProjectedEntry,
     Reservation,
     StoreLost,
@@ -104,6 +106,7 @@ class RedisStore:
         self._take_waiting = self._redis.register_script(TAKE_WAITING)
         self._read_waiting = self._redis.register_script(READ_WAITING)
         self._return_waiting = self._redis.register_script(RETURN_WAITING)
+        self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
 
@@ -239,6 +242,16 @@ class RedisStore:
     async def clear_nominations(self, uids: Sequence[str]) -> None:
         if uids:
             await self._run(self._write_hash, "del", "nominated", *uids)
+
+    async def claim_nominations(self, claims: Sequence[NominationClaim]) -> list[str]:
+        if not claims:
+            return []
+        args: list[str] = [str(len(claims))]
+        for c in claims:
+            args += [c.uid, _name(c.node), str(c.priority), str(len(c.seen)), *sorted(c.seen)]
+            args += [str(len(c.clears)), *c.clears]
+        lost = await self._run(self._claim_nominations, *args)
+        return [uid.decode() if isinstance(uid, bytes) else str(uid) for uid in lost]
 
     # -- waiting pods: one script per step (unguarded, see base.ClusterStore) ---------
 
