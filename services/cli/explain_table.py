@@ -7,7 +7,9 @@ In the filter table a node rejected by a plugin shows the reasons under that plu
 run). A rejection by a plugin that is not a Filter plugin (PreFilter, or a node a
 PreFilterResult excluded) gets a column of its own. Score cells read
 ``normalized (weighted)``; rows are ordered by total, the chosen node (marked ``*``)
-first among equals.
+first among equals. A preempting attempt adds the candidates of its preemption: a row
+per node with its victims (``namespace/name (priority)``) and PDB violations, the
+nominated node marked ``*``, and what decided it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,23 @@ def render(explanation: Mapping[str, Any], out: TextIO, chosen: str | None = Non
         _write(out, score_rows(scores, chosen))
     elif explanation.get("feasibleNodes", 0):
         out.write("Score: not scored (a single candidate)\n")
+    preemption = explanation.get("preemption")
+    if preemption:
+        out.write(
+            f"Preemption: nominated {preemption['nominatedNode']} "
+            f"({preemption['decidedBy']})\n"
+        )
+        _write(out, preemption_rows(preemption))
+
+
+def preemption_rows(preemption: Mapping[str, Any]) -> list[list[str]]:
+    """The candidates table: a header, then one row per candidate node."""
+    rows = [["CANDIDATE", "VICTIMS", "PDB VIOLATIONS"]]
+    for candidate in preemption["candidates"]:
+        marker = " *" if candidate["node"] == preemption["nominatedNode"] else ""
+        victims = ", ".join(f"{v['pod']} ({v['priority']})" for v in candidate["victims"])
+        rows.append([candidate["node"] + marker, victims, str(candidate["pdbViolations"])])
+    return rows
 
 
 def filter_rows(plugins: Sequence[str], filters: Mapping[str, Any]) -> list[list[str]]:

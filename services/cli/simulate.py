@@ -92,9 +92,14 @@ def last_decisions(records: Sequence[DecisionRecord]) -> list[DecisionRecord]:
 
 def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) -> None:
     """Each pod's last decision as a table, then the counts of bound and unscheduled
-    pods; first, for each explained decision of the table, its explanation."""
+    pods; first, for each explained decision of the table and each attempt that
+    preempted, its explanation."""
     out = out or sys.stdout
     preemptions = [r for r in records if r.kind == PREEMPTION]
+    preempting = {(r.pod, r.attempts) for r in preemptions}
+    for r in records:  # the attempts that preempted, explained
+        if r.explain is not None and r.kind != PREEMPTION and (r.pod, r.attempts) in preempting:
+            print_explanation(r, out)
     records = last_decisions(records)
     for r in records:
         if r.explain is not None:

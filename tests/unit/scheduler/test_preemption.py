@@ -214,3 +214,27 @@ async def test_the_table_lists_each_preemption_apart() -> None:
         "",
         "1 bound, 0 failed scheduling",
     ]
+
+
+async def test_explain_shows_the_preempting_attempts_candidates() -> None:
+    text = cluster(
+        NODE % "n1",
+        NODE % "n2",
+        pod("a", "3", node="n1", priority=10),
+        pod("b", "3", node="n2", priority=5),
+        pod("urgent", "3", priority=1000),
+    )
+    records = await simulate(load_cluster(text, "test.yaml"), seed=0, explain=True)
+    out = io.StringIO()
+    print_table(records, out)
+    lines = out.getvalue().splitlines()
+    first = lines.index(
+        "== FailedScheduling demo/urgent: 0/2 nodes are available: 2 Insufficient cpu. (attempt 1)"
+    )
+    at = lines.index("Preemption: nominated n2 (lowest highest-priority victim)")
+    assert first < at < lines.index("== Binding demo/urgent → n2 (attempt 2)")
+    assert lines[at + 1 : at + 4] == [
+        "CANDIDATE  VICTIMS      PDB VIOLATIONS",
+        "n2 *       demo/b (5)   0",
+        "n1         demo/a (10)  0",
+    ]
