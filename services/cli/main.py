@@ -15,7 +15,7 @@ from importlib import metadata
 
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
-from services.common import redact
+from services.common import gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
 METRICS_SERVICES = ("queue", "binder", "scheduler")
@@ -229,6 +229,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    gctune.tune()
     args = parser().parse_args(argv)
     service = args.command in ("run", "up")
     logging.basicConfig(

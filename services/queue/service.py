@@ -51,7 +51,7 @@ from contracts.k8s import (
     namespaced_name,
 )
 from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
-from services.common import telemetry
+from services.common import gctune, telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.metrics import MetricsEndpoint
@@ -368,6 +368,7 @@ class QueueService:
                 info.uid: self._origin.get(info.uid, (now, {})) for info in self.queue.pods()
             }
             await self.nominator.flush(self._store)
+        gctune.settle()
         log.debug("converged on the store at seq %d (%s)", epoch.seq, epoch.state)
 
     # -- dispatch ---------------------------------------------------------------------

@@ -42,7 +42,7 @@ from contracts.events import ClusterBatch, LogEntry
 from contracts.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from contracts.preemption import PodRef, Preemption, PreemptionVictim
-from services.common import telemetry
+from services.common import gctune, telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.decisions import (
@@ -205,6 +205,7 @@ class SchedulerService:
             if pod is not None and not self.cache.is_bound(uid):
                 with contextlib.suppress(ResourceError):
                     self.cache.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
+        gctune.settle()
         log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)
 
     def _apply(self, events: Sequence[LogEntry]) -> None:
