@@ -37,8 +37,7 @@ def render(explanation: Mapping[str, Any], out: TextIO, chosen: str | None = Non
     preemption = explanation.get("preemption")
     if preemption:
         out.write(
-            f"Preemption: nominated {preemption['nominatedNode']} "
-            f"({preemption['decidedBy']})\n"
+            f"Preemption: nominated {preemption['nominatedNode']} ({preemption['decidedBy']})\n"
         )
         _write(out, preemption_rows(preemption))
 
