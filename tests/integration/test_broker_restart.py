@@ -173,8 +173,13 @@ async def test_a_broker_restart_and_dropped_connections_lose_no_pod(
         await assert_bound_once_and_not_overcommitted(client, store, names)
     except TimeoutError:
         logs = "\n".join(f"--- {n}:\n{processes.log(n)[-6000:]}" for n in SERVICES)
+        pods = (await store.objects("pod")).values()
+        bound = sum(1 for body in pods if b'"nodeName"' in body)
         raise AssertionError(
-            f"{len(client.bindings)} pods bound; the services said:\n{logs}"
+            f"{len(client.bindings)} pods bound as the client saw it ({len(client.recorded)} "
+            f"recorded on ksched.cluster, {bound} bound in the store, client reconnects "
+            f"{client.reconnects}, publishes retried {client.retried}); the services said:"
+            f"\n{logs}"
         ) from None
     finally:
         try:
