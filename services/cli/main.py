@@ -178,6 +178,18 @@ def parser() -> argparse.ArgumentParser:
         help="explain each decision: filter verdicts and scores per node and plugin",
     )
 
+    p = command("deschedule", "run one descheduling cycle over a cluster snapshot")
+    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, PDBs, …; - for stdin")
+    p.add_argument("--policy", required=True, help="DeschedulerPolicy (descheduler/v1alpha2) file")
+    p.add_argument("--config", help="KubeSchedulerConfiguration for nodeFit and --placement")
+    p.add_argument("--now", help="the cycle's clock, RFC 3339 (default: now)")
+    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
+    p.add_argument(
+        "--placement",
+        action="store_true",
+        help="then schedule each evicted pod again (as its controller would recreate it)",
+    )
+
     p = command("replay", "replay a recorded event log and compare decisions")
     p.add_argument("log", help="an event log file (see simulate --record, run informer)")
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
@@ -318,6 +330,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             # here: a service's socket writes must get EPIPE, not the signal.
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             return simulate_command(args)
+        case "deschedule":
+            from services.cli.deschedule import deschedule_command
+
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            return deschedule_command(args)
         case "replay":
             from services.cli.commands import replay_command
 

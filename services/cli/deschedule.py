@@ -1,0 +1,205 @@
+"""``ksched deschedule CLUSTER.yaml --policy POLICY.yaml``: one descheduling cycle over a
+cluster file, with the code the descheduler service runs, and optionally where the
+evicted pods would land (``--placement``).
+
+Output ``json``: one line per eviction, in eviction order,
+``{"kind": "Eviction", "pod": "NS/NAME", "node": "NODE", "profile": "P", "plugin": "X",
+"reason": "..."}``; with ``--placement`` then one ``Placement`` (or ``FailedScheduling``)
+line per evicted pod. ``table``: the evictions, the placements, and a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TextIO
+
+import msgspec
+
+from contracts.k8s import (
+    Namespace,
+    Node,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+from contracts.kinds import KINDS
+from services.cli.errors import InputError
+from services.cli.manifests import Document
+from services.descheduler.api import ClusterView
+from services.descheduler.evictions import Evicted
+from services.descheduler.nodefit import SchedulerFit
+from services.descheduler.podutil import key
+from services.descheduler.policy import load_policy
+from services.descheduler.profile import CycleResult, run_cycle
+from services.descheduler.registry import in_tree_registry
+from services.framework.api.types import PodInfo
+from services.framework.config import Profile
+from services.framework.runtime.framework import Framework
+
+
+def cluster_view(documents: Sequence[Document], now: float) -> ClusterView:
+    """The cluster file's objects as one cycle sees them (deleted ones left out)."""
+    nodes: list[Node] = []
+    pods: list[Pod] = []
+    namespaces: dict[str, Namespace] = {}
+    pdbs: list[PodDisruptionBudget] = []
+    claims: dict[tuple[str, str], PersistentVolumeClaim] = {}
+    classes: dict[str, PriorityClass] = {}
+    for document in documents:
+        event = json.loads(document.body)
+        if event.get("type") == "DELETED" or document.kind not in KINDS:
+            continue
+        obj = msgspec.convert(event["object"], KINDS[document.kind], strict=False)
+        match obj:
+            case Node():
+                nodes.append(obj)
+            case Pod():
+                pods.append(obj)
+            case Namespace():
+                namespaces[obj.metadata.name] = obj
+            case PodDisruptionBudget():
+                pdbs.append(obj)
+            case PersistentVolumeClaim():
+                claims[(obj.metadata.namespace or "default", obj.metadata.name)] = obj
+            case PriorityClass():
+                classes[obj.metadata.name] = obj
+    pods = [_admitted(p, classes) for p in pods]
+    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes)
+
+
+def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
+    """``spec.priority`` from a known ``priorityClassName``, as admission sets it."""
+    name = pod.spec.priority_class_name
+    if pod.spec.priority is not None or not name or name not in classes:
+        return pod
+    spec = msgspec.structs.replace(pod.spec, priority=classes[name].value)
+    return msgspec.structs.replace(pod, spec=spec)
+
+
+def parse_now(text: str | None) -> float:
+    """``--now`` (RFC 3339), else the wall clock."""
+    if text is None:
+        return datetime.now().timestamp()
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise InputError(
+            f'--now: "{text}" is not an RFC 3339 time (2024-05-01T12:00:00Z)'
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    pod: str
+    node: str | None
+    message: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        if self.node is None:
+            return {"kind": "FailedScheduling", "pod": self.pod, "message": self.message}
+        return {"kind": "Placement", "pod": self.pod, "node": self.node}
+
+
+def eviction_json(evicted: Evicted) -> dict[str, object]:
+    return {
+        "kind": "Eviction",
+        "pod": key(evicted.pod),
+        "node": evicted.node,
+        "profile": evicted.options.profile,
+        "plugin": evicted.options.plugin,
+        "reason": evicted.reason,
+    }
+
+
+def place(
+    cluster: ClusterView, evicted: Sequence[Evicted], profile: Profile | None
+) -> list[Placement]:
+    """Recreate each evicted pod as its controller would (same spec, no node) and
+    schedule them in eviction order on the cluster without them."""
+    gone = {e.pod.metadata.uid for e in evicted}
+    rest = ClusterView(
+        cluster.nodes,
+        [p for p in cluster.pods if p.metadata.uid not in gone],
+        cluster.now,
+        cluster.namespaces,
+        cluster.pdbs,
+        cluster.claims,
+        cluster.priority_classes,
+    )
+    fit = SchedulerFit(rest, profile)
+    framework: Framework = fit.framework
+    placements = []
+    for e in evicted:
+        pod = msgspec.structs.replace(
+            e.pod,
+            metadata=msgspec.structs.replace(e.pod.metadata, uid=e.pod.metadata.uid + "-new"),
+            spec=msgspec.structs.replace(e.pod.spec, node_name=None),
+            status=msgspec.structs.replace(e.pod.status, phase="Pending", nominated_node_name=None),
+        )
+        result = framework.schedule_one(fit.cache, PodInfo.of(pod))
+        if result.node is None:
+            placements.append(Placement(key(pod), None, result.message))
+            continue
+        bound = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=result.node)
+        )
+        fit.cache.add_pod(bound)
+        placements.append(Placement(key(pod), result.node))
+    return placements
+
+
+def print_table(
+    evicted: Sequence[Evicted],
+    result: CycleResult,
+    placements: Sequence[Placement] | None,
+    out: TextIO,
+) -> None:
+    if result.skipped:
+        out.write(result.skipped + "\n")
+    rows = [("EVICTED", "NODE", "PROFILE", "PLUGIN")]
+    rows += [(key(e.pod), e.node, e.options.profile, e.options.plugin) for e in evicted]
+    if evicted:
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for row in rows:
+            out.write(
+                "  ".join(c.ljust(widths[i]) for i, c in enumerate(row[:3])) + f"  {row[3]}\n"
+            )
+    if placements is not None:
+        out.write("\n")
+        for p in placements:
+            out.write(f"{p.pod} → {p.node}\n" if p.node else f"{p.pod}: {p.message}\n")
+    for error in result.errors:
+        out.write(f"error: {error}\n")
+    out.write(f"\n{len(evicted)} evicted on {len(result.nodes)} nodes\n")
+
+
+def deschedule_command(args: argparse.Namespace) -> int:
+    from services.cli.commands import read_input
+    from services.cli.runtime import load_profiles
+    from services.cli.simulate import load_cluster
+
+    policy = load_policy(args.policy, in_tree_registry())
+    profile = load_profiles(args.config)[0] if args.config else None
+    text, source = read_input(args.cluster)
+    cluster = cluster_view(load_cluster(text, source), parse_now(args.now))
+    evictor, result = run_cycle(policy, in_tree_registry(), cluster, SchedulerFit(cluster, profile))
+    placements = place(cluster, evictor.evicted, profile) if args.placement else None
+    if args.output == "json":
+        lines: list[dict[str, Any]] = [eviction_json(e) for e in evictor.evicted]
+        lines += [p.to_json() for p in placements or ()]
+        for line in lines:
+            print(json.dumps(line))
+    else:
+        print_table(evictor.evicted, result, placements, sys.stdout)
+    for error in result.errors:
+        print(f"ksched: {error}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["cluster_view", "deschedule_command", "eviction_json", "parse_now", "place"]

@@ -1,0 +1,203 @@
+"""The descheduler framework's types (descheduler ``pkg/framework/types``): the cluster
+a cycle sees, the evictor plugins ask, the plugin interfaces and the eviction errors
+whose kind each plugin reacts to.
+
+The cluster is a read-only view for one cycle (:class:`ClusterView`): Ready nodes,
+pods by node in a stable order (file / log order), and the objects the evictor and the
+plugins look up (namespaces, PDBs, claims, priority classes). ``now`` is the cycle's
+clock, injected, so age-based plugins are testable and ``deschedule --now`` works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from contracts.k8s import (
+    Namespace,
+    Node,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+
+
+class EvictionError(Exception):
+    """An eviction the evictor refused; ``str()`` is upstream's message."""
+
+
+class NodeLimitError(EvictionError):
+    def __init__(self, node: str) -> None:
+        self.node = node
+        super().__init__("maximum number of evicted pods per node reached")
+
+
+class NamespaceLimitError(EvictionError):
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        super().__init__("maximum number of evicted pods per namespace reached")
+
+
+class TotalLimitError(EvictionError):
+    def __init__(self) -> None:
+        super().__init__("maximum number of evicted pods per a descheduling cycle reached")
+
+
+class BudgetError(EvictionError):
+    """The pod's PodDisruptionBudget allows no more disruptions (the API server's 429
+    ``Cannot evict pod as it would violate the pod's disruption budget.``)."""
+
+    def __init__(self, budget: str) -> None:
+        self.budget = budget
+        super().__init__(
+            f'Cannot evict pod as it would violate the pod\'s disruption budget "{budget}".'
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvictOptions:
+    """``evictions.EvictOptions``: who asks, for the Eviction, its Event and metrics."""
+
+    plugin: str
+    profile: str = ""
+    reason: str = ""
+
+
+class Evictor(Protocol):
+    """What plugins get from their Handle (``frameworktypes.Evictor``)."""
+
+    def filter(self, pod: Pod) -> bool:
+        """Every Filter of the profile's evictor plugins (DefaultEvictor)."""
+        ...
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        """Every PreEvictionFilter (nodeFit, namespace labels), right before evicting."""
+        ...
+
+    def evict(self, pod: Pod, options: EvictOptions) -> None:
+        """Evict within the limits, or raise an :class:`EvictionError`."""
+        ...
+
+
+def parse_time(stamp: str | None) -> float | None:
+    """An RFC 3339 timestamp in seconds, or None when absent or unreadable."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass
+class ClusterView:
+    """The cluster one cycle sees. ``nodes``: every node (the cycle takes the Ready
+    ones matching the policy's nodeSelector); ``pods``: every pod, in a stable order."""
+
+    nodes: Sequence[Node]
+    pods: Sequence[Pod]
+    now: float
+    namespaces: Mapping[str, Namespace] = field(default_factory=dict)
+    pdbs: Sequence[PodDisruptionBudget] = ()
+    claims: Mapping[tuple[str, str], PersistentVolumeClaim] = field(default_factory=dict)
+    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_node: dict[str, list[Pod]] = {}
+        self._by_owner: dict[str, int] = {}
+        for pod in self.pods:
+            if pod.spec.node_name:
+                self._by_node.setdefault(pod.spec.node_name, []).append(pod)
+            for owner in pod.metadata.owner_references:
+                self._by_owner[owner.uid] = self._by_owner.get(owner.uid, 0) + 1
+
+    def pods_on(self, node: str, keep: Callable[[Pod], bool] | None = None) -> list[Pod]:
+        """``ListAllPodsOnANode``: the pods assigned to ``node`` that ``keep`` keeps."""
+        pods = self._by_node.get(node, [])
+        return [p for p in pods if keep is None or keep(p)]
+
+    def active_pods_on(self, node: str, keep: Callable[[Pod], bool] | None = None) -> list[Pod]:
+        """``ListPodsOnANode``: as :meth:`pods_on`, without Succeeded and Failed pods."""
+        return self.pods_on(
+            node,
+            lambda p: p.status.phase not in ("Succeeded", "Failed") and (keep is None or keep(p)),
+        )
+
+    def pods_of_owner(self, uid: str) -> int:
+        """How many pods name ``uid`` among their owners (minReplicas)."""
+        return self._by_owner.get(uid, 0)
+
+    def with_nodes(self, nodes: Iterable[Node]) -> ClusterView:
+        return ClusterView(
+            list(nodes),
+            self.pods,
+            self.now,
+            self.namespaces,
+            self.pdbs,
+            self.claims,
+            self.priority_classes,
+        )
+
+
+class Handle(Protocol):
+    """What a plugin is built with (``frameworktypes.Handle``)."""
+
+    @property
+    def evictor(self) -> Evictor: ...
+
+    @property
+    def cluster(self) -> ClusterView: ...
+
+    def fits_other_node(self, pod: Pod, nodes: Sequence[Node]) -> bool:
+        """``nodeutil.PodFitsAnyOtherNode``, answered by the scheduler's own filters."""
+        ...
+
+    def fits_any_node(self, pod: Pod, nodes: Sequence[Node]) -> bool:
+        """``nodeutil.PodFitsAnyNode`` (its own node included), by the scheduler's
+        own filters."""
+        ...
+
+
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class DeschedulePlugin(Plugin, Protocol):
+    def deschedule(self, nodes: Sequence[Node]) -> str | None:
+        """Evict what this plugin finds; an error message, or None."""
+        ...
+
+
+@runtime_checkable
+class BalancePlugin(Plugin, Protocol):
+    def balance(self, nodes: Sequence[Node]) -> str | None: ...
+
+
+@runtime_checkable
+class EvictorPlugin(Plugin, Protocol):
+    def filter(self, pod: Pod) -> bool: ...
+
+    def pre_eviction_filter(self, pod: Pod) -> bool: ...
+
+
+__all__ = [
+    "BalancePlugin",
+    "BudgetError",
+    "ClusterView",
+    "DeschedulePlugin",
+    "EvictOptions",
+    "EvictionError",
+    "Evictor",
+    "EvictorPlugin",
+    "Handle",
+    "NamespaceLimitError",
+    "NodeLimitError",
+    "Plugin",
+    "TotalLimitError",
+    "parse_time",
+]

@@ -1,0 +1,134 @@
+"""RemovePodsViolatingNodeAffinity (descheduler ``removepodsviolatingnodeaffinity``):
+for ``requiredDuringSchedulingIgnoredDuringExecution``, evict pods whose node no
+longer matches their nodeSelector and required node affinity; for
+``preferredDuringSchedulingIgnoredDuringExecution``, pods for which another node
+matches preferred terms of greater total weight. Either way only pods that fit some
+node (the scheduler's filters say)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Self
+
+import msgspec
+
+from contracts.k8s import LabelSelector, Node, Pod
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import evict_all, evictable_filter
+from services.descheduler.podutil import Namespaces, check_selector
+from services.framework.api.registry import ConfigError, join_path
+from services.framework.plugins.nodeaffinity.selector import (
+    compile_preferred,
+    compile_terms,
+    terms_match,
+)
+
+NAME: Final = "RemovePodsViolatingNodeAffinity"
+REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+class RemovePodsViolatingNodeAffinityArgs(
+    msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True, rename="camel"
+):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+    node_affinity_type: list[str] = []
+
+    def defaulted(self) -> Self:
+        return self
+
+    def validate(self, path: str) -> None:
+        if not self.node_affinity_type:
+            raise ConfigError(
+                join_path(path, "nodeAffinityType"), "nodeAffinityType needs to be set"
+            )
+        if self.namespaces is not None:
+            self.namespaces.check(join_path(path, "namespaces"))
+        check_selector(self.label_selector, join_path(path, "labelSelector"))
+
+
+def matches_node_selector(pod: Pod, node: Node) -> bool:
+    """``utils.PodMatchNodeSelector``: the pod's nodeSelector and its required node
+    affinity both select ``node``."""
+    labels = node.metadata.labels
+    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
+        return False
+    affinity = pod.spec.affinity
+    required = (
+        affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if affinity and affinity.node_affinity
+        else None
+    )
+    if required is None:
+        return True
+    terms = compile_terms(required.node_selector_terms, "")
+    return terms_match(terms, node)
+
+
+def preferred_weight(pod: Pod, node: Node) -> int:
+    """``GetNodeWeightGivenPodPreferredAffinity``: the weights of the preferred terms
+    ``node`` matches."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return 0
+    terms, errors = compile_preferred(
+        affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+    )
+    if errors:
+        return 0
+    return sum(t.weight for t in terms if t.term.matches(node))
+
+
+def has_affinity(pod: Pod, kind: str) -> bool:
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return False
+    if kind == REQUIRED:
+        return (
+            affinity.node_affinity.required_during_scheduling_ignored_during_execution is not None
+        )
+    return bool(affinity.node_affinity.preferred_during_scheduling_ignored_during_execution)
+
+
+class RemovePodsViolatingNodeAffinity:
+    def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.base = evictable_filter(handle, args)
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def deschedule(self, nodes: Sequence[Node]) -> str | None:
+        handle = self.handle
+        for kind in self.args.node_affinity_type:
+            if kind not in (REQUIRED, PREFERRED):
+                continue
+
+            def violates(pod: Pod, node: Node, kind: str = kind) -> bool:
+                if not has_affinity(pod, kind) or not handle.evictor.filter(pod):
+                    return False
+                if kind == REQUIRED:
+                    wrong = not matches_node_selector(pod, node)
+                else:
+                    best = max((preferred_weight(pod, n) for n in nodes), default=0)
+                    wrong = best > preferred_weight(pod, node)
+                return wrong and handle.fits_any_node(pod, nodes)
+
+            for node in nodes:
+
+                def keep(pod: Pod, node: Node = node) -> bool:
+                    return self.base(pod) and violates(pod, node)
+
+                pods = handle.cluster.active_pods_on(node.metadata.name, keep)
+                if not evict_all(handle, pods, NAME):
+                    return None
+        return None
+
+
+def new(
+    args: RemovePodsViolatingNodeAffinityArgs | None, handle: Handle
+) -> RemovePodsViolatingNodeAffinity:
+    return RemovePodsViolatingNodeAffinity(args or RemovePodsViolatingNodeAffinityArgs(), handle)

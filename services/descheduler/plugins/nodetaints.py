@@ -1,0 +1,96 @@
+"""RemovePodsViolatingNodeTaints (descheduler ``removepodsviolatingnodetaints``):
+evict pods that do not tolerate a NoSchedule taint of their node (and PreferNoSchedule
+with ``includePreferNoSchedule``), minus ``excludedTaints`` or only ``includedTaints``
+(each ``key`` or ``key=value``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Self
+
+import msgspec
+
+from contracts.k8s import LabelSelector, Node, Pod, Taint
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import evict_all, evictable_filter
+from services.descheduler.podutil import Namespaces, check_selector
+from services.framework.api.registry import ConfigError, join_path
+from services.framework.cache.attributes import TaintKey
+from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
+
+NAME: Final = "RemovePodsViolatingNodeTaints"
+
+
+class RemovePodsViolatingNodeTaintsArgs(
+    msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True, rename="camel"
+):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+    include_prefer_no_schedule: bool = False
+    excluded_taints: list[str] | None = None
+    included_taints: list[str] | None = None
+
+    def defaulted(self) -> Self:
+        return self
+
+    def validate(self, path: str) -> None:
+        if self.namespaces is not None:
+            self.namespaces.check(join_path(path, "namespaces"))
+        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        if self.excluded_taints and self.included_taints:
+            raise ConfigError(
+                path, "either includedTaints or excludedTaints can be set, but not both"
+            )
+
+
+class RemovePodsViolatingNodeTaints:
+    def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.base = evictable_filter(handle, args)
+        effects = (
+            {"NoSchedule", "PreferNoSchedule"}
+            if args.include_prefer_no_schedule
+            else {"NoSchedule"}
+        )
+        excluded = set(args.excluded_taints or ())
+        included = set(args.included_taints or ())
+
+        def named(taint: Taint, names: set[str]) -> bool:
+            return taint.key in names or (
+                bool(taint.value) and f"{taint.key}={taint.value}" in names
+            )
+
+        def counts(taint: Taint) -> bool:
+            return (
+                taint.effect in effects
+                and not named(taint, excluded)
+                and (args.included_taints is None or named(taint, included))
+            )
+
+        self.counts = counts
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def violates(self, pod: Pod, node: Node) -> bool:
+        tolerations = tolerations_of(pod.spec.tolerations)
+        return any(
+            not tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
+            for t in node.spec.taints
+            if self.counts(t)
+        )
+
+    def deschedule(self, nodes: Sequence[Node]) -> str | None:
+        for node in nodes:
+            pods = self.handle.cluster.active_pods_on(node.metadata.name, self.base)
+            if not evict_all(self.handle, [p for p in pods if self.violates(p, node)], NAME):
+                return None
+        return None
+
+
+def new(
+    args: RemovePodsViolatingNodeTaintsArgs | None, handle: Handle
+) -> RemovePodsViolatingNodeTaints:
+    return RemovePodsViolatingNodeTaints(args or RemovePodsViolatingNodeTaintsArgs(), handle)

@@ -1,0 +1,137 @@
+"""One descheduling cycle (descheduler ``runProfiles`` and ``pkg/framework/profile``).
+
+The Ready nodes matching the policy's ``nodeSelector`` are the cycle's nodes; with one
+node or none the cycle is skipped (evicting would only disrupt). Then every profile's
+Deschedule plugins run, profile after profile, then every profile's Balance plugins.
+One :class:`~services.descheduler.evictions.PodEvictor` serves them all, so the limits
+count the whole cycle. A plugin's error is recorded and the next plugin runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.k8s import Node, Pod
+from services.descheduler.api import ClusterView, EvictOptions
+from services.descheduler.evictions import Limits, PodEvictor
+from services.descheduler.nodes import ready_nodes
+from services.descheduler.policy import Policy, Profile, Registry
+
+FitCheck = Callable[[Pod, Sequence[Node]], bool]
+"""Does the pod fit one of these nodes other than its own (the scheduler's filters)?"""
+
+
+class ProfileEvictor:
+    """``evictorImpl``: the profile's Filter and PreEvictionFilter plugins, and the
+    cycle's evictor with the profile's name on every eviction."""
+
+    def __init__(self, profile: str, evictor: PodEvictor) -> None:
+        self.profile = profile
+        self.pod_evictor = evictor
+        self.filters: list[Any] = []
+        self.pre_eviction_filters: list[Any] = []
+
+    def filter(self, pod: Pod) -> bool:
+        return all(p.filter(pod) for p in self.filters)
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return all(p.pre_eviction_filter(pod) for p in self.pre_eviction_filters)
+
+    def evict(self, pod: Pod, options: EvictOptions) -> None:
+        self.pod_evictor.evict(pod, EvictOptions(options.plugin, self.profile, options.reason))
+
+
+@dataclass
+class PluginHandle:
+    """What every plugin of a profile is built with."""
+
+    evictor: ProfileEvictor
+    cluster: ClusterView
+    fit: FitCheck
+
+    def fits_other_node(self, pod: Pod, nodes: Sequence[Node]) -> bool:
+        others = [n for n in nodes if n.metadata.name != pod.spec.node_name]
+        return bool(others) and self.fit(pod, others)
+
+    def fits_any_node(self, pod: Pod, nodes: Sequence[Node]) -> bool:
+        return self.fit(pod, nodes)
+
+
+@dataclass
+class CycleResult:
+    nodes: list[str] = field(default_factory=list)
+    skipped: str = ""
+    """Why the cycle did nothing (``requires >=2 nodes``), else empty."""
+    errors: list[str] = field(default_factory=list)
+    plugins: dict[str, Any] = field(default_factory=dict)
+    """``profile/plugin`` → the plugin instance (for what it reports, e.g. how a
+    utilization plugin classified the nodes)."""
+
+
+def build_profile(
+    profile: Profile, registry: Registry, handle: PluginHandle
+) -> tuple[list[Any], list[Any]]:
+    """Each enabled plugin built once (``buildPlugin``), the evictor's filters wired;
+    the (deschedule, balance) plugins in order."""
+    built: dict[str, Any] = {}
+    for point in ("filter", "preEvictionFilter", "deschedule", "balance"):
+        for name in profile.plugins[point]:
+            if name not in built:
+                built[name] = registry[name].factory(profile.args.get(name), handle)
+    handle.evictor.filters = [built[n] for n in profile.plugins["filter"]]
+    handle.evictor.pre_eviction_filters = [built[n] for n in profile.plugins["preEvictionFilter"]]
+    return (
+        [built[n] for n in profile.plugins["deschedule"]],
+        [built[n] for n in profile.plugins["balance"]],
+    )
+
+
+def run_cycle(
+    policy: Policy,
+    registry: Registry,
+    cluster: ClusterView,
+    fit: FitCheck,
+    *,
+    outstanding: Sequence[Pod] = (),
+) -> tuple[PodEvictor, CycleResult]:
+    """One cycle over ``cluster``: the evictions decided (``evictor.evicted``, in
+    order) and what happened."""
+    evictor = PodEvictor(
+        Limits(policy.max_per_node, policy.max_per_namespace, policy.max_total),
+        pdbs=cluster.pdbs,
+        outstanding=outstanding,
+    )
+    result = CycleResult()
+    nodes = ready_nodes(cluster.nodes, policy.node_selector)
+    result.nodes = [n.metadata.name for n in nodes]
+    if len(nodes) <= 1:
+        result.skipped = f"Skipping descheduling cycle: requires >=2 nodes, found {len(nodes)}"
+        return evictor, result
+    runners = []
+    for profile in policy.profiles:
+        handle = PluginHandle(ProfileEvictor(profile.name, evictor), cluster, fit)
+        deschedule, balance = build_profile(profile, registry, handle)
+        runners.append((profile.name, deschedule, balance))
+        for plugin in deschedule + balance:
+            result.plugins[f"{profile.name}/{plugin.name}"] = plugin
+    for point in ("deschedule", "balance"):
+        for name, deschedule, balance in runners:
+            for plugin in deschedule if point == "deschedule" else balance:
+                error = getattr(plugin, point)(nodes)
+                if error:
+                    result.errors.append(
+                        f'profile "{name}": plugin "{plugin.name}" finished with error: {error}'
+                    )
+    return evictor, result
+
+
+__all__ = [
+    "CycleResult",
+    "FitCheck",
+    "PluginHandle",
+    "ProfileEvictor",
+    "build_profile",
+    "run_cycle",
+]

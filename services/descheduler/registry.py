@@ -1,0 +1,55 @@
+"""The descheduler's in-tree plugins (descheduler ``pluginregistry``), by name."""
+
+from __future__ import annotations
+
+from services.descheduler.plugins import (
+    defaultevictor,
+    nodeaffinity,
+    nodetaints,
+    podlifetime,
+    removefailedpods,
+    toomanyrestarts,
+)
+from services.descheduler.policy import PluginEntry, Registry
+
+
+def in_tree_registry() -> Registry:
+    entries = [
+        PluginEntry(
+            defaultevictor.NAME,
+            defaultevictor.DefaultEvictorArgs,
+            defaultevictor.new,
+            defaultevictor.DefaultEvictor,
+        ),
+        PluginEntry(
+            removefailedpods.NAME,
+            removefailedpods.RemoveFailedPodsArgs,
+            removefailedpods.new,
+            removefailedpods.RemoveFailedPods,
+        ),
+        PluginEntry(
+            podlifetime.NAME, podlifetime.PodLifeTimeArgs, podlifetime.new, podlifetime.PodLifeTime
+        ),
+        PluginEntry(
+            toomanyrestarts.NAME,
+            toomanyrestarts.RemovePodsHavingTooManyRestartsArgs,
+            toomanyrestarts.new,
+            toomanyrestarts.RemovePodsHavingTooManyRestarts,
+        ),
+        PluginEntry(
+            nodetaints.NAME,
+            nodetaints.RemovePodsViolatingNodeTaintsArgs,
+            nodetaints.new,
+            nodetaints.RemovePodsViolatingNodeTaints,
+        ),
+        PluginEntry(
+            nodeaffinity.NAME,
+            nodeaffinity.RemovePodsViolatingNodeAffinityArgs,
+            nodeaffinity.new,
+            nodeaffinity.RemovePodsViolatingNodeAffinity,
+        ),
+    ]
+    return {e.name: e for e in entries}
+
+
+__all__ = ["in_tree_registry"]
