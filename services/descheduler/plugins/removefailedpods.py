@@ -61,7 +61,7 @@ def exit_codes(statuses: Sequence[object]) -> list[int]:
 
 class RemoveFailedPods:
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
-        self.args = args.defaulted()
+        self.args = args
         self.handle = handle
         base = evictable_filter(handle, self.args)
         self.keep = lambda p: p.status.phase == "Failed" and base(p) and self.can_evict(p)
