@@ -7,6 +7,7 @@ from services.descheduler.plugins import (
     nodeaffinity,
     nodetaints,
     podlifetime,
+    removeduplicates,
     removefailedpods,
     toomanyrestarts,
 )
@@ -47,6 +48,12 @@ def in_tree_registry() -> Registry:
             nodeaffinity.RemovePodsViolatingNodeAffinityArgs,
             nodeaffinity.new,
             nodeaffinity.RemovePodsViolatingNodeAffinity,
+        ),
+        PluginEntry(
+            removeduplicates.NAME,
+            removeduplicates.RemoveDuplicatesArgs,
+            removeduplicates.new,
+            removeduplicates.RemoveDuplicates,
         ),
     ]
     return {e.name: e for e in entries}

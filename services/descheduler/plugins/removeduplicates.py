@@ -1,0 +1,150 @@
+"""RemoveDuplicates (descheduler ``removeduplicates``), a Balance plugin: pods of the
+same owner (namespace, kind, name) with the same images on one node are duplicates;
+where the nodes such pods may run on (their taints tolerated, their node selector and
+required node affinity matched) number two or more, each node keeps at most
+``ceil(owner's pods / those nodes)`` of them and the rest are evicted."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final, Self
+
+import msgspec
+
+from contracts.k8s import Node, Pod
+from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.descheduler.plugins.base import evictable_filter
+from services.descheduler.plugins.nodeaffinity import matches_node_selector
+from services.descheduler.podutil import Namespaces
+from services.framework.api.registry import join_path
+from services.framework.cache.attributes import TaintKey
+from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
+
+NAME: Final = "RemoveDuplicates"
+
+OwnerKey = tuple[str, str, str, str]
+"""(namespace, kind, name, the pod's sorted images joined by ``#``)."""
+
+
+class RemoveDuplicatesArgs(
+    msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True, rename="camel"
+):
+    namespaces: Namespaces | None = None
+    exclude_owner_kinds: list[str] = []
+
+    def defaulted(self) -> Self:
+        return self
+
+    def validate(self, path: str) -> None:
+        if self.namespaces is not None:
+            self.namespaces.check(join_path(path, "namespaces"))
+
+
+def tolerates_node(pod: Pod, node: Node) -> bool:
+    """Its NoSchedule and NoExecute taints are all tolerated."""
+    tolerations = tolerations_of(pod.spec.tolerations)
+    return all(
+        tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
+        for t in node.spec.taints
+        if t.effect in ("NoSchedule", "NoExecute")
+    )
+
+
+def _placement(pod: Pod) -> bytes:
+    """What decides where a pod may run: tolerations, required node affinity, node
+    selector (``getTargetNodes``' notion of distinct pods)."""
+    affinity = pod.spec.affinity
+    required = (
+        affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if affinity and affinity.node_affinity
+        else None
+    )
+    return msgspec.json.encode(
+        (
+            sorted(msgspec.json.encode(t) for t in pod.spec.tolerations),
+            required,
+            pod.spec.node_selector,
+        )
+    )
+
+
+def target_nodes(pods_by_node: dict[str, list[Pod]], nodes: Sequence[Node]) -> set[str]:
+    """``getTargetNodes``: the nodes any distinct duplicate may run on, counting only
+    pods that may run on two or more nodes."""
+    distinct: dict[bytes, Pod] = {}
+    for pods in pods_by_node.values():
+        for pod in pods:
+            distinct.setdefault(_placement(pod), pod)
+    targets: set[str] = set()
+    for pod in distinct.values():
+        matching = {
+            n.metadata.name
+            for n in nodes
+            if tolerates_node(pod, n) and matches_node_selector(pod, n)
+        }
+        if len(matching) > 1:
+            targets |= matching
+    return targets
+
+
+class RemoveDuplicates:
+    def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.keep = evictable_filter(handle, args)
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def balance(self, nodes: Sequence[Node]) -> str | None:
+        duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}
+        occurrences: dict[OwnerKey, int] = {}
+        excluded = set(self.args.exclude_owner_kinds)
+        for node in nodes:
+            name = node.metadata.name
+            seen: dict[str, list[list[str]]] = {}
+            for pod in self.handle.cluster.active_pods_on(name, self.keep):
+                owners = pod.metadata.owner_references
+                if not owners or any(o.kind in excluded for o in owners):
+                    continue
+                ns = pod.metadata.namespace or "default"
+                images = sorted(c.image or "" for c in pod.spec.containers)
+                digest = "#".join(images)
+                container_keys = []
+                for owner in owners:
+                    key = (ns, owner.kind, owner.name, digest)
+                    occurrences[key] = occurrences.get(key, 0) + 1
+                    container_keys += [f"{ns}/{owner.kind}/{owner.name}/{i}" for i in images]
+                container_keys.sort()
+                first = container_keys[0] if container_keys else ""
+                known = seen.setdefault(first, [])
+                if container_keys in known:
+                    for owner in owners:
+                        key = (ns, owner.kind, owner.name, digest)
+                        duplicates.setdefault(key, {}).setdefault(name, []).append(pod)
+                else:
+                    known.append(container_keys)
+        for key, by_node in duplicates.items():
+            targets = target_nodes(by_node, nodes)
+            if len(targets) < 2:
+                continue
+            upper = math.ceil(occurrences[key] / len(targets))
+            for pods in by_node.values():
+                if len(pods) + 1 <= upper:
+                    continue
+                for pod in pods[upper - 1 :]:
+                    try:
+                        self.handle.evictor.evict(pod, EvictOptions(NAME))
+                    except NodeLimitError:
+                        break
+                    except TotalLimitError:
+                        return None
+                    except Exception:
+                        continue
+        return None
+
+
+def new(args: RemoveDuplicatesArgs | None, handle: Handle) -> RemoveDuplicates:
+    return RemoveDuplicates(args or RemoveDuplicatesArgs(), handle)
