@@ -50,6 +50,12 @@ def node(name: str, *taints: Taint, **kw: Any) -> Node:
 
 
 N1 = [node("n1", TAINT1)]
+P13 = pod(
+    "p13",
+    "n5",
+    spec_tolerations=[Toleration(key="testTaint0", value="test0", effect="PreferNoSchedule")],
+)
+"""Tolerates ``testTaint0``, not the node's ``testTaint1``."""
 CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
     "Pods not tolerating node taint should be evicted": (
         [tolerating("p1", "n1"), pod("p2", "n1"), tolerating("p3", "n1")],
@@ -125,14 +131,14 @@ CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
         {"evictor": DefaultEvictorArgs(node_fit=True)},
     ),
     "Pods not tolerating PreferNoSchedule node taint should not be evicted when not enabled": (
-        [tolerating("p1", "n1"), pod("p13", "n1")],
-        [node("n1", PREFER1)],
+        [P13],
+        [node("n5", PREFER1)],
         0,
         {},
     ),
     "Pods not tolerating PreferNoSchedule node taint should be evicted when enabled": (
-        [tolerating("p1", "n1"), pod("p13", "n1")],
-        [node("n1", PREFER1)],
+        [P13],
+        [node("n5", PREFER1)],
         1,
         {"args": Args(include_prefer_no_schedule=True)},
     ),
