@@ -1,0 +1,168 @@
+"""``ksched deschedule``: one cycle over a cluster file, json and table output, where
+the evicted pods would land, and wrong input as one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.cli.main import main
+from services.descheduler.nodes import SelectorError, matches_selector
+
+CLUSTER = """\
+kind: Node
+metadata: {name: n1}
+spec:
+  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}
+---
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}
+---
+kind: Pod
+metadata:
+  name: web-1
+  namespace: demo
+  uid: web-1
+  creationTimestamp: "2024-01-01T00:00:00Z"
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: rs-web}]
+spec:
+  nodeName: n1
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: 500m}}}]
+status: {phase: Running}
+---
+kind: Pod
+metadata:
+  name: old
+  namespace: demo
+  uid: old
+  creationTimestamp: "2024-01-01T00:00:00Z"
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: old, uid: rs-old}]
+spec:
+  nodeName: n2
+  tolerations: [{key: dedicated, operator: Exists}]
+  containers: [{name: c, image: nginx}]
+status: {phase: Running}
+"""
+POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: default
+  pluginConfig:
+  - name: PodLifeTime
+    args: {maxPodLifeTimeSeconds: 86400}
+  plugins:
+    deschedule:
+      enabled: [RemovePodsViolatingNodeTaints, PodLifeTime]
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    return str(tmp_path / "cluster.yaml"), str(tmp_path / "policy.yaml")
+
+
+def lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_json_lines_in_eviction_order_then_placements(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, policy = files
+    argv = ["deschedule", cluster, "--policy", policy, "--now", "2024-01-03T00:00:00Z"]
+    assert main([*argv, "-o", "json", "--placement"]) == 0
+    assert lines(capsys) == [
+        {
+            "kind": "Eviction",
+            "pod": "demo/web-1",
+            "node": "n1",
+            "profile": "default",
+            "plugin": "RemovePodsViolatingNodeTaints",
+            "reason": "RemovePodsViolatingNodeTaints",
+        },
+        {
+            "kind": "Eviction",
+            "pod": "demo/old",
+            "node": "n2",
+            "profile": "default",
+            "plugin": "PodLifeTime",
+            "reason": "PodLifeTime",
+        },
+        {"kind": "Placement", "pod": "demo/web-1", "node": "n2"},
+        {"kind": "Placement", "pod": "demo/old", "node": "n1"},
+    ]
+
+
+def test_the_clock_decides_the_age(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, policy = files
+    argv = ["deschedule", cluster, "--policy", policy, "--now", "2024-01-01T12:00:00Z"]
+    assert main([*argv, "-o", "json"]) == 0
+    assert [line["pod"] for line in lines(capsys)] == ["demo/web-1"]
+
+
+def test_table(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, policy = files
+    assert main(["deschedule", cluster, "--policy", policy, "--now", "2024-01-03T00:00:00Z"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "EVICTED     NODE  PROFILE  PLUGIN",
+        "demo/web-1  n1    default  RemovePodsViolatingNodeTaints",
+        "demo/old    n2    default  PodLifeTime",
+        "",
+        "2 evicted on 2 nodes",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "now", "message"),
+    [
+        (
+            POLICY.replace("maxPodLifeTimeSeconds", "maxPodLifetimeSeconds"),
+            "2024-01-03T00:00:00Z",
+            "policy.yaml:7: profiles[0].pluginConfig[0].args.maxPodLifetimeSeconds: unknown field",
+        ),
+        (POLICY, "yesterday", '--now: "yesterday" is not an RFC 3339 time (2024-05-01T12:00:00Z)'),
+    ],
+)
+def test_wrong_input_is_one_line_and_exit_2(
+    files: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    policy: str,
+    now: str,
+    message: str,
+) -> None:
+    cluster, path = files
+    Path(path).write_text(policy)
+    assert main(["deschedule", cluster, "--policy", path, "--now", now]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(message), err
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "selected"),
+    [
+        ("", {}, True),
+        ("zone=a", {"zone": "a"}, True),
+        ("zone=a", {"zone": "b"}, False),
+        ("zone!=a", {}, True),
+        ("zone in (a, b),tier", {"zone": "b", "tier": "x"}, True),
+        ("zone notin (a)", {"zone": "a"}, False),
+        ("!gpu", {"gpu": "1"}, False),
+    ],
+)
+def test_node_selector_strings(selector: str, labels: dict[str, str], selected: bool) -> None:
+    assert matches_selector(selector, labels) is selected
+
+
+def test_a_broken_selector_is_refused() -> None:
+    with pytest.raises(SelectorError):
+        matches_selector("zone in a", {})
