@@ -54,7 +54,15 @@ def test_every_output_option_has_the_short_form() -> None:
         for action in sub._actions
         if "--output" in action.option_strings
     }
-    assert set(with_output) == {"queue", "waiting", "simulate", "replay", "watch", "dead-letters"}
+    assert set(with_output) == {
+        "queue",
+        "waiting",
+        "simulate",
+        "deschedule",
+        "replay",
+        "watch",
+        "dead-letters",
+    }
     assert all(options == ["-o", "--output"] for options in with_output.values())
 
 
@@ -64,6 +72,7 @@ def test_every_output_option_has_the_short_form() -> None:
         ("watch", ["json", "yaml"]),  # decision objects (Binding, Event)
         ("queue", ["table", "json"]),
         ("simulate", ["json", "table"]),
+        ("deschedule", ["json", "table"]),
         ("replay", ["json", "table"]),
     ],
 )
