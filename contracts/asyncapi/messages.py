@@ -18,6 +18,7 @@ from contracts.asyncapi._base import (
 )
 from contracts.errors import ErrorReport
 from contracts.events import ClusterBatch, WatchEvent
+from contracts.eviction import Eviction
 from contracts.k8s import Pod
 from contracts.k8s.decisions import Binding, Event
 from contracts.k8s.podgroup import PodGroup
@@ -35,7 +36,7 @@ NOMINATION: Final = "Nomination"
 def _top_level_types() -> list[type[Any]]:
     """Every type a message carries at its top level (the rest are reached from these)."""
     batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch]
-    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup, Preemption]
+    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup, Preemption, Eviction]
     return [
         WatchEvent,
         *_WATCH_KINDS.values(),
@@ -171,6 +172,12 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             " condition (reason PreemptionByScheduler) to set on it first. The preemptor is"
             " scheduled there once the victims' DELETED watch events arrive."
         ),
+        Eviction: (
+            "A policy/v1 Eviction decided by the descheduler (routing key"
+            " `eviction.<namespace>`): the pod in metadata, the profile, plugin and node in"
+            " its annotations, the policy's grace period and the pod's uid in deleteOptions."
+            " The pod counts as being evicted until its DELETED watch event arrives."
+        ),
         PermitDecision: (
             "Allow (routing key `allow.<namespace>`) or reject (`reject.<namespace>`) a pod"
             " waiting at Permit, for one plugin (`ExternalPermit`). A decision for a pod"
@@ -216,6 +223,7 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
         WaitingPod.__name__,
         PodGroup.__name__,
         Preemption.__name__,
+        Eviction.__name__,
         NOMINATION,
     ],
     topology.PERMIT.name: [PermitDecision.__name__],

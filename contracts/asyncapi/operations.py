@@ -9,6 +9,7 @@ from contracts import topology
 from contracts.asyncapi._base import AMQP_BINDING_VERSION, JSON, Action
 from contracts.asyncapi.channels import _REPLICA_FEED, channel_id
 from contracts.asyncapi.messages import NOMINATION, _ref
+from contracts.eviction import Eviction
 from contracts.k8s.decisions import Event
 from contracts.k8s.podgroup import PodGroup
 from contracts.permit import WaitingPod
@@ -228,6 +229,15 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         None,
         "internal",
         "Report bound pods and binding-cycle failures.",
+    ),
+    # descheduler
+    (
+        "deschedulerSendDecisions",
+        "send",
+        topology.DECISIONS.name,
+        [Eviction.__name__, Event.__name__],
+        "internal",
+        "Publish each eviction (a policy/v1 Eviction) and its Descheduled event.",
     ),
 )
 
