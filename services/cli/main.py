@@ -41,7 +41,22 @@ def _settings(args: argparse.Namespace) -> Settings:
         seed=getattr(args, "seed", None),
         explain=getattr(args, "explain", None),
         metrics_port=getattr(args, "metrics_port", None),  # passed only when given
+        policy=getattr(args, "policy", None),
+        interval=_interval(getattr(args, "interval", None)),
+        dry_run=getattr(args, "dry_run", None),
     )
+
+
+def _interval(text: str | None) -> float | None:
+    """``--interval`` (a Go duration) in seconds."""
+    if text is None:
+        return None
+    from services.descheduler.plugins.defaultevictor import go_duration
+
+    seconds = go_duration(text)
+    if seconds is None or seconds < 0:
+        raise InputError(f'--interval: "{text}" is not a duration (5m, 1h30m, 90s)')
+    return seconds
 
 
 def _settings_argv(args: argparse.Namespace) -> list[str]:
@@ -114,8 +129,22 @@ def parser() -> argparse.ArgumentParser:
     for name, text in (("run", "run one service"), ("up", "run every service as a process")):
         p = command(name, text)
         if name == "run":
-            p.add_argument("service", choices=["informer", "queue", "scheduler", "binder"])
+            p.add_argument(
+                "service", choices=["informer", "queue", "scheduler", "binder", "descheduler"]
+            )
             p.add_argument("--replica", help="scheduler replica name")
+            p.add_argument("--policy", help="descheduler: DeschedulerPolicy file")
+            p.add_argument(
+                "--interval",
+                help="descheduler: deschedulingInterval, a duration such as 5m (default 0: "
+                "one cycle, then exit)",
+            )
+            p.add_argument(
+                "--dry-run",
+                action="store_true",
+                default=None,
+                help="descheduler: log the evictions instead of publishing them",
+            )
         _connection_flags(p)
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
         p.add_argument("--config", help="KubeSchedulerConfiguration file")

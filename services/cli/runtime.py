@@ -22,6 +22,7 @@ import msgspec
 from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
+from services.cli.errors import InputError
 from services.cli.manifests import read_documents
 from services.cli.output import render_object
 from services.cli.shutdown import STOP_BOUND, Shutdown
@@ -32,6 +33,9 @@ from services.common.eventlog import open_event_log
 from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
+from services.descheduler.policy import load_policy
+from services.descheduler.registry import in_tree_registry as descheduler_registry
+from services.descheduler.service import DeschedulerService
 from services.framework.api.preemption import Preempting
 from services.framework.config import Profile, SchedulerConfig, default_profile, load_config
 from services.framework.config.in_tree import in_tree_registry
@@ -98,6 +102,20 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
         return BinderService(
             bus, store, clock, load_profiles(settings.config), metrics_port=settings.metrics_port
         )
+    if name == "descheduler":
+        options = settings.descheduler
+        if options.policy is None:
+            raise InputError("the descheduler needs a policy: --policy POLICY.yaml")
+        registry = descheduler_registry()
+        return DeschedulerService(
+            bus,
+            store,
+            clock,
+            load_policy(options.policy, registry),
+            registry,
+            options,
+            profile=load_profiles(settings.config)[0] if settings.config else None,
+        )
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 
 
@@ -130,10 +148,24 @@ async def run_service(name: str, settings: Settings) -> None:
     try:
         if await _unless_stopped(shutdown, _start(name, service, bus, store)):
             log.info("%s started", name)
-            await shutdown.requested.wait()
+            await _until_stopped_or_finished(shutdown, service)
     finally:
         shutdown.arm()  # however the run ended, the process ends within the bound
         await _stop(name, service, bus, store)
+
+
+async def _until_stopped_or_finished(shutdown: Shutdown, service: Service) -> None:
+    """Until SIGTERM/SIGINT, or until a service with nothing left to do (the
+    descheduler with interval 0) says it has finished."""
+    finished: asyncio.Event | None = getattr(service, "finished", None)
+    waits = [asyncio.create_task(shutdown.requested.wait(), name="stop-requested")]
+    if finished is not None:
+        waits.append(asyncio.create_task(finished.wait(), name="finished"))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
 
 
 async def _unless_stopped(shutdown: Shutdown, start: Coroutine[None, None, None]) -> bool:

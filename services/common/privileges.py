@@ -117,6 +117,20 @@ SERVICES: Mapping[str, Grants] = {
             "resolved_before",
         ),
     ),
+    "descheduler": Grants(
+        consumes=(),
+        publishes=(t.DECISIONS,),
+        store_methods=(
+            "applied_seq",
+            "epoch",
+            "objects",
+            "evictions",
+            "record_evictions",
+            "drop_evictions",
+            "acquire_lease",
+            "release_lease",
+        ),
+    ),
 }
 
 _SCRIPTS = {
@@ -136,6 +150,11 @@ _SCRIPTS = {
     "drop_leases": _lua.WRITE_HASH,
     "clear_nominations": _lua.WRITE_HASH,
     "claim_nominations": _lua.CLAIM_NOMINATIONS,
+    "evictions": _lua.READ_HASH,
+    "record_evictions": _lua.WRITE_HASH,
+    "drop_evictions": _lua.WRITE_HASH,
+    "acquire_lease": _lua.ACQUIRE_LEASE,
+    "release_lease": _lua.RELEASE_LEASE,
     "put_waiting": _lua.PUT_WAITING,
     "allow_waiting": _lua.ALLOW_WAITING,
     "reject_waiting": _lua.REJECT_WAITING,

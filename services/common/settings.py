@@ -88,6 +88,19 @@ class RestartSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_
             raise ValueError(f"backoff: need 0 < initial ({self.initial}) <= cap ({self.cap})")
 
 
+class DeschedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    policy: str | None = None
+    """The DeschedulerPolicy file (``--policy``), required by the descheduler."""
+    interval: float = 0.0
+    """``deschedulingInterval`` in seconds (``--interval``, a Go duration such as
+    ``5m``); 0: run one cycle, then exit (upstream's default)."""
+    dry_run: bool = False
+    """Log the evictions instead of recording and publishing them (``--dry-run``)."""
+    lease_ttl: float = 30.0
+    """Seconds the ``descheduler`` lease outlives an instance that stopped renewing it
+    (at least twice the interval)."""
+
+
 class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """A process's settings: the connection every service shares at the top, then one
     group per service. Built once by :func:`from_env` at the CLI's edge."""
@@ -122,6 +135,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     queue: QueueSettings = QueueSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     restart: RestartSettings = RestartSettings()
+    descheduler: DeschedulerSettings = DeschedulerSettings()
 
     def __post_init__(self) -> None:
         for name, path in (
@@ -181,6 +195,7 @@ _GROUP_OF: Mapping[str, str] = {
         ("queue", QueueSettings),
         ("scheduler", SchedulerSettings),
         ("restart", RestartSettings),
+        ("descheduler", DeschedulerSettings),
     )
     for field in kind.__struct_fields__
 }

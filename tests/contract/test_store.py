@@ -630,3 +630,26 @@ async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
     await clients.lose()
     assert await binder.begin_bind([claim("a", "n1")]) == [False]
     assert await binder.objects("node") == {}
+
+
+async def test_evictions_are_recorded_until_the_pod_is_deleted(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100)])
+    await store.record_evictions({"uid-a": "default/a", "uid-b": "default/b"})
+    assert await store.evictions() == {"uid-a": "default/a", "uid-b": "default/b"}
+    await store.apply([pod(3, "a", None, deleted=True)])
+    assert await store.evictions() == {"uid-b": "default/b"}
+    await store.drop_evictions(["uid-b"])
+    assert await store.evictions() == {}
+
+
+async def test_one_holder_has_a_service_lease_until_it_expires_or_is_released(
+    store: ClusterStore,
+) -> None:
+    assert await store.acquire_lease("descheduler", "a", 30, NOW)
+    assert await store.acquire_lease("descheduler", "a", 30, NOW + 1)  # renewed
+    assert not await store.acquire_lease("descheduler", "b", 30, NOW + 2)
+    await store.release_lease("descheduler", "b")  # not b's: nothing happens
+    assert not await store.acquire_lease("descheduler", "b", 30, NOW + 3)
+    await store.release_lease("descheduler", "a")
+    assert await store.acquire_lease("descheduler", "b", 30, NOW + 4)
+    await store.release_lease("descheduler", "b")

@@ -17,6 +17,8 @@ before anything is read or written when the marker is not what the client may us
 - ``assumed:{node}``: uids assumed, not yet binding, on the node (the expiry sweep).
 - ``lease``: hash uid → attempt.       ``nominated``: hash uid → ``node|priority``.
 - ``wait:*``: the pods waiting at Permit (see the waiting scripts below).
+- ``evicting``: hash uid → ``namespace/name`` of pods being evicted (the descheduler).
+- ``svclease:{name}``: a service's lease (holder, with a TTL).
 
 Amounts stay strings end to end (HINCRBY is int64; Lua numbers are doubles, used only
 for comparisons, exact below 2^53). Python writes requests in resource-name order, so
@@ -148,6 +150,7 @@ for _ = 1, count do
         redis.call('HDEL', P .. 'nominated', uid)
       end
       if deleted == '1' then
+        redis.call('HDEL', P .. 'evicting', uid)
         local st = redis.call('HGET', P .. 'wait:st', uid)
         if st and string.match(st, '^waiting|') then
           redis.call('HSET', P .. 'wait:st', uid, 'rejected|0||removed')
@@ -408,6 +411,27 @@ end
 return lost
 """
 )
+
+
+ACQUIRE_LEASE = """
+-- ARGV: P, name, holder, ttl in ms. Unguarded. Takes or renews {P}svclease:{name}.
+local key = ARGV[1] .. 'svclease:' .. ARGV[2]
+local current = redis.call('GET', key)
+if current and current ~= ARGV[3] then
+  return 0
+end
+redis.call('SET', key, ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
+RELEASE_LEASE = """
+-- ARGV: P, name, holder. Unguarded. Drops {P}svclease:{name} if holder has it.
+local key = ARGV[1] .. 'svclease:' .. ARGV[2]
+if redis.call('GET', key) == ARGV[3] then
+  redis.call('DEL', key)
+end
+return 0
+"""
 
 
 # -- waiting pods (Permit) --------------------------------------------------------------

@@ -303,6 +303,28 @@ class ClusterStore(Protocol):
 
     async def nominations(self) -> dict[str, Nomination]: ...
 
+    # -- the descheduler ----------------------------------------------------------------
+
+    async def evictions(self) -> dict[str, str]:
+        """Pods whose eviction was published and which are not gone yet: uid →
+        ``namespace/name``. A pod's deletion (its DELETED watch event applied) drops it."""
+        ...
+
+    async def record_evictions(self, evictions: Mapping[str, str]) -> None:
+        """Record evictions (uid → ``namespace/name``) before they are published."""
+        ...
+
+    async def drop_evictions(self, uids: Sequence[str]) -> None: ...
+
+    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
+        """Take or renew the lease ``name`` for ``holder`` for ``ttl`` seconds; False
+        while another holder has it. Not guarded by the epoch: it outlives store loss."""
+        ...
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up if ``holder`` has it."""
+        ...
+
     # -- waiting pods (Permit) ---------------------------------------------------------
     # Not guarded by the epoch: a waiting pod belongs to the binding cycle, which runs
     # on what the scheduler decided, not on the projection.

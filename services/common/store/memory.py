@@ -59,6 +59,8 @@ class _Data:
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
         self.waiting: dict[str, WaitingRecord] = {}
+        self.evicting: dict[str, str] = {}
+        self.service_leases: dict[str, tuple[str, float]] = {}
 
     def waiting_gone(self, uid: str) -> None:
         """The pod was deleted: a wait of it ends rejected (``RejectWaitingPod`` on
@@ -173,6 +175,7 @@ class MemoryStore:
             self._d.nominations.pop(uid, None)
             if body is None:
                 self._d.waiting_gone(uid)
+                self._d.evicting.pop(uid, None)
         if node is not None and body is not None:
             charge = _Charge(node, normalize(requests))
             self._d.charges[uid] = charge
@@ -286,6 +289,31 @@ class MemoryStore:
             for uid in claim.clears:
                 held.pop(uid, None)
         return lost
+
+    async def evictions(self) -> dict[str, str]:
+        self._guard()
+        return dict(self._d.evicting)
+
+    async def record_evictions(self, evictions: Mapping[str, str]) -> None:
+        self._guard()
+        self._d.evicting.update(evictions)
+
+    async def drop_evictions(self, uids: Sequence[str]) -> None:
+        self._guard()
+        for uid in uids:
+            self._d.evicting.pop(uid, None)
+
+    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
+        current = self._d.service_leases.get(name)
+        if current is not None and current[0] != holder and current[1] > now:
+            return False
+        self._d.service_leases[name] = (holder, now + ttl)
+        return True
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        current = self._d.service_leases.get(name)
+        if current is not None and current[0] == holder:
+            del self._d.service_leases[name]
 
     async def nominations(self) -> dict[str, Nomination]:
         self._guard()

@@ -39,6 +39,7 @@ from redis.exceptions import ResponseError
 from services.common import redact
 from services.common.store._charges import normalize
 from services.common.store._lua import (
+    ACQUIRE_LEASE,
     ALLOW_WAITING,
     APPLY,
     ASSUME,
@@ -52,6 +53,7 @@ from services.common.store._lua import (
     READ_NODES,
     READ_WAITING,
     REJECT_WAITING,
+    RELEASE_LEASE,
     RETURN_WAITING,
     TAKE_WAITING,
     WRITE_HASH,
@@ -107,6 +109,8 @@ class RedisStore:
         self._read_waiting = self._redis.register_script(READ_WAITING)
         self._return_waiting = self._redis.register_script(RETURN_WAITING)
         self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
+        self._acquire_lease = self._redis.register_script(ACQUIRE_LEASE)
+        self._release_lease = self._redis.register_script(RELEASE_LEASE)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
 
@@ -314,6 +318,26 @@ class RedisStore:
         if value is None:
             return None
         return value if isinstance(value, bytes) else value.encode()
+
+    async def evictions(self) -> dict[str, str]:
+        raw = await self._hgetall("evicting")
+        return {uid.decode(): key.decode() for uid, key in raw.items()}
+
+    async def record_evictions(self, evictions: Mapping[str, str]) -> None:
+        if evictions:
+            pairs = [x for uid, key in evictions.items() for x in (uid, key)]
+            await self._run(self._write_hash, "set", "evicting", *pairs)
+
+    async def drop_evictions(self, uids: Sequence[str]) -> None:
+        if uids:
+            await self._run(self._write_hash, "del", "evicting", *uids)
+
+    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
+        args = [self._p, name, holder, str(max(1, int(ttl * 1000)))]
+        return bool(await self._acquire_lease(keys=[], args=args))
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        await self._release_lease(keys=[], args=[self._p, name, holder])
 
     async def nominations(self) -> dict[str, Nomination]:
         raw = await self._hgetall("nominated")

@@ -1,0 +1,248 @@
+"""The descheduler service (``ksched run descheduler``): a descheduling cycle every
+``deschedulingInterval`` over the cluster as Redis holds it, evictions published on
+``ksched.decisions``.
+
+One instance is active at a time: a cycle runs only while this process holds the
+``descheduler`` lease in Redis (renewed each cycle, released on stop). Each cycle:
+
+1. reads the cluster from the store (nodes, pods, PDBs, priority classes, namespaces,
+   claims) and the evictions still outstanding (published, the pod not deleted yet;
+   a pod's DELETED watch event drops its record in the store);
+2. runs every profile (services.descheduler.profile) with the scheduler framework's
+   filters answering nodeFit;
+3. records the evictions in Redis *before* publishing them, then publishes, per
+   eviction, a ``policy/v1`` Eviction (``eviction.<namespace>``) and a Normal Event
+   on the pod (``pod eviction from <node> node by sigs.k8s.io/descheduler``).
+
+Killed between 3's two steps, a restarted descheduler finds the evictions recorded and
+never evicts those pods again nor exceeds a limit with them; at worst an eviction is
+recorded but never published (the pod stays). With ``dry_run`` nothing is recorded or
+published: each eviction is logged. With an interval of 0 the service runs one cycle
+and finishes, as upstream's descheduler does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import msgspec
+
+from contracts import topology
+from contracts.eviction import (
+    NODE_ANNOTATION,
+    PLUGIN_ANNOTATION,
+    PROFILE_ANNOTATION,
+    REQUESTED_BY,
+    DeleteOptions,
+    Eviction,
+    Preconditions,
+)
+from contracts.k8s import (
+    Namespace,
+    Node,
+    ObjectMeta,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+from services.common.bus import Bus, Message
+from services.common.clock import Clock
+from services.common.decisions import pod_event
+from services.common.settings import DeschedulerSettings
+from services.common.store import ClusterStore
+from services.descheduler.api import ClusterView
+from services.descheduler.evictions import Evicted
+from services.descheduler.nodefit import SchedulerFit
+from services.descheduler.podutil import key
+from services.descheduler.policy import Policy, Registry
+from services.descheduler.profile import CycleResult, run_cycle
+from services.framework.config import Profile
+
+log = logging.getLogger("ksched.descheduler")
+T = TypeVar("T")
+
+LEASE: str = "descheduler"
+
+
+@dataclass
+class CycleReport:
+    evicted: list[Evicted]
+    result: CycleResult
+    held_lease: bool = True
+
+
+def eviction_of(evicted: Evicted, grace: int | None) -> Eviction:
+    pod, options = evicted.pod, evicted.options
+    reason = f"triggered by {options.profile}/{options.plugin}: {options.reason}"
+    return Eviction(
+        metadata=ObjectMeta(
+            name=pod.metadata.name,
+            namespace=pod.metadata.namespace or "default",
+            annotations={
+                "reason": reason,
+                "requested-by": REQUESTED_BY,
+                PROFILE_ANNOTATION: options.profile,
+                PLUGIN_ANNOTATION: options.plugin,
+                NODE_ANNOTATION: evicted.node,
+            },
+        ),
+        delete_options=DeleteOptions(
+            grace_period_seconds=grace, preconditions=Preconditions(uid=pod.metadata.uid)
+        ),
+    )
+
+
+def _decode(raw: dict[str, bytes], kind: type[T]) -> list[T]:
+    decoder = msgspec.json.Decoder(kind)
+    out: list[T] = []
+    for body in raw.values():
+        try:
+            out.append(decoder.decode(body))
+        except msgspec.ValidationError as error:  # the informer validated it: a bug
+            log.warning("skipping an undecodable %s in the store: %s", kind.__name__, error)
+    return out
+
+
+class DeschedulerService:
+    def __init__(
+        self,
+        bus: Bus,
+        store: ClusterStore,
+        clock: Clock,
+        policy: Policy,
+        registry: Registry,
+        settings: DeschedulerSettings,
+        profile: Profile | None = None,
+        holder: str | None = None,
+    ) -> None:
+        self._bus = bus
+        self._store = store
+        self._clock = clock
+        self.policy = policy
+        self.registry = registry
+        self.settings = settings
+        self.profile = profile
+        self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
+        self.finished = asyncio.Event()
+        """Set when the service has nothing more to do (interval 0, one cycle run)."""
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="descheduler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self._store.release_lease(LEASE, self.holder)
+
+    async def _loop(self) -> None:
+        try:
+            while True:
+                try:
+                    report = await self.run_once()
+                    if report.held_lease:
+                        log.info(
+                            "cycle: %d evicted on %d nodes%s",
+                            len(report.evicted),
+                            len(report.result.nodes),
+                            f" ({report.result.skipped})" if report.result.skipped else "",
+                        )
+                except Exception as error:  # the next cycle tries again
+                    log.warning("descheduling cycle failed: %s", error)
+                if self.settings.interval <= 0:
+                    return
+                await self._clock.sleep(self.settings.interval)
+        finally:
+            self.finished.set()
+
+    async def read_cluster(self) -> ClusterView:
+        objects = self._store.objects
+        nodes = _decode(await objects("node"), Node)
+        pods = _decode(await objects("pod"), Pod)
+        pdbs = _decode(await objects("poddisruptionbudget"), PodDisruptionBudget)
+        classes = _decode(await objects("priorityclass"), PriorityClass)
+        namespaces = _decode(await objects("namespace"), Namespace)
+        claims = _decode(await objects("persistentvolumeclaim"), PersistentVolumeClaim)
+        return ClusterView(
+            nodes,
+            pods,
+            self._clock.now(),
+            {n.metadata.name: n for n in namespaces},
+            pdbs,
+            {(c.metadata.namespace or "default", c.metadata.name): c for c in claims},
+            {c.metadata.name: c for c in classes},
+        )
+
+    async def run_once(self) -> CycleReport:
+        """One cycle, if this instance holds the lease."""
+        ttl = max(self.settings.lease_ttl, self.settings.interval * 2)
+        if not await self._store.acquire_lease(LEASE, self.holder, ttl, self._clock.now()):
+            log.info("another descheduler holds the lease; this one waits")
+            return CycleReport([], CycleResult(), held_lease=False)
+        cluster = await self.read_cluster()
+        recorded = await self._store.evictions()
+        present = {p.metadata.uid: p for p in cluster.pods}
+        gone = [uid for uid in recorded if uid not in present]
+        if gone:
+            await self._store.drop_evictions(gone)
+        outstanding = [present[uid] for uid in recorded if uid in present]
+        fit = SchedulerFit(cluster, self.profile)
+        evictor, result = run_cycle(
+            self.policy, self.registry, cluster, fit, outstanding=outstanding
+        )
+        for error in result.errors:
+            log.warning("%s", error)
+        if self.settings.dry_run:
+            for e in evictor.evicted:
+                log.info(
+                    "would evict %s from %s (%s/%s)",
+                    key(e.pod), e.node, e.options.profile, e.options.plugin,
+                )  # fmt: skip
+            return CycleReport(evictor.evicted, result)
+        if evictor.evicted:
+            await self._store.record_evictions(
+                {e.pod.metadata.uid: key(e.pod) for e in evictor.evicted}
+            )
+            await self._bus.publish(self.messages(evictor.evicted))
+        return CycleReport(evictor.evicted, result)
+
+    def messages(self, evicted: Sequence[Evicted]) -> list[Message]:
+        encode = msgspec.json.encode
+        now = self._clock.now()
+        out = []
+        for e in evicted:
+            ns = e.pod.metadata.namespace or "default"
+            eviction = eviction_of(e, self.policy.grace_period_seconds)
+            out.append(
+                Message(
+                    topology.DECISIONS.name, topology.decision_key("eviction", ns), encode(eviction)
+                )
+            )
+            event = pod_event(
+                e.pod,
+                reason=e.reason,
+                message=f"pod eviction from {e.node} node by {REQUESTED_BY}",
+                warning=False,
+                action="Descheduled",
+                attempt=0,
+                now=now,
+                scheduler_name=REQUESTED_BY,
+            )
+            out.append(
+                Message(topology.DECISIONS.name, topology.decision_key("event", ns), encode(event))
+            )
+        return out
+
+
+__all__ = ["LEASE", "CycleReport", "DeschedulerService", "DeschedulerSettings", "eviction_of"]
