@@ -33,7 +33,8 @@ class DeleteOptions(Wire, kw_only=True, frozen=True):
 class Eviction(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Eviction"):
     """``policy/v1`` Eviction: evict the pod named in ``metadata``."""
 
-    api_version: str = "policy/v1"
+    api_version: str
+    """Always ``policy/v1`` (written out: a default would be omitted on the wire)."""
     metadata: ObjectMeta = ObjectMeta()
     delete_options: DeleteOptions | None = None
 

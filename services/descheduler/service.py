@@ -83,6 +83,7 @@ def eviction_of(evicted: Evicted, grace: int | None) -> Eviction:
     pod, options = evicted.pod, evicted.options
     reason = f"triggered by {options.profile}/{options.plugin}: {options.reason}"
     return Eviction(
+        api_version="policy/v1",
         metadata=ObjectMeta(
             name=pod.metadata.name,
             namespace=pod.metadata.namespace or "default",
