@@ -69,20 +69,28 @@ def _placement(pod: Pod) -> bytes:
     )
 
 
-def target_nodes(pods_by_node: dict[str, list[Pod]], nodes: Sequence[Node]) -> set[str]:
+def target_nodes(
+    pods_by_node: dict[str, list[Pod]],
+    nodes: Sequence[Node],
+    memo: dict[bytes, frozenset[str]] | None = None,
+) -> set[str]:
     """``getTargetNodes``: the nodes any distinct duplicate may run on, counting only
-    pods that may run on two or more nodes."""
+    pods that may run on two or more nodes. ``memo`` keeps each placement's nodes
+    across owners (most owners share a handful of placements)."""
+    memo = {} if memo is None else memo
     distinct: dict[bytes, Pod] = {}
     for pods in pods_by_node.values():
         for pod in pods:
             distinct.setdefault(_placement(pod), pod)
     targets: set[str] = set()
-    for pod in distinct.values():
-        matching = {
-            n.metadata.name
-            for n in nodes
-            if tolerates_node(pod, n) and matches_node_selector(pod, n)
-        }
+    for placement, pod in distinct.items():
+        matching = memo.get(placement)
+        if matching is None:
+            matching = memo[placement] = frozenset(
+                n.metadata.name
+                for n in nodes
+                if tolerates_node(pod, n) and matches_node_selector(pod, n)
+            )
         if len(matching) > 1:
             targets |= matching
     return targets
@@ -126,8 +134,9 @@ class RemoveDuplicates:
                         duplicates.setdefault(key, {}).setdefault(name, []).append(pod)
                 else:
                     known.append(container_keys)
+        memo: dict[bytes, frozenset[str]] = {}
         for key, by_node in duplicates.items():
-            targets = target_nodes(by_node, nodes)
+            targets = target_nodes(by_node, nodes, memo)
             if len(targets) < 2:
                 continue
             upper = math.ceil(occurrences[key] / len(targets))
