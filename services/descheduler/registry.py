@@ -6,6 +6,7 @@ from services.descheduler.plugins import (
     defaultevictor,
     nodeaffinity,
     nodetaints,
+    podantiaffinity,
     podlifetime,
     removeduplicates,
     removefailedpods,
@@ -48,6 +49,12 @@ def in_tree_registry() -> Registry:
             nodeaffinity.RemovePodsViolatingNodeAffinityArgs,
             nodeaffinity.new,
             nodeaffinity.RemovePodsViolatingNodeAffinity,
+        ),
+        PluginEntry(
+            podantiaffinity.NAME,
+            podantiaffinity.RemovePodsViolatingInterPodAntiAffinityArgs,
+            podantiaffinity.new,
+            podantiaffinity.RemovePodsViolatingInterPodAntiAffinity,
         ),
         PluginEntry(
             removeduplicates.NAME,
