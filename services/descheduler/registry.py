@@ -6,6 +6,7 @@ from services.descheduler.plugins import (
     defaultevictor,
     nodeaffinity,
     nodetaints,
+    nodeutilization,
     podantiaffinity,
     podlifetime,
     removeduplicates,
@@ -49,6 +50,18 @@ def in_tree_registry() -> Registry:
             nodeaffinity.RemovePodsViolatingNodeAffinityArgs,
             nodeaffinity.new,
             nodeaffinity.RemovePodsViolatingNodeAffinity,
+        ),
+        PluginEntry(
+            nodeutilization.LOW,
+            nodeutilization.LowNodeUtilizationArgs,
+            nodeutilization.new_low,
+            nodeutilization.LowNodeUtilization,
+        ),
+        PluginEntry(
+            nodeutilization.HIGH,
+            nodeutilization.HighNodeUtilizationArgs,
+            nodeutilization.new_high,
+            nodeutilization.HighNodeUtilization,
         ),
         PluginEntry(
             podantiaffinity.NAME,
