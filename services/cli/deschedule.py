@@ -162,6 +162,10 @@ def print_table(
 ) -> None:
     if result.skipped:
         out.write(result.skipped + "\n")
+    for name, plugin in result.plugins.items():
+        classified = getattr(plugin, "classified", None)
+        if classified:
+            print_utilization(name, plugin, out)
     rows = [("EVICTED", "NODE", "PROFILE", "PLUGIN")]
     rows += [(key(e.pod), e.node, e.options.profile, e.options.plugin) for e in evicted]
     if evicted:
@@ -177,6 +181,28 @@ def print_table(
     for error in result.errors:
         out.write(f"error: {error}\n")
     out.write(f"\n{len(evicted)} evicted on {len(result.nodes)} nodes\n")
+
+
+def print_utilization(name: str, plugin: Any, out: TextIO) -> None:
+    """How a utilization plugin classified each node, with its usage per resource (as
+    a percentage of allocatable) against the thresholds."""
+    args = plugin.args
+    resources = list(args.thresholds)
+    limits = ", ".join(
+        f"{r} {args.thresholds[r]:g}%"
+        + (f"/{args.target_thresholds[r]:g}%" if hasattr(args, "target_thresholds") else "")
+        for r in resources
+    )
+    deviation = " (around the average)" if getattr(args, "use_deviation_thresholds", False) else ""
+    out.write(f"{name}: thresholds {limits}{deviation}\n")
+    rows = [["NODE", "CLASS", *(r.upper() for r in resources)]]
+    for node, verdict in plugin.classified.items():
+        usage = plugin.usage_percent.get(node, {})
+        rows.append([node, verdict, *(f"{usage.get(r, 0.0):.0f}%" for r in resources)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write("\n")
 
 
 def deschedule_command(args: argparse.Namespace) -> int:

@@ -166,3 +166,19 @@ def test_node_selector_strings(selector: str, labels: dict[str, str], selected: 
 def test_a_broken_selector_is_refused() -> None:
     with pytest.raises(SelectorError):
         matches_selector("zone in a", {})
+
+
+def test_the_table_shows_how_each_node_was_classified(capsys: pytest.CaptureFixture[str]) -> None:
+    here = Path(__file__).parent
+    cluster, policy = here / "lnu-cluster.yaml", here / "lnu-policy.yaml"
+    assert main(["deschedule", str(cluster), "--policy", str(policy)]) == 0
+    assert capsys.readouterr().out.splitlines()[:8] == [
+        "balance/LowNodeUtilization: thresholds cpu 20%/50%, pods 20%/50%",
+        "NODE  CLASS          CPU  PODS",
+        "busy  overutilized   88%  70%",
+        "idle  underutilized  0%   0%",
+        "",
+        "EVICTED  NODE  PROFILE  PLUGIN",
+        "demo/w0  busy  balance  LowNodeUtilization",
+        "demo/w1  busy  balance  LowNodeUtilization",
+    ]
