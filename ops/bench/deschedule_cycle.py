@@ -2,8 +2,9 @@
 
     python ops/bench/deschedule_cycle.py NODES PODS      # 5000 150000: the issue's size
 
-Every pod belongs to a ReplicaSet of ten, spread over the nodes; the policy runs
-RemoveDuplicates, RemovePodsViolatingNodeTaints and PodLifeTime, with no limits. Prints
+Every pod belongs to a ReplicaSet of ten; a third of the nodes hold most pods. The
+policy runs LowNodeUtilization and RemoveDuplicates (Balance) and
+RemovePodsViolatingNodeTaints and PodLifeTime (Deschedule), with no limits. Prints
 the time to build the cluster, the cycle's time, the evictions and the peak RSS.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import resource
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import msgspec
@@ -33,11 +35,18 @@ POLICY = {
         {
             "name": "bench",
             "plugins": {
-                "balance": {"enabled": ["RemoveDuplicates"]},
+                "balance": {"enabled": ["LowNodeUtilization", "RemoveDuplicates"]},
                 "deschedule": {"enabled": ["RemovePodsViolatingNodeTaints", "PodLifeTime"]},
             },
             "pluginConfig": [
-                {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 999_999_999}}
+                {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 999_999_999}},
+                {
+                    "name": "LowNodeUtilization",
+                    "args": {
+                        "thresholds": {"cpu": 20, "pods": 20},
+                        "targetThresholds": {"cpu": 50, "pods": 50},
+                    },
+                },
             ],
         }
     ],
@@ -51,11 +60,9 @@ def main(num_nodes: int, num_pods: int) -> None:
     pods = []
     for j in range(num_pods):
         owner = f"rs{j % max(1, num_pods // 10)}"
-        pod = make_pod(
-            f"p{j}",
-            requests={"cpu": "100m", "memory": "128Mi"},
-            node_name=f"n{(j * 7) % num_nodes}",
-        )
+        # Two pods of three on the first third of the nodes: they are overutilized.
+        node = (j * 7) % (num_nodes // 3 or 1) if j % 3 else (j * 7) % num_nodes
+        pod = make_pod(f"p{j}", requests={"cpu": "500m", "memory": "128Mi"}, node_name=f"n{node}")
         meta = msgspec.structs.replace(
             pod.metadata,
             owner_references=[
@@ -71,9 +78,11 @@ def main(num_nodes: int, num_pods: int) -> None:
     evictor, _ = run_cycle(load_policy(POLICY, registry), registry, cluster, SchedulerFit(cluster))
     done = time.perf_counter()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    per_plugin = Counter(e.options.plugin for e in evictor.evicted)
     print(
         f"{num_nodes} nodes, {num_pods} pods: built in {built - start:.1f} s, cycle "
-        f"{done - built:.1f} s, {len(evictor.evicted)} evicted, peak RSS {rss:.0f} MB"
+        f"{done - built:.1f} s, {len(evictor.evicted)} evicted {dict(per_plugin)}, "
+        f"peak RSS {rss:.0f} MB"
     )
 
 
