@@ -12,6 +12,7 @@ from services.descheduler.plugins import (
     removeduplicates,
     removefailedpods,
     toomanyrestarts,
+    topologyspread,
 )
 from services.descheduler.policy import PluginEntry, Registry
 
@@ -74,6 +75,12 @@ def in_tree_registry() -> Registry:
             removeduplicates.RemoveDuplicatesArgs,
             removeduplicates.new,
             removeduplicates.RemoveDuplicates,
+        ),
+        PluginEntry(
+            topologyspread.NAME,
+            topologyspread.RemovePodsViolatingTopologySpreadConstraintArgs,
+            topologyspread.new,
+            topologyspread.RemovePodsViolatingTopologySpreadConstraint,
         ),
     ]
     return {e.name: e for e in entries}
