@@ -3,7 +3,9 @@
     python ops/bench/deschedule_cycle.py NODES PODS      # 5000 150000: the issue's size
 
 Every pod belongs to a ReplicaSet of ten; a third of the nodes hold most pods. The
-policy runs LowNodeUtilization and RemoveDuplicates (Balance) and
+policy runs LowNodeUtilization, RemoveDuplicates and
+RemovePodsViolatingTopologySpreadConstraint (Balance; one pod in ten is spread over three
+zones) and
 RemovePodsViolatingNodeTaints and PodLifeTime (Deschedule), with no limits. Prints
 the time to build the cluster, the cycle's time, the evictions and the peak RSS.
 """
@@ -20,7 +22,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from contracts.k8s import OwnerReference
+from contracts.k8s import LabelSelector, OwnerReference, TopologySpreadConstraint
 from services.descheduler.api import ClusterView
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.policy import load_policy
@@ -35,7 +37,13 @@ POLICY = {
         {
             "name": "bench",
             "plugins": {
-                "balance": {"enabled": ["LowNodeUtilization", "RemoveDuplicates"]},
+                "balance": {
+                    "enabled": [
+                        "LowNodeUtilization",
+                        "RemoveDuplicates",
+                        "RemovePodsViolatingTopologySpreadConstraint",
+                    ]
+                },
                 "deschedule": {"enabled": ["RemovePodsViolatingNodeTaints", "PodLifeTime"]},
             },
             "pluginConfig": [
@@ -56,7 +64,18 @@ POLICY = {
 def main(num_nodes: int, num_pods: int) -> None:
     start = time.perf_counter()
     allocatable = {"cpu": "32", "memory": "128Gi", "pods": 110}
-    nodes = [make_node(f"n{i}", allocatable=allocatable) for i in range(num_nodes)]
+    nodes = [
+        make_node(f"n{i}", allocatable=allocatable, labels={"zone": f"z{i % 3}"})
+        for i in range(num_nodes)
+    ]
+    spread = [
+        TopologySpreadConstraint(
+            max_skew=1,
+            topology_key="zone",
+            when_unsatisfiable="DoNotSchedule",
+            label_selector=LabelSelector(match_labels={"app": "spread"}),
+        )
+    ]
     pods = []
     for j in range(num_pods):
         owner = f"rs{j % max(1, num_pods // 10)}"
@@ -71,7 +90,11 @@ def main(num_nodes: int, num_pods: int) -> None:
             creation_timestamp="2024-01-01T00:00:00Z",
         )
         status = msgspec.structs.replace(pod.status, phase="Running")
-        pods.append(msgspec.structs.replace(pod, metadata=meta, status=status))
+        spec = pod.spec
+        if j % 10 == 0:  # one pod in ten is spread over the zones
+            meta = msgspec.structs.replace(meta, labels={"app": "spread"})
+            spec = msgspec.structs.replace(spec, topology_spread_constraints=spread)
+        pods.append(msgspec.structs.replace(pod, metadata=meta, spec=spec, status=status))
     built = time.perf_counter()
     registry = in_tree_registry()
     cluster = ClusterView(nodes, pods, 1.7e9)

@@ -272,14 +272,26 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 i += 1
                 continue
             source = sorted_domains[j].pods
-            fits = {p.metadata.uid: self.handle.fits_other_node(p, below_nodes) for p in source}
-            source.sort(key=lambda p: fits[p.metadata.uid])  # stable: fitting pods last
-            moving = source[len(source) - move :]
+            # Upstream sorts the domain's pods stably, those that fit a node below the
+            # average last, and moves the last ``move``. The same pods, asking only as
+            # far as needed: the fitting pods nearest the end, then the last others.
+            fitting: list[int] = []
+            for k in range(len(source) - 1, -1, -1):
+                if len(fitting) == move:
+                    break
+                if self.handle.fits_other_node(source[k], below_nodes):
+                    fitting.append(k)
+            fitting.reverse()
+            taken = set(fitting)
+            others = [k for k in range(len(source)) if k not in taken]
+            arranged = others + fitting  # the stable sort's result, as indices
+            moving = [source[k] for k in arranged[len(arranged) - move :]]
+            fit_uids = {source[k].metadata.uid for k in fitting}
             for pod in moving:
-                if fit_needed and not fits[pod.metadata.uid]:
+                if fit_needed and pod.metadata.uid not in fit_uids:
                     continue
                 chosen.setdefault(pod.metadata.uid, pod)
-            sorted_domains[j].pods = source[: len(source) - move]
+            sorted_domains[j].pods = [source[k] for k in arranged[: len(arranged) - move]]
             sorted_domains[i].pods = sorted_domains[i].pods + moving
 
 
