@@ -19,6 +19,9 @@ from services.common import gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
 METRICS_SERVICES = ("queue", "binder", "scheduler")
+"""The services `ksched up` gives a metrics port (PORT, PORT+1, PORT+2)."""
+SERVED_METRICS = (*METRICS_SERVICES, "descheduler")
+"""The services that serve metrics with `ksched run NAME --metrics-port P`."""
 """The services that export Prometheus metrics (``--metrics-port``), in the order
 ``ksched up --metrics-port PORT`` numbers their ports from PORT."""
 
@@ -318,10 +321,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     match args.command:
         case "run":
-            if args.metrics_port is not None and args.service not in METRICS_SERVICES:
+            if args.metrics_port is not None and args.service not in SERVED_METRICS:
                 raise InputError(
                     f"--metrics-port: the {args.service} exports no metrics yet, only "
-                    f"{', '.join(METRICS_SERVICES)} do (ksched run queue --metrics-port PORT)"
+                    f"{', '.join(SERVED_METRICS)} do (ksched run queue --metrics-port PORT)"
                 )
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0

@@ -115,6 +115,7 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             registry,
             options,
             profile=load_profiles(settings.config)[0] if settings.config else None,
+            metrics_port=settings.metrics_port,
         )
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 

@@ -11,7 +11,7 @@ cycle's evictions of pods it covers) is refused with the API server's 429 text.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from contracts.k8s import Pod, PodDisruptionBudget
@@ -57,6 +57,8 @@ class PodEvictor:
     yet: they count against the limits and their PDBs, and are not evicted again."""
     evicted: list[Evicted] = field(default_factory=list)
     refused: list[tuple[Pod, EvictOptions, str]] = field(default_factory=list)
+    on_result: Callable[[Pod, EvictOptions, str], None] | None = None
+    """Told each eviction's result: ``success`` or the refusal's message (metrics)."""
 
     def __post_init__(self) -> None:
         self._outstanding_uids = {p.metadata.uid for p in self.outstanding}
@@ -110,6 +112,8 @@ class PodEvictor:
             self._check(pod)
         except EvictionError as error:
             self.refused.append((pod, options, str(error)))
+            if self.on_result is not None:
+                self.on_result(pod, options, str(error))
             raise
         self._outstanding_uids.add(pod.metadata.uid)
         for pdb in self.pdbs:
@@ -118,6 +122,8 @@ class PodEvictor:
         self._count(pod)
         self._total += 1
         self.evicted.append(Evicted(pod, pod.spec.node_name or "", options))
+        if self.on_result is not None:
+            self.on_result(pod, options, "success")
 
     def _check(self, pod: Pod) -> None:
         if not pod.metadata.uid:

@@ -9,6 +9,7 @@ count the whole cycle. A plugin's error is recorded and the next plugin runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,8 @@ def run_cycle(
     fit: FitCheck,
     *,
     outstanding: Sequence[Pod] = (),
+    on_result: Callable[[Pod, EvictOptions, str], None] | None = None,
+    on_plugin: Callable[[str, str, float], None] | None = None,
 ) -> tuple[PodEvictor, CycleResult]:
     """One cycle over ``cluster``: the evictions decided (``evictor.evicted``, in
     order) and what happened."""
@@ -102,6 +105,7 @@ def run_cycle(
         Limits(policy.max_per_node, policy.max_per_namespace, policy.max_total),
         pdbs=cluster.pdbs,
         outstanding=outstanding,
+        on_result=on_result,
     )
     result = CycleResult()
     nodes = ready_nodes(cluster.nodes, policy.node_selector)
@@ -119,7 +123,10 @@ def run_cycle(
     for point in ("deschedule", "balance"):
         for name, deschedule, balance in runners:
             for plugin in deschedule if point == "deschedule" else balance:
+                started = time.perf_counter()
                 error = getattr(plugin, point)(nodes)
+                if on_plugin is not None:
+                    on_plugin(plugin.name, name, time.perf_counter() - started)
                 if error:
                     result.errors.append(
                         f'profile "{name}": plugin "{plugin.name}" finished with error: {error}'

@@ -28,6 +28,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -56,10 +57,12 @@ from contracts.k8s import (
 from services.common.bus import Bus, Message
 from services.common.clock import Clock
 from services.common.decisions import pod_event
+from services.common.metrics import MetricsEndpoint
 from services.common.settings import DeschedulerSettings
 from services.common.store import ClusterStore
-from services.descheduler.api import ClusterView
+from services.descheduler.api import ClusterView, EvictOptions
 from services.descheduler.evictions import Evicted
+from services.descheduler.metrics import DeschedulerMetrics
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import Policy, Registry
@@ -123,6 +126,7 @@ class DeschedulerService:
         settings: DeschedulerSettings,
         profile: Profile | None = None,
         holder: str | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         self._bus = bus
         self._store = store
@@ -135,8 +139,13 @@ class DeschedulerService:
         self.finished = asyncio.Event()
         """Set when the service has nothing more to do (interval 0, one cycle run)."""
         self._task: asyncio.Task[None] | None = None
+        self.metrics = DeschedulerMetrics(_version())
+        self._metrics_port = metrics_port
+        self.endpoint: MetricsEndpoint | None = None
 
     async def start(self) -> None:
+        if self._metrics_port is not None:
+            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
         self._task = asyncio.create_task(self._loop(), name="descheduler")
 
     async def stop(self) -> None:
@@ -146,6 +155,9 @@ class DeschedulerService:
                 await self._task
         with contextlib.suppress(Exception):
             await self._store.release_lease(LEASE, self.holder)
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
 
     async def _loop(self) -> None:
         try:
@@ -199,9 +211,17 @@ class DeschedulerService:
             await self._store.drop_evictions(gone)
         outstanding = [present[uid] for uid in recorded if uid in present]
         fit = SchedulerFit(cluster, self.profile)
+        started = time.perf_counter()
         evictor, result = run_cycle(
-            self.policy, self.registry, cluster, fit, outstanding=outstanding
+            self.policy,
+            self.registry,
+            cluster,
+            fit,
+            outstanding=outstanding,
+            on_result=self._count,
+            on_plugin=self.metrics.ran,
         )
+        self.metrics.cycle(time.perf_counter() - started)
         for error in result.errors:
             log.warning("%s", error)
         if self.settings.dry_run:
@@ -217,6 +237,15 @@ class DeschedulerService:
             )
             await self._bus.publish(self.messages(evictor.evicted))
         return CycleReport(evictor.evicted, result)
+
+    def _count(self, pod: Pod, options: EvictOptions, result: str) -> None:
+        self.metrics.evicted(
+            result,
+            options.plugin,
+            options.profile,
+            pod.metadata.namespace or "default",
+            pod.spec.node_name or "",
+        )
 
     def messages(self, evicted: Sequence[Evicted]) -> list[Message]:
         encode = msgspec.json.encode
@@ -244,6 +273,15 @@ class DeschedulerService:
                 Message(topology.DECISIONS.name, topology.decision_key("event", ns), encode(event))
             )
         return out
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ksched")
+    except PackageNotFoundError:
+        return "0"
 
 
 __all__ = ["LEASE", "CycleReport", "DeschedulerService", "DeschedulerSettings", "eviction_of"]

@@ -126,5 +126,5 @@ def test_metrics_port_is_refused_by_a_service_without_metrics(
     assert main([*argv, "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"ksched run {service}: --metrics-port: the {service} exports no metrics yet, only "
-        "queue, binder, scheduler do (ksched run queue --metrics-port PORT)"
+        "queue, binder, scheduler, descheduler do (ksched run queue --metrics-port PORT)"
     ]

@@ -1,0 +1,81 @@
+"""The descheduler's Prometheus metrics, with kubernetes-sigs/descheduler's names,
+labels and buckets (``metrics/metrics.go``):
+
+- ``descheduler_pods_evicted_total{result,strategy,profile,namespace,node}``: evictions
+  by result (``success``, or the limit's or budget's message; ``error`` otherwise).
+  Upstream also keeps the deprecated counter ``descheduler_pods_evicted`` with the same
+  series; a Python counter always ends in ``_total``, so only this name is served.
+- ``descheduler_loop_duration_seconds`` and the deprecated
+  ``descheduler_descheduler_loop_duration_seconds``: one cycle.
+- ``descheduler_strategy_duration_seconds{strategy,profile}`` and the deprecated
+  ``descheduler_descheduler_strategy_duration_seconds``: one plugin's run.
+- ``descheduler_build_info``: 1, with the version.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LOOP_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
+STRATEGY_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100)
+EVICTED_LABELS: Final = ("result", "strategy", "profile", "namespace", "node")
+HELP_EVICTED: Final = (
+    "Number of total evicted pods, by the result, by the strategy, by the namespace, by the "
+    "node name. 'error' result means a pod could not be evicted"
+)
+
+
+class DeschedulerMetrics:
+    def __init__(self, version: str = "") -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.pods_evicted = Counter(
+            "descheduler_pods_evicted", HELP_EVICTED, EVICTED_LABELS, registry=self.registry
+        )
+        self.loop = [
+            Histogram(
+                name,
+                "Time taken to complete a full descheduling cycle",
+                buckets=LOOP_BUCKETS,
+                registry=self.registry,
+            )
+            for name in (
+                "descheduler_loop_duration_seconds",
+                "descheduler_descheduler_loop_duration_seconds",
+            )
+        ]
+        self.strategy = [
+            Histogram(
+                name,
+                "Time taken to complete Each strategy of the descheduling operation",
+                ("strategy", "profile"),
+                buckets=STRATEGY_BUCKETS,
+                registry=self.registry,
+            )
+            for name in (
+                "descheduler_strategy_duration_seconds",
+                "descheduler_descheduler_strategy_duration_seconds",
+            )
+        ]
+        build = Gauge(
+            "descheduler_build_info",
+            "Build info about descheduler",
+            ("AppVersion", "DeschedulerVersion"),
+            registry=self.registry,
+        )
+        build.labels(version, f"ksched-{version}").set(1)
+
+    def evicted(self, result: str, strategy: str, profile: str, namespace: str, node: str) -> None:
+        self.pods_evicted.labels(result, strategy, profile, namespace, node).inc()
+
+    def cycle(self, seconds: float) -> None:
+        for histogram in self.loop:
+            histogram.observe(seconds)
+
+    def ran(self, strategy: str, profile: str, seconds: float) -> None:
+        for histogram in self.strategy:
+            histogram.labels(strategy, profile).observe(seconds)
+
+
+__all__ = ["DeschedulerMetrics"]
