@@ -90,9 +90,25 @@ def test_informer_keeps_its_event_log_on_a_named_volume() -> None:
     assert source in (COMPOSE.get("volumes") or {})
 
 
-def test_several_schedulers_and_no_descheduler() -> None:
+def test_several_schedulers() -> None:
     assert SERVICES["scheduler"].get("deploy", {}).get("replicas", 1) >= 2
-    assert "descheduler" not in SERVICES
+
+
+def test_the_descheduler_runs_the_example_policy_every_five_minutes() -> None:
+    from services.descheduler.policy import load_policy
+    from services.descheduler.registry import in_tree_registry
+
+    service = SERVICES["descheduler"]
+    command = service["command"]
+    assert command[:2] == ["run", "descheduler"]
+    policy = command[command.index("--policy") + 1]
+    assert command[command.index("--interval") + 1] == "5m"
+    mounts = {t: src for src, t, *_ in (str(v).split(":") for v in service["volumes"])}
+    source = ROOT / mounts[policy]
+    assert load_policy(source, in_tree_registry()).profiles
+    env = _environment(service)
+    assert env["OTEL_SERVICE_NAME"] == "ksched-descheduler"
+    assert urlsplit(env["KSCHED_REDIS_URL"]).hostname == "redis"
 
 
 def test_every_dependency_and_volume_exists() -> None:
