@@ -19,11 +19,13 @@ import msgspec
 from contracts.k8s import (
     Namespace,
     Node,
+    NodeMetrics,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PodGroup,
+    PodMetrics,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -114,6 +116,14 @@ class PodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podgroup"):
     object: PodGroup
 
 
+class NodeMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="nodemetrics"):
+    object: NodeMetrics
+
+
+class PodMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podmetrics"):
+    object: PodMetrics
+
+
 LogEntry = (
     PodEntry
     | NodeEntry
@@ -128,6 +138,8 @@ LogEntry = (
     | ReplicaSetEntry
     | StatefulSetEntry
     | PodGroupEntry
+    | NodeMetricsEntry
+    | PodMetricsEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {

@@ -8,11 +8,13 @@ from contracts.k8s import (
     Binding,
     Namespace,
     Node,
+    NodeMetrics,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PodGroup,
+    PodMetrics,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -24,6 +26,8 @@ from contracts.k8s import (
 KubeObject = (
     Pod
     | Node
+    | NodeMetrics
+    | PodMetrics
     | Namespace
     | PriorityClass
     | PodDisruptionBudget
@@ -56,6 +60,7 @@ NAMESPACED: Final = frozenset(
         "replicaset",
         "statefulset",
         "podgroup",
+        "podmetrics",
     }
 )
 

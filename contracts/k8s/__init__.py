@@ -14,6 +14,7 @@ from contracts.k8s.base import (
     namespaced_name,
 )
 from contracts.k8s.decisions import Binding, Decision, Event, EventSource
+from contracts.k8s.metrics import ContainerMetrics, NodeMetrics, PodMetrics
 from contracts.k8s.node import (
     ContainerImage,
     Namespace,
@@ -79,6 +80,7 @@ __all__ = [
     "Binding",
     "Container",
     "ContainerImage",
+    "ContainerMetrics",
     "ContainerPort",
     "Decision",
     "Event",
@@ -89,6 +91,7 @@ __all__ = [
     "Node",
     "NodeAffinity",
     "NodeCondition",
+    "NodeMetrics",
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
@@ -112,6 +115,7 @@ __all__ = [
     "PodGroup",
     "PodGroupSpec",
     "PodGroupStatus",
+    "PodMetrics",
     "PodSchedulingGate",
     "PodSpec",
     "PodStatus",

@@ -23,9 +23,11 @@ import msgspec
 from contracts.k8s import (
     Namespace,
     Node,
+    NodeMetrics,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodMetrics,
     PriorityClass,
 )
 from contracts.kinds import KINDS
@@ -36,14 +38,17 @@ from services.descheduler.evictions import Evicted
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import load_policy
-from services.descheduler.profile import CycleResult, run_cycle
+from services.descheduler.profile import CycleResult, check_node_fit_profiles, run_cycle
 from services.descheduler.registry import in_tree_registry
+from services.descheduler.usage import NodeUsageCollector
 from services.framework.api.types import PodInfo
 from services.framework.config import Profile
 from services.framework.runtime.framework import Framework
 
 
-def cluster_view(documents: Sequence[Document], now: float) -> ClusterView:
+def cluster_view(
+    documents: Sequence[Document], now: float, collect_metrics: bool = True
+) -> ClusterView:
     """The cluster file's objects as one cycle sees them (deleted ones left out)."""
     nodes: list[Node] = []
     pods: list[Pod] = []
@@ -51,6 +56,8 @@ def cluster_view(documents: Sequence[Document], now: float) -> ClusterView:
     pdbs: list[PodDisruptionBudget] = []
     claims: dict[tuple[str, str], PersistentVolumeClaim] = {}
     classes: dict[str, PriorityClass] = {}
+    node_metrics: list[NodeMetrics] = []
+    pod_metrics: dict[tuple[str, str], PodMetrics] = {}
     for document in documents:
         event = json.loads(document.body)
         if event.get("type") == "DELETED" or document.kind not in KINDS:
@@ -69,8 +76,16 @@ def cluster_view(documents: Sequence[Document], now: float) -> ClusterView:
                 claims[(obj.metadata.namespace or "default", obj.metadata.name)] = obj
             case PriorityClass():
                 classes[obj.metadata.name] = obj
+            case NodeMetrics():
+                node_metrics.append(obj)
+            case PodMetrics():
+                pod_metrics[(obj.metadata.namespace or "default", obj.metadata.name)] = obj
     pods = [_admitted(p, classes) for p in pods]
-    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes)
+    collector = NodeUsageCollector()
+    for error in collector.collect(node_metrics):
+        print(f"warning: {error}", file=sys.stderr)
+    usage = collector.usage() if collect_metrics else None
+    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics)
 
 
 def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
@@ -118,10 +133,11 @@ def eviction_json(evicted: Evicted) -> dict[str, object]:
 
 
 def place(
-    cluster: ClusterView, evicted: Sequence[Evicted], profile: Profile | None
+    cluster: ClusterView, evicted: Sequence[Evicted], profiles: Sequence[Profile] | None = None
 ) -> list[Placement]:
     """Recreate each evicted pod as its controller would (same spec, no node) and
-    schedule them in eviction order on the cluster without them."""
+    schedule them in eviction order on the cluster without them, each with the
+    scheduler profile its ``schedulerName`` names (the first one otherwise)."""
     gone = {e.pod.metadata.uid for e in evicted}
     rest = ClusterView(
         cluster.nodes,
@@ -132,8 +148,7 @@ def place(
         cluster.claims,
         cluster.priority_classes,
     )
-    fit = SchedulerFit(rest, profile)
-    framework: Framework = fit.framework
+    fit = SchedulerFit(rest, profiles)
     placements = []
     for e in evicted:
         pod = msgspec.structs.replace(
@@ -142,6 +157,8 @@ def place(
             spec=msgspec.structs.replace(e.pod.spec, node_name=None),
             status=msgspec.structs.replace(e.pod.status, phase="Pending", nominated_node_name=None),
         )
+        name = pod.spec.scheduler_name
+        framework: Framework = fit.framework_of(name if name in fit.profile_names else None)
         result = framework.schedule_one(fit.cache, PodInfo.of(pod))
         if result.node is None:
             placements.append(Placement(key(pod), None, result.message))
@@ -211,11 +228,14 @@ def deschedule_command(args: argparse.Namespace) -> int:
     from services.cli.simulate import load_cluster
 
     policy = load_policy(args.policy, in_tree_registry())
-    profile = load_profiles(args.config)[0] if args.config else None
+    profiles = load_profiles(args.config)
+    check_node_fit_profiles(policy, [p.scheduler_name for p in profiles])
     text, source = read_input(args.cluster)
-    cluster = cluster_view(load_cluster(text, source), parse_now(args.now))
-    evictor, result = run_cycle(policy, in_tree_registry(), cluster, SchedulerFit(cluster, profile))
-    placements = place(cluster, evictor.evicted, profile) if args.placement else None
+    cluster = cluster_view(load_cluster(text, source), parse_now(args.now), policy.collects_metrics)
+    evictor, result = run_cycle(
+        policy, in_tree_registry(), cluster, SchedulerFit(cluster, profiles)
+    )
+    placements = place(cluster, evictor.evicted, profiles) if args.placement else None
     if args.output == "json":
         lines: list[dict[str, Any]] = [eviction_json(e) for e in evictor.evicted]
         lines += [p.to_json() for p in placements or ()]

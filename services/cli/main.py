@@ -19,9 +19,7 @@ from services.common import gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
 METRICS_SERVICES = ("queue", "binder", "scheduler")
-"""The services `ksched up` gives a metrics port (PORT, PORT+1, PORT+2)."""
 SERVED_METRICS = (*METRICS_SERVICES, "descheduler")
-"""The services that serve metrics with `ksched run NAME --metrics-port P`."""
 """The services that export Prometheus metrics (``--metrics-port``), in the order
 ``ksched up --metrics-port PORT`` numbers their ports from PORT."""
 
@@ -46,11 +44,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         metrics_port=getattr(args, "metrics_port", None),  # passed only when given
         policy=getattr(args, "policy", None),
         interval=_interval(getattr(args, "interval", None)),
+        lease_ttl=_interval(getattr(args, "lease_ttl", None), "--lease-ttl"),
         dry_run=getattr(args, "dry_run", None),
     )
 
 
-def _interval(text: str | None) -> float | None:
+def _interval(text: str | None, flag: str = "--interval") -> float | None:
     """``--interval`` (a Go duration) in seconds."""
     if text is None:
         return None
@@ -58,7 +57,7 @@ def _interval(text: str | None) -> float | None:
 
     seconds = go_duration(text)
     if seconds is None or seconds < 0:
-        raise InputError(f'--interval: "{text}" is not a duration (5m, 1h30m, 90s)')
+        raise InputError(f'{flag}: "{text}" is not a duration (5m, 1h30m, 90s)')
     return seconds
 
 
@@ -76,14 +75,20 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
 
 def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
     """The flags ``ksched up`` gives one service only: ``--metrics-port``, PORT to the
-    queue, PORT+1 to the binder, PORT+2 to the scheduler (0: each picks a free port)."""
+    queue, PORT+1 to the binder, PORT+2 to the scheduler, PORT+3 to the descheduler
+    (0: each picks a free port); the descheduler's policy and interval."""
     port = getattr(args, "metrics_port", None)
+    flags: dict[str, list[str]] = {}
+    if getattr(args, "policy", None):
+        _interval(getattr(args, "interval", None))  # a wrong duration: exit 2 before starting
+        flags["descheduler"] = ["--policy", args.policy, "--interval", args.interval or "5m"]
+        if getattr(args, "dry_run", None):
+            flags["descheduler"].append("--dry-run")
     if port is None:
-        return {}
-    return {
-        name: ["--metrics-port", str(port + i if port else 0)]
-        for i, name in enumerate(METRICS_SERVICES)
-    }
+        return flags
+    for i, name in enumerate(SERVED_METRICS):
+        flags.setdefault(name, []).extend(["--metrics-port", str(port + i if port else 0)])
+    return flags
 
 
 def _version() -> str:
@@ -136,17 +141,27 @@ def parser() -> argparse.ArgumentParser:
                 "service", choices=["informer", "queue", "scheduler", "binder", "descheduler"]
             )
             p.add_argument("--replica", help="scheduler replica name")
-            p.add_argument("--policy", help="descheduler: DeschedulerPolicy file")
+        p.add_argument(
+            "--policy",
+            help="descheduler: DeschedulerPolicy file"
+            + ("" if name == "run" else " (given: `up` runs the descheduler too)"),
+        )
+        p.add_argument(
+            "--interval",
+            help="descheduler: deschedulingInterval, a duration such as 5m (default: "
+            + ("0, one cycle, then exit)" if name == "run" else "5m)"),
+        )
+        p.add_argument(
+            "--dry-run",
+            action="store_true",
+            default=None,
+            help="descheduler: log the evictions instead of publishing them",
+        )
+        if name == "run":
             p.add_argument(
-                "--interval",
-                help="descheduler: deschedulingInterval, a duration such as 5m (default 0: "
-                "one cycle, then exit)",
-            )
-            p.add_argument(
-                "--dry-run",
-                action="store_true",
-                default=None,
-                help="descheduler: log the evictions instead of publishing them",
+                "--lease-ttl",
+                help="descheduler: how long the lease outlives an instance that stopped "
+                "renewing it, a duration (default 30s; at least twice the interval)",
             )
         _connection_flags(p)
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
@@ -329,7 +344,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0
         case "up":
-            return runtime.up(_settings_argv(args), _service_argv(args))
+            services: tuple[str, ...] = runtime.SERVICES
+            if args.policy:  # a bad policy: exit 2 with its field before anything starts
+                from services.descheduler.policy import load_policy
+                from services.descheduler.registry import in_tree_registry
+
+                load_policy(args.policy, in_tree_registry())
+                services = (*services, "descheduler")
+            return runtime.up(_settings_argv(args), _service_argv(args), services)
         case "publish":
             from services.cli.commands import read_input
 

@@ -34,6 +34,7 @@ from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
 from services.descheduler.policy import load_policy
+from services.descheduler.profile import check_node_fit_profiles
 from services.descheduler.registry import in_tree_registry as descheduler_registry
 from services.descheduler.service import DeschedulerService
 from services.framework.api.preemption import Preempting
@@ -107,14 +108,17 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
         if options.policy is None:
             raise InputError("the descheduler needs a policy: --policy POLICY.yaml")
         registry = descheduler_registry()
+        policy = load_policy(options.policy, registry)
+        profiles = load_profiles(settings.config)
+        check_node_fit_profiles(policy, [p.scheduler_name for p in profiles])
         return DeschedulerService(
             bus,
             store,
             clock,
-            load_policy(options.policy, registry),
+            policy,
             registry,
             options,
-            profile=load_profiles(settings.config)[0] if settings.config else None,
+            profiles=profiles,
             metrics_port=settings.metrics_port,
         )
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
@@ -241,6 +245,8 @@ class _Child:
         self.backoff = Backoff(clock)
         self.process: subprocess.Popen[bytes] | None = None
         self.restart_at = 0.0
+        self.finished = False
+        """A descheduler with interval 0 ran its one cycle and exited 0: not restarted."""
 
     def spawn(self) -> None:
         # Its own process group: a Ctrl-C in the terminal reaches `up` only, which
@@ -250,16 +256,22 @@ class _Child:
         log.info("started %s (pid %d)", self.name, self.process.pid)
 
 
-def up(settings_args: Sequence[str], only: Mapping[str, Sequence[str]] | None = None) -> int:
+def up(
+    settings_args: Sequence[str],
+    only: Mapping[str, Sequence[str]] | None = None,
+    services: Sequence[str] = SERVICES,
+) -> int:
     """Start every service as its own process; restart one that exits, after an
     exponential backoff (services.cli.backoff), saying so; on SIGTERM or SIGINT stop them
     all (SIGTERM, then SIGKILL for any still running after the bound), on a second
     signal kill them at once. ``only[name]`` are flags for that service alone
-    (``--metrics-port`` for the queue)."""
+    (``--metrics-port`` for the queue); ``services``: the four, and the descheduler
+    when ``ksched up`` is given a policy (it is not restarted after a clean exit: with
+    interval 0 it runs one cycle, as upstream)."""
     command = [sys.executable, "-m", "services.cli.main", "run"]
     clock = SystemClock()
     children = [
-        _Child(n, [*command, n, *settings_args, *(only or {}).get(n, ())], clock) for n in SERVICES
+        _Child(n, [*command, n, *settings_args, *(only or {}).get(n, ())], clock) for n in services
     ]
     signals: list[int] = []
 
@@ -280,12 +292,18 @@ def up(settings_args: Sequence[str], only: Mapping[str, Sequence[str]] | None = 
         child.spawn()
     while not signals:
         for child in children:
+            if child.finished:
+                continue
             if child.process is None:
                 if clock.now() >= child.restart_at:
                     child.spawn()
                 continue
             code = child.process.poll()
             if code is None:
+                continue
+            if code == 0 and child.name == "descheduler":
+                child.process, child.finished = None, True
+                log.info("descheduler finished its cycle (interval 0)")
                 continue
             delay = child.backoff.failed()
             child.process, child.restart_at = None, clock.now() + delay

@@ -21,6 +21,7 @@ from contracts.k8s import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodMetrics,
     PriorityClass,
 )
 
@@ -104,6 +105,12 @@ class ClusterView:
     pdbs: Sequence[PodDisruptionBudget] = ()
     claims: Mapping[tuple[str, str], PersistentVolumeClaim] = field(default_factory=dict)
     priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
+    node_usage: Mapping[str, Mapping[str, int]] | None = None
+    """Each node's collected actual usage (cpu millicores, memory bytes), from its
+    NodeMetrics (metricsUtilization); see :mod:`services.descheduler.usage`. None:
+    the policy runs no metrics collector."""
+    pod_metrics: Mapping[tuple[str, str], PodMetrics] = field(default_factory=dict)
+    """PodMetrics by (namespace, name)."""
 
     def __post_init__(self) -> None:
         self._by_node: dict[str, list[Pod]] = {}
@@ -139,6 +146,8 @@ class ClusterView:
             self.pdbs,
             self.claims,
             self.priority_classes,
+            self.node_usage,
+            self.pod_metrics,
         )
 
 

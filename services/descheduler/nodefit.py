@@ -3,15 +3,15 @@
 Upstream's ``nodeutil.NodeFit`` re-implements part of the scheduler (unschedulable
 nodes, nodeSelector and required node affinity, NoSchedule/NoExecute taints, inter-pod
 anti-affinity, requests). ksched instead runs the scheduler framework's PreFilter and
-Filter plugins of a scheduler profile (the default one unless the deschedule command
-or service is given another) on a snapshot of the cycle's cluster with the pod taken
-off its node: the same code that will place the pod again, so every filter counts —
-ports, volumes, topology spread, pod affinity too.
+Filter plugins of a scheduler profile (the configuration's first unless
+DefaultEvictor's ``nodeFitProfile`` names another) on a snapshot of the cycle's
+cluster with the pod taken off its node: the same code that will place the pod
+again, so every filter counts (ports, volumes, topology spread, pod affinity too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -25,19 +25,37 @@ from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
 
 
+class UnknownProfileError(ValueError):
+    """A policy names a scheduler profile the scheduler configuration lacks."""
+
+
 class SchedulerFit:
-    """``fit(pod, nodes)``: does ``pod`` pass every filter on one of ``nodes``?"""
+    """``fit(pod, nodes)``: does ``pod`` pass every filter of the first scheduler
+    profile on one of ``nodes``? ``for_profile(name)`` asks another profile's filters
+    (DefaultEvictor's ``nodeFitProfile``); the snapshot is shared."""
 
-    def __init__(self, cluster: ClusterView, profile: Profile | None = None) -> None:
+    def __init__(
+        self, cluster: ClusterView, profiles: Profile | Sequence[Profile] | None = None
+    ) -> None:
         self._cluster = cluster
-        self._profile = profile
+        if profiles is None:
+            profiles = (default_profile(),)
+        elif isinstance(profiles, Profile):
+            profiles = (profiles,)
+        self._profiles = {p.scheduler_name: p for p in profiles}
+        self._first = next(iter(self._profiles))
         self._cache: Cache | None = None
-        self._framework: Framework | None = None
+        self._frameworks: dict[str, Framework] = {}
 
-    def _build(self) -> tuple[Cache, Framework]:
-        """The snapshot and framework, built on the first question (a cycle whose
-        plugins never ask pays nothing)."""
-        if self._cache is None or self._framework is None:
+    @property
+    def profile_names(self) -> list[str]:
+        return list(self._profiles)
+
+    @property
+    def cache(self) -> Cache:
+        """The snapshot, built on the first question (a cycle whose plugins never ask
+        pays nothing)."""
+        if self._cache is None:
             cluster = self._cluster
             cache = Cache()
             for node in cluster.nodes:
@@ -50,23 +68,35 @@ class SchedulerFit:
             for namespace in cluster.namespaces.values():
                 cache.listers.put(namespace)
             self._cache = cache
-            self._framework = Framework(
-                self._profile or default_profile(), in_tree_registry(), listers=cache.listers
-            )
-        return self._cache, self._framework
+        return self._cache
 
-    @property
-    def cache(self) -> Cache:
-        return self._build()[0]
+    def framework_of(self, name: str | None = None) -> Framework:
+        name = name or self._first
+        found = self._frameworks.get(name)
+        if found is None:
+            profile = self._profiles.get(name)
+            if profile is None:
+                raise UnknownProfileError(name)
+            found = Framework(profile, in_tree_registry(), listers=self.cache.listers)
+            self._frameworks[name] = found
+        return found
 
     @property
     def framework(self) -> Framework:
-        return self._build()[1]
+        return self.framework_of()
+
+    def for_profile(self, name: str) -> Callable[[Pod, Sequence[Node]], bool]:
+        if name not in self._profiles:
+            raise UnknownProfileError(name)
+        return lambda pod, nodes: self.fits(pod, nodes, name)
 
     def __call__(self, pod: Pod, nodes: Sequence[Node]) -> bool:
+        return self.fits(pod, nodes, None)
+
+    def fits(self, pod: Pod, nodes: Sequence[Node], profile: str | None) -> bool:
         if not nodes:
             return False
-        cache, framework = self._build()
+        cache, framework = self.cache, self.framework_of(profile)
         uid = pod.metadata.uid
         placed = cache.is_bound(uid)
         if placed:
@@ -88,4 +118,4 @@ class SchedulerFit:
                 cache.add_pod(pod)
 
 
-__all__ = ["SchedulerFit"]
+__all__ = ["SchedulerFit", "UnknownProfileError"]

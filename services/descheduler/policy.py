@@ -154,6 +154,15 @@ class Policy:
     metrics_collector: bool = False
     metrics_providers: tuple[MetricsProvider, ...] = ()
 
+    @property
+    def collects_metrics(self) -> bool:
+        """Whether the descheduler runs a metrics collector (upstream creates its
+        metrics client for ``metricsCollector.enabled`` or a KubernetesMetrics
+        provider); without one, metricsUtilization from metrics-server fails."""
+        return self.metrics_collector or any(
+            p.source == "KubernetesMetrics" for p in self.metrics_providers
+        )
+
 
 def load_policy(source: str | Path | Mapping[str, Any], registry: Registry) -> Policy:
     """Load and validate a policy file (or parsed mapping). Raises ConfigError whose

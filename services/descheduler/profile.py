@@ -19,6 +19,7 @@ from services.descheduler.api import ClusterView, EvictOptions
 from services.descheduler.evictions import Limits, PodEvictor
 from services.descheduler.nodes import ready_nodes
 from services.descheduler.policy import Policy, Profile, Registry
+from services.framework.api.registry import ConfigError
 
 FitCheck = Callable[[Pod, Sequence[Node]], bool]
 """Does the pod fit one of these nodes other than its own (the scheduler's filters)?"""
@@ -89,6 +90,24 @@ def build_profile(
     )
 
 
+def node_fit_profile(profile: Profile) -> str:
+    """The scheduler profile DefaultEvictor's ``nodeFitProfile`` names, or ""."""
+    return str(getattr(profile.args.get("DefaultEvictor"), "node_fit_profile", "") or "")
+
+
+def check_node_fit_profiles(policy: Policy, scheduler_profiles: Sequence[str]) -> None:
+    """Raises ConfigError naming the field when a descheduler profile's
+    ``nodeFitProfile`` is not one of the scheduler configuration's profiles."""
+    for i, profile in enumerate(policy.profiles):
+        named = node_fit_profile(profile)
+        if named and named not in scheduler_profiles:
+            raise ConfigError(
+                f"profiles[{i}].pluginConfig[name=DefaultEvictor].args.nodeFitProfile",
+                f'Not found: "{named}": the scheduler configuration\'s profiles are '
+                f"{', '.join(scheduler_profiles)}",
+            )
+
+
 def run_cycle(
     policy: Policy,
     registry: Registry,
@@ -115,7 +134,10 @@ def run_cycle(
         return evictor, result
     runners = []
     for profile in policy.profiles:
-        handle = PluginHandle(ProfileEvictor(profile.name, evictor), cluster, fit)
+        named = node_fit_profile(profile)
+        for_profile = getattr(fit, "for_profile", None)
+        own = for_profile(named) if named and for_profile is not None else fit
+        handle = PluginHandle(ProfileEvictor(profile.name, evictor), cluster, own)
         deschedule, balance = build_profile(profile, registry, handle)
         runners.append((profile.name, deschedule, balance))
         for plugin in deschedule + balance:
@@ -140,5 +162,7 @@ __all__ = [
     "PluginHandle",
     "ProfileEvictor",
     "build_profile",
+    "check_node_fit_profiles",
+    "node_fit_profile",
     "run_cycle",
 ]

@@ -48,12 +48,15 @@ from contracts.eviction import (
 from contracts.k8s import (
     Namespace,
     Node,
+    NodeMetrics,
     ObjectMeta,
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodMetrics,
     PriorityClass,
 )
+from services.common import failpoints
 from services.common.bus import Bus, Message
 from services.common.clock import Clock
 from services.common.decisions import pod_event
@@ -67,6 +70,7 @@ from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import Policy, Registry
 from services.descheduler.profile import CycleResult, run_cycle
+from services.descheduler.usage import COLLECT_INTERVAL, NodeUsageCollector
 from services.framework.config import Profile
 
 log = logging.getLogger("ksched.descheduler")
@@ -124,7 +128,7 @@ class DeschedulerService:
         policy: Policy,
         registry: Registry,
         settings: DeschedulerSettings,
-        profile: Profile | None = None,
+        profiles: Sequence[Profile] | None = None,
         holder: str | None = None,
         metrics_port: int | None = None,
     ) -> None:
@@ -134,11 +138,13 @@ class DeschedulerService:
         self.policy = policy
         self.registry = registry
         self.settings = settings
-        self.profile = profile
+        self.profiles = profiles
         self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
         self.finished = asyncio.Event()
         """Set when the service has nothing more to do (interval 0, one cycle run)."""
         self._task: asyncio.Task[None] | None = None
+        self.usage = NodeUsageCollector()
+        self._collector: asyncio.Task[None] | None = None
         self.metrics = DeschedulerMetrics(_version())
         self._metrics_port = metrics_port
         self.endpoint: MetricsEndpoint | None = None
@@ -146,13 +152,16 @@ class DeschedulerService:
     async def start(self) -> None:
         if self._metrics_port is not None:
             self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
+        if self.policy.collects_metrics:
+            self._collector = asyncio.create_task(self._collect_loop(), name="metrics-collector")
         self._task = asyncio.create_task(self._loop(), name="descheduler")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        for task in (self._task, self._collector):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         with contextlib.suppress(Exception):
             await self._store.release_lease(LEASE, self.holder)
         if self.endpoint is not None:
@@ -179,6 +188,21 @@ class DeschedulerService:
         finally:
             self.finished.set()
 
+    async def collect(self) -> None:
+        """One round of the metrics collector: every NodeMetrics the store holds
+        folded into the smoothed node usage."""
+        samples = _decode(await self._store.objects("nodemetrics"), NodeMetrics)
+        for error in self.usage.collect(samples):
+            log.warning("%s", error)
+
+    async def _collect_loop(self) -> None:
+        while True:
+            try:
+                await self.collect()
+            except Exception as error:  # the next round tries again
+                log.warning("collecting node metrics failed: %s", error)
+            await self._clock.sleep(COLLECT_INTERVAL)
+
     async def read_cluster(self) -> ClusterView:
         objects = self._store.objects
         nodes = _decode(await objects("node"), Node)
@@ -187,6 +211,9 @@ class DeschedulerService:
         classes = _decode(await objects("priorityclass"), PriorityClass)
         namespaces = _decode(await objects("namespace"), Namespace)
         claims = _decode(await objects("persistentvolumeclaim"), PersistentVolumeClaim)
+        if self.policy.collects_metrics and not self.usage.synced:
+            await self.collect()  # upstream waits for the collector's first sync
+        pod_metrics = _decode(await objects("podmetrics"), PodMetrics)
         return ClusterView(
             nodes,
             pods,
@@ -195,6 +222,8 @@ class DeschedulerService:
             pdbs,
             {(c.metadata.namespace or "default", c.metadata.name): c for c in claims},
             {c.metadata.name: c for c in classes},
+            self.usage.usage() if self.policy.collects_metrics else None,
+            {(m.metadata.namespace or "default", m.metadata.name): m for m in pod_metrics},
         )
 
     async def run_once(self) -> CycleReport:
@@ -210,7 +239,7 @@ class DeschedulerService:
         if gone:
             await self._store.drop_evictions(gone)
         outstanding = [present[uid] for uid in recorded if uid in present]
-        fit = SchedulerFit(cluster, self.profile)
+        fit = SchedulerFit(cluster, self.profiles)
         started = time.perf_counter()
         evictor, result = run_cycle(
             self.policy,
@@ -235,6 +264,7 @@ class DeschedulerService:
             await self._store.record_evictions(
                 {e.pod.metadata.uid: key(e.pod) for e in evictor.evicted}
             )
+            failpoints.hit("descheduler-after-record")
             await self._bus.publish(self.messages(evictor.evicted))
         return CycleReport(evictor.evicted, result)
 

@@ -58,20 +58,29 @@ class Processes:
             "1",
         ]
 
-    async def start(self, name: str, *flags: str, key: str | None = None) -> None:
+    async def start(
+        self, name: str, *flags: str, key: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
         """Start ``name`` and return once it logged that it started (no sleeping).
-        ``key``: this process's name among the children (a second replica)."""
-        started = await self.spawn(name, *flags, key=key)
+        ``key``: this process's name among the children (a second replica); ``env``:
+        variables added to this process's environment."""
+        started = await self.spawn(name, *flags, key=key, env=env)
         try:
             await asyncio.wait_for(started.wait(), START_TIMEOUT)
         except TimeoutError:
             raise AssertionError(f"{name} did not start:\n" + "\n".join(self._logs[name])) from None
 
-    async def spawn(self, name: str, *flags: str, key: str | None = None) -> asyncio.Event:
+    async def spawn(
+        self, name: str, *flags: str, key: str | None = None, env: dict[str, str] | None = None
+    ) -> asyncio.Event:
         """Start ``name`` (``flags`` override ``self.flags()``) as child ``key`` (default
         ``name``); the event is set once it logged that it started."""
         command = [sys.executable, "-m", "services.cli.main", "run", name, *self.flags(), *flags]
-        child = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+        child = await asyncio.create_subprocess_exec(
+            *command,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **env} if env else None,
+        )
         key = key or name
         self.children[key] = child
         self._logs[key].append(f"--- pid {child.pid}")

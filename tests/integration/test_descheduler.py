@@ -168,3 +168,47 @@ async def test_the_total_limit_and_one_instance_at_a_time(
     assert "another descheduler holds the lease" in processes.log("second")
     assert len(evictions(client)) == 1
     assert await processes.terminate("holder") == 0
+
+
+async def test_killed_between_recording_and_publishing_it_never_evicts_twice(
+    cluster: tuple[Processes, Client, RedisStore], tmp_path: Path
+) -> None:
+    """kill -9 at the failpoint after the evictions are recorded in Redis and before
+    they are published: the next instance (once the dead one's lease lapsed) counts
+    them as outstanding: it neither evicts those pods again nor exceeds the total
+    limit with them (3: two recorded, so one more of the two pods that arrived since)."""
+    processes, client, store = cluster
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY.format(total=3))
+    await populate(client, store)
+    await processes.start(
+        "descheduler",
+        "--policy", str(policy), "--lease-ttl", "1s",
+        key="doomed",
+        env={"KSCHED_FAILPOINTS": "descheduler-after-record"},
+    )  # fmt: skip
+    async with asyncio.timeout(60):
+        code = await processes.children["doomed"].wait()
+    assert code == -9, processes.log("doomed")
+    recorded = set((await store.evictions()).values())
+    # The budget allows one of the two web pods; "other" has none.
+    assert len(recorded) == 2 and "e2e/other" in recorded, recorded
+
+    for name in ("late-1", "late-2"):
+        await client.publish("pod", bound(name, "n1"))
+    await until(lambda: _has_pods(store, "late-1", "late-2"))
+    await processes.start(
+        "descheduler", "--policy", str(policy), "--interval", "1s", key="successor"
+    )
+    await processes.logged("successor", "cycle: 1 evicted")
+    await processes.logged("successor", "cycle: 0 evicted")  # a later cycle: nothing more
+    await client.wait_for(lambda: len(evictions(client)) >= 1)
+    published = [e["metadata"]["name"] for e in evictions(client)]
+    assert len(published) == 1 and published[0].startswith("late-"), published
+    assert await processes.terminate("successor") == 0
+    assert set((await store.evictions()).values()) == recorded | {f"e2e/{published[0]}"}
+
+
+async def _has_pods(store: RedisStore, *names: str) -> bool:
+    bodies = (await store.objects("pod")).values()
+    return all(any(f'"{n}"'.encode() in body for body in bodies) for n in names)

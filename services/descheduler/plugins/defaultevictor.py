@@ -70,6 +70,9 @@ class DefaultEvictorArgs(
     namespace_label_selector: LabelSelector | None = None
     priority_threshold: PriorityThreshold | None = None
     node_fit: bool = False
+    node_fit_profile: str = ""
+    """ksched: the scheduler profile (its ``schedulerName``) whose filters answer
+    nodeFit for this descheduler profile; empty: the scheduler configuration's first."""
     min_replicas: int = 0
     min_pod_age: str | None = None
     """A Go duration (``1h30m``)."""

@@ -31,6 +31,7 @@ from services.common.resources import (
     ResourceError,
     node_allocatable,
     pod_requests,
+    resource_amounts,
 )
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.podutil import Namespaces, sort_by_priority_low_to_high
@@ -183,6 +184,56 @@ def capacity(node: Node) -> dict[str, int]:
     return {**found, METRIC_RESOURCE: 100}
 
 
+class UsageError(Exception):
+    """The actual usage of a node or pod is missing (upstream's usage client errors)."""
+
+
+def actual_node_usages(
+    handle: Handle, nodes: Sequence[Node], resources: Sequence[str]
+) -> list[NodeUsage]:
+    """``actualUsageClient.sync``: each node's collected usage (cpu and memory only,
+    as upstream's collector), ``pods`` counting its active pods. Raises UsageError."""
+    out = []
+    metrics = handle.cluster.node_usage or {}
+    for node in nodes:
+        name = node.metadata.name
+        pods = handle.cluster.active_pods_on(name)
+        found = metrics.get(name)
+        if found is None:
+            raise UsageError(f'unable to find node "{name}" in the collected metrics')
+        collected = dict(found)
+        collected[PODS] = len(pods)
+        usage = {}
+        for resource in resources:
+            if resource not in collected:
+                raise UsageError(
+                    f'unable to find "{resource}" resource for collected "{name}" node metric'
+                )
+            usage[resource] = collected[resource]
+        out.append(NodeUsage(node, usage, pods))
+    return out
+
+
+def actual_pod_usage(handle: Handle, pod: Pod, resources: Sequence[str]) -> dict[str, int] | None:
+    """``actualUsageClient.podUsage``: the sum of its containers' PodMetrics usage; None
+    when it has none (upstream skips the pod)."""
+    key = (pod.metadata.namespace or "default", pod.metadata.name)
+    found = handle.cluster.pod_metrics.get(key)
+    if found is None:
+        return None
+    total = dict.fromkeys((r for r in resources if r != PODS), 0)
+    for container in found.containers:
+        try:
+            usage = resource_amounts(container.usage, "usage")
+        except ResourceError:
+            return None
+        for resource in total:
+            if resource not in container.usage:
+                return None
+            total[resource] += usage.get(resource, 0)
+    return total
+
+
 def node_usages(handle: Handle, nodes: Sequence[Node], resources: Sequence[str]) -> list[NodeUsage]:
     """``requestedUsageClient.sync``: each node's active pods and their requests."""
     out = []
@@ -266,8 +317,10 @@ def evict_from(
     go_on: ContinueCheck,
     excluded: frozenset[str],
     node_limit: int | None,
+    pod_usage: Callable[[Pod], Mapping[str, int] | None] = requests_of,
 ) -> None:
-    """``evictPodsFromSourceNodes``."""
+    """``evictPodsFromSourceNodes``; ``pod_usage``: the requests, or the actual usage
+    (None: unknown, the pod is skipped)."""
     available = dict.fromkeys(resources, 0)
     for dest in destinations:
         for name in resources:
@@ -291,6 +344,9 @@ def evict_from(
                 continue
             if not evictor.pre_eviction_filter(pod):
                 continue
+            usage = pod_usage(pod)
+            if usage is None:
+                continue
             try:
                 evictor.evict(pod, EvictOptions(plugin))
             except NodeLimitError:
@@ -300,9 +356,8 @@ def evict_from(
             except Exception:
                 continue
             evicted += 1
-            requested = requests_of(pod)
             for name in available:
-                amount = 1 if name == PODS else requested.get(name, 0)
+                amount = 1 if name == PODS else usage.get(name, 0)
                 source.usage[name] = source.usage.get(name, 0) - amount
                 available[name] -= amount
             if not go_on(source, available):
@@ -329,9 +384,22 @@ class LowNodeUtilization:
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         args = self.args
-        if args.metrics_utilization is not None:
+        metrics = args.metrics_utilization
+        actual = metrics is not None and (
+            metrics.metrics_server or metrics.source == "KubernetesMetrics"
+        )
+        if actual and self.handle.cluster.node_usage is None:
             return "error initializing usage client: metrics client not initialized"
-        usages = node_usages(self.handle, nodes, self.resources)
+        if metrics is not None and not actual:
+            return "error initializing usage client: prometheus client not initialized"
+        try:
+            usages = (
+                actual_node_usages(self.handle, nodes, self.resources)
+                if actual
+                else node_usages(self.handle, nodes, self.resources)
+            )
+        except UsageError as error:
+            return f"error getting node usage: {error}"
         for u in usages:
             u.percent = percentages(u.usage, capacity(u.node))
             self.usage_percent[u.node.metadata.name] = u.percent
@@ -381,6 +449,9 @@ class LowNodeUtilization:
             go_on,
             excluded,
             limit,
+            (lambda pod: actual_pod_usage(self.handle, pod, self.resources))
+            if actual
+            else requests_of,
         )
         return None
 

@@ -11,12 +11,14 @@ def test_metrics_port_is_forwarded_to_the_services_with_metrics_only() -> None:
         "queue": ["--metrics-port", "9100"],
         "binder": ["--metrics-port", "9101"],
         "scheduler": ["--metrics-port", "9102"],
+        "descheduler": ["--metrics-port", "9103"],
     }
     any_port = parser().parse_args(["up", "--metrics-port", "0"])
     assert _service_argv(any_port) == {
         "queue": ["--metrics-port", "0"],
         "binder": ["--metrics-port", "0"],
         "scheduler": ["--metrics-port", "0"],
+        "descheduler": ["--metrics-port", "0"],
     }
     assert "--metrics-port" not in _settings_argv(args)  # not every child's
     assert _service_argv(parser().parse_args(["up"])) == {}
@@ -26,3 +28,27 @@ def test_metrics_port_reaches_the_settings() -> None:
     args = parser().parse_args(["run", "queue", "--metrics-port", "0"])
     assert _settings(args).metrics_port == 0
     assert _settings(parser().parse_args(["run", "binder"])).metrics_port is None
+
+
+def test_up_runs_the_descheduler_when_given_a_policy() -> None:
+    args = parser().parse_args(["up", "--policy", "p.yaml", "--dry-run"])
+    assert _service_argv(args) == {
+        "descheduler": ["--policy", "p.yaml", "--interval", "5m", "--dry-run"]
+    }
+    once = parser().parse_args(["up", "--policy", "p.yaml", "--interval", "0s"])
+    assert _service_argv(once)["descheduler"] == ["--policy", "p.yaml", "--interval", "0s"]
+    assert "--policy" not in _settings_argv(args)  # the descheduler's alone
+
+
+def test_a_wrong_interval_for_up_is_refused_before_anything_starts() -> None:
+    import pytest
+
+    from services.cli.errors import InputError
+
+    with pytest.raises(InputError, match='--interval: "soon" is not a duration'):
+        _service_argv(parser().parse_args(["up", "--policy", "p.yaml", "--interval", "soon"]))
+
+
+def test_lease_ttl_reaches_the_descheduler_settings() -> None:
+    args = parser().parse_args(["run", "descheduler", "--policy", "p", "--lease-ttl", "2s"])
+    assert _settings(args).descheduler.lease_ttl == 2.0

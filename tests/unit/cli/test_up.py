@@ -51,3 +51,38 @@ async def test_up_restarts_a_crashing_service_with_backoff_and_stops_all_on_sigt
         except ProcessLookupError:
             continue
         raise AssertionError(f"{name} (pid {pid}) outlived ksched up")
+
+
+async def test_up_with_a_policy_runs_the_descheduler_and_lets_a_finished_cycle_end(
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+        "- name: p\n  pluginConfig:\n  - name: PodLifeTime\n"
+        "    args: {maxPodLifeTimeSeconds: 60}\n"
+        "  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n"
+    )
+    up = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "services.cli.main", "up", "--amqp-url", "memory://"),
+        *("--redis-url", "memory://", "--event-log", str(tmp_path / "events.jsonl")),
+        *("--policy", str(policy), "--interval", "0s"),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert up.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(60):
+            while not any("descheduler finished its cycle" in line for line in lines):
+                line = (await up.stderr.readline()).decode()
+                assert line, "ksched up ended:\n" + "".join(lines)
+                lines.append(line)
+    finally:
+        up.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(STOP_WITHIN):
+        rest = (await up.stderr.read()).decode()
+        assert await up.wait() == 0
+    text = "".join(lines) + rest
+    assert re.search(r"started descheduler \(pid \d+\)", text)
+    assert "Skipping descheduling cycle: requires >=2 nodes" in text or "cycle:" in text, text
+    assert not RESTART.search(text), text

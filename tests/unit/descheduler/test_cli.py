@@ -182,3 +182,153 @@ def test_the_table_shows_how_each_node_was_classified(capsys: pytest.CaptureFixt
         "demo/w0  busy  balance  LowNodeUtilization",
         "demo/w1  busy  balance  LowNodeUtilization",
     ]
+
+
+METRICS_CLUSTER = """\
+kind: Node
+metadata: {name: busy}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+---
+kind: Node
+metadata: {name: idle}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+---
+apiVersion: metrics.k8s.io/v1beta1
+kind: NodeMetrics
+metadata: {name: busy}
+usage: {cpu: 3500m, memory: 1Gi}
+---
+apiVersion: metrics.k8s.io/v1beta1
+kind: NodeMetrics
+metadata: {name: idle}
+usage: {cpu: 100m, memory: 1Gi}
+""" + "".join(
+    f"""---
+kind: Pod
+metadata: {{name: {name}, namespace: demo, uid: {name},
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: w, uid: rs-w}}]}}
+spec: {{nodeName: busy, containers: [{{name: c, image: nginx}}]}}
+status: {{phase: Running}}
+---
+apiVersion: metrics.k8s.io/v1beta1
+kind: PodMetrics
+metadata: {{name: {name}, namespace: demo}}
+containers: [{{name: c, usage: {{cpu: 1500m, memory: 100Mi}}}}]
+"""
+    for name in ("a", "b")
+)
+METRICS_POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+metricsCollector: {enabled: true}
+profiles:
+- name: actual
+  pluginConfig:
+  - name: LowNodeUtilization
+    args:
+      thresholds: {cpu: 20}
+      targetThresholds: {cpu: 50}
+      metricsUtilization: {metricsServer: true}
+  plugins:
+    balance:
+      enabled: [LowNodeUtilization]
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "evicted", "errors"),
+    [
+        (METRICS_POLICY, ["demo/a"], []),
+        (
+            METRICS_POLICY.replace("metricsCollector: {enabled: true}\n", ""),
+            [],
+            [
+                'profile "actual": plugin "LowNodeUtilization" finished with error: error '
+                "initializing usage client: metrics client not initialized"
+            ],
+        ),
+    ],
+    ids=["collector", "no collector"],
+)
+def test_metrics_utilization_reads_node_and_pod_metrics(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    policy: str,
+    evicted: list[str],
+    errors: list[str],
+) -> None:
+    """Requests say both nodes are idle; metrics-server says busy runs at 88%: one
+    pod of 1500m moves busy to 50%, the target, and the plugin stops."""
+    (tmp_path / "c.yaml").write_text(METRICS_CLUSTER)
+    (tmp_path / "p.yaml").write_text(policy)
+    argv = ["deschedule", str(tmp_path / "c.yaml"), "--policy", str(tmp_path / "p.yaml")]
+    assert main([*argv, "-o", "json"]) == 0
+    out = capsys.readouterr()
+    assert [line["pod"] for line in map(json.loads, out.out.splitlines())] == evicted
+    assert [e for e in errors if e not in out.err] == []
+
+
+SCHEDULER_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: lenient
+  plugins:
+    filter:
+      disabled: [{name: TaintToleration}]
+"""
+FIT_POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: default
+  pluginConfig:
+  - name: DefaultEvictor
+    args: {nodeFit: true%s}
+  - name: PodLifeTime
+    args: {maxPodLifeTimeSeconds: 86400}
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "evicted"),
+    [("", ["demo/web-1"]), (", nodeFitProfile: default-scheduler", ["demo/web-1"]),
+     (", nodeFitProfile: lenient", ["demo/web-1", "demo/old"])],
+)  # fmt: skip
+def test_node_fit_asks_the_named_scheduler_profile(
+    files: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: str,
+    evicted: list[str],
+) -> None:
+    """Both pods are old enough. web-1 (on the tainted n1) fits n2 under every
+    profile; ``old``, here without its toleration, fits the tainted n1 only under the
+    profile that runs no TaintToleration filter."""
+    cluster, policy = files
+    Path(cluster).write_text(
+        CLUSTER.replace("  tolerations: [{key: dedicated, operator: Exists}]\n", "")
+    )
+    Path(policy).write_text(FIT_POLICY % extra)
+    (tmp_path / "config.yaml").write_text(SCHEDULER_CONFIG)
+    argv = ["deschedule", cluster, "--policy", policy, "--config", str(tmp_path / "config.yaml")]
+    assert main([*argv, "--now", "2024-01-03T00:00:00Z", "-o", "json"]) == 0
+    assert [line["pod"] for line in lines(capsys)] == evicted
+
+
+def test_an_unknown_node_fit_profile_is_refused(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, policy = files
+    Path(policy).write_text(FIT_POLICY % ", nodeFitProfile: nope")
+    assert main(["deschedule", cluster, "--policy", policy]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].endswith(
+        'profiles[0].pluginConfig[name=DefaultEvictor].args.nodeFitProfile: Not found: "nope": '
+        "the scheduler configuration's profiles are default-scheduler"
+    ), err
