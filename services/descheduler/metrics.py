@@ -4,7 +4,8 @@ labels and buckets (``metrics/metrics.go``):
 - ``descheduler_pods_evicted_total{result,strategy,profile,namespace,node}``: evictions
   by result (``success``, or the limit's or budget's message; ``error`` otherwise).
   Upstream also keeps the deprecated counter ``descheduler_pods_evicted`` with the same
-  series; a Python counter always ends in ``_total``, so only this name is served.
+  series; it is served with that name and the same samples, typed ``untyped`` (a
+  Python counter family always ends in ``_total`` and its TYPE line would clash).
 - ``descheduler_loop_duration_seconds`` and the deprecated
   ``descheduler_descheduler_loop_duration_seconds``: one cycle.
 - ``descheduler_strategy_duration_seconds{strategy,profile}`` and the deprecated
@@ -14,9 +15,12 @@ labels and buckets (``metrics/metrics.go``):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 LOOP_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
 STRATEGY_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100)
@@ -27,12 +31,34 @@ HELP_EVICTED: Final = (
 )
 
 
+class _DeprecatedTwin(Collector):
+    """``descheduler_pods_evicted``: the samples of ``descheduler_pods_evicted_total``
+    under the deprecated name."""
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+
+    def describe(self) -> list[Metric]:
+        return []  # its name is the counter's own base name: nothing new to register
+
+    def collect(self) -> Iterator[Metric]:
+        twin = Metric(
+            "descheduler_pods_evicted", "(Deprecated since 0.34.0) " + HELP_EVICTED, "unknown"
+        )
+        for family in self._counter.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    twin.add_sample("descheduler_pods_evicted", sample.labels, sample.value)
+        yield twin
+
+
 class DeschedulerMetrics:
     def __init__(self, version: str = "") -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.pods_evicted = Counter(
             "descheduler_pods_evicted", HELP_EVICTED, EVICTED_LABELS, registry=self.registry
         )
+        self.registry.register(_DeprecatedTwin(self.pods_evicted))
         self.loop = [
             Histogram(
                 name,

@@ -50,6 +50,8 @@ def test_evictions_and_durations_are_counted_with_upstreams_names() -> None:
         "node": "n1",
     }
     assert sample("descheduler_pods_evicted_total", {"result": "success", **labels}) == 1
+    # The deprecated name carries the same series.
+    assert sample("descheduler_pods_evicted", {"result": "success", **labels}) == 1
     # RemoveFailedPods stops the node at its limit: the second pod's refusal is counted.
     refused = {"result": "maximum number of evicted pods per node reached", **labels}
     assert sample("descheduler_pods_evicted_total", refused) == 1
@@ -64,3 +66,17 @@ def test_evictions_and_durations_are_counted_with_upstreams_names() -> None:
         'descheduler_build_info{AppVersion="1.2.3",DeschedulerVersion="ksched-1.2.3"} 1.0' in text
     )
     assert 'le="500.0"' in text  # the loop's last finite bucket
+
+
+def test_the_exposition_is_valid_with_both_names() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    metrics = DeschedulerMetrics("1")
+    metrics.evicted("success", "PodLifeTime", "p", "ns", "n1")
+    text = generate_latest(metrics.registry).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["descheduler_pods_evicted"].samples[0].value == 1
+    assert families["descheduler_pods_evicted"].samples[0].labels["strategy"] == "PodLifeTime"
+    assert [s.value for s in families["descheduler_pods_evicted"].samples] == [1.0]
+    assert text.count("# TYPE descheduler_pods_evicted_total counter") == 1
+    assert text.count("# TYPE descheduler_pods_evicted untyped") == 1
