@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from contracts.k8s import NodeMetrics, ObjectMeta, Pod, PodMetrics
@@ -247,3 +248,145 @@ def test_collector_keeps_the_previous_value_of_an_unreadable_sample() -> None:
     errors = collector.collect([bad])
     assert collector.usage()["n1"]["cpu"] == 2000
     assert len(errors) == 1 and errors[0].startswith("NodeMetrics n1: usage.cpu")
+
+
+EXT = "example.com/foo"
+
+
+def ext_pod(name: str, node: str, amount: int, **changes: Any) -> Pod:
+    """``BuildTestPod(name, 0, 0, node)`` + ``SetPodExtendedResourceRequest``."""
+    base = pod(name, node, **changes)
+    container = base.spec.containers[0]
+    requests = {"cpu": "0m", "memory": "0", EXT: str(amount)}
+    resources = msgspec.structs.replace(container.resources, requests=requests)
+    return with_(base, spec_containers=[msgspec.structs.replace(container, resources=resources)])
+
+
+def ext_node(name: str, pods: int, amount: int | None, **kwargs: Any) -> Any:
+    node = build_node(name, 4000, 3000, pods, **kwargs)
+    if amount is None:
+        return node
+    status = msgspec.structs.replace(
+        node.status, allocatable={**node.status.allocatable, EXT: str(amount)}
+    )
+    return msgspec.structs.replace(node, status=status)
+
+
+EXT_THRESHOLDS = {"thresholds": {"pods": 30, EXT: 30}, "target_thresholds": {"pods": 50, EXT: 50}}
+N3 = ext_node("n3", 10, None, unschedulable=True)
+
+EXTENDED: dict[str, tuple[dict[str, Any], list[Any], list[Pod], int, int]] = {
+    # 4 pods may go by pods, only 3 before n2's extended resource is used up; with
+    # metrics the extended resource is not collected: an error, nothing evicted.
+    "with extended resource": (
+        EXT_THRESHOLDS,
+        [ext_node("n1", 9, 8), ext_node("n2", 10, 8), N3],
+        [ext_pod(f"p{i}", "n1", 1) for i in range(1, 6)]
+        + [
+            ext_pod("p6", "n1", 1, owners=NORMAL),
+            ext_pod(
+                "p7",
+                "n1",
+                1,
+                owners=NORMAL,
+                spec_volumes=unevictable()[1].spec.volumes,
+                meta_annotations={"kubernetes.io/config.mirror": "m"},
+            ),
+            ext_pod(
+                "p8",
+                "n1",
+                1,
+                owners=NORMAL,
+                meta_namespace="kube-system",
+                spec_priority=2_000_000_000,
+            ),
+            ext_pod("p9", "n2", 1),
+        ],
+        3,
+        0,
+    ),
+    "with extended resource in some of nodes": (
+        EXT_THRESHOLDS,
+        [ext_node("n1", 9, 8), ext_node("n2", 10, None), N3],
+        [ext_pod("p1", "n1", 1), pod("p9", "n2")],
+        0,
+        0,
+    ),
+    "with extended resource in some of nodes with deviation": (
+        {
+            "thresholds": {"pods": 5, EXT: 10},
+            "target_thresholds": {"pods": 5, EXT: 10},
+            "use_deviation_thresholds": True,
+        },
+        [ext_node("n1", 10, 8), ext_node("n2", 10, 8), N3],
+        [
+            ext_pod("p1", "n1", 1),
+            ext_pod("p2", "n2", 7),
+            ext_pod("p3", "n2", 0),
+            ext_pod("p8", "n3", 0),
+            ext_pod("p9", "n3", 0),
+        ],
+        1,
+        0,
+    ),
+    "without priorities, but only other node doesn't match pod node selector for p4 and p5": (
+        STATIC,
+        [
+            build_node("n1", 4000, 3000, 9),
+            build_node("n2", 4000, 3000, 10, labels={"datacenter": "east"}),
+        ],
+        [pod(f"p{i}", "n1") for i in range(1, 4)]
+        + [
+            with_(
+                pod(n, "n1"),
+                meta_owner_references=NORMAL,
+                spec_node_selector={"datacenter": "west"},
+            )
+            for n in ("p4", "p5")
+        ]
+        + unevictable(),
+        3,
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("metrics", [False, True], ids=["requests", "metrics"])
+@pytest.mark.parametrize(
+    ("args", "cluster", "pods", "evicted", "evicted_metrics"),
+    EXTENDED.values(),
+    ids=EXTENDED.keys(),
+)
+def test_extended_resources_and_node_selectors(
+    metrics: bool,
+    args: dict[str, Any],
+    cluster: list[Any],
+    pods: list[Pod],
+    evicted: int,
+    evicted_metrics: int,
+) -> None:
+    """The rest of upstream's table; every case has the same NodeMetrics (n1 3201m,
+    n2 401m, n3 11m) and PodMetrics (p1..p5 at 401m)."""
+    names = {n.metadata.name for n in cluster}
+    collector = NodeUsageCollector()
+    collector.collect(
+        [m for m in (node_metrics("n1", 3201), node_metrics("n2", 401), node_metrics("n3", 11))
+         if m.metadata.name in names]
+    )  # fmt: skip
+    extra: dict[str, Any] = {}
+    if metrics:
+        args = {**args, "metrics_utilization": MetricsUtilization(source="KubernetesMetrics")}
+        extra = {
+            "node_usage": collector.usage(),
+            "pod_metrics": {("default", f"p{i}"): pod_metrics(f"p{i}", 401) for i in range(1, 6)},
+        }
+    evictor = run_plugin(
+        new_low,
+        LowNodeUtilizationArgs(**args),
+        cluster,
+        pods,
+        balance=True,
+        evictor_args=DefaultEvictorArgs(node_fit=True),
+        **extra,
+    )
+    assert evictor.total_evicted == (evicted_metrics if metrics else evicted)
