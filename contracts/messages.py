@@ -63,6 +63,9 @@ class BindRequest(Wire, kw_only=True, frozen=True):
     attempt: int
     profile: str
     at: float = 0.0
+    started: float = 0.0
+    """Wall-clock seconds when the scheduling attempt began (its batch was taken up):
+    the binder measures ``scheduler_scheduling_attempt_duration_seconds`` from it."""
     trace: dict[str, str] = {}
     explanation: str = ""
     """The scheduler's explanation of the decision (JSON), when it explained it; the

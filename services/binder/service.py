@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
+from opentelemetry.trace import SpanKind
 
 from contracts import topology
 from contracts.errors import ErrorReport
@@ -75,6 +76,7 @@ from services.framework.runtime.waiting_pods import go_duration
 
 log = logging.getLogger("ksched.binder")
 tracer = telemetry.tracer("binder")
+INTERNAL = SpanKind.INTERNAL
 
 _encoder = msgspec.json.Encoder()
 _request_decoder = msgspec.json.Decoder(BindRequest)
@@ -137,6 +139,8 @@ class BinderService:
         self._timers: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         """One batch at a time touches the shared waiting-pods view and journal."""
+        self._bound: list[BindRequest] = []
+        """This batch's pods whose Binding is among its messages (metrics once published)."""
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -169,7 +173,13 @@ class BinderService:
         requests = [r for batch in batches for r in batch.value.requests]
         taken: list[WaitingRecord] = []
         async with self._lock:
-            messages = await self._run(requests, taken)
+            self._bound = []
+            self.metrics.goroutines.labels("binding").set(len(requests))
+            try:
+                messages = await self._run(requests, taken)
+            finally:
+                self.metrics.goroutines.labels("binding").set(0)
+            bound, self._bound = self._bound, []
         try:
             await self._bus.publish(messages)
         except BaseException:
@@ -177,6 +187,11 @@ class BinderService:
             with contextlib.suppress(Exception):
                 await self._store.return_waiting(taken)
             raise
+        now = self._clock.now()
+        for request in bound:
+            started = request.started or now
+            first = request.at or started
+            self.metrics.scheduled(request.profile, request.attempt, now - started, now - first)
 
     async def _run(
         self, requests: Sequence[BindRequest], taken: list[WaitingRecord] | None = None
@@ -252,19 +267,21 @@ class BinderService:
         request, framework, pod, state = cycle.request, cycle.framework, cycle.pod, cycle.state
         node = request.node
         context = telemetry.extract(request.trace)
-        with tracer.start_as_current_span("binding_cycle", context=context) as span:
+        with tracer.start_as_current_span(
+            "binding_cycle", context=context, kind=INTERNAL, links=telemetry.ambient_links()
+        ) as span:
             span.set_attribute("ksched.pod", pod.key)
             span.set_attribute("ksched.node", node)
             if cycle.waited is not None:
                 self._waited(cycle.waited, "Success")
             profile = request.profile
-            with tracer.start_as_current_span("PreBind"):
+            with tracer.start_as_current_span("PreBind", kind=INTERNAL):
                 began = time.perf_counter()
                 status = await framework.run_pre_bind(state, pod, node)
                 self._ran("PreBind", status, profile, began)
             if not status.is_success():
                 return status
-            with tracer.start_as_current_span("Bind"):
+            with tracer.start_as_current_span("Bind", kind=INTERNAL):
                 began = time.perf_counter()
                 status = await framework.run_bind(state, pod, node)
                 self._ran("Bind", status, profile, began)
@@ -275,6 +292,7 @@ class BinderService:
                 return status
             headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
             out.extend(self._effects(cycle, headers))
+            self._bound.append(request)
             if self._scheduled_events:
                 event = pod_event(
                     pod.pod,
@@ -286,7 +304,7 @@ class BinderService:
                     now=self._clock.now(),
                 )
                 out.append(decision_message(event, _encoder.encode(event), headers))
-            with tracer.start_as_current_span("PostBind"):
+            with tracer.start_as_current_span("PostBind", kind=INTERNAL):
                 began = time.perf_counter()
                 framework.run_post_bind(state, pod, node)
                 self._ran("PostBind", status, profile, began)
@@ -347,9 +365,11 @@ class BinderService:
         ended = max(self._clock.now(), started)
         self.metrics.waited(result, ended - started)
         context = telemetry.extract(request.trace) if request is not None else None
-        span = tracer.start_span("WaitOnPermit", context=context, start_time=int(started * 1e9))
-        span.set_attribute("result", result)
-        span.set_attribute("plugins", sorted(record.waits))
+        span = tracer.start_span(
+            "WaitOnPermit", context=context, kind=INTERNAL, start_time=int(started * 1e9)
+        )
+        span.set_attribute("ksched.result", result)
+        span.set_attribute("ksched.plugins", sorted(record.waits))
         span.end(end_time=int(ended * 1e9))
 
     # -- permit decisions from outside --------------------------------------------------

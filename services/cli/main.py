@@ -12,16 +12,20 @@ import sys
 import traceback
 from collections.abc import Callable
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
 from services.common import gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
-METRICS_SERVICES = ("queue", "binder", "scheduler")
-SERVED_METRICS = (*METRICS_SERVICES, "descheduler")
-"""The services that export Prometheus metrics (``--metrics-port``), in the order
-``ksched up --metrics-port PORT`` numbers their ports from PORT."""
+if TYPE_CHECKING:
+    from services.common.telemetry import TraceSettings
+
+SERVED_METRICS = ("informer", "queue", "scheduler", "binder", "descheduler")
+"""Every service serves /metrics and its health on ``--metrics-port``, in the order
+``ksched up --metrics-port PORT`` numbers their ports from PORT (without it, `up`
+uses each service's documented default, services.common.observe.DEFAULT_PORTS)."""
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
@@ -70,13 +74,16 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     if getattr(args, "explain", None):
         argv.append("--explain")
+    if getattr(args, "log_format", "text") != "text":  # the children log as `up` does
+        argv += ["--log-format", args.log_format]
     return argv
 
 
 def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
     """The flags ``ksched up`` gives one service only: ``--metrics-port``, PORT to the
-    queue, PORT+1 to the binder, PORT+2 to the scheduler, PORT+3 to the descheduler
-    (0: each picks a free port); the descheduler's policy and interval."""
+    informer, PORT+1 to the queue, PORT+2 to the scheduler, PORT+3 to the binder, PORT+4
+    to the descheduler (0: each picks a free port; not given: each service's default
+    port); the descheduler's policy and interval."""
     port = getattr(args, "metrics_port", None)
     flags: dict[str, list[str]] = {}
     if getattr(args, "policy", None):
@@ -84,10 +91,11 @@ def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
         flags["descheduler"] = ["--policy", args.policy, "--interval", args.interval or "5m"]
         if getattr(args, "dry_run", None):
             flags["descheduler"].append("--dry-run")
-    if port is None:
-        return flags
+    from services.common.observe import DEFAULT_PORTS
+
     for i, name in enumerate(SERVED_METRICS):
-        flags.setdefault(name, []).extend(["--metrics-port", str(port + i if port else 0)])
+        chosen = DEFAULT_PORTS[name] if port is None else (port + i if port else 0)
+        flags.setdefault(name, []).extend(["--metrics-port", str(chosen)])
     return flags
 
 
@@ -164,6 +172,7 @@ def parser() -> argparse.ArgumentParser:
                 "renewing it, a duration (default 30s; at least twice the interval)",
             )
         _connection_flags(p)
+        _log_format_flag(p)
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
         p.add_argument("--config", help="KubeSchedulerConfiguration file")
         p.add_argument("--seed", type=int, help="tie-break seed")
@@ -177,9 +186,10 @@ def parser() -> argparse.ArgumentParser:
             "--metrics-port",
             type=int,
             metavar="PORT",
-            help="the queue, the binder and the scheduler serve Prometheus metrics (/metrics) "
-            "on PORT (up: the queue on PORT, the binder on PORT+1, the scheduler on PORT+2); "
-            "0 picks a free one",
+            help="serve /metrics, /healthz, /livez and /readyz on PORT (0 picks a free one; "
+            "run: none without it; up: the informer on PORT, the queue on PORT+1, the "
+            "scheduler on PORT+2, the binder on PORT+3, the descheduler on PORT+4, and "
+            "without it the defaults 10260-10264)",
         )
 
     p = command("publish", "publish Kubernetes YAML/JSON as watch events")
@@ -224,6 +234,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="explain each decision: filter verdicts and scores per node and plugin",
     )
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="print each attempt's spans on stderr after the run, one line per span, "
+        "grouped by trace",
+    )
+    _log_format_flag(p)
 
     p = command("deschedule", "run one descheduling cycle over a cluster snapshot")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, PDBs, …; - for stdin")
@@ -291,10 +308,14 @@ def main(argv: list[str] | None = None) -> int:
     gctune.tune()
     args = parser().parse_args(argv)
     service = args.command in ("run", "up")
-    logging.basicConfig(
-        level=logging.INFO if args.verbose or service else logging.WARNING,
+    from services.common import logs, telemetry
+
+    logs.configure(
+        logging.INFO if args.verbose or service else logging.WARNING,
+        getattr(args, "log_format", "text"),
+        service=telemetry.service_name(args.service if args.command == "run" else args.command),
         # A service logs for an operator (time, logger); a command speaks to its user.
-        format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        text="%(asctime)s %(name)s %(levelname)s %(message)s"
         if service or args.verbose
         else "ksched: %(levelname)s: %(message)s",
     )
@@ -319,6 +340,26 @@ def main(argv: list[str] | None = None) -> int:
         return failure.code
 
 
+def _log_format_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="text: one line per record (default); json: one JSON object per line with "
+        "time, level, logger, message, service, and trace_id, span_id, pod when known",
+    )
+
+
+def _trace_settings() -> TraceSettings:
+    """The tracing settings of the ``OTEL_*`` variables; a bad one is bad input."""
+    from services.common import telemetry
+
+    try:
+        return telemetry.TraceSettings.from_env()
+    except telemetry.TelemetryError as error:
+        raise InputError(str(error)) from None
+
+
 def _url(args: argparse.Namespace, field: str) -> str:
     """The URL the command used: the flag, else the environment, else the default (not
     from_env: the settings themselves may be what failed)."""
@@ -336,14 +377,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     match args.command:
         case "run":
-            if args.metrics_port is not None and args.service not in SERVED_METRICS:
-                raise InputError(
-                    f"--metrics-port: the {args.service} exports no metrics yet, only "
-                    f"{', '.join(SERVED_METRICS)} do (ksched run queue --metrics-port PORT)"
-                )
+            _trace_settings()  # a bad OTEL_* variable: exit 2 before connecting
             asyncio.run(runtime.run_service(args.service, _settings(args)))
             return 0
         case "up":
+            _trace_settings()  # checked once here rather than by every child
             services: tuple[str, ...] = runtime.SERVICES
             if args.policy:  # a bad policy: exit 2 with its field before anything starts
                 from services.descheduler.policy import load_policy
@@ -379,11 +417,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             return waiting_command(args)
         case "simulate":
             from services.cli.commands import simulate_command
+            from services.cli.simulate import tracing
 
             # Like any Unix filter: a reader that stops (`| head`) ends the run. Only
             # here: a service's socket writes must get EPIPE, not the signal.
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            return simulate_command(args)
+            with tracing(_trace_settings(), sys.stderr if args.trace else None):
+                return simulate_command(args)
         case "deschedule":
             from services.cli.deschedule import deschedule_command
 

@@ -15,9 +15,10 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 import msgspec
+from prometheus_client import CollectorRegistry
 
 from contracts import topology
 from services.binder.service import BinderService
@@ -30,6 +31,17 @@ from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
 from services.common.eventlog import open_event_log
+from services.common.observe import (
+    EdgeMetrics,
+    Health,
+    MeteredBus,
+    MeteredStore,
+    ServiceEndpoint,
+    Watchdog,
+    broker_check,
+    process_registry,
+    redis_check,
+)
 from services.common.redact import redact
 from services.common.settings import Settings
 from services.common.store import ClusterStore, open_store
@@ -85,7 +97,6 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
                 initial_backoff=config.pod_initial_backoff_seconds,
                 max_backoff=config.pod_max_backoff_seconds,
             ),
-            metrics_port=settings.metrics_port,
         )
     if name == "scheduler":
         group = settings.scheduler
@@ -97,12 +108,9 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             clock,
             load_profiles(settings.config),
             settings=group,
-            metrics_port=settings.metrics_port,
         )
     if name == "binder":
-        return BinderService(
-            bus, store, clock, load_profiles(settings.config), metrics_port=settings.metrics_port
-        )
+        return BinderService(bus, store, clock, load_profiles(settings.config))
     if name == "descheduler":
         options = settings.descheduler
         if options.policy is None:
@@ -119,7 +127,6 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             registry,
             options,
             profiles=profiles,
-            metrics_port=settings.metrics_port,
         )
     raise ValueError(f"unknown service {name!r} (one of {', '.join(SERVICES)})")
 
@@ -147,16 +154,57 @@ async def run_service(name: str, settings: Settings) -> None:
     telemetry.configure(name)
     shutdown = Shutdown(f"ksched run {name}")
     shutdown.install()
-    bus, store = edges(settings)
+    raw_bus, raw_store = edges(settings)
+    edge_metrics = EdgeMetrics()
+    bus = MeteredBus(raw_bus, edge_metrics)
+    store = cast(ClusterStore, MeteredStore(raw_store, edge_metrics))
     service = build(name, settings, bus, store)
+    health = Health(name)
+    watchdog = Watchdog(
+        health,
+        {"broker": broker_check(raw_bus), "redis": redis_check(raw_store)},
+        edge_metrics,
+        observers=[observe] if (observe := getattr(service, "observe", None)) else [],
+    )
+    endpoint = None
+    if settings.metrics_port is not None:
+        registries = [edge_metrics.registry, process_registry()]
+        own = service_registry(service)
+        if own is not None:
+            registries.insert(0, own)
+        try:
+            endpoint = ServiceEndpoint(health, registries, settings.metrics_port)
+        except OSError as error:
+            raise InputError(
+                f"--metrics-port {settings.metrics_port}: cannot listen: {error.strerror or error}"
+            ) from None
+        log.info("%s serves /metrics, /healthz, /livez, /readyz on port %d", name, endpoint.port)
+    watchdog.start()
     log.info("%s starting", name)
     try:
         if await _unless_stopped(shutdown, _start(name, service, bus, store)):
+            health.started = True
+            await watchdog.check_once()  # ready at once, not at the next period
             log.info("%s started", name)
             await _until_stopped_or_finished(shutdown, service)
     finally:
         shutdown.arm()  # however the run ended, the process ends within the bound
+        health.started = False
         await _stop(name, service, bus, store)
+        await watchdog.stop()
+        if endpoint is not None:
+            endpoint.close()
+
+
+def service_registry(service: Service) -> CollectorRegistry | None:
+    """The service's own Prometheus registry (``registry``, or ``metrics.registry``)."""
+    for found in (
+        getattr(service, "registry", None),
+        getattr(getattr(service, "metrics", None), "registry", None),
+    ):
+        if isinstance(found, CollectorRegistry):
+            return found
+    return None
 
 
 async def _until_stopped_or_finished(shutdown: Shutdown, service: Service) -> None:

@@ -13,18 +13,31 @@ attempts it took), then one line per preemption, then how many pods were bound a
 many were not. With
 ``explain`` every decision carries the scheduler's explanation (framework.explain),
 which the table output renders for each pod's last decision (cli.explain_table).
+
+Traces: the run's spans go where the ``OTEL_*`` variables say (services.common.telemetry);
+with ``--trace`` they are also printed on stderr after the run, one line per span
+(telemetry.span_line), grouped by trace: a pod's trace (its ingest, each attempt's
+queue pop, scheduling cycle and binding cycle) under a heading naming the pod, each span
+indented under its parent; the bus's batch spans (``publish``/``process``) in traces of
+their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.cli import explain_table
 from services.cli.embedded import PREEMPTION, DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
+from services.common import telemetry
 from services.common.clock import FakeClock
 from services.common.eventlog import EventLog
 from services.framework.config import Profile
@@ -75,6 +88,61 @@ async def simulate(
     finally:
         await cluster.stop()
     return cluster.decisions
+
+
+@contextlib.contextmanager
+def tracing(settings: telemetry.TraceSettings, out: TextIO | None = None) -> Iterator[None]:
+    """Trace the run in this block as ``settings`` say; with ``out``, print every span
+    there once the block ends (:func:`print_traces`). Exported spans are flushed then."""
+    collected = InMemorySpanExporter() if out is not None else None
+    processors = [SimpleSpanProcessor(collected)] if collected is not None else []
+    provider = telemetry.configure("simulate", settings, processors=processors)
+    try:
+        yield
+    finally:
+        if provider is not None:
+            provider.shutdown()
+        if collected is not None and out is not None:
+            print_traces(collected.get_finished_spans(), out)
+
+
+def print_traces(spans: Sequence[ReadableSpan], out: TextIO) -> None:
+    """``spans`` grouped by trace, the traces in the order they started: a heading
+    (``trace <id>``, and the pod and attempts its spans name), then each span's line
+    indented under its parent's, siblings in the order they started."""
+    traces: dict[int, list[ReadableSpan]] = {}
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
+        assert span.context is not None
+        traces.setdefault(span.context.trace_id, []).append(span)
+    for trace_id, members in traces.items():
+        ids = {s.context.span_id for s in members if s.context is not None}
+        children: dict[int | None, list[ReadableSpan]] = {}
+        for span in members:
+            parent = span.parent.span_id if span.parent is not None else None
+            children.setdefault(parent if parent in ids else None, []).append(span)
+        heading = f"trace {trace_id:032x}"
+        if pods := _values(members, "ksched.pod"):
+            heading += f": pod {', '.join(pods)}"
+        if attempts := _values(members, "ksched.attempt"):
+            heading += f", attempt {', '.join(attempts)}"
+        out.write(heading + "\n")
+        _write_tree(children, None, 1, out)
+    out.flush()
+
+
+def _write_tree(
+    children: dict[int | None, list[ReadableSpan]], parent: int | None, depth: int, out: TextIO
+) -> None:
+    for span in children.get(parent, ()):
+        out.write("  " * depth + telemetry.span_line(span) + "\n")
+        assert span.context is not None
+        _write_tree(children, span.context.span_id, depth + 1, out)
+
+
+def _values(spans: Sequence[ReadableSpan], key: str) -> list[str]:
+    """The values of attribute ``key`` among ``spans``, once each, sorted."""
+    found = {str(s.attributes[key]) for s in spans if s.attributes and key in s.attributes}
+    return sorted(found, key=lambda v: (len(v), v))
 
 
 def print_json(record: DecisionRecord, out: TextIO | None = None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from threading import Thread
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -19,6 +19,41 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     if count < 1 or start <= 0 or factor <= 1:
         raise ValueError(f"exponential_buckets({start}, {factor}, {count}): bad arguments")
     return tuple(start * factor**i for i in range(count))
+
+
+ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+"""Upstream's attempt buckets: 1 ms to ~16 s."""
+
+
+def schedule_attempts(registry: CollectorRegistry) -> tuple[Counter, Histogram]:
+    """``scheduler_schedule_attempts_total`` and
+    ``scheduler_scheduling_attempt_duration_seconds`` (``result``, ``profile``): the
+    scheduler counts the attempts that end there, the binder the ``scheduled`` ones."""
+    attempts = Counter(
+        "scheduler_schedule_attempts",
+        "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+        "could not be scheduled, while 'error' means an internal scheduler problem.",
+        ["result", "profile"],
+        registry=registry,
+    )
+    duration = Histogram(
+        "scheduler_scheduling_attempt_duration_seconds",
+        "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+        ["result", "profile"],
+        buckets=ATTEMPT_BUCKETS,
+        registry=registry,
+    )
+    return attempts, duration
+
+
+def goroutines(registry: CollectorRegistry) -> Gauge:
+    """``scheduler_goroutines{operation}``."""
+    return Gauge(
+        "scheduler_goroutines",
+        "Number of running goroutines split by the work they do such as binding.",
+        ["operation"],
+        registry=registry,
+    )
 
 
 class MetricsEndpoint:
@@ -39,4 +74,10 @@ class MetricsEndpoint:
         self._thread.join(timeout=5)
 
 
-__all__ = ["MetricsEndpoint", "exponential_buckets"]
+__all__ = [
+    "ATTEMPT_BUCKETS",
+    "MetricsEndpoint",
+    "exponential_buckets",
+    "goroutines",
+    "schedule_attempts",
+]

@@ -36,6 +36,7 @@ from typing import Any
 
 import msgspec
 from opentelemetry import trace
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from contracts import topology
 from contracts.errors import ErrorReport
@@ -46,6 +47,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog, LogWriteError
+from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
@@ -64,6 +66,8 @@ REPUBLISH_TAIL = 512
 STORE_CHECK_PERIOD = 1.0
 """Seconds between checks that the store still holds the projection (a quiet informer
 notices a lost store within this, not at the next event)."""
+FSYNC_BUCKETS = exponential_buckets(0.0001, 2, 16)
+"""0.1 ms to ~3 s."""
 LOG_RETRY_MAX = 30.0
 """Longest wait, in seconds, between two attempts to write to a refusing event log."""
 
@@ -78,6 +82,18 @@ class InformerService:
         self._lock = asyncio.Lock()
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self.registry = CollectorRegistry(auto_describe=True)
+        """``ksched_event_log_bytes`` and ``ksched_event_log_fsync_duration_seconds``."""
+        size = Gauge("ksched_event_log_bytes", "Size of the event log", registry=self.registry)
+        size.set_function(lambda: float(getattr(event_log, "size_bytes", 0)))
+        fsync = Histogram(
+            "ksched_event_log_fsync_duration_seconds",
+            "One fsync of the event log (one per append of a batch)",
+            buckets=FSYNC_BUCKETS,
+            registry=self.registry,
+        )
+        if hasattr(event_log, "on_fsync"):
+            event_log.on_fsync = fsync.observe
         self._epoch: Epoch | None = None
         """The store as this informer last made it live (its token and seq)."""
         self._rebuilding = False
@@ -237,8 +253,13 @@ class InformerService:
             reports: list[ErrorReport] = []
             for delivery in deliveries:
                 parent = telemetry.extract(delivery.headers)
-                with tracer.start_as_current_span("ingest", context=parent) as span:
-                    span.set_attribute("messaging.routing_key", delivery.routing_key)
+                with tracer.start_as_current_span(
+                    "ingest",
+                    context=parent,
+                    kind=trace.SpanKind.INTERNAL,
+                    links=telemetry.ambient_links(),
+                ) as span:
+                    span.set_attribute("ksched.routing_key", delivery.routing_key)
                     try:
                         outcome = self._ingest(staged, delivery)
                     except Exception as error:  # one bad message never fails its batch
@@ -363,7 +384,9 @@ def admitted_priority(staged: Staged, pod: Pod) -> Pod:
 
 
 def _cluster_message(events: Sequence[LogEntry]) -> Message:
-    with tracer.start_as_current_span("publish_cluster_batch") as span:
+    with tracer.start_as_current_span(
+        "publish_cluster_batch", kind=trace.SpanKind.INTERNAL
+    ) as span:
         span.set_attribute("ksched.events", len(events))
         span.set_attribute("ksched.seq.last", events[-1].seq)
         body = _encoder.encode(ClusterBatch(events=list(events)))

@@ -171,6 +171,35 @@ class SchedulingQueue:
     def serves(self) -> frozenset[str]:
         return frozenset(self._profiles)
 
+    def unschedulable_reasons(self) -> dict[tuple[str, str], int]:
+        """``scheduler_unschedulable_pods``: the parked pods (not gated) by each plugin
+        that rejected them and their profile; a pod counts once per plugin."""
+        out: dict[tuple[str, str], int] = {}
+        for info in list(self._unschedulable):
+            if info.gated:
+                continue
+            for plugin in info.unschedulable_plugins:
+                key = (plugin, info.profile)
+                out[key] = out.get(key, 0) + 1
+        return out
+
+    def inflight_events(self) -> dict[str, int]:
+        """``scheduler_inflight_events``: the events kept for in-flight pods' hints, by
+        label, and ``PodPopped``: the pods in flight (upstream's pseudo-event)."""
+        for _ in range(3):  # a scrape runs in another thread: retry a mutated deque
+            try:
+                events = list(self._in_flight._events)
+                break
+            except RuntimeError:
+                continue
+        else:
+            events = []
+        out: dict[str, int] = {"PodPopped": len(self._in_flight)}
+        for event in events:
+            name = label(event.event)
+            out[name] = out.get(name, 0) + 1
+        return out
+
     def counts(self) -> dict[str, int]:
         """Pods per sub-queue, keyed by :class:`SubQueue` value."""
         gated = self._unschedulable.gated

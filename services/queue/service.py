@@ -32,10 +32,12 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 import msgspec
+from opentelemetry.trace import SpanKind
 
 from contracts import topology
 from contracts.events import ClusterBatch, LogEntry, PodEntry
@@ -60,7 +62,7 @@ from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.framework.api.preemption import Preempting
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
-from services.queue.metrics import registry_for
+from services.queue.metrics import QueueMetrics
 from services.queue.nominator import Nominator
 from services.queue.podgroups import PodGroups
 from services.queue.profiles import QueueProfile
@@ -129,7 +131,8 @@ class QueueService:
         )
         self.nominator = Nominator()
         self.handlers = EventHandlers(self.queue, self.nominator)
-        self.registry = registry_for(self.queue)
+        self.queue_metrics = QueueMetrics(self.queue)
+        self.registry = self.queue_metrics.registry
         """This service's Prometheus registry (``scheduler_pending_pods``…)."""
         self._metrics_port = metrics_port
         self.metrics: MetricsEndpoint | None = None
@@ -303,7 +306,11 @@ class QueueService:
                 ):
                     self.preempting.gone(obj.metadata.uid)  # before the hints look at it
                 in_flight = self.queue.in_flight_attempt(obj.metadata.uid)
+            began = time.perf_counter()
             self.handlers.handle(event)
+            self.queue_metrics.event_handling.labels(event_label(event)).observe(
+                time.perf_counter() - began
+            )
             if in_flight is not None and isinstance(event, PodEntry):
                 uid = event.object.metadata.uid
                 if self.queue.in_flight_attempt(uid) is None:
@@ -324,6 +331,11 @@ class QueueService:
             self._origin.setdefault(uid, (event.at or self._clock.now(), event.trace))
         else:
             self._origin.pop(uid, None)
+
+    async def observe(self) -> None:
+        """Periodic measurements (run_service's watchdog): the projection's lag."""
+        lag = await self._store.applied_seq() - self._projection.applied_seq
+        self.queue_metrics.projection_lag.labels("queue").set(max(lag, 0))
 
     async def _recover(self, lost: StoreLost) -> None:
         """After StoreLost: reload once the informer has rebuilt the store (see
@@ -403,7 +415,10 @@ class QueueService:
             at, carrier = self._origin.get(uid, (self._clock.now(), {}))
             meta = info.pod.metadata
             with tracer.start_as_current_span(
-                "scheduling_queue.pop", context=telemetry.extract(carrier)
+                "scheduling_queue.pop",
+                context=telemetry.extract(carrier),
+                kind=SpanKind.INTERNAL,
+                links=telemetry.ambient_links(),
             ) as span:
                 span.set_attribute("ksched.pod", namespaced_name(meta))
                 span.set_attribute("ksched.attempt", info.attempts)
@@ -512,3 +527,18 @@ class QueueService:
 def _decode(objects: dict[str, bytes], cls: type[Any]) -> list[Any]:
     decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(cls)
     return [decoder.decode(body) for body in objects.values()]
+
+
+_ACTIONS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+
+
+def event_label(entry: LogEntry) -> str:
+    """The label ``scheduler_event_handling_duration_seconds`` gives an event, as
+    upstream's handlers name them: ``AssignedPodAdd``, ``UnscheduledPodUpdate``,
+    ``NodeDelete``, ``PersistentVolumeClaimAdd``… (bounded: kinds times three actions)."""
+    action = _ACTIONS.get(entry.type, "Update")
+    if isinstance(entry, PodEntry):
+        kind = "AssignedPod" if entry.object.spec.node_name else "UnscheduledPod"
+    else:
+        kind = type(entry.object).__name__
+    return f"{kind}{action}"

@@ -32,6 +32,7 @@ the binder puts on the Binding) or its FailedScheduling Event.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -55,6 +56,7 @@ from services.common.store import (
 )
 from services.common.waiting import SharedWaitingPod, SharedWaitingPods
 from services.framework.api.interface import CycleState, ExtensionPoint, PostFilterResult
+from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
@@ -97,6 +99,10 @@ class BatchOutcome:
     nomination_conflicts: int = 0
     """Preemptions not carried out because another replica nominated a pod to the
     node meanwhile (their pods were scheduled again)."""
+    algorithm: list[float] = field(default_factory=list)
+    """Seconds each ``schedule_one`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
+    assume_conflicts: int = 0
+    """Reservations the store refused because the node no longer had the room."""
 
 
 @dataclass(slots=True)
@@ -189,6 +195,7 @@ class BatchScheduler:
         self._explain = explain
         self._waiting = waiting
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
+        self._started = 0.0
         self._nominations: Mapping[str, Nomination] = {}
         self._added: dict[str, list[PodInfo]] = {}
         self._nominated_nodes: set[str] = set()
@@ -208,6 +215,7 @@ class BatchScheduler:
         store's, so a preemptor whose pod does not show its nomination yet is scheduled
         as if it did (upstream's API update would have)."""
         self._nominations = nominations or {}
+        self._started = self._clock.now()
         nominated = self._batch_nominated(nominated)
         outcome = BatchOutcome()
         if self._permits and self._waiting is not None:
@@ -285,7 +293,13 @@ class BatchScheduler:
         span = self._tracer.start_span(
             "scheduling_cycle",
             context=telemetry.extract(request.trace),
-            attributes={"pod": info.key, "attempt": request.attempt, "profile": request.profile},
+            kind=trace.SpanKind.INTERNAL,
+            links=telemetry.ambient_links(),
+            attributes={
+                "ksched.pod": info.key,
+                "ksched.attempt": request.attempt,
+                "ksched.profile": request.profile,
+            },
         )
         explain = self._explain or explain_requested(pod)
         return _Attempt(request, framework, info, span, explain=explain)
@@ -299,6 +313,7 @@ class BatchScheduler:
             self._snapshot.forget(attempt.pod.uid)  # a redelivered or retried attempt
             attempt.state = CycleState()
             with trace.use_span(attempt.span, end_on_exit=False):
+                began = time.perf_counter()
                 result = attempt.framework.schedule_one(
                     self._snapshot,
                     attempt.pod,
@@ -306,6 +321,7 @@ class BatchScheduler:
                     nominated=nominated,
                     explain=attempt.explain,
                 )
+                outcome.algorithm.append(time.perf_counter() - began)
             attempt.explanation = _explanation(result)
             if result.node is None:
                 self._fail(attempt, result, outcome)
@@ -344,6 +360,8 @@ class BatchScheduler:
                 continue
             attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
+            if answer.status == "conflict":
+                outcome.assume_conflicts += 1
             if answer.status == "stale":
                 self._finish(
                     attempt, outcome, attempt_result(attempt.request, "stale"), event=False
@@ -378,9 +396,11 @@ class BatchScheduler:
             self._reserved(attempt, outcome)
             return
         with trace.use_span(attempt.span, end_on_exit=False):
-            with self._tracer.start_as_current_span("Permit") as span:
+            with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
+                began = time.perf_counter()
                 status = framework.run_permit(attempt.state, pod, node)
-                span.set_attribute("status", status.code.name)
+                _record(framework, "Permit", status, began)
+                span.set_attribute("ksched.status", status.code.name)
         if status.is_success():
             self._reserved(attempt, outcome)
             return
@@ -436,7 +456,9 @@ class BatchScheduler:
         pod is unreserved, forgotten and finished. Returns whether it is reserved."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         with trace.use_span(attempt.span, end_on_exit=False):
+            began = time.perf_counter()
             status = framework.run_reserve(attempt.state, pod, node)
+            _record(framework, "Reserve", status, began)
         if not status.is_success():
             framework.run_unreserve(attempt.state, pod, node)
             self._snapshot.forget(pod.uid)
@@ -470,12 +492,13 @@ class BatchScheduler:
                 attempt=request.attempt,
                 profile=request.profile,
                 at=request.at,
+                started=self._started,
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
                 plugin_state={name: msgspec.Raw(data) for name, data in state.items()},
                 permit=permit,
             )
         )
-        attempt.span.set_attribute("node", node)
+        attempt.span.set_attribute("ksched.node", node)
         attempt.span.end()
 
     def _announcement(self, attempt: _Attempt) -> WaitingPod:
@@ -564,7 +587,7 @@ class BatchScheduler:
     def _finish(
         self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool
     ) -> None:
-        attempt.span.set_attribute("outcome", result.outcome)
+        attempt.span.set_attribute("ksched.outcome", result.outcome)
         attempt.span.end()
         outcome.failures.append(
             Failure(attempt.request, result, event, attempt.explanation, attempt.pod.pod)
@@ -593,3 +616,11 @@ def _request_of(request: BindRequest) -> ScheduleRequest:
 
 
 __all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests", "resumed"]
+
+
+def _record(framework: Framework, point: str, status: Status, began: float) -> None:
+    """An extension point's duration and status, when the framework is measured."""
+    recorder = framework.recorder
+    if recorder is not None:
+        elapsed = time.perf_counter() - began
+        recorder.point(point, status.code.name, framework.profile_name, elapsed)

@@ -1,6 +1,24 @@
 """The scheduler's Prometheus metrics, with kube-scheduler's names and buckets
 (``pkg/scheduler/metrics/metrics.go``), for the work done here:
 
+- ``scheduler_schedule_attempts_total{result,profile}`` and
+  ``scheduler_scheduling_attempt_duration_seconds{result,profile}`` for the attempts
+  that end here (``unschedulable``, ``error``); ``scheduled`` is counted by the binder
+  when the Binding is published, as upstream counts it after binding. An attempt's
+  duration runs from when its batch was taken up.
+- ``scheduler_scheduling_algorithm_duration_seconds``: one ``schedule_one``.
+- ``scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}``
+  for PreFilter, Filter (one columnar pass over every node: ksched's), PostFilter,
+  PreScore, Score, Reserve and Permit.
+- ``scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`` for the
+  PreFilter and Filter plugins, in 10% of the attempts (upstream's sampling).
+- ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}``: PreFilter runs,
+  and for Filter the nodes each plugin evaluated.
+- ``scheduler_scheduler_cache_size{type}``: nodes, pods and assumed pods in the
+  snapshot (upstream's name, subsystem prefix included).
+- ``scheduler_goroutines{operation}``: ksched runs no goroutines; the binder reports
+  its binding tasks under ``binding``.
+
 - ``scheduler_preemption_attempts_total``: PostFilter runs of DefaultPreemption (every
   attempt that found no node, in a profile with DefaultPreemption).
 - ``scheduler_preemption_victims``: victims per preemption (buckets 1, 2, 4 … 64).
@@ -9,16 +27,27 @@ and ksched's own:
 
 - ``ksched_nomination_conflicts_total``: preemptions not carried out because another
   replica nominated a pod to the node meanwhile (the pod was scheduled again).
+- ``ksched_store_assume_conflicts_total``: reservations the store refused because the
+  node no longer had the room (another replica took it).
+- ``ksched_projection_lag{projection}``: event-log entries the scheduler's snapshot is
+  behind the store's projection, as last checked.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import random
 
-from services.common.metrics import exponential_buckets
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from services.common.metrics import exponential_buckets, goroutines, schedule_attempts
 
 VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
 """Upstream's: [64, +Inf) is one bucket."""
+ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
+EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
+PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
+PLUGIN_SAMPLE_PERCENT = 10
+"""Upstream's ``pluginMetricsSamplePercent``."""
 
 
 class SchedulerMetrics:
@@ -40,6 +69,71 @@ class SchedulerMetrics:
             "Preemptions refused because another replica nominated a pod to the node first",
             registry=self.registry,
         )
+        r = self.registry
+        self.attempts, self.attempt_duration = schedule_attempts(r)
+        self.algorithm = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.extension_point = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=EXTENSION_POINT_BUCKETS,
+            registry=r,
+        )
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=PLUGIN_BUCKETS,
+            registry=r,
+        )
+        self.plugin_evaluations = Counter(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter and Filter.).",
+            ["plugin", "extension_point", "profile"],
+            registry=r,
+        )
+        self.cache_size = Gauge(
+            "scheduler_scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            registry=r,
+        )
+        self.goroutines = goroutines(r)
+        self.assume_conflicts = Counter(
+            "ksched_store_assume_conflicts",
+            "Reservations the store refused because the node no longer had the room",
+            registry=r,
+        )
+        self.projection_lag = Gauge(
+            "ksched_projection_lag",
+            "Event-log entries this service's projection is behind the store's",
+            ["projection"],
+            registry=r,
+        )
+        self.sample_percent = PLUGIN_SAMPLE_PERCENT
+        self._rng = random.Random()
+
+    # -- the framework's Recorder ------------------------------------------------
+
+    def point(self, point: str, status: str, profile: str, seconds: float) -> None:
+        self.extension_point.labels(point, status, profile).observe(seconds)
+
+    def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        self.plugin_duration.labels(plugin, point, status).observe(seconds)
+
+    def evaluated(self, plugin: str, point: str, profile: str, count: int) -> None:
+        if count:
+            self.plugin_evaluations.labels(plugin, point, profile).inc(count)
+
+    def sample(self) -> bool:
+        """Its own generator: the framework's (tie-breaking) sequence stays as seeded."""
+        return self._rng.randrange(100) < self.sample_percent
 
 
 __all__ = ["SchedulerMetrics"]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -143,6 +144,8 @@ class SchedulerService:
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
+        for framework in self.frameworks.values():
+            framework.recorder = self.metrics
         self._cycle = BatchScheduler(
             self.cache,
             self.frameworks,
@@ -220,6 +223,7 @@ class SchedulerService:
         requests = [request for batch in batches for request in batch.value.requests]
         if not requests:
             return
+        began = time.perf_counter()
         self.cache.expire_assumed(self._clock.now())
         await self._projection.wait_for(max(r.seq for r in requests), within=self._catch_up_timeout)
         applied = self._projection.applied_seq
@@ -243,12 +247,32 @@ class SchedulerService:
                 outcome.failures.append(
                     Failure(request, attempt_result(request, "error", reason), False)
                 )
-        self._measure(outcome)
+        self._measure(outcome, time.perf_counter() - began)
         messages = self._messages(outcome)
         if messages:
             await self._bus.publish(messages)
 
-    def _measure(self, outcome: BatchOutcome) -> None:
+    async def observe(self) -> None:
+        """Periodic measurements (run_service's watchdog): the projection's lag."""
+        lag = await self._store.applied_seq() - self._projection.applied_seq
+        self.metrics.projection_lag.labels("scheduler").set(max(lag, 0))
+
+    def _measure(self, outcome: BatchOutcome, seconds: float) -> None:
+        m = self.metrics
+        for failure in outcome.failures:
+            result = failure.result.outcome
+            if result in ("unschedulable", "error"):
+                profile = failure.request.profile
+                m.attempts.labels(result, profile).inc()
+                m.attempt_duration.labels(result, profile).observe(seconds)
+        for elapsed in outcome.algorithm:
+            m.algorithm.observe(elapsed)
+        if outcome.assume_conflicts:
+            m.assume_conflicts.inc(outcome.assume_conflicts)
+        cache = self.cache
+        m.cache_size.labels("nodes").set(cache.num_nodes)
+        m.cache_size.labels("pods").set(cache.num_pods)
+        m.cache_size.labels("assumed_pods").set(cache.num_assumed)
         if outcome.preemption_attempts:
             self.metrics.preemption_attempts.inc(outcome.preemption_attempts)
         if outcome.nomination_conflicts:

@@ -92,7 +92,9 @@ async def test_ksched_up_runs_every_service_and_stops_on_sigterm(tmp_path: Path)
         "KSCHED_EVENT_LOG": str(tmp_path / "events.jsonl"),
     }
     up = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services.cli.main", "up", env=env, stderr=asyncio.subprocess.PIPE
+        *(sys.executable, "-m", "services.cli.main", "up", "--metrics-port", "0"),
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert up.stderr is not None
     started: set[str] = set()

@@ -43,7 +43,8 @@ def test_infrastructure_services_publish_their_ports(name: str, ports: set[int])
 
 
 def test_infrastructure_images() -> None:
-    assert SERVICES["rabbitmq"]["image"].startswith("rabbitmq:3.13-management")
+    rabbitmq = SERVICES["rabbitmq"]["image"]
+    assert rabbitmq.startswith("rabbitmq:3.13.") and rabbitmq.endswith("-management")
     assert SERVICES["redis"]["image"].split(":")[0] == "redis"
     assert SERVICES["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")
 
@@ -63,7 +64,7 @@ def test_redis_keeps_the_projection_across_restarts() -> None:
 @pytest.mark.parametrize("name", KSCHED_SERVICES)
 def test_ksched_service_runs_the_cli_against_the_compose_services(name: str) -> None:
     service = SERVICES[name]
-    assert service["command"] == ["run", name]
+    assert service["command"][:2] == ["run", name]  # --metrics-port: tests/unit/ops
     assert (ROOT / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
 
     env = _environment(service)

@@ -33,6 +33,7 @@ from contracts.topology import (
     ExchangeSpec,
     QueueSpec,
 )
+from services.common.bus import tracing
 from services.common.bus.base import (
     UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
@@ -139,9 +140,10 @@ class MemoryBus(Bus):
                 raise BusError(f"no exchange {message.exchange!r}")
             if len(message.routing_key.encode()) > MAX_ROUTING_KEY:
                 raise BusRefused(f"routing key too long (max {MAX_ROUTING_KEY} bytes)")
-        for m in messages:
-            self._route(_Envelope(m.exchange, m.routing_key, m.body, dict(m.headers)))
-        await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker
+        with tracing.sending(messages) as traced:
+            for m in traced:
+                self._route(_Envelope(m.exchange, m.routing_key, m.body, dict(m.headers)))
+            await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker
 
     async def consume_raw(
         self,
@@ -183,6 +185,9 @@ class MemoryBus(Bus):
         self._closed = True
         for consumer in list(self._consumers):
             await consumer.cancel()
+
+    def connected(self) -> bool:
+        return not self._closed
 
     async def wait_idle(self) -> None:
         """Return once the pipeline has quiesced: no handler is running and no queue that
@@ -348,7 +353,9 @@ class _MemoryConsumer:
             self._bus._running += 1
             try:
                 try:
-                    rejections = await self._handler(deliveries)
+                    spec = self._state.spec
+                    with tracing.processing(spec.name, deliveries, temporary=spec.exclusive):
+                        rejections = await self._handler(deliveries)
                 except Exception as exc:
                     if unavailable(exc):
                         await asyncio.sleep(self._pause)

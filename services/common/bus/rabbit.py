@@ -41,6 +41,7 @@ from contracts.topology import (
     QueueSpec,
 )
 from services.common import redact as redaction
+from services.common.bus import tracing
 from services.common.bus.base import (
     UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
@@ -149,17 +150,19 @@ class RabbitBus(Bus):
         for message in messages:
             if message.exchange not in self._exchanges:
                 raise BusError(f"no exchange {message.exchange!r}")
-        results = await asyncio.gather(
-            *(self._publish_one(message) for message in messages), return_exceptions=True
-        )
-        failures = [result for result in results if isinstance(result, BaseException)]
-        if failures:
-            refused = next((f for f in failures if not _lost(f)), None)
-            error = BusRefused if refused is not None else BusError
-            first = refused or failures[0]
-            raise error(
-                f"{len(failures)} of {len(messages)} messages not confirmed: " + redact(repr(first))
-            ) from first
+        with tracing.sending(messages, self.broker_name) as traced:
+            results = await asyncio.gather(
+                *(self._publish_one(message) for message in traced), return_exceptions=True
+            )
+            failures = [result for result in results if isinstance(result, BaseException)]
+            if failures:
+                refused = next((f for f in failures if not _lost(f)), None)
+                error = BusRefused if refused is not None else BusError
+                first = refused or failures[0]
+                raise error(
+                    f"{len(failures)} of {len(messages)} messages not confirmed: "
+                    + redact(repr(first))
+                ) from first
 
     async def consume_raw(
         self,
@@ -234,6 +237,14 @@ class RabbitBus(Bus):
             connection, self._connection, self._channel = self._connection, None, None
             if connection is not None:
                 await _close(connection)
+
+    def connected(self) -> bool:
+        """Whether the connection to the broker is up now (False while it reconnects)."""
+        connection = self._connection
+        if connection is None or connection.is_closed:
+            return False
+        transport = getattr(connection, "transport", None)
+        return transport is not None and not transport.connection.is_closed
 
     async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
         """Delete this namespace's exchanges, every queue this bus declared and ``queues``
@@ -493,7 +504,14 @@ class _RabbitConsumer:
     ) -> None:
         retry = False
         try:
-            rejections = await self._handler(deliveries)
+            with tracing.processing(
+                self._prefix + self._spec.name,
+                deliveries,
+                temporary=self._spec.exclusive,
+                message_ids=[message.message_id for message in batch],
+                delivery_tag=batch[0].delivery_tag if len(batch) == 1 else None,
+            ):
+                rejections = await self._handler(deliveries)
         except Exception as exc:
             retry = True
             if unavailable(exc):

@@ -33,7 +33,8 @@ import asyncio
 import bisect
 import errno
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -93,6 +94,8 @@ class FileEventLog:
             _fsync_dir(self.path.parent)
         self._last_seq = 0
         self._size = 0
+        self.on_fsync: Callable[[float], None] | None = None
+        """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
         self._index: list[tuple[int, int]] = []
         """(seq, offset of its line) for seq 1, 1025, 2049, ..."""
         try:
@@ -110,6 +113,11 @@ class FileEventLog:
 
     def last_seq(self) -> int:
         return self._last_seq
+
+    @property
+    def size_bytes(self) -> int:
+        """The log file's size (``ksched_event_log_bytes``)."""
+        return self._size
 
     async def append(self, events: Sequence[LogEntry]) -> None:
         """Write every line, then flush and fsync once; durable when it returns."""
@@ -174,7 +182,10 @@ class FileEventLog:
             view = memoryview(data)
             while view:
                 view = view[files.write(self._fd, view) :]
+            began = time.perf_counter()
             files.fsync(self._fd)
+            if self.on_fsync is not None:
+                self.on_fsync(time.perf_counter() - began)
         except BaseException:
             try:
                 files.ftruncate(self._fd, self._size)  # never leave half an append behind

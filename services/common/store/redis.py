@@ -21,22 +21,38 @@ Details the Protocol leaves open (the in-memory store behaves the same):
   and ``assumed()`` lists it: nothing else can have been given that capacity.
 - A pending pod (``node=None``, body present) loses its bound charge only; a bound or
   deleted pod also loses its assumption, lease and nomination.
+
+Tracing: one CLIENT span per store operation (method), named ``<command> <method>``
+(``EVALSHA assume``), not one per Redis command: an operation is one script call or one
+command, and the span is what the caller waited for (script loading included). The
+official opentelemetry-instrumentation-redis does not fit: it wraps every command, so
+it would show ``EVALSHA`` spans that do not say which operation they served. Its
+attribute names are followed by hand, in the current database conventions and the
+older ones it still emits: ``db.system.name`` and ``db.system`` (``redis``),
+``db.operation.name`` (the Redis command), ``db.stored_procedure.name`` (ksched's Lua
+script), ``db.namespace`` (the database index given in the URL, as a string),
+``server.address`` and ``server.port`` (or the socket path), ``ksched.store.operation``
+(the method); on a failure ``error.type`` (and ``db.response.status_code``, the Redis
+error prefix).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import msgspec
 import redis.asyncio as aioredis
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from services.common import redact
+from services.common import redact, telemetry
 from services.common.store._charges import normalize
 from services.common.store._lua import (
     ACQUIRE_LEASE,
@@ -76,6 +92,65 @@ from services.common.store.base import (
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
 
 _FORBIDDEN = frozenset("|,=")
+_tracer = telemetry.tracer("store")
+_Operation = TypeVar("_Operation", bound=Callable[..., Awaitable[Any]])
+
+
+def _traced(command: str, script: str | None = None) -> Callable[[_Operation], _Operation]:
+    """The store method as one CLIENT span (see the module's docstring): ``command`` is
+    the Redis command it sends, ``script`` the Lua script that command runs."""
+
+    def decorate(method: _Operation) -> _Operation:
+        name = method.__name__
+        static: dict[str, str] = {"db.operation.name": command, "ksched.store.operation": name}
+        if script is not None:
+            static["db.stored_procedure.name"] = script
+
+        @functools.wraps(method)
+        async def traced(self: RedisStore, *args: Any, **kwargs: Any) -> Any:
+            with _tracer.start_as_current_span(
+                f"{command} {name}",
+                kind=SpanKind.CLIENT,
+                attributes={**self._span_attributes, **static},
+                record_exception=False,
+                set_status_on_exception=False,
+            ) as span:
+                try:
+                    return await method(self, *args, **kwargs)
+                except Exception as error:
+                    _failed(span, error)
+                    raise
+
+        return cast(_Operation, traced)
+
+    return decorate
+
+
+def _failed(span: Span, error: Exception) -> None:
+    span.record_exception(error)
+    kind = type(error).__qualname__
+    if isinstance(error, ResponseError) and (prefix := str(error).split(" ", 1)[0]).isupper():
+        span.set_attribute("db.response.status_code", prefix)
+        kind = prefix
+    span.set_attribute("error.type", kind)
+    span.set_status(trace.StatusCode.ERROR, redact.redact(f"{type(error).__name__}: {error}"))
+
+
+def _connection_attributes(kwargs: Mapping[str, Any]) -> dict[str, str | int]:
+    """The span attributes of the connection redis-py built from the URL."""
+    attributes: dict[str, str | int] = {
+        "db.system.name": "redis",
+        "db.system": "redis",
+        "db.namespace": str(kwargs.get("db", 0)),
+    }
+    if "path" in kwargs:
+        attributes["server.address"] = str(kwargs["path"])
+    else:
+        attributes["server.address"] = str(kwargs.get("host", "localhost"))
+        attributes["server.port"] = int(kwargs.get("port", 6379))
+    return attributes
+
+
 _STATUSES: dict[bytes, AssumeStatus] = {
     b"assumed": "assumed",
     b"conflict": "conflict",
@@ -94,6 +169,9 @@ class RedisStore:
         self._p = f"{namespace}:"
         ssl_options = redis_ssl_options(tls) if is_tls_url(url) else {}
         self._redis = aioredis.from_url(url, decode_responses=False, **ssl_options)
+        self._span_attributes = _connection_attributes(
+            self._redis.connection_pool.connection_kwargs
+        )
         self._apply = self._redis.register_script(APPLY)
         self._assume = self._redis.register_script(ASSUME)
         self._begin_bind = self._redis.register_script(BEGIN_BIND)
@@ -126,6 +204,7 @@ class RedisStore:
             why = text.removeprefix(LOST).partition(" script:")[0].strip()
             raise StoreLost(f"store {self.namespace!r} {why}") from None
 
+    @_traced("MGET")
     async def epoch(self) -> Epoch:
         marker, seq = await self._redis.mget(self._p + "epoch", self._p + "seq")
         applied = int(seq) if seq is not None else 0
@@ -141,13 +220,16 @@ class RedisStore:
         self._expected = current.token
         return current
 
+    @_traced("EVALSHA", "apply")
     async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
         await self._apply_entries("final" if final else "restore", entries)
 
+    @_traced("GET")
     async def applied_seq(self) -> int:
         seq = await self._redis.get(self._p + "seq")
         return int(seq) if seq is not None else 0
 
+    @_traced("EVALSHA", "apply")
     async def apply(self, entries: Sequence[ProjectedEntry]) -> None:
         if entries:
             await self._apply_entries("apply", entries)
@@ -168,13 +250,16 @@ class RedisStore:
         if await self._run(self._apply, *args):  # the store became live: ours
             self._expected = token
 
+    @_traced("EVALSHA", "read_hash")
     async def objects(self, kind: str) -> dict[str, bytes]:
         raw = await self._hgetall(f"obj:{kind}")
         return {key.decode(): body for key, body in raw.items()}
 
+    @_traced("EVALSHA", "read_nodes")
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
         return await self._nodes("usage", nodes)
 
+    @_traced("EVALSHA", "read_nodes")
     async def allocatable(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
         return await self._nodes("alloc", nodes)
 
@@ -184,6 +269,7 @@ class RedisStore:
         flat = await self._run(self._read_nodes, which, *(nodes or ()))
         return {flat[i].decode(): _pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
 
+    @_traced("EVALSHA", "assume")
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         if not reservations:
             return []
@@ -199,12 +285,14 @@ class RedisStore:
             for status, reason, usage in replies
         ]
 
+    @_traced("EVALSHA", "begin_bind")
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
         if not claims:
             return []
         replies = await self._run(self._begin_bind, *self._claim_args(claims))
         return [bool(reply) for reply in replies]
 
+    @_traced("EVALSHA", "forget")
     async def forget(self, claims: Sequence[BindClaim]) -> None:
         if claims:
             await self._run(self._forget, *self._claim_args(claims))
@@ -215,6 +303,7 @@ class RedisStore:
             args += [c.uid, c.node, str(c.attempt)]
         return args
 
+    @_traced("EVALSHA", "read_hash")
     async def assumed(self) -> dict[str, Assumed]:
         raw = await self._hgetall("assumed")
         result = {}
@@ -223,19 +312,23 @@ class RedisStore:
             result[uid.decode()] = Assumed(node, int(attempt), float(deadline), _decode(reqs))
         return result
 
+    @_traced("EVALSHA", "write_hash")
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         if leases:
             pairs = [x for uid, attempt in leases.items() for x in (uid, str(attempt))]
             await self._run(self._write_hash, "set", "lease", *pairs)
 
+    @_traced("EVALSHA", "read_hash")
     async def leases(self) -> dict[str, int]:
         raw = await self._hgetall("lease")
         return {uid.decode(): int(attempt) for uid, attempt in raw.items()}
 
+    @_traced("EVALSHA", "write_hash")
     async def drop_leases(self, uids: Sequence[str]) -> None:
         if uids:
             await self._run(self._write_hash, "del", "lease", *uids)
 
+    @_traced("EVALSHA", "write_hash")
     async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
         if nominations:
             pairs = [
@@ -243,10 +336,12 @@ class RedisStore:
             ]
             await self._run(self._write_hash, "set", "nominated", *pairs)
 
+    @_traced("EVALSHA", "write_hash")
     async def clear_nominations(self, uids: Sequence[str]) -> None:
         if uids:
             await self._run(self._write_hash, "del", "nominated", *uids)
 
+    @_traced("EVALSHA", "claim_nominations")
     async def claim_nominations(self, claims: Sequence[NominationClaim]) -> list[str]:
         if not claims:
             return []
@@ -259,6 +354,7 @@ class RedisStore:
 
     # -- waiting pods: one script per step (unguarded, see base.ClusterStore) ---------
 
+    @_traced("EVALSHA", "put_waiting")
     async def put_waiting(self, records: Sequence[WaitingRecord]) -> None:
         if not records:
             return
@@ -269,33 +365,40 @@ class RedisStore:
                 args += [plugin, repr(float(deadline))]
         await self._put_waiting(keys=[], args=args)
 
+    @_traced("EVALSHA", "read_waiting")
     async def waiting(self) -> dict[str, WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "all"])
         records = [_waiting(row) for row in rows]
         return {r.uid: r for r in records}
 
+    @_traced("EVALSHA", "allow_waiting")
     async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
         row = await self._allow_waiting(keys=[], args=[self._p, uid, plugin, repr(now)])
         return _waiting(row) if row else None
 
+    @_traced("EVALSHA", "reject_waiting")
     async def reject_waiting(
         self, uid: str, plugin: str, message: str, now: float
     ) -> WaitingRecord | None:
         row = await self._reject_waiting(keys=[], args=[self._p, uid, plugin, message, repr(now)])
         return _waiting(row) if row else None
 
+    @_traced("EVALSHA", "expire_waiting")
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         rows = await self._expire_waiting(keys=[], args=[self._p, repr(now)])
         return [_waiting(row) for row in rows]
 
+    @_traced("ZRANGE")
     async def next_waiting_deadline(self) -> float | None:
         first = await self._redis.zrange(self._p + "wait:due", 0, 0, withscores=True)
         return float(first[0][1]) if first else None
 
+    @_traced("EVALSHA", "take_waiting")
     async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
         row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
         return _waiting(row) if row else None
 
+    @_traced("EVALSHA", "return_waiting")
     async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
         resolved = [r for r in records if r.state != "waiting"]
         if not resolved:
@@ -306,39 +409,48 @@ class RedisStore:
             args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), status]
         await self._return_waiting(keys=[], args=args)
 
+    @_traced("EVALSHA", "read_waiting")
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
         return [_waiting(row) for row in rows]
 
+    @_traced("SET")
     async def put_queue_view(self, view: bytes) -> None:
         await self._redis.set(self._p + "queueview", view)
 
+    @_traced("GET")
     async def queue_view(self) -> bytes | None:
         value = await self._redis.get(self._p + "queueview")
         if value is None:
             return None
         return value if isinstance(value, bytes) else value.encode()
 
+    @_traced("EVALSHA", "read_hash")
     async def evictions(self) -> dict[str, str]:
         raw = await self._hgetall("evicting")
         return {uid.decode(): key.decode() for uid, key in raw.items()}
 
+    @_traced("EVALSHA", "write_hash")
     async def record_evictions(self, evictions: Mapping[str, str]) -> None:
         if evictions:
             pairs = [x for uid, key in evictions.items() for x in (uid, key)]
             await self._run(self._write_hash, "set", "evicting", *pairs)
 
+    @_traced("EVALSHA", "write_hash")
     async def drop_evictions(self, uids: Sequence[str]) -> None:
         if uids:
             await self._run(self._write_hash, "del", "evicting", *uids)
 
+    @_traced("EVALSHA", "acquire_lease")
     async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
         args = [self._p, name, holder, str(max(1, int(ttl * 1000)))]
         return bool(await self._acquire_lease(keys=[], args=args))
 
+    @_traced("EVALSHA", "release_lease")
     async def release_lease(self, name: str, holder: str) -> None:
         await self._release_lease(keys=[], args=[self._p, name, holder])
 
+    @_traced("EVALSHA", "read_hash")
     async def nominations(self) -> dict[str, Nomination]:
         raw = await self._hgetall("nominated")
         result = {}

@@ -73,6 +73,15 @@ class Cache:
     def num_nodes(self) -> int:
         return len(self._columns.names)
 
+    @property
+    def num_pods(self) -> int:
+        """Pods on nodes (bound and assumed)."""
+        return sum(len(pods) for pods in self._pods_on.values())
+
+    @property
+    def num_assumed(self) -> int:
+        return len(self._assumed)
+
     def snapshot(self) -> Snapshot:
         """The current nodes as a :class:`Snapshot` (valid until the next change)."""
         return self._columns.snapshot()

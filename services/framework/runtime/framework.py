@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 from numpy.typing import NDArray
+from opentelemetry.trace import SpanKind
 
 from contracts.k8s import Pod
 from services.framework.api.diagnosis import NO_NODES_AVAILABLE, Diagnosis, FitError
@@ -115,6 +116,10 @@ class Framework:
         """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
         self.tracer = tracer
+        self.recorder: Recorder | None = None
+        """Where extension-point and plugin durations go (the scheduler's metrics);
+        None: nothing is measured."""
+        self._sampled = False
         self.plugins: dict[str, Plugin] = {}
         for name in resolved.needed:
             entry = registry[name]
@@ -179,7 +184,28 @@ class Framework:
         return registered
 
     def _span(self, name: str) -> Any:
-        return nullcontext() if self.tracer is None else self.tracer.start_as_current_span(name)
+        span = (
+            nullcontext()
+            if self.tracer is None
+            else self.tracer.start_as_current_span(name, kind=SpanKind.INTERNAL)
+        )
+        if self.recorder is None:
+            return span
+        return _Timed(span, self.recorder, name, self.profile.scheduler_name)
+
+    def _plugin_timer(self) -> PluginTimer | None:
+        """Per-plugin durations for this attempt, if it is one of the sampled ones."""
+        recorder = self.recorder
+        if recorder is None:
+            return None
+        profile = self.profile.scheduler_name
+
+        def timer(plugin: str, point: str, status: str, seconds: float, nodes: int) -> None:
+            recorder.evaluated(plugin, point, profile, nodes)
+            if self._sampled:
+                recorder.plugin(plugin, point, status, seconds)
+
+        return timer
 
     # -- the algorithm ----------------------------------------------------------
 
@@ -216,10 +242,15 @@ class Framework:
         diagnosis = Diagnosis(num_nodes=nodes.num_nodes)
         self._cycle_nodes, self._cycle_nominated = nodes, nominated
         state.explain = explain
-        with self._span("PreFilter"):
+        timer = self._plugin_timer()
+        if timer is not None and self.recorder is not None:
+            self._sampled = self.recorder.sample()
+        with self._span("PreFilter") as point:
             narrowed, status, plugins = filtering.run_pre_filter(
-                self.pre_filter_plugins, state, pod, nodes
+                self.pre_filter_plugins, state, pod, nodes, timer
             )
+            if isinstance(point, _Timed):
+                point.status = status.code.name
         diagnosis.unschedulable_plugins = plugins
         if not status.is_success():
             if not status.is_rejected():
@@ -227,7 +258,9 @@ class Framework:
             return self._pre_filter_rejected(pod, state, nodes, diagnosis, status, explain)
         candidates, absent = self._candidates(nodes, narrowed.node_names, plugins)
         with self._span("Filter"):
-            verdicts = filtering.run_filters(self.filter_plugins, state, pod, nodes, candidates)
+            verdicts = filtering.run_filters(
+                self.filter_plugins, state, pod, nodes, candidates, timer
+            )
             overrides: dict[int, Status] = {}
             if nominated is not None:
                 rows = np.flatnonzero(candidates)
@@ -359,8 +392,10 @@ class Framework:
     ) -> ScheduleResult:
         result: PostFilterResult | None = None
         if self.post_filter_plugins:
-            with self._span("PostFilter"):
+            with self._span("PostFilter") as point:
                 result, status = self.run_post_filter(state, pod, diagnosis)
+                if isinstance(point, _Timed):
+                    point.status = status.code.name
             diagnosis.post_filter_msg = status.message()
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
         status = Status(Code.Unschedulable, (str(error),))
@@ -610,3 +645,44 @@ def rejection_message(pod: PodInfo, node: str, status: Status) -> str:
         diagnosis.reason_counts[reason] += 1
     diagnosis.add_plugin_status(status)
     return str(FitError(pod.key, 1, diagnosis))
+
+
+PluginTimer = Callable[[str, str, str, float, int], None]
+"""``(plugin, extension_point, status, seconds, nodes evaluated)``."""
+
+
+class Recorder(Protocol):
+    """The scheduler's metrics, as the framework feeds them."""
+
+    def point(self, point: str, status: str, profile: str, seconds: float) -> None: ...
+
+    def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+
+    def evaluated(self, plugin: str, point: str, profile: str, count: int) -> None: ...
+
+    def sample(self) -> bool:
+        """Whether this attempt's plugin durations are recorded (upstream samples 10%)."""
+        ...
+
+
+class _Timed:
+    """An extension point's span (or none) that records its duration and status."""
+
+    __slots__ = ("_inner", "_name", "_profile", "_recorder", "_started", "status")
+
+    def __init__(self, inner: Any, recorder: Recorder, name: str, profile: str) -> None:
+        self._inner, self._recorder, self._name, self._profile = inner, recorder, name, profile
+        self.status = "Success"
+        self._started = 0.0
+
+    def __enter__(self) -> _Timed:
+        self._inner.__enter__()
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> Any:
+        elapsed = time.perf_counter() - self._started
+        if error is not None:
+            self.status = "Error"
+        self._recorder.point(self._name, self.status, self._profile, elapsed)
+        return self._inner.__exit__(kind, error, tb)

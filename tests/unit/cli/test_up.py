@@ -20,7 +20,8 @@ async def test_up_restarts_a_crashing_service_with_backoff_and_stops_all_on_sigt
     not_a_directory = tmp_path / "file"
     not_a_directory.write_text("")  # the informer cannot create its log under it: exit 2
     up = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "services.cli.main", "up", "--amqp-url", "memory://"),
+        *(sys.executable, "-m", "services.cli.main", "up", "--metrics-port", "0"),
+        *("--amqp-url", "memory://"),
         *("--redis-url", "memory://", "--event-log", str(not_a_directory / "events.jsonl")),
         stderr=asyncio.subprocess.PIPE,
     )
@@ -64,7 +65,8 @@ async def test_up_with_a_policy_runs_the_descheduler_and_lets_a_finished_cycle_e
         "  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n"
     )
     up = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "services.cli.main", "up", "--amqp-url", "memory://"),
+        *(sys.executable, "-m", "services.cli.main", "up", "--metrics-port", "0"),
+        *("--amqp-url", "memory://"),
         *("--redis-url", "memory://", "--event-log", str(tmp_path / "events.jsonl")),
         *("--policy", str(policy), "--interval", "0s"),
         stderr=asyncio.subprocess.PIPE,

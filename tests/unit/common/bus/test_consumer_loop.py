@@ -22,6 +22,8 @@ class FakeMessage:
         self.routing_key = f"pod.added.{n}"
         self.headers: dict[str, Any] = {}
         self.redelivered = False
+        self.message_id: str | None = None
+        self.delivery_tag = n + 1
         self.channel = SimpleNamespace(is_closed=False)
         self.settled: list[str] = []
 
