@@ -189,7 +189,9 @@ class EventHandlers:
         self.assigned[uid] = pod
         if old is None:
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_ADD, None, pod)
-            self.queue.delete(uid)  # bound: it leaves the queue and the nominator
+            left = self.queue.delete(uid)  # bound: it leaves the queue and the nominator
+            if left is not None and left.was_flushed_from_unschedulable:
+                self.queue.scheduled_after_flush += 1
             self.nominator.forget(uid)
             return
         if old == pod:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contracts.k8s import Pod, namespaced_name
@@ -69,6 +70,9 @@ class QueueingHintMap:
         }
         """Plugin → every event it registered in any profile (``pluginToEventsMap``)."""
         self._matching: dict[ClusterEvent, dict[str, Hints]] = {}
+        self.on_hint: Callable[[str, str, str, float], None] | None = None
+        """Told each hint function's ``(plugin, event, hint, seconds)``
+        (``scheduler_queueing_hint_execution_duration_seconds``)."""
 
     def matching(self, event: ClusterEvent) -> Mapping[str, Hints]:
         """Profile → plugin → hint functions registered for ``event`` (memoized: the
@@ -127,8 +131,8 @@ class QueueingHintMap:
                 strategy = QueueingStrategy.QueueAfterBackoff
         return strategy
 
-    @staticmethod
     def _queue(
+        self,
         fn: QueueingHintFn | None,
         plugin: str,
         pod: Pod,
@@ -138,9 +142,11 @@ class QueueingHintMap:
     ) -> bool:
         if fn is None:
             return True
+        began = time.perf_counter()
         try:
-            return fn(pod, old, new) == QueueingHint.Queue
+            queue = fn(pod, old, new) == QueueingHint.Queue
         except Exception:
+            self._timed(plugin, event, "Error", began)
             log.exception(
                 "QueueingHintFn of %s failed for pod %s on %s; taking it as Queue",
                 plugin,
@@ -148,3 +154,9 @@ class QueueingHintMap:
                 label(event),
             )
             return True
+        self._timed(plugin, event, "Queue" if queue else "QueueSkip", began)
+        return queue
+
+    def _timed(self, plugin: str, event: ClusterEvent, hint: str, began: float) -> None:
+        if self.on_hint is not None:
+            self.on_hint(plugin, label(event), hint, time.perf_counter() - began)

@@ -13,6 +13,13 @@
   pods in flight, by label, and ``PodPopped``: the pods in flight.
 - ``scheduler_event_handling_duration_seconds{event}``: handling one cluster event
   (``AssignedPodAdd``, ``UnscheduledPodUpdate``, ``NodeAdd``…).
+- ``scheduler_queueing_hint_execution_duration_seconds{plugin,event,hint}``: one
+  QueueingHint function.
+- ``scheduler_queued_entities{queue,type}`` and
+  ``scheduler_queue_incoming_entities_total{queue,event,type}``: every entity is a
+  ``pod`` (upstream's ``podgroup`` entities need its GenericWorkload gate).
+- ``scheduler_pod_scheduled_after_flush_total``: pods bound after the leftover flush
+  moved them out of unschedulablePods.
 - ``ksched_projection_lag{projection="queue"}``: event-log entries the queue's
   projection is behind the store's, as last checked.
 
@@ -58,9 +65,33 @@ class QueueCollector(Collector):
             labels=["queue", "event"],
         )
         # Scrapes run in the endpoint's thread: copy in one C-level step, then iterate.
+        entities_in = CounterMetricFamily(
+            "scheduler_queue_incoming_entities",
+            "Number of scheduling entities added to scheduling queues by event, queue type, "
+            "and entity type. Entity types are either 'pod' (for individual pods that are "
+            "not members of any podgroup) or 'podgroup'.",
+            labels=["queue", "event", "type"],
+        )
         for (queue, event), count in sorted(dict(self._queue.incoming).items()):
             incoming.add_metric([queue, event], count)
+            entities_in.add_metric([queue, event, "pod"], count)
         yield incoming
+        yield entities_in
+        entities = GaugeMetricFamily(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities ('pod' or 'podgroup') by the queue type.",
+            labels=["queue", "type"],
+        )
+        for where in PENDING_QUEUES:
+            entities.add_metric([where.value, "pod"], counts[where.value])
+        yield entities
+        flushed = CounterMetricFamily(
+            "scheduler_pod_scheduled_after_flush",
+            "Number of pods that were successfully scheduled after being flushed from "
+            "unschedulableEntities due to timeout.",
+        )
+        flushed.add_metric([], self._queue.scheduled_after_flush)
+        yield flushed
         reasons = GaugeMetricFamily(
             "scheduler_unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name. A pod will "
@@ -81,6 +112,7 @@ class QueueCollector(Collector):
         yield inflight
 
 
+HINT_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 EVENT_HANDLING_BUCKETS = exponential_buckets(0.0001, 2, 12)
 """Upstream's: 0.1 ms to ~200 ms."""
 
@@ -98,6 +130,16 @@ class QueueMetrics:
             buckets=EVENT_HANDLING_BUCKETS,
             registry=self.registry,
         )
+        hint = Histogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"],
+            buckets=HINT_BUCKETS,
+            registry=self.registry,
+        )
+        queue.hints.on_hint = lambda plugin, event, result, seconds: hint.labels(
+            plugin, event, result
+        ).observe(seconds)
         self.projection_lag = Gauge(
             "ksched_projection_lag",
             "Event-log entries this service's projection is behind the store's",

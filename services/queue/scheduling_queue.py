@@ -134,6 +134,9 @@ class SchedulingQueue:
         """Every profile's listers (the queue applies the log to them)."""
         self._sort = profiles[0].queue_sort
         self.hints = QueueingHintMap({p.scheduler_name: p.events for p in profiles})
+        self.scheduled_after_flush = 0
+        """Pods bound after the leftover flush moved them out of unschedulablePods
+        (``scheduler_pod_scheduled_after_flush_total``)."""
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(self._active_key)
         self._backoff = BackoffQueue(
             initial_backoff=initial_backoff,

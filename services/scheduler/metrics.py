@@ -11,11 +11,11 @@
   for PreFilter, Filter (one columnar pass over every node: ksched's), PostFilter,
   PreScore, Score, Reserve and Permit.
 - ``scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`` for the
-  PreFilter and Filter plugins, in 10% of the attempts (upstream's sampling).
-- ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}``: PreFilter runs,
-  and for Filter the nodes each plugin evaluated.
-- ``scheduler_scheduler_cache_size{type}``: nodes, pods and assumed pods in the
-  snapshot (upstream's name, subsystem prefix included).
+  PreFilter, Filter, PreScore and Score plugins, in 10% of the attempts (upstream's
+  sampling).
+- ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}``: PreFilter and
+  PreScore runs, and for Filter and Score the nodes each plugin evaluated.
+- ``scheduler_cache_size{type}``: nodes, pods and assumed pods in the snapshot.
 - ``scheduler_goroutines{operation}``: ksched runs no goroutines; the binder reports
   its binding tasks under ``binding``.
 
@@ -94,12 +94,12 @@ class SchedulerMetrics:
         self.plugin_evaluations = Counter(
             "scheduler_plugin_evaluation",
             "Number of attempts to schedule pods by each plugin and the extension point "
-            "(available only in PreFilter and Filter.).",
+            "(available only in PreFilter, Filter, PreScore, and Score).",
             ["plugin", "extension_point", "profile"],
             registry=r,
         )
         self.cache_size = Gauge(
-            "scheduler_scheduler_cache_size",
+            "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ["type"],
             registry=r,

@@ -148,12 +148,19 @@ async def test_every_service_reports_what_happened(
                  extension_point="Reserve", status="Success") >= 19  # fmt: skip
     assert total(scheduler, "scheduler_plugin_evaluation_total",
                  plugin="NodeResourcesFit", extension_point="Filter") >= 20 * 3 - 2  # fmt: skip
-    assert value(scheduler, "scheduler_scheduler_cache_size", type="nodes") == 3
-    assert value(scheduler, "scheduler_scheduler_cache_size", type="pods") == 19
+    balanced = {"plugin": "NodeResourcesBalancedAllocation", "extension_point": "Score"}
+    assert total(scheduler, "scheduler_plugin_evaluation_total", **balanced) >= 19
+    assert total(scheduler, "scheduler_framework_extension_point_duration_seconds_count",
+                 extension_point="Score") >= 19  # fmt: skip
+    assert value(scheduler, "scheduler_cache_size", type="nodes") == 3
+    assert value(scheduler, "scheduler_cache_size", type="pods") == 19
 
     assert value(queue, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
                  profile="default-scheduler") == 1  # fmt: skip
     assert total(queue, "scheduler_queue_incoming_pods_total", queue="active") >= 20
+    assert total(queue, "scheduler_queue_incoming_entities_total", queue="active", type="pod") >= 20
+    assert value(queue, "scheduler_queued_entities", queue="active", type="pod") == 0
+    assert value(queue, "scheduler_inflight_events", event="PodPopped") == 0
     assert total(queue, "scheduler_event_handling_duration_seconds_count", event="NodeAdd") == 3
 
     assert value(informer, "ksched_event_log_bytes") > 0

@@ -375,11 +375,12 @@ class Framework:
         """``prioritizeNodes``: without Score plugins every node scores 1."""
         if not self.score_plugins:
             return np.ones(len(rows), dtype=np.int64)
+        timer = self._plugin_timer()
         with self._span("PreScore"):
-            scoring.run_pre_score(self.pre_score_plugins, state, pod, nodes, rows)
+            scoring.run_pre_score(self.pre_score_plugins, state, pod, nodes, rows, timer)
         with self._span("Score"):
             return scoring.run_score(
-                self.score_plugins, self.score_weights, state, pod, nodes, rows, breakdown
+                self.score_plugins, self.score_weights, state, pod, nodes, rows, breakdown, timer
             )
 
     def _unschedulable(

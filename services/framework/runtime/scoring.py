@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
@@ -22,14 +23,23 @@ from services.framework.cache.snapshot import Snapshot
 
 
 def run_pre_score(
-    plugins: Sequence[PreScorePlugin], state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows
+    plugins: Sequence[PreScorePlugin],
+    state: CycleState,
+    pod: PodInfo,
+    nodes: Snapshot,
+    rows: Rows,
+    timer: Callable[[str, str, str, float, int], None] | None = None,
 ) -> None:
-    """``RunPreScorePlugins``: Skip excludes the plugin's Score; other failures raise."""
+    """``RunPreScorePlugins``: Skip excludes the plugin's Score; other failures raise.
+    ``timer``: told each plugin's status and duration."""
     for plugin in plugins:
+        began = time.perf_counter() if timer is not None else 0.0
         try:
             status = plugin.pre_score(state, pod, nodes, rows)
         except Exception as err:
             status = as_status(err)
+        if timer is not None:
+            timer(plugin.name, "PreScore", status.code.name, time.perf_counter() - began, 1)
         if status.is_skip():
             state.skip_score_plugins.add(plugin.name)
         elif not status.is_success():
@@ -44,15 +54,20 @@ def run_score(
     nodes: Snapshot,
     rows: Rows,
     breakdown: dict[str, Int64Array] | None = None,
+    timer: Callable[[str, str, str, float, int], None] | None = None,
 ) -> Int64Array:
     """``RunScorePlugins``: the weighted total per row. ``breakdown`` (if given) receives
-    each plugin's normalized, unweighted scores for ``--explain``."""
+    each plugin's normalized, unweighted scores for ``--explain``; ``timer`` each
+    plugin's duration and the nodes it scored."""
     total = np.zeros(len(rows), dtype=np.int64)
     for plugin in plugins:
         if plugin.name in state.skip_score_plugins:
             continue
         try:
+            began = time.perf_counter() if timer is not None else 0.0
             scores = np.asarray(plugin.score_all(state, pod, nodes, rows), dtype=np.int64)
+            if timer is not None:
+                timer(plugin.name, "Score", "Success", time.perf_counter() - began, len(rows))
             if _normalizes(type(plugin)):
                 normalize = cast(ScoreExtensions, plugin).normalize_score
                 scores = np.asarray(normalize(state, pod, scores), np.int64)

@@ -362,6 +362,47 @@ def test_a_hint_that_raises_counts_as_queue() -> None:
     assert info.where is SubQueue.ACTIVE
 
 
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [("queue", "Queue"), ("skip", "QueueSkip"), ("raise", "Error")],
+)
+def test_each_hint_call_is_timed_with_its_result(answer: str, hint: str) -> None:
+    """``scheduler_queueing_hint_execution_duration_seconds{plugin,event,hint}``."""
+    from services.framework.api.events import (
+        ActionType,
+        ClusterEvent,
+        ClusterEventWithHint,
+        EventResource,
+        QueueingHint,
+    )
+    from services.queue.metrics import QueueMetrics
+    from services.queue.profiles import QueueProfile
+    from tests.unit.queue.helpers import DEFAULT
+
+    def fn(pod: object, old: object, new: object) -> object:
+        if answer == "raise":
+            raise RuntimeError("bug")
+        return QueueingHint.Queue if answer == "queue" else QueueingHint.QueueSkip
+
+    event = ClusterEvent(EventResource.Node, ActionType.Add)
+    profile = QueueProfile(
+        DEFAULT.scheduler_name,
+        DEFAULT.queue_sort,
+        DEFAULT.pre_enqueue,
+        {"Plugin": [ClusterEventWithHint(event, fn)]},  # type: ignore[arg-type]
+    )
+    queue, clock = make_queue(profiles=[profile])
+    metrics = QueueMetrics(queue)
+    park(queue, make_pod("a"), "Plugin")
+    clock.step(5)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    labels = {"plugin": "Plugin", "event": "NodeAdd", "hint": hint}
+    count = metrics.registry.get_sample_value(
+        "scheduler_queueing_hint_execution_duration_seconds_count", labels
+    )
+    assert count == 1
+
+
 def test_pre_check_narrows_the_pods_an_event_may_move() -> None:
     queue, clock = make_queue()
     low = park(queue, make_pod("low", priority=1), "NodeResourcesFit")
