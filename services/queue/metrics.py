@@ -31,6 +31,7 @@ increment. Each service owns its registry (no global state);
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -130,6 +131,7 @@ class QueueMetrics:
             buckets=EVENT_HANDLING_BUCKETS,
             registry=self.registry,
         )
+        self._handled: dict[str, Any] = {}
         hint = Histogram(
             "scheduler_queueing_hint_execution_duration_seconds",
             "Duration for running a queueing hint function of a plugin.",
@@ -146,6 +148,13 @@ class QueueMetrics:
             ["projection"],
             registry=self.registry,
         )
+
+    def handled(self, event: str, seconds: float) -> None:
+        """One cluster event handled (the label's child cached: this is per event)."""
+        child = self._handled.get(event)
+        if child is None:
+            child = self._handled[event] = self.event_handling.labels(event)
+        child.observe(seconds)
 
 
 def registry_for(queue: SchedulingQueue) -> CollectorRegistry:

@@ -308,9 +308,7 @@ class QueueService:
                 in_flight = self.queue.in_flight_attempt(obj.metadata.uid)
             began = time.perf_counter()
             self.handlers.handle(event)
-            self.queue_metrics.event_handling.labels(event_label(event)).observe(
-                time.perf_counter() - began
-            )
+            self.queue_metrics.handled(event_label(event), time.perf_counter() - began)
             if in_flight is not None and isinstance(event, PodEntry):
                 uid = event.object.metadata.uid
                 if self.queue.in_flight_attempt(uid) is None:

@@ -36,8 +36,12 @@ and ksched's own:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from services.common.metrics import exponential_buckets, goroutines, schedule_attempts
 
@@ -91,13 +95,12 @@ class SchedulerMetrics:
             buckets=PLUGIN_BUCKETS,
             registry=r,
         )
-        self.plugin_evaluations = Counter(
-            "scheduler_plugin_evaluation",
-            "Number of attempts to schedule pods by each plugin and the extension point "
-            "(available only in PreFilter, Filter, PreScore, and Score).",
-            ["plugin", "extension_point", "profile"],
-            registry=r,
-        )
+        self._evaluations: dict[tuple[str, str, str], int] = {}
+        """(plugin, extension point, profile) → count: a dict increment per plugin run
+        (the hot path), exported as a counter family when scraped."""
+        r.register(_Evaluations(self._evaluations))
+        self._points: dict[tuple[str, str, str], Any] = {}
+        self._plugins: dict[tuple[str, str, str], Any] = {}
         self.cache_size = Gauge(
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
@@ -122,18 +125,51 @@ class SchedulerMetrics:
     # -- the framework's Recorder ------------------------------------------------
 
     def point(self, point: str, status: str, profile: str, seconds: float) -> None:
-        self.extension_point.labels(point, status, profile).observe(seconds)
+        key = (point, status, profile)
+        child = self._points.get(key)
+        if child is None:
+            child = self._points[key] = self.extension_point.labels(*key)
+        child.observe(seconds)
 
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self.plugin_duration.labels(plugin, point, status).observe(seconds)
+        key = (plugin, point, status)
+        child = self._plugins.get(key)
+        if child is None:
+            child = self._plugins[key] = self.plugin_duration.labels(*key)
+        child.observe(seconds)
 
     def evaluated(self, plugin: str, point: str, profile: str, count: int) -> None:
         if count:
-            self.plugin_evaluations.labels(plugin, point, profile).inc(count)
+            key = (plugin, point, profile)
+            self._evaluations[key] = self._evaluations.get(key, 0) + count
+
+    def evaluations(self) -> dict[tuple[str, str, str], int]:
+        return dict(self._evaluations)
 
     def sample(self) -> bool:
         """Its own generator: the framework's (tie-breaking) sequence stays as seeded."""
         return self._rng.randrange(100) < self.sample_percent
+
+
+class _Evaluations(Collector):
+    """``scheduler_plugin_evaluation_total`` from the counts kept in a dict."""
+
+    def __init__(self, counts: dict[tuple[str, str, str], int]) -> None:
+        self._counts = counts
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            labels=["plugin", "extension_point", "profile"],
+        )
+        for key, count in sorted(dict(self._counts).items()):  # one C-level copy
+            family.add_metric(list(key), count)
+        yield family
 
 
 __all__ = ["SchedulerMetrics"]
