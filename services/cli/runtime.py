@@ -190,8 +190,8 @@ async def run_service(name: str, settings: Settings) -> None:
     finally:
         shutdown.arm()  # however the run ended, the process ends within the bound
         health.started = False
+        await watchdog.stop()  # no check runs against the edges while they close
         await _stop(name, service, bus, store)
-        await watchdog.stop()
         if endpoint is not None:
             endpoint.close()
 

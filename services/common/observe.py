@@ -28,7 +28,6 @@ ksched's own series (``ksched_``), counted at the edges so every service has the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -70,6 +69,8 @@ CHECK_EVERY: Final = 2.0
 """Seconds between two checks of the broker and Redis."""
 CHECK_TIMEOUT: Final = 2.0
 """A check that takes longer fails."""
+STOP_WITHIN: Final = 1.0
+"""Seconds stopping the watchdog may take."""
 
 DEFAULT_PORTS: Final = {
     "informer": 10260,
@@ -308,12 +309,13 @@ class Watchdog:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        """Cancel the heartbeat and the checks; a check stuck in a closing client is
+        left behind after STOP_WITHIN rather than holding up the process's exit."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_WITHIN)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -322,7 +324,8 @@ class Watchdog:
 
     async def _check_forever(self) -> None:
         while True:
-            await self.check_once()
+            if self.health.started:  # before, the service itself is reaching the edges
+                await self.check_once()
             await self._sleep(CHECK_EVERY)
 
     async def check_once(self) -> None:
