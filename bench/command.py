@@ -19,7 +19,9 @@ the binding cycle, which cycle mode leaves out).
 The scheduler runs the default profile unless the test case names a
 ``schedulerConfigPath``, so every plugin registered there takes part.
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
-"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb"}``, plus, in services
+"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb", "revision"}``, plus
+``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
+``"ratio_to_passthrough"`` with ``--vs-passthrough``, plus, in services
 mode, ``"peak_rss_mb"``: each service process's peak resident memory (``VmHWM``, read
 from ``/proc`` just before it is stopped; also printed one line per service), plus
 ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn pods published)
@@ -45,6 +47,9 @@ from bench.workload import Workload
 from services.cli.errors import InputError
 from services.common.settings import from_env
 
+PASSTHROUGH = "Passthrough"
+"""``ksched bench Passthrough``: SchedulingBasic's pods answered by bench.passthrough (a
+Binding to one node per pod) over the same client and broker: the ceiling."""
 QUEUE_OPS = "QueueOps"
 """``ksched bench QueueOps``: the queue core's own benchmark (bench.queue_ops)."""
 
@@ -72,6 +77,21 @@ def bench_command(args: argparse.Namespace) -> int:
     file it cannot run raises :class:`~bench.config.WorkloadError` (exit 2)."""
     if args.workload == QUEUE_OPS:
         return queue_ops_command(args.pods)
+    rate = getattr(args, "rate", None)
+    if rate is not None and rate <= 0:
+        raise InputError(f"--rate: {rate:g} pods per second: must be more than 0")
+    if args.workload == PASSTHROUGH:
+        from bench.services import bench_services
+
+        workload = workload_named("SchedulingBasic")
+        init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
+        settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
+        report = asyncio.run(
+            bench_services(workload, args.nodes, init, pods, settings, rate=rate, passthrough=True)
+        )
+        report["workload"] = PASSTHROUGH
+        print(json.dumps(report))
+        return 0
     workload = workload_named(args.workload)
     init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
     if args.mode == "cycle" and workload.churn is not None:
@@ -84,6 +104,8 @@ def bench_command(args: argparse.Namespace) -> int:
             f"{workload.name} runs its own profile with the binding cycle (Permit): "
             "use --mode embedded or --mode services"
         )
+    if rate is not None and args.mode != "services":
+        raise InputError("--rate: only with --mode services (or the Passthrough workload)")
     if args.mode == "cycle":
         report = bench_cycle(workload, args.nodes, init, pods)
     elif args.mode == "embedded":
@@ -92,6 +114,17 @@ def bench_command(args: argparse.Namespace) -> int:
         from bench.services import bench_services
 
         settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
-        report = asyncio.run(bench_services(workload, args.nodes, init, pods, settings))
+        report = asyncio.run(bench_services(workload, args.nodes, init, pods, settings, rate=rate))
+        if getattr(args, "vs_passthrough", False):
+            ceiling = asyncio.run(
+                bench_services(
+                    workload, args.nodes, init, pods, settings, rate=rate, passthrough=True
+                )
+            )
+            ours, best = report["pods_per_second"], ceiling["pods_per_second"]
+            report["passthrough_pods_per_second"] = best
+            report["ratio_to_passthrough"] = (
+                round(float(ours) / float(best), 3) if best else None  # type: ignore[arg-type]
+            )
     print(json.dumps(report))
     return 0

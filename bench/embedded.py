@@ -57,15 +57,40 @@ class Timings:
     def latencies_ms(self) -> list[float]:
         return [(at - self.published[pod]) * 1000 for pod, at in self.decided.items()]
 
-    async def publish(self, publish: Publish, workload: Workload, pods: int) -> float:
-        """Publish the measured pods as fast as possible; returns when it started."""
-        started = time.time()
-        for start in range(0, pods, 500):
-            chunk = range(start, min(start + 500, pods))
-            now = time.time()
-            for i in chunk:
-                self.published[workload.measured_key(i)] = now
-            await publish([document(i, "pod", workload.measured(i)) for i in chunk])
+    async def publish(
+        self,
+        publish: Publish,
+        workload: Workload,
+        pods: int,
+        rate: float | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> float:
+        """Publish the measured pods as fast as possible, or (``rate``) open-loop: pod
+        ``i`` is due ``i / rate`` seconds after the start, whatever the decisions do;
+        each publish takes the pods due by then. Returns when it started."""
+        started = clock()
+        if rate is None:
+            for start in range(0, pods, 500):
+                chunk = range(start, min(start + 500, pods))
+                now = time.time()
+                for i in chunk:
+                    self.published[workload.measured_key(i)] = now
+                await publish([document(i, "pod", workload.measured(i)) for i in chunk])
+            return started
+        sent = 0
+        while sent < pods:
+            now = clock()
+            # (the epsilon: 0.01 s * 100/s must count as 1 pod, not 0.99999…)
+            due = min(pods, int((now - started) * rate + 1e-6) + 1)
+            if due > sent:
+                for i in range(sent, due):
+                    self.published[workload.measured_key(i)] = now
+                await publish([document(i, "pod", workload.measured(i)) for i in range(sent, due)])
+                sent = due
+            if sent < pods:
+                await sleep(max(0.0, started + sent / rate - clock()))
         return started
 
 
@@ -100,14 +125,19 @@ async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -
 
 
 async def measure(
-    timings: Timings, publish: Publish, workload: Workload, pods: int, churn: ChurnOp | None
+    timings: Timings,
+    publish: Publish,
+    workload: Workload,
+    pods: int,
+    churn: ChurnOp | None,
+    rate: float | None = None,
 ) -> float:
     """Publish the measured pods (and the churn, if any, until they are all decided) and
     wait for their decisions; returns when the measurement started."""
     if churn is not None:
         await churn.start()
     try:
-        started = await timings.publish(publish, workload, pods)
+        started = await timings.publish(publish, workload, pods, rate)
         await timings.done.wait()
     finally:
         if churn is not None:

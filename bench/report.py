@@ -28,7 +28,29 @@ def summary(
         "p50_ms": round(percentile(latencies_ms, 0.50), 3 if mode == "cycle" else 1),
         "p99_ms": round(percentile(latencies_ms, 0.99), 3 if mode == "cycle" else 1),
         "max_rss_mb": round(max(own, children) / 1024, 1),
+        "revision": revision(),
     }
+
+
+def revision() -> str:
+    """The git revision of the tree the bench ran (``unknown`` outside a checkout),
+    with ``-dirty`` when it has uncommitted changes."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}-dirty" if dirty else head
 
 
 def percentile(values: Sequence[float], q: float) -> float:

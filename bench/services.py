@@ -16,7 +16,8 @@ from pathlib import Path
 import msgspec
 
 from bench.churn import ChurnOp
-from bench.embedded import Timings, measure, setup_documents, with_churn
+from bench.embedded import Timings, document, measure, setup_documents, with_churn
+from bench.passthrough import QUEUE as PASSTHROUGH_QUEUE
 from bench.report import summary
 from bench.workload import Workload
 from contracts import topology
@@ -30,9 +31,23 @@ from services.common.store import open_store
 SERVICES = ("informer", "queue", "scheduler", "binder")
 
 
+WARMUP = "passthrough-warmup"
+"""The pod Passthrough answers before the measurement starts (it is then consuming)."""
+
+
 async def bench_services(
-    workload: Workload, nodes: int, init: int, pods: int, settings: Settings
+    workload: Workload,
+    nodes: int,
+    init: int,
+    pods: int,
+    settings: Settings,
+    *,
+    rate: float | None = None,
+    passthrough: bool = False,
 ) -> dict[str, object]:
+    """``passthrough``: the Passthrough service (bench.passthrough) instead of ksched's
+    four, with the same client, documents and broker; ``rate``: publish the measured
+    pods open-loop at this many per second."""
     namespace = f"bench{uuid.uuid4().hex[:8]}"
     workdir = Path(tempfile.mkdtemp(prefix="ksched-bench-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
@@ -67,6 +82,8 @@ async def bench_services(
             decision = msgspec.json.decode(delivery.body, type=Decision)
             if isinstance(decision, Binding):
                 meta = decision.metadata
+                if meta.name == WARMUP:
+                    warm.set()
                 timings.decision(f"{meta.namespace}/{meta.name}", now)
         if victims:
             await publish(victims)
@@ -77,20 +94,35 @@ async def bench_services(
     churn = ChurnOp(workload.churn, publish) if workload.churn else None
     children: list[asyncio.subprocess.Process] = []
     peaks: dict[str, float | None] = {}
+    warm = asyncio.Event()
+    names = ("passthrough",) if passthrough else SERVICES
     try:
-        await bus.declare(topology.QUEUES)
+        await bus.declare([*topology.QUEUES, *([PASSTHROUGH_QUEUE] if passthrough else [])])
         await bus.consume_raw(watch, on_decisions, max_batch=1024)
         env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
-        for name in SERVICES:
-            children.append(await asyncio.create_subprocess_exec(*command, name, *flags, env=env))
+        if passthrough:
+            argv = [sys.executable, "-m", "bench.passthrough", *flags[:2], "--namespace", namespace]
+            children.append(await asyncio.create_subprocess_exec(*argv, env=env))
+        else:
+            for name in SERVICES:
+                children.append(
+                    await asyncio.create_subprocess_exec(*command, name, *flags, env=env)
+                )
         setup = setup_documents(workload, nodes, init, pods)
         for start in range(0, len(setup), 1000):
             await publish(setup[start : start + 1000])
-        # Poll: the informer has projected the setup once the store has applied it all.
-        while await store.applied_seq() < len(setup):  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        started = await measure(timings, publish, workload, pods, churn)
-        peaks = {name: peak_rss_mb(c.pid) for name, c in zip(SERVICES, children, strict=True)}
+        if passthrough:  # consuming once it answered a pod
+            warmup = {"metadata": {"name": WARMUP, "namespace": "bench", "uid": WARMUP},
+                      "spec": {"containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+            await publish([document(0, "pod", warmup)])
+            async with asyncio.timeout(60):
+                await warm.wait()
+        else:
+            # Poll: the informer has projected the setup once the store has applied it all.
+            while await store.applied_seq() < len(setup):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        started = await measure(timings, publish, workload, pods, churn, rate)
+        peaks = {name: peak_rss_mb(c.pid) for name, c in zip(names, children, strict=True)}
     finally:
         for child in children:
             child.terminate()
@@ -100,7 +132,10 @@ async def bench_services(
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
     counts = (nodes, init, len(timings.decided))
-    report = summary(workload.name, "services", counts, timings.latencies_ms(), elapsed)
+    mode = "passthrough" if passthrough else "services"
+    report = summary(workload.name, mode, counts, timings.latencies_ms(), elapsed)
+    if rate is not None:
+        report["rate"] = rate
     report["peak_rss_mb"] = peaks
     for name, peak in peaks.items():
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"

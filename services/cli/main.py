@@ -282,8 +282,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "workload",
-        help="a test case of ops/bench/workloads (SchedulingBasic, ...), or QueueOps: "
-        "the queue core's own benchmark",
+        help="a test case of ops/bench/workloads (SchedulingBasic, ...), QueueOps: "
+        "the queue core's own benchmark, or Passthrough: SchedulingBasic's pods answered "
+        "by a trivial service over the same broker (the ceiling)",
     )
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument(
@@ -293,6 +294,18 @@ def parser() -> argparse.ArgumentParser:
         "QueueOps: pods pending in the queue (default: its own)",
     )
     p.add_argument("--init-pods", type=int, help="pods bound before measuring (default: as --pods)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        help="services mode: publish the measured pods open-loop at this many per second "
+        "(default: all at once)",
+    )
+    p.add_argument(
+        "--vs-passthrough",
+        action="store_true",
+        help="services mode: then run the Passthrough ceiling on the same pods and report "
+        "the ratio",
+    )
     p.add_argument(
         "--mode",
         choices=["cycle", "embedded", "services"],

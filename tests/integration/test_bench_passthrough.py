@@ -1,0 +1,47 @@
+"""``ksched bench Passthrough`` and ``--vs-passthrough`` against the real RabbitMQ and
+Redis: every measured pod gets its Binding, the report says so, and the ratio is
+ksched's throughput over the ceiling's, measured in the same run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+async def bench(*argv: str) -> dict[str, object]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "services.cli.main", "bench", *argv,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(200):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    report: dict[str, object] = json.loads(out.decode().splitlines()[-1])
+    return report
+
+
+async def test_passthrough_answers_every_pod_open_loop() -> None:
+    report = await bench(
+        "Passthrough", "--nodes", "10", "--init-pods", "0", "--pods", "60", "--rate", "200"
+    )
+    assert report["workload"] == "Passthrough" and report["mode"] == "passthrough"
+    assert report["pods"] == 60 and report["rate"] == 200.0
+    assert 0 < float(report["pods_per_second"]) <= 200 * 1.2  # type: ignore[arg-type]
+    assert set(report["peak_rss_mb"]) == {"passthrough"}  # type: ignore[arg-type]
+
+
+async def test_services_mode_reports_its_ratio_to_passthrough() -> None:
+    report = await bench(
+        "SchedulingBasic", "--mode", "services", "--nodes", "20", "--init-pods", "0",
+        "--pods", "100", "--vs-passthrough",
+    )  # fmt: skip
+    ours = float(report["pods_per_second"])  # type: ignore[arg-type]
+    ceiling = float(report["passthrough_pods_per_second"])  # type: ignore[arg-type]
+    assert report["pods"] == 100 and ceiling > 0
+    assert report["ratio_to_passthrough"] == round(ours / ceiling, 3)
+    assert str(report["revision"]) != ""
