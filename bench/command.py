@@ -19,13 +19,17 @@ the binding cycle, which cycle mode leaves out).
 The scheduler runs the default profile unless the test case names a
 ``schedulerConfigPath``, so every plugin registered there takes part.
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
-"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb", "revision"}``, plus
-``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
-``"ratio_to_passthrough"`` with ``--vs-passthrough``, plus, in services
-mode, ``"peak_rss_mb"``: each service process's peak resident memory (``VmHWM``, read
-from ``/proc`` just before it is stopped; also printed one line per service), plus
-``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn pods published)
-for a workload with churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
+"pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb", "messages_per_pod",
+"revision"}`` (``messages_per_pod`` is null in the cycle and embedded modes: no broker),
+plus ``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
+``"ratio_to_passthrough"`` with ``--vs-passthrough``, plus, in services and passthrough
+modes, ``"peak_rss_mb"``: each process's peak resident memory (``VmHWM``, read from
+``/proc`` just before it is stopped; also printed one line per process; ``bench`` is the
+client), ``"messages_published"`` and ``"deliveries_per_pod"`` (bench.services), plus
+in services mode ``"replicas"``, ``"assume_conflicts"`` and ``"domain_conflicts"``,
+plus ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn objects
+created) and ``"churn_events"`` (churn watch events published) for a workload with
+churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
 queue core's benchmark returns (bench.queue_ops: operations per second of the queue
 core, no bus or store), whatever ``--mode``.
 
@@ -62,6 +66,23 @@ def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[st
     return report
 
 
+def replicas_flag(args: argparse.Namespace) -> int:
+    """``--replicas``: a whole number of scheduler processes, 1 or more; services mode
+    only."""
+    text = getattr(args, "replicas", None)
+    if text is None:
+        return 1
+    try:
+        replicas = int(text)
+    except ValueError:
+        replicas = 0
+    if replicas < 1:
+        raise InputError(f"--replicas: {text!r}: a whole number of scheduler processes, 1 or more")
+    if args.mode != "services" or args.workload == PASSTHROUGH:
+        raise InputError("--replicas: only with --mode services (Passthrough has no scheduler)")
+    return replicas
+
+
 def queue_ops_command(pods: int | None) -> int:
     """``ksched bench QueueOps``: the queue core's operations per second, printed as
     :func:`bench.queue_ops.queue_ops`' JSON line."""
@@ -80,6 +101,7 @@ def bench_command(args: argparse.Namespace) -> int:
     rate = getattr(args, "rate", None)
     if rate is not None and rate <= 0:
         raise InputError(f"--rate: {rate:g} pods per second: must be more than 0")
+    replicas = replicas_flag(args)
     if args.workload == PASSTHROUGH:
         from bench.services import bench_services
 
@@ -114,7 +136,9 @@ def bench_command(args: argparse.Namespace) -> int:
         from bench.services import bench_services
 
         settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
-        report = asyncio.run(bench_services(workload, args.nodes, init, pods, settings, rate=rate))
+        report = asyncio.run(
+            bench_services(workload, args.nodes, init, pods, settings, rate=rate, replicas=replicas)
+        )
         if getattr(args, "vs_passthrough", False):
             ceiling = asyncio.run(
                 bench_services(

@@ -6,10 +6,12 @@ answers each pending pod's ADDED event with a Binding to one fixed node, publish
 ``ksched.decisions`` as ``binding.<namespace>`` with confirms, as the binder does. No
 store, no projection, no scheduling: only the client's messages and their answers.
 
-Run as its own process (``python -m bench.passthrough --amqp-url URL --namespace NS``)
-by ``ksched bench Passthrough`` and by ``ksched bench ... --mode services
---vs-passthrough``. It logs ``passthrough started`` once it consumes, and ends on
-SIGTERM.
+Run as its own process (``python -m bench.passthrough --amqp-url URL --namespace NS
+[--metrics-port PORT]``) by ``ksched bench Passthrough`` and by ``ksched bench ... --mode
+services --vs-passthrough``. It logs ``passthrough started`` once it consumes, and ends
+on SIGTERM. With ``--metrics-port`` it serves ``/metrics`` with the same edge counters as
+a service (``ksched_messages_published_total``, ``ksched_messages_consumed_total``), so
+the bench counts its messages as it counts the services'.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import msgspec
 from contracts import topology
 from contracts.k8s import Binding, ObjectMeta, ObjectReference
 from services.common.bus import Delivery, Message, open_bus
+from services.common.observe import EdgeMetrics, MeteredBus
 
 NODE = "passthrough-node"
 """The node every pod is bound to."""
@@ -80,8 +83,13 @@ def answers(deliveries: Sequence[Delivery]) -> list[Message]:
     return out
 
 
-async def serve(amqp_url: str, namespace: str) -> None:
-    bus = open_bus(amqp_url, namespace=namespace)
+async def serve(amqp_url: str, namespace: str, metrics_port: int | None = None) -> None:
+    metrics = EdgeMetrics()
+    bus = MeteredBus(open_bus(amqp_url, namespace=namespace), metrics)
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr="127.0.0.1", registry=metrics.registry)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -107,8 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.passthrough")
     parser.add_argument("--amqp-url", required=True)
     parser.add_argument("--namespace", required=True)
+    parser.add_argument("--metrics-port", type=int, help="serve /metrics on this port")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.amqp_url, args.namespace))
+    asyncio.run(serve(args.amqp_url, args.namespace, args.metrics_port))
     return 0
 
 

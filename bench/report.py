@@ -13,7 +13,9 @@ def summary(
     latencies_ms: list[float],
     elapsed: float,
 ) -> dict[str, object]:
-    """The final JSON line; ``counts`` is (nodes, init pods, measured pods done)."""
+    """The final JSON line; ``counts`` is (nodes, init pods, measured pods done).
+    ``messages_per_pod`` is None here (the cycle and embedded modes have no broker);
+    bench.services sets it."""
     nodes, init, done = counts
     latencies_ms = sorted(latencies_ms)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -28,6 +30,7 @@ def summary(
         "p50_ms": round(percentile(latencies_ms, 0.50), 3 if mode == "cycle" else 1),
         "p99_ms": round(percentile(latencies_ms, 0.99), 3 if mode == "cycle" else 1),
         "max_rss_mb": round(max(own, children) / 1024, 1),
+        "messages_per_pod": None,
         "revision": revision(),
     }
 

@@ -1,6 +1,15 @@
 """``ksched bench --mode services``: each service as its own process against the real
 RabbitMQ and Redis (under a private namespace, removed afterwards), talked to over the
-bus only; latency is from publish to Binding."""
+bus only; latency is from publish to Binding.
+
+Each process serves its metrics on a free port of its own (``--metrics-port``). The
+measurement starts once the setup is projected and every service answers ``/readyz``;
+the messages published to the broker during it are the growth of every process's
+``ksched_messages_published_total`` (read when the processes are quiet, before and
+after: bench.scrape) plus the bench client's own publishes. ``replicas``: that many
+scheduler processes, ``--replica sched-<i>``; their ``ksched_store_assume_conflicts_total``
+and ``ksched_store_domain_conflicts_total`` are read just before they are stopped.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +28,17 @@ from bench.churn import ChurnOp
 from bench.embedded import Timings, document, measure, setup_documents, with_churn
 from bench.passthrough import QUEUE as PASSTHROUGH_QUEUE
 from bench.report import summary
+from bench.scrape import (
+    ASSUME_CONFLICTS,
+    CONSUMED,
+    DOMAIN_CONFLICTS,
+    PUBLISHED,
+    Counters,
+    Endpoints,
+    delta,
+    free_ports,
+    total,
+)
 from bench.workload import Workload
 from contracts import topology
 from contracts.k8s import Binding, Decision
@@ -29,6 +49,24 @@ from services.common.settings import ENV, Settings
 from services.common.store import open_store
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
+READY_WITHIN = 300.0
+"""Seconds the services may take to be ready once the setup is projected (a scheduler
+loads every node and pod of the setup)."""
+
+
+def processes(replicas: int) -> list[tuple[str, list[str]]]:
+    """The service processes of a run, by name, with the flags only that process gets:
+    ``replicas`` schedulers, ``--replica sched-<i>`` (named ``scheduler`` when there is
+    one, ``scheduler-sched-<i>`` when there are more)."""
+    out: list[tuple[str, list[str]]] = []
+    for service in SERVICES:
+        if service != "scheduler":
+            out.append((service, [service]))
+            continue
+        for i in range(replicas):
+            name = "scheduler" if replicas == 1 else f"scheduler-sched-{i}"
+            out.append((name, [service, "--replica", f"sched-{i}"]))
+    return out
 
 
 WARMUP = "passthrough-warmup"
@@ -44,10 +82,11 @@ async def bench_services(
     *,
     rate: float | None = None,
     passthrough: bool = False,
+    replicas: int = 1,
 ) -> dict[str, object]:
     """``passthrough``: the Passthrough service (bench.passthrough) instead of ksched's
     four, with the same client, documents and broker; ``rate``: publish the measured
-    pods open-loop at this many per second."""
+    pods open-loop at this many per second; ``replicas``: scheduler processes."""
     namespace = f"bench{uuid.uuid4().hex[:8]}"
     workdir = Path(tempfile.mkdtemp(prefix="ksched-bench-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
@@ -88,26 +127,31 @@ async def bench_services(
         if victims:
             await publish(victims)
 
+    client_published = 0
+
     async def publish(chunk: Sequence[Document]) -> None:
+        nonlocal client_published
         await bus.publish([Message(topology.EVENTS.name, d.routing_key, d.body) for d in chunk])
+        client_published += len(chunk)
 
     churn = ChurnOp(workload.churn, publish) if workload.churn else None
-    children: list[asyncio.subprocess.Process] = []
+    children: dict[str, asyncio.subprocess.Process] = {}
     peaks: dict[str, float | None] = {}
     warm = asyncio.Event()
-    names = ("passthrough",) if passthrough else SERVICES
+    plan = [("passthrough", [])] if passthrough else processes(replicas)
+    endpoints = Endpoints(dict(zip((n for n, _ in plan), free_ports(len(plan)), strict=True)))
     try:
         await bus.declare([*topology.QUEUES, *([PASSTHROUGH_QUEUE] if passthrough else [])])
         await bus.consume_raw(watch, on_decisions, max_batch=1024)
         env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
-        if passthrough:
-            argv = [sys.executable, "-m", "bench.passthrough", *flags[:2], "--namespace", namespace]
-            children.append(await asyncio.create_subprocess_exec(*argv, env=env))
-        else:
-            for name in SERVICES:
-                children.append(
-                    await asyncio.create_subprocess_exec(*command, name, *flags, env=env)
-                )
+        for name, own in plan:
+            port = ["--metrics-port", str(endpoints.ports[name])]
+            if passthrough:
+                argv = [sys.executable, "-m", "bench.passthrough", *flags[:2]]
+                argv += ["--namespace", namespace, *port]
+            else:
+                argv = [*command, *own, *flags, *port]
+            children[name] = await asyncio.create_subprocess_exec(*argv, env=env)
         setup = setup_documents(workload, nodes, init, pods)
         for start in range(0, len(setup), 1000):
             await publish(setup[start : start + 1000])
@@ -121,12 +165,18 @@ async def bench_services(
             # Poll: the informer has projected the setup once the store has applied it all.
             while await store.applied_seq() < len(setup):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
+            await endpoints.ready(lambda n: children[n].returncode, within=READY_WITHIN)
+        before = await endpoints.settled()
+        client_before = client_published
         started = await measure(timings, publish, workload, pods, churn, rate)
-        peaks = {name: peak_rss_mb(c.pid) for name, c in zip(names, children, strict=True)}
+        after = await endpoints.settled()
+        client_sent = client_published - client_before
+        peaks = {name: peak_rss_mb(c.pid) for name, c in children.items()}
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
+        for child in children.values():
+            if child.returncode is None:
+                child.terminate()
+        for child in children.values():
             await child.wait()
         await _cleanup(bus, store)
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
@@ -136,11 +186,37 @@ async def bench_services(
     report = summary(workload.name, mode, counts, timings.latencies_ms(), elapsed)
     if rate is not None:
         report["rate"] = rate
+    report.update(broker_figures(before, after, client_sent, len(timings.decided)))
+    if not passthrough:
+        report["replicas"] = replicas
+        report["assume_conflicts"] = int(total(after, ASSUME_CONFLICTS))
+        report["domain_conflicts"] = int(total(after, DOMAIN_CONFLICTS))
+    peaks["bench"] = peak_rss_mb(os.getpid())
     report["peak_rss_mb"] = peaks
     for name, peak in peaks.items():
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)
     return with_churn(report, churn)
+
+
+def broker_figures(before: Counters, after: Counters, client: int, pods: int) -> dict[str, object]:
+    """``messages_published`` to the broker during the measurement (by every process
+    and the bench client), ``messages_per_pod`` over the measured pods done,
+    ``messages_by_process`` (the same by publisher; ``bench`` is the client) and
+    ``deliveries_per_pod``: messages the processes consumed, per pod."""
+    by_process = {
+        name: int(after[name].get(PUBLISHED, 0.0) - before.get(name, {}).get(PUBLISHED, 0.0))
+        for name in after
+    }
+    by_process["bench"] = client
+    published = sum(by_process.values())
+    consumed = int(delta(before, after, CONSUMED))
+    return {
+        "messages_published": published,
+        "messages_per_pod": round(published / pods, 2) if pods else None,
+        "messages_by_process": by_process,
+        "deliveries_per_pod": round(consumed / pods, 2) if pods else None,
+    }
 
 
 def deleted(victim: PodRef) -> Document:

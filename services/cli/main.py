@@ -301,6 +301,10 @@ def parser() -> argparse.ArgumentParser:
         "(default: all at once)",
     )
     p.add_argument(
+        "--replicas",
+        help="services mode: scheduler processes, each --replica sched-<i> (default 1)",
+    )
+    p.add_argument(
         "--vs-passthrough",
         action="store_true",
         help="services mode: then run the Passthrough ceiling on the same pods and report "

@@ -1,6 +1,7 @@
-"""``ksched bench Passthrough`` and ``--vs-passthrough`` against the real RabbitMQ and
-Redis: every measured pod gets its Binding, the report says so, and the ratio is
-ksched's throughput over the ceiling's, measured in the same run."""
+"""``ksched bench Passthrough``, ``--vs-passthrough`` and ``--replicas`` against the real
+RabbitMQ and Redis: every measured pod gets its Binding, the report says so, the ratio
+is ksched's throughput over the ceiling's, measured in the same run, and the messages
+per pod are counted exactly (Passthrough: the pod's event and its Binding)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ async def test_passthrough_answers_every_pod_open_loop() -> None:
     assert report["workload"] == "Passthrough" and report["mode"] == "passthrough"
     assert report["pods"] == 60 and report["rate"] == 200.0
     assert 0 < float(report["pods_per_second"]) <= 200 * 1.2  # type: ignore[arg-type]
-    assert set(report["peak_rss_mb"]) == {"passthrough"}  # type: ignore[arg-type]
+    assert set(report["peak_rss_mb"]) == {"passthrough", "bench"}  # type: ignore[arg-type]
+    assert report["messages_per_pod"] == 2.0 and report["messages_published"] == 120
+    assert report["messages_by_process"] == {"passthrough": 60, "bench": 60}
 
 
 async def test_services_mode_reports_its_ratio_to_passthrough() -> None:
@@ -45,3 +48,19 @@ async def test_services_mode_reports_its_ratio_to_passthrough() -> None:
     assert report["pods"] == 100 and ceiling > 0
     assert report["ratio_to_passthrough"] == round(ours / ceiling, 3)
     assert str(report["revision"]) != ""
+
+
+async def test_two_scheduler_replicas_bind_every_pod_and_report_their_conflicts() -> None:
+    report = await bench(
+        "SchedulingBasic", "--mode", "services", "--nodes", "20", "--init-pods", "0",
+        "--pods", "100", "--replicas", "2",
+    )  # fmt: skip
+    assert report["pods"] == 100 and report["replicas"] == 2
+    assert set(report["peak_rss_mb"]) == {  # type: ignore[arg-type]
+        "informer", "queue", "scheduler-sched-0", "scheduler-sched-1", "binder", "bench",
+    }  # fmt: skip
+    assert isinstance(report["assume_conflicts"], int) and report["assume_conflicts"] >= 0
+    assert isinstance(report["domain_conflicts"], int)
+    by_process: dict[str, int] = report["messages_by_process"]  # type: ignore[assignment]
+    assert by_process["bench"] == 100 and by_process["binder"] >= 100  # a Binding each
+    assert report["messages_per_pod"] == round(sum(by_process.values()) / 100, 2)

@@ -33,6 +33,7 @@ FIELDS = {
     "p50_ms",
     "p99_ms",
     "max_rss_mb",
+    "messages_per_pod",
     "revision",
 }
 
