@@ -61,7 +61,8 @@ QUEUE_OPS = "QueueOps"
 def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
     run = run_cycle(workload, nodes, init, pods)
     latencies = [seconds * 1000 for seconds in run.latencies]
-    report = summary(workload.name, "cycle", (nodes, init, pods), latencies, run.elapsed)
+    counts = (workload.total_nodes(nodes), init, pods)
+    report = summary(workload.name, "cycle", counts, latencies, run.elapsed)
     report["unschedulable"] = run.unschedulable
     return report
 

@@ -17,7 +17,8 @@ import msgspec
 import yaml
 
 from bench.workload import Churn, Gangs, Template, Workload
-from contracts.k8s import Node, Pod, PodGroup
+from contracts.k8s import PodGroup
+from contracts.kinds import BINDING_KIND, KINDS
 from services.cli.errors import InputError
 from services.framework.config import load_config
 
@@ -46,7 +47,9 @@ class LabelNodePrepareStrategy(_Strict, frozen=True, kw_only=True, rename="camel
 class CreateNodesOp(
     _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createNodes", rename="camel"
 ):
-    count_param: str
+    count_param: str | None = None
+    count: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """A fixed count (upstream's ``count``), not scaled by ``--nodes``."""
     node_template_path: str = DEFAULT_NODE_TEMPLATE
     label_node_prepare_strategy: LabelNodePrepareStrategy | None = None
 
@@ -60,12 +63,16 @@ class CreatePodsOp(
     collect_metrics: bool = False
 
 
-class ChurnCreateOp(
-    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="churn", rename="camel"
-):
-    mode: Literal["create"]
-    template_paths: Annotated[list[str], msgspec.Meta(min_length=1, max_length=1)]
-    interval_milliseconds: Annotated[int, msgspec.Meta(gt=0)]
+class ChurnOp(_Strict, frozen=True, kw_only=True, tag_field="opcode", tag="churn", rename="camel"):
+    """Upstream's ``churnOp``: ``mode``, ``number`` (create: steps, 0 for no end;
+    recreate: slots, at least 1), ``intervalMilliseconds`` (default 500, upstream's),
+    ``namespace``, ``templatePaths`` (objects of any kind ksched ingests)."""
+
+    mode: Literal["create", "recreate"]
+    template_paths: Annotated[list[str], msgspec.Meta(min_length=1)]
+    interval_milliseconds: Annotated[int, msgspec.Meta(gt=0)] = 500
+    number: Annotated[int, msgspec.Meta(ge=0)] = 0
+    namespace: str | None = None
 
 
 class CreatePodGroupsOp(
@@ -77,7 +84,7 @@ class CreatePodGroupsOp(
     pod_group_template_path: str = DEFAULT_POD_GROUP_TEMPLATE
 
 
-Op = CreateNodesOp | CreatePodsOp | ChurnCreateOp | CreatePodGroupsOp
+Op = CreateNodesOp | CreatePodsOp | ChurnOp | CreatePodGroupsOp
 
 
 class WorkloadParams(_Strict, frozen=True, kw_only=True):
@@ -145,11 +152,19 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
     where = f"{shown(path)}: $[{index}] ({case.name})"
     params = _performance_params(where, case)
     ops = case.workload_template
-    nodes_op, *pod_ops = ops
-    if not isinstance(nodes_op, CreateNodesOp) or any(
-        isinstance(op, CreateNodesOp) for op in pod_ops
+    leading = next((i for i, op in enumerate(ops) if not isinstance(op, CreateNodesOp)), len(ops))
+    node_ops = [(i, op) for i, op in enumerate(ops[:leading]) if isinstance(op, CreateNodesOp)]
+    scaled = [(i, op) for i, op in node_ops if op.count_param is not None]
+    if (
+        len(scaled) != 1
+        or any(isinstance(op, CreateNodesOp) for op in ops[leading:])
+        or any((op.count is None) == (op.count_param is None) for _, op in node_ops)
     ):
-        raise WorkloadError(f"{where}.workloadTemplate: one createNodes op, and first")
+        raise WorkloadError(
+            f"{where}.workloadTemplate: the createNodes ops come first, one with countParam "
+            "(what --nodes sets), any others with a fixed count (not both)"
+        )
+    scaled_at, nodes_op = scaled[0]
     measured_at = len(ops) - 1
     measured_op = ops[measured_at]
     if not isinstance(measured_op, CreatePodsOp) or not measured_op.collect_metrics:
@@ -158,12 +173,12 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
             "createPods (collectMetrics: true)"
         )
     init: tuple[int, CreatePodsOp] | None = None
-    churn: tuple[int, ChurnCreateOp] | None = None
+    churn: tuple[int, ChurnOp] | None = None
     gangs: tuple[int, CreatePodGroupsOp] | None = None
-    for i, op in enumerate(ops[1:measured_at], start=1):
+    for i, op in enumerate(ops[leading:measured_at], start=leading):
         if isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
             init = (i, op)
-        elif isinstance(op, ChurnCreateOp) and churn is None:
+        elif isinstance(op, ChurnOp) and churn is None:
             churn = (i, op)
         elif isinstance(op, CreatePodGroupsOp) and gangs is None:
             gangs = (i, op)
@@ -175,10 +190,11 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
             )
 
     def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
-        name = op.count_param.removeprefix("$")
-        if not op.count_param.startswith("$") or name not in params:
+        param = op.count_param or ""
+        name = param.removeprefix("$")
+        if not param.startswith("$") or name not in params:
             raise WorkloadError(
-                f"{where}.workloadTemplate[{i}].countParam: {op.count_param!r} is not "
+                f"{where}.workloadTemplate[{i}].countParam: {param!r} is not "
                 f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
             )
         return params[name]
@@ -190,15 +206,22 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         relative = op.pod_template_path or case.default_pod_template_path
         return _template(path, f"{where}.{field}", relative or DEFAULT_POD_TEMPLATE, "Pod")
 
-    reference_nodes = count(0, nodes_op)
+    reference_nodes = count(scaled_at, nodes_op)
     if reference_nodes == 0:
-        raise WorkloadError(f"{where}.workloadTemplate[0].countParam: the node count is 0")
+        raise WorkloadError(
+            f"{where}.workloadTemplate[{scaled_at}].countParam: the node count is 0"
+        )
     strategy = nodes_op.label_node_prepare_strategy
     return Workload(
         name=case.name,
         node_template=_template(
-            path, f"{where}.workloadTemplate[0].nodeTemplatePath",
+            path, f"{where}.workloadTemplate[{scaled_at}].nodeTemplatePath",
             nodes_op.node_template_path, "Node",
+        ),
+        fixed_nodes=tuple(
+            (_fixed_nodes_template(path, where, i, op), op.count or 0)
+            for i, op in node_ops
+            if op.count is not None
         ),
         init_pod=None if init is None else pod_template(*init),
         measured_pod=pod_template(measured_at, measured_op),
@@ -210,21 +233,37 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         node_label=None
         if strategy is None
         else (strategy.label_key, tuple(strategy.label_values)),
-        churn=None
-        if churn is None
-        else Churn(
-            _template(
-                path, f"{where}.workloadTemplate[{churn[0]}].templatePaths[0]",
-                churn[1].template_paths[0], "Pod",
-            ),
-            f"namespace-{churn[0]}",
-            churn[1].interval_milliseconds / 1000,
-        ),
+        churn=None if churn is None else _churn(path, where, *churn),
         gangs=None if gangs is None else _gangs(path, where, *gangs),
         scheduler_config=None
         if case.scheduler_config_path is None
         else _scheduler_config(path, where, case.scheduler_config_path),
     )  # fmt: skip
+
+
+def _fixed_nodes_template(path: Path, where: str, index: int, op: CreateNodesOp) -> Template:
+    """A fixed-count op's node template; one with a ``metadata.name`` (upstream's
+    node-with-name.yaml) makes exactly one node."""
+    field = f"{where}.workloadTemplate[{index}].nodeTemplatePath"
+    return _template(path, field, op.node_template_path, "Node", named=op.count == 1)
+
+
+def _churn(path: Path, where: str, index: int, op: ChurnOp) -> Churn:
+    if op.mode == "recreate" and op.number < 1:
+        raise WorkloadError(
+            f"{where}.workloadTemplate[{index}].number: recreate mode needs at least 1 slot"
+        )
+    templates = tuple(
+        _template(path, f"{where}.workloadTemplate[{index}].templatePaths[{j}]", relative, None)
+        for j, relative in enumerate(op.template_paths)
+    )
+    return Churn(
+        templates,
+        op.namespace or f"namespace-{index}",
+        op.interval_milliseconds / 1000,
+        op.mode,
+        op.number,
+    )
 
 
 def _gangs(path: Path, where: str, index: int, op: CreatePodGroupsOp) -> Gangs:
@@ -271,7 +310,11 @@ def _namespace(index: int, op: CreatePodsOp) -> str:
     return op.namespace or f"namespace-{index}"
 
 
-def _template(config: Path, where: str, relative: str, kind: str) -> Template:
+def _template(
+    config: Path, where: str, relative: str, kind: str | None, *, named: bool = False
+) -> Template:
+    """The template at ``relative``, of ``kind`` (None: any kind ksched ingests, as a
+    churn op's); ``named``: a ``metadata.name`` may stand for the ``generateName``."""
     path = config.parent / relative
     try:
         obj: Any = yaml.safe_load(path.read_text())
@@ -279,24 +322,34 @@ def _template(config: Path, where: str, relative: str, kind: str) -> Template:
         raise WorkloadError(f"{where}: cannot open {shown(path)}: {error.strerror}") from error
     except yaml.YAMLError as error:
         raise WorkloadError(f"{shown(path)}: {error}") from error
-    if not isinstance(obj, dict) or obj.get("kind") != kind:
+    found = obj.get("kind") if isinstance(obj, dict) else None
+    if kind is None and (not isinstance(found, str) or found.lower() not in TEMPLATE_KINDS):
+        raise WorkloadError(
+            f"{shown(path)}: kind: {found!r} is not a kind ksched ingests "
+            f"({', '.join(sorted(k.__name__ for k in TEMPLATE_KINDS.values()))}; {where})"
+        )
+    if kind is not None and found != kind:
         raise WorkloadError(f"{shown(path)}: kind: a {kind} template is needed here ({where})")
+    assert isinstance(obj, dict) and isinstance(found, str)
     meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("generateName"), str):
-        raise WorkloadError(f"{shown(path)}: metadata.generateName: required (a name prefix)")
-    _check_decodes(path, obj, kind)
+    prefix = isinstance(meta, dict) and isinstance(meta.get("generateName"), str)
+    if not prefix and not (named and isinstance(meta, dict) and isinstance(meta.get("name"), str)):
+        also = "; or metadata.name, in a createNodes op of count 1" if kind == "Node" else ""
+        raise WorkloadError(
+            f"{shown(path)}: metadata.generateName: required (a name prefix{also}; {where})"
+        )
+    _check_decodes(path, obj, found)
     return Template.of(obj)
+
+
+TEMPLATE_KINDS: Final = {kind: cls for kind, cls in KINDS.items() if kind != BINDING_KIND}
+"""The kinds a template may be of: every kind ksched ingests (contracts.kinds)."""
 
 
 def _check_decodes(path: Path, obj: dict[str, Any], kind: str) -> None:
     """The template is a valid ``kind`` for the contracts (wrong types are caught here)."""
     try:
-        kinds: dict[str, type[Pod | Node | PodGroup]] = {
-            "Pod": Pod,
-            "Node": Node,
-            "PodGroup": PodGroup,
-        }
-        msgspec.json.decode(msgspec.json.encode(obj), type=kinds[kind])
+        msgspec.json.decode(msgspec.json.encode(obj), type=TEMPLATE_KINDS[kind.lower()])
     except msgspec.ValidationError as error:
         raise WorkloadError(f"{shown(path)}: {error}") from error
 

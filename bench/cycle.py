@@ -44,8 +44,8 @@ def _decode(obj: dict[str, Any], kind: type[Any]) -> Any:
 def build_snapshot(workload: Workload, nodes: int, init: int) -> Cache:
     """The workload's nodes with its ``init`` pods bound (as upstream's initPods)."""
     snapshot = Cache()
-    for i in range(nodes):
-        snapshot.add_node(_decode(workload.node(i), Node))
+    for node in workload.all_nodes(nodes):
+        snapshot.add_node(_decode(node, Node))
     for i in range(init):
         snapshot.add_pod(_decode(workload.init(i, nodes), Pod))
     return snapshot

@@ -32,9 +32,9 @@ def document(index: int, kind: str, obj: dict[str, Any]) -> Document:
 
 
 def setup_documents(workload: Workload, nodes: int, init: int, pods: int) -> list[Document]:
-    """The nodes, then the init pods bound to them, then the PodGroups the ``pods``
-    measured pods join (if the workload has gangs)."""
-    docs = [document(i, "node", workload.node(i)) for i in range(nodes)]
+    """The nodes (the fixed-count ops' ones first), then the init pods bound to them,
+    then the PodGroups the ``pods`` measured pods join (if the workload has gangs)."""
+    docs = [document(i, "node", node) for i, node in enumerate(workload.all_nodes(nodes))]
     docs += [document(i, "pod", workload.init(i, nodes)) for i in range(init)]
     return docs + [document(i, "podgroup", g) for i, g in enumerate(workload.groups(pods))]
 
@@ -119,7 +119,7 @@ async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -
     finally:
         await cluster.stop()
     elapsed = max(timings.decided.values()) - started
-    counts = (nodes, init, len(timings.decided))
+    counts = (workload.total_nodes(nodes), init, len(timings.decided))
     report = summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
     return with_churn(report, churn)
 
@@ -146,6 +146,9 @@ async def measure(
 
 
 def with_churn(report: dict[str, object], churn: ChurnOp | None) -> dict[str, object]:
+    """``unschedulable_churn``: the churn's objects created; ``churn_events``: its watch
+    events published (recreate mode deletes too)."""
     if churn is not None:
         report["unschedulable_churn"] = churn.published
+        report["churn_events"] = churn.events
     return report

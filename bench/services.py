@@ -181,7 +181,7 @@ async def bench_services(
         await _cleanup(bus, store)
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
-    counts = (nodes, init, len(timings.decided))
+    counts = (workload.total_nodes(nodes), init, len(timings.decided))
     mode = "passthrough" if passthrough else "services"
     report = summary(workload.name, mode, counts, timings.latencies_ms(), elapsed)
     if rate is not None:

@@ -1,22 +1,27 @@
 """A workload ``ksched bench`` runs: its nodes, init pods, measured pods and churn.
 
 Built by :mod:`bench.config` from a test case of ``ops/bench/workloads`` (upstream
-scheduler_perf's shape). The templates are Kubernetes objects as YAML files; pod ``i`` of
-a template is ``<generateName><i>`` in its op's namespace, with uid
-``bench-<namespace>-<name>``; node ``i`` is ``node-i`` (the default node template's
-``generateName``) and carries ``kubernetes.io/hostname: node-i``, as a kubelet would set
-it. Init pods (upstream's ``initPods``, scheduled before the measurement starts) are
-created already bound, pod ``i`` on node ``i mod nodes``, which is how the default
-scheduler spreads identical pods over empty identical nodes.
+scheduler_perf's shape). The templates are Kubernetes objects as YAML files; object ``i``
+of a template is ``<generateName><i>`` (in its op's namespace for a namespaced kind),
+with uid ``bench-<namespace>-<name>`` (``bench-<name>`` for a cluster-scoped one); node
+``i`` is ``node-i`` (the default node template's ``generateName``) and carries
+``kubernetes.io/hostname: node-i``, as a kubelet would set it. A node op with a fixed
+``count`` (upstream's SchedulingDaemonset: one node named by its template's
+``metadata.name``) adds its nodes to the ``--nodes`` ones, before them. Init pods
+(upstream's ``initPods``, scheduled before the measurement starts) are created already
+bound, pod ``i`` on node ``i mod nodes``, which is how the default scheduler spreads
+identical pods over empty identical nodes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
+
+from contracts.kinds import NAMESPACED
 
 HOSTNAME: Final = "kubernetes.io/hostname"
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
@@ -29,12 +34,34 @@ class Template:
 
     prefix: str
     encoded: bytes
+    kind: str = "pod"
+    """The routing-key kind of the template's objects (``pod``, ``node``, …)."""
+    named: bool = False
+    """The template has a ``metadata.name`` instead (one object, that name)."""
 
     @classmethod
     def of(cls, obj: dict[str, Any]) -> Template:
         meta = dict(obj.get("metadata") or {})
+        kind = str(obj.get("kind", "Pod")).lower()
+        if "generateName" not in meta:
+            return cls(str(meta.pop("name")), msgspec.json.encode(obj), kind, named=True)
         prefix = str(meta.pop("generateName"))
-        return cls(prefix, msgspec.json.encode({**obj, "metadata": meta}))
+        return cls(prefix, msgspec.json.encode({**obj, "metadata": meta}), kind)
+
+    def name(self, i: int) -> str:
+        return self.prefix if self.named else f"{self.prefix}{i}"
+
+    def instance(self, namespace: str, i: int) -> dict[str, Any]:
+        """Object ``i`` of this template, with its uid, in ``namespace`` when its kind is
+        namespaced."""
+        name = self.name(i)
+        obj = self.object(name)
+        if self.kind in NAMESPACED:
+            obj["metadata"]["namespace"] = namespace
+            obj["metadata"]["uid"] = f"bench-{namespace}-{name}"
+        else:
+            obj["metadata"]["uid"] = f"bench-{name}"
+        return obj
 
     def object(self, name: str) -> dict[str, Any]:
         """A fresh copy of the object, named ``name``, with ``metadata.labels`` present."""
@@ -46,26 +73,32 @@ class Template:
 
     def pod(self, namespace: str, i: int) -> dict[str, Any]:
         """Pod ``i`` of this template in ``namespace``, pending."""
-        name = f"{self.prefix}{i}"
-        pod = self.object(name)
-        pod["metadata"]["namespace"] = namespace
-        pod["metadata"]["uid"] = f"bench-{namespace}-{name}"
+        pod = self.instance(namespace, i)
         pod.setdefault("spec", {})
         return pod
 
 
 @dataclass(frozen=True, slots=True)
 class Churn:
-    """Upstream's ``churn`` op in ``create`` mode: a pod from ``template`` every
-    ``interval`` seconds in ``namespace``, for as long as the measurement runs."""
+    """Upstream's ``churn`` op: every ``interval`` seconds, for as long as the
+    measurement runs, one step over ``templates`` (in ``namespace`` for the namespaced
+    kinds). ``create``: an object of each template, for ``number`` steps (0: no end).
+    ``recreate``: step ``k`` creates an object of each template in slot ``k mod
+    number`` when the slot is empty, else deletes the one there (with ``number`` 1:
+    created, deleted, created, …)."""
 
-    template: Template
+    templates: tuple[Template, ...]
     namespace: str
     interval: float
+    mode: Literal["create", "recreate"] = "create"
+    number: int = 0
 
-    def pod(self, i: int) -> dict[str, Any]:
-        """Churn pod ``i``, pending."""
-        return self.template.pod(self.namespace, i)
+    def object(self, template: int, i: int) -> dict[str, Any]:
+        """Object ``i`` of template ``template`` (a pod pending, a node, a service…)."""
+        chosen = self.templates[template]
+        if chosen.kind == "pod":
+            return chosen.pod(self.namespace, i)
+        return chosen.instance(self.namespace, i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +130,14 @@ class Gangs:
         return obj
 
 
+def _hostname(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` labelled ``kubernetes.io/hostname: <its name>`` (unless its template
+    says otherwise), as a kubelet labels its node."""
+    meta = node["metadata"]
+    meta["labels"] = {HOSTNAME: meta["name"], **(meta.get("labels") or {})}
+    return node
+
+
 def _timestamp(i: int) -> str:
     hours, rest = divmod(i, 3600)
     return f"2024-01-{1 + hours // 24:02d}T{hours % 24:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
@@ -124,6 +165,22 @@ class Workload:
     scheduler_config: Path | None = None
     """The test case's KubeSchedulerConfiguration (``schedulerConfigPath``; None:
     upstream's default profile)."""
+    fixed_nodes: tuple[tuple[Template, int], ...] = ()
+    """The createNodes ops with a fixed ``count``: (template, count), created before the
+    ``--nodes`` ones whatever ``--nodes`` is."""
+
+    def total_nodes(self, nodes: int) -> int:
+        """Every node of a run with ``nodes`` nodes of the scaled op."""
+        return nodes + sum(count for _, count in self.fixed_nodes)
+
+    def all_nodes(self, nodes: int) -> list[dict[str, Any]]:
+        """The fixed ops' nodes, then ``nodes`` nodes of the scaled op."""
+        fixed = [
+            _hostname(template.instance("", i))
+            for template, count in self.fixed_nodes
+            for i in range(count)
+        ]
+        return fixed + [self.node(i) for i in range(nodes)]
 
     def counts(
         self, nodes: int, init: int | None = None, measured: int | None = None
@@ -141,9 +198,8 @@ class Workload:
     def node(self, i: int) -> dict[str, Any]:
         """Node ``i`` as ``kubectl get -o json`` would show it."""
         name = f"{self.node_template.prefix}{i}"
-        node = self.node_template.object(name)
+        node = _hostname(self.node_template.object(name))
         labels = node["metadata"]["labels"]
-        labels[HOSTNAME] = name
         if self.node_label is not None:
             key, values = self.node_label
             labels[key] = values[i % len(values)]

@@ -11,6 +11,7 @@ import pytest
 
 from bench.config import WORKLOADS_DIR, WorkloadError, load_file, load_workloads
 from contracts.k8s import Node, Pod
+from contracts.kinds import KINDS
 from services.cli.main import main
 
 UPSTREAM_NAMES = {
@@ -22,6 +23,8 @@ UPSTREAM_NAMES = {
     "Unschedulable",
     "PreemptionBasic",
     "PreemptionAsync",
+    "SchedulingWithMixedChurn",
+    "SchedulingDaemonset",
 }
 OWN_NAMES = {"GangScheduling"}
 """ksched's own test cases (scheduler_perf has no PodGroups)."""
@@ -34,14 +37,16 @@ def test_every_workload_file_loads_and_its_objects_decode(path: Path) -> None:
     for workload in workloads:
         init, measured = workload.counts(10)
         assert measured >= 1
-        msgspec.convert(workload.node(0), Node)
+        for node in workload.all_nodes(2):
+            msgspec.convert(node, Node)
         if init:
             assert msgspec.convert(workload.init(0, 10), Pod).spec.node_name == "node-0"
         pod = msgspec.convert(workload.measured(0), Pod)
         assert pod.spec.node_name is None
         assert f"{pod.metadata.namespace}/{pod.metadata.name}" == workload.measured_key(0)
         if workload.churn is not None:
-            msgspec.convert(workload.churn.pod(0), Pod)
+            for j, template in enumerate(workload.churn.templates):
+                msgspec.convert(workload.churn.object(j, 0), KINDS[template.kind])
 
 
 def test_every_upstream_workload_is_there_once() -> None:
@@ -49,9 +54,12 @@ def test_every_upstream_workload_is_there_once() -> None:
 
 
 def _broken(tmp_path: Path, old: str, new: str) -> Path:
-    """A copy of the workload files with ``old`` replaced by ``new`` in the config."""
+    """A copy of the workload files with ``old`` replaced by ``new`` in the config (and a
+    template of a kind ksched does not ingest, templates/churn/configmap.yaml)."""
     directory = tmp_path / "workloads"
     shutil.copytree(WORKLOADS_DIR, directory)
+    configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: cm-\n"
+    (directory / "templates" / "churn" / "configmap.yaml").write_text(configmap)
     config = directory / "performance-config.yaml"
     text = config.read_text()
     assert old in text, old
@@ -90,6 +98,33 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
             "  - opcode: createPodGroups\n",
             "  - opcode: createPodGroups\n  - opcode: createPodGroups\n",
             "(GangScheduling).workloadTemplate[3]: at most one",
+        ),
+        (
+            "    mode: recreate\n    number: 1\n",
+            "    mode: recreate\n    number: 0\n",
+            "(SchedulingWithMixedChurn).workloadTemplate[1].number: recreate mode needs",
+        ),
+        (
+            "    mode: recreate\n",
+            "    mode: replace\n",
+            "`$[6].workloadTemplate[1].mode`",
+        ),
+        (
+            "    count: 1\n    nodeTemplatePath: templates/node-with-name.yaml\n",
+            "    count: 1\n    countParam: $initNodes\n"
+            "    nodeTemplatePath: templates/node-with-name.yaml\n",
+            "(SchedulingDaemonset).workloadTemplate: the createNodes ops come first, one with",
+        ),
+        (
+            "    count: 1\n    nodeTemplatePath: templates/node-with-name.yaml\n",
+            "    count: 2\n    nodeTemplatePath: templates/node-with-name.yaml\n",
+            "node-with-name.yaml: metadata.generateName: required (a name prefix; or "
+            "metadata.name, in a createNodes op of count 1; ",
+        ),
+        (
+            "    - templates/churn/service-default.yaml\n",
+            "    - templates/churn/configmap.yaml\n",
+            "configmap.yaml: kind: 'ConfigMap' is not a kind ksched ingests",
         ),
     ],
 )
@@ -155,3 +190,23 @@ def test_a_broken_gang_file_names_the_file_and_the_field(
     with pytest.raises(WorkloadError) as raised:
         load_workloads(directory)
     assert says in str(raised.value)
+
+
+def test_the_daemonset_workload_follows_upstream() -> None:
+    daemonset = load_workloads()["SchedulingDaemonset"]
+    assert daemonset.counts(15000) == (0, 30000) and daemonset.counts(200) == (0, 400)
+    assert daemonset.total_nodes(200) == 201
+    nodes = daemonset.all_nodes(3)
+    assert [n["metadata"]["name"] for n in nodes] == [
+        "scheduler-perf-node", "node-0", "node-1", "node-2",
+    ]  # fmt: skip
+    assert nodes[0]["metadata"]["labels"]["kubernetes.io/hostname"] == "scheduler-perf-node"
+    pod = msgspec.convert(daemonset.measured(0), Pod)
+    assert pod.spec.affinity is not None and pod.spec.affinity.node_affinity is not None
+    required = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    assert required is not None
+    [term] = required.node_selector_terms
+    [field] = term.match_fields or []
+    assert (field.key, field.operator, field.values) == (
+        "metadata.name", "In", ["scheduler-perf-node"],
+    )  # fmt: skip

@@ -50,6 +50,8 @@ def test_every_upstream_shape_is_offered() -> None:
             "GangScheduling",
             "PreemptionBasic",
             "PreemptionAsync",
+            "SchedulingWithMixedChurn",
+            "SchedulingDaemonset",
         ]
     )
 
@@ -63,7 +65,7 @@ def test_cycle_mode_prints_the_report(shape: str, capsys: pytest.CaptureFixture[
     assert (report["workload"], report["mode"], report["nodes"], report["pods"]) == (
         shape,
         "cycle",
-        50,
+        WORKLOADS[shape].total_nodes(50),  # SchedulingDaemonset: one more, its own
         20,
     )
     assert report["init_pods"] == WORKLOADS[shape].counts(50)[0]
@@ -77,7 +79,8 @@ async def test_embedded_mode_schedules_every_shape(shape: str) -> None:
     workload = WORKLOADS[shape]
     init, _ = workload.counts(20)
     report = await bench_embedded(workload, 20, init, 10)
-    assert set(report) == FIELDS | ({"unschedulable_churn"} if workload.churn else set())
+    churned = {"unschedulable_churn", "churn_events"} if workload.churn else set()
+    assert set(report) == FIELDS | churned
     assert (report["mode"], report["pods"], report["init_pods"]) == ("embedded", 10, init)
 
 
