@@ -6,6 +6,9 @@
   scheduler_perf's shape, strictly decoded; :mod:`bench.workload`: what a test case
   becomes (nodes, init pods, measured pods, churn).
 - :mod:`bench.cycle`, :mod:`bench.embedded`, :mod:`bench.services`: the three modes;
-  :mod:`bench.churn`: upstream's ``churn`` op; :mod:`bench.report`: the JSON line.
+  :mod:`bench.churn`: upstream's ``churn`` op; :mod:`bench.report`: the JSON line;
+  :mod:`bench.scrape`: the service processes' ``/readyz`` and counters (messages per
+  pod, conflicts); :mod:`bench.passthrough`: the Passthrough ceiling's service.
+- :mod:`bench.matrix`: the issue-14 matrix as a Markdown table (``ops/bench/matrix.py``).
 - :mod:`bench.queue_ops`: ``ksched bench QueueOps``, the queue core's raw speed.
 """
