@@ -16,6 +16,10 @@ only what the profile filters on (``Framework.checked_resources``). Then one
   reservation are undone, the node's view is corrected with the store's usage, and
   the pod is scheduled again
   (at most ``max_conflict_retries`` times, then the attempt ends with ``error``).
+  The reservation also carries what the decision read (scheduler.domains): when
+  another replica placed a pod in one of those domains since, the store refuses it;
+  the snapshot is brought up to what the store holds (its log position and every
+  replica's assumptions) before the pod is scheduled again.
 - ``stale``: the attempt is no longer the pod's lease; the local assumption and the
   reservation are undone.
 
@@ -33,7 +37,7 @@ the binder puts on the Binding) or its FailedScheduling Event.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -62,6 +66,7 @@ from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
+from services.scheduler.domains import PlacementVersions
 from services.scheduler.nominated import PendingPods, nominated_pods
 
 PREEMPTION = "DefaultPreemption"
@@ -103,6 +108,9 @@ class BatchOutcome:
     """Seconds each ``schedule_one`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
     assume_conflicts: int = 0
     """Reservations the store refused because the node no longer had the room."""
+    domain_conflicts: int = 0
+    """Reservations the store refused because another replica placed a pod meanwhile
+    in a domain the decision read (scheduler.domains)."""
 
 
 @dataclass(slots=True)
@@ -123,6 +131,7 @@ class _Attempt:
     state: CycleState = field(default_factory=CycleState)
     node: str = ""
     conflicts: int = 0
+    touches: tuple[str, ...] = ()
     explain: bool = False
     explanation: str | None = None
 
@@ -179,11 +188,13 @@ class BatchScheduler:
         tracer: trace.Tracer | None = None,
         explain: bool = False,
         waiting: SharedWaitingPods | None = None,
+        catch_up: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         """``pending``: the pending pods the requests name (fed by the caller from the
         same log as ``snapshot``). ``explain``: explain every decision, not only those
         of pods that ask. ``waiting``: the waiting pods the frameworks' Handles share
-        (required when a profile has Permit plugins)."""
+        (required when a profile has Permit plugins). ``catch_up``: wait until the snapshot
+        has applied the given log seq (False: it did not in time); None: it always has."""
         self._snapshot = snapshot
         self._pending = pending
         self._frameworks = frameworks
@@ -194,6 +205,10 @@ class BatchScheduler:
         self._tracer = tracer or telemetry.tracer("scheduler")
         self._explain = explain
         self._waiting = waiting
+        self._catch_up = catch_up
+        self.versions = PlacementVersions()
+        """The placement versions this replica's snapshot reflects (the caller loads
+        them with the snapshot and feeds it the pods it sees)."""
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
         self._started = 0.0
         self._nominations: Mapping[str, Nomination] = {}
@@ -333,17 +348,7 @@ class BatchScheduler:
                 reserving.append(attempt)
         if not reserving:
             return []
-        reservations = [
-            Reservation(
-                uid=a.pod.uid,
-                node=a.node,
-                attempt=a.request.attempt,
-                requests=charged_requests(a.pod),
-                ttl=self._ttl,
-                checked=a.framework.checked_resources(a.pod),
-            )
-            for a in reserving
-        ]
+        reservations = self._reservations(reserving)
         try:
             answers = await self._store.assume(reservations, self._clock.now())
         except BaseException:
@@ -354,13 +359,18 @@ class BatchScheduler:
             raise
         retry: list[_Attempt] = []
         assumed: list[_Attempt] = []
+        moved: dict[str, int] = {}
         for attempt, answer in zip(reserving, answers, strict=True):
             if answer.status == "assumed":
+                self.versions.placed(attempt.touches)
                 assumed.append(attempt)
                 continue
             attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
-            if answer.status == "conflict":
+            if answer.versions:
+                outcome.domain_conflicts += 1
+                moved.update(answer.versions)
+            elif answer.status == "conflict":
                 outcome.assume_conflicts += 1
             if answer.status == "stale":
                 self._finish(
@@ -369,7 +379,8 @@ class BatchScheduler:
             elif attempt.conflicts < self._max_retries:
                 attempt.conflicts += 1
                 attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
-                self._snapshot.correct_usage(attempt.node, answer.usage)
+                if not answer.versions:  # a refresh follows a domain conflict
+                    self._snapshot.correct_usage(attempt.node, answer.usage)
                 retry.append(attempt)
             else:
                 reason = f'node "{attempt.node}" no longer fits the pod: {answer.reason}'.rstrip(
@@ -378,6 +389,8 @@ class BatchScheduler:
                 self._finish(
                     attempt, outcome, attempt_result(attempt.request, "error", reason), event=True
                 )
+        if moved:
+            await self._refresh(moved)
         self.permitting = {a.pod.uid for a in assumed}
         released: list[BindClaim] = []
         for attempt in assumed:
@@ -386,6 +399,63 @@ class BatchScheduler:
         if released:  # rejected at Permit: the reservation gives its room back
             await self._store.forget(released)
         return retry
+
+    def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
+        """One reservation per attempt, with the domains its decision read at the
+        versions this snapshot reflects (counting the placements of the attempts
+        before it in the same call) and those its placement touches."""
+        listers = self._snapshot.listers
+        versions = self.versions
+        ahead: dict[str, int] = {}
+        reservations = []
+        for a in reserving:
+            node = self._snapshot.node(a.node)
+            reads: dict[str, int] = {}
+            if node is not None:
+                reads = versions.expected(versions.reads(a.pod.pod, node, listers), ahead)
+                a.touches = versions.touches(a.pod.pod, node, listers)
+                for domain in a.touches:
+                    ahead[domain] = ahead.get(domain, 0) + 1
+            reservations.append(
+                Reservation(
+                    uid=a.pod.uid,
+                    node=a.node,
+                    attempt=a.request.attempt,
+                    requests=charged_requests(a.pod),
+                    ttl=self._ttl,
+                    checked=a.framework.checked_resources(a.pod),
+                    reads=reads,
+                    touches=a.touches,
+                )
+            )
+        return reservations
+
+    async def _refresh(self, versions: Mapping[str, int]) -> None:
+        """Bring the snapshot up to what the store holds, then expect ``versions`` (read
+        by the store before this): every replica's assumptions, and the log up to the
+        store's applied seq (read after them, so a pod bound in between is in one or
+        the other). Assumptions this snapshot holds that the store no longer does are
+        dropped. If the snapshot cannot catch up in time, nothing is expected: the
+        next reservation reading those domains is refused again."""
+        assumed = await self._store.assumed()
+        seq = await self._store.applied_seq()
+        if self._catch_up is not None and not await self._catch_up(seq):
+            return
+        snapshot = self._snapshot
+        for uid in snapshot.assumed_uids() - assumed.keys():
+            snapshot.forget(uid)
+        for uid, held in assumed.items():
+            if snapshot.is_bound(uid) or snapshot.assumed_node(uid) == held.node:
+                continue
+            pod = self._pending.pod(uid)
+            if pod is None:
+                continue
+            try:
+                info = self._pending.info(uid) or PodInfo.of(pod)
+            except ResourceError:
+                continue
+            snapshot.assume(info, held.node, held.deadline)
+        self.versions.refreshed(versions)
 
     def _permit(self, attempt: _Attempt, outcome: BatchOutcome, released: list[BindClaim]) -> None:
         """Permit, after the store reserved the pod (``RunPermitPlugins``): Success binds,

@@ -29,6 +29,9 @@ and ksched's own:
   replica nominated a pod to the node meanwhile (the pod was scheduled again).
 - ``ksched_store_assume_conflicts_total``: reservations the store refused because the
   node no longer had the room (another replica took it).
+- ``ksched_store_domain_conflicts_total``: reservations the store refused because
+  another replica placed a pod meanwhile in a domain the decision read (a node, a
+  topology domain, a ReadWriteOncePod claim; see scheduler.domains).
 - ``ksched_projection_lag{projection}``: event-log entries the scheduler's snapshot is
   behind the store's projection, as last checked.
 """
@@ -111,6 +114,12 @@ class SchedulerMetrics:
         self.assume_conflicts = Counter(
             "ksched_store_assume_conflicts",
             "Reservations the store refused because the node no longer had the room",
+            registry=r,
+        )
+        self.domain_conflicts = Counter(
+            "ksched_store_domain_conflicts",
+            "Reservations the store refused because another replica placed a pod meanwhile "
+            "in a domain the decision read",
             registry=r,
         )
         self.projection_lag = Gauge(

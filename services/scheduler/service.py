@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from contracts import topology
-from contracts.events import ClusterBatch, LogEntry
+from contracts.events import ClusterBatch, LogEntry, PodEntry
 from contracts.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from contracts.preemption import PodRef, Preemption, PreemptionVictim
@@ -157,12 +157,16 @@ class SchedulerService:
             tracer=tracer,
             explain=settings.explain,
             waiting=self.waiting,
+            catch_up=self._caught_up,
         )
         self._catch_up_timeout = settings.catch_up_timeout
         self._encoder = msgspec.json.Encoder()
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""
         self._consumers: list[Consumer] = []
+
+    async def _caught_up(self, seq: int) -> bool:
+        return await self._projection.wait_for(seq, within=self._catch_up_timeout)
 
     def _waiting_node(self, uid: str) -> str | None:
         waiting = self.waiting.get_waiting_pod(uid)
@@ -196,6 +200,7 @@ class SchedulerService:
         """Replace the snapshot and the pending pods with the store's objects (as of
         ``epoch.seq`` or later) and assume again the store's assumptions of pods not
         bound (the local ones went with the snapshot, or with the lost store)."""
+        versions = await self._store.domain_versions()  # before what they count
         nodes = await self._store.objects("node")
         pods = await self._store.objects("pod")
         others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
@@ -203,6 +208,7 @@ class SchedulerService:
         by_uid = self.cache.load(nodes, pods, epoch.seq, others)
         self.pending.load(by_uid.values())
         self.groups.load(by_uid.values())
+        self._cycle.versions.load(versions, by_uid.values())
         for uid, reservation in assumed.items():
             pod = by_uid.get(uid)
             if pod is not None and not self.cache.is_bound(uid):
@@ -212,6 +218,9 @@ class SchedulerService:
         log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)
 
     def _apply(self, events: Sequence[LogEntry]) -> None:
+        self._cycle.versions.watch(
+            e.object for e in events if isinstance(e, PodEntry) and e.type != "DELETED"
+        )
         self.pending.apply(events)
         self.groups.apply(events)
         self.cache.apply(events)
@@ -269,6 +278,8 @@ class SchedulerService:
             m.algorithm.observe(elapsed)
         if outcome.assume_conflicts:
             m.assume_conflicts.inc(outcome.assume_conflicts)
+        if outcome.domain_conflicts:
+            m.domain_conflicts.inc(outcome.domain_conflicts)
         cache = self.cache
         m.cache_size.labels("nodes").set(cache.num_nodes)
         m.cache_size.labels("pods").set(cache.num_pods)

@@ -178,9 +178,11 @@ ASSUME = (
     _HELPERS
     + """
 -- ARGV: P, expected, now, count, then per reservation:
---   uid, node, attempt, deadline, reqs, checked
--- (checked: '*' for every resource, else the comma-separated resources to check).
--- Returns per reservation {status, reason, usage as a flat field/value list}.
+--   uid, node, attempt, deadline, reqs, checked, reads, touches
+-- (checked: '*' for every resource, else the comma-separated resources to check;
+-- reads: newline-separated domain, version pairs; touches: newline-separated domains).
+-- Returns per reservation {status, reason, usage as a flat field/value list,
+-- versions of the reads as a flat list on a conflict of the reads}.
 guard()
 local now = tonumber(ARGV[3])
 local swept = {}
@@ -209,19 +211,39 @@ local function checks(checked, name)
   return checked == '*' or string.find(',' .. checked .. ',', ',' .. name .. ',', 1, true) ~= nil
 end
 
-local function assume(uid, node, attempt, deadline, reqs, checked)
+local function touch(touches)
+  for d in string.gmatch(touches, '[^\\n]+') do
+    redis.call('HINCRBY', P .. 'domains', d, 1)
+  end
+end
+
+local function moved(reads)
+  local names, flat, changed = {}, {}, {}
+  for d, v in string.gmatch(reads, '([^\\n]+)\\n([^\\n]+)') do
+    local cur = redis.call('HGET', P .. 'domains', d) or '0'
+    table.insert(flat, d)
+    table.insert(flat, cur)
+    if cur ~= v then table.insert(changed, d) end
+  end
+  if #changed == 0 then return nil end
+  table.sort(changed)
+  return {table.concat(changed, ', '), flat}
+end
+
+local function assume(uid, node, attempt, deadline, reqs, checked, reads, touches)
   if redis.call('HGET', P .. 'lease', uid) ~= attempt then
-    return {'stale', "attempt is not the pod's lease", {}}
+    return {'stale', "attempt is not the pod's lease", {}, {}}
   end
   if redis.call('HEXISTS', P .. 'charge', uid) == 1 then
-    return {'stale', 'pod is bound', {}}
+    return {'stale', 'pod is bound', {}, {}}
   end
   local cur = redis.call('HGET', P .. 'assumed', uid)
   if cur then
     local cnode, cattempt, cdeadline = parse_assumed(cur)
-    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}} end
+    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}, {}} end
     if cnode == node and cattempt == attempt and tonumber(cdeadline) >= now then
-      return {'assumed', '', {}}
+      touch(touches)
+      return {'assumed', '', {}, {}}
     end
     release(uid)
   end
@@ -231,7 +253,7 @@ local function assume(uid, node, attempt, deadline, reqs, checked)
   end
   local flat = redis.call('HGETALL', P .. 'usage:' .. node)
   if redis.call('SISMEMBER', P .. 'nodes', node) == 0 then
-    return {'conflict', 'node not found', flat}
+    return {'conflict', 'node not found', flat, {}}
   end
   local usage = tomap(flat)
   local alloc = tomap(redis.call('HGETALL', P .. 'alloc:' .. node))
@@ -245,18 +267,22 @@ local function assume(uid, node, attempt, deadline, reqs, checked)
       table.insert(reasons, 'Insufficient ' .. name)
     end
   end
-  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat} end
+  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat, {}} end
+  local m = moved(reads)
+  if m then return {'conflict', 'placements changed in ' .. m[1], flat, m[2]} end
   redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, deadline, reqs}, '|'))
   redis.call('SADD', P .. 'assumed:' .. node, uid)
   incr(node, reqs, 1)
-  return {'assumed', '', {}}
+  touch(touches)
+  return {'assumed', '', {}, {}}
 end
 
 local out = {}
 local i = 5
 for k = 1, tonumber(ARGV[4]) do
-  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
-  i = i + 6
+  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+                  ARGV[i + 6], ARGV[i + 7])
+  i = i + 8
 end
 return out
 """

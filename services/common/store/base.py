@@ -20,6 +20,10 @@ State of a pod in the store (upstream's cache draws the same machine)::
   hold the capacity forever); ``begin_bind`` freezes it (no expiry) until the binding is
   recorded in the log. When ``apply`` sees the pod bound to the node it was assumed on,
   the assumption becomes the bound charge: the pod is never counted twice.
+- Placement versions (scheduler.domains): ``assume`` also refuses a reservation whose
+  decision read a domain (a node, a topology domain, a claim) in which another pod
+  was placed since, and raises the version of every domain it touches. They go with
+  the rest of a lost store (its clients reload them with the projection).
 - Leases: the queue records the attempt number it handed out for each pod. ``assume``
   refuses (``stale``) an attempt that is not the pod's current lease, so a pod attempted
   again after a queue restart is never reserved twice.
@@ -106,6 +110,13 @@ class Reservation:
     refuses the reservation only when one of these no longer fits. Empty: nothing is
     checked (a profile without NodeResourcesFit's filter). None: every requested
     resource and ``pods``."""
+    reads: Mapping[str, int] = field(default_factory=dict)
+    """Domain → the version the decision saw (scheduler.domains): the store refuses the
+    reservation (``conflict``) when a domain's version is another by now, i.e. a pod was
+    placed there since that the decision did not know of. Missing domains count 0."""
+    touches: tuple[str, ...] = ()
+    """Domains whose version the placement raises by one (also when the same
+    reservation is assumed again)."""
 
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
@@ -119,6 +130,9 @@ class AssumeResult:
     stale: the attempt is not the pod's lease, or the pod is bound, binding or gone."""
     usage: Mapping[str, int] = field(default_factory=dict)
     reason: str = ""
+    versions: Mapping[str, int] = field(default_factory=dict)
+    """For a conflict on ``Reservation.reads``: every read domain's current version
+    (the caller may expect them once its snapshot holds what the store holds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,8 +277,11 @@ class ClusterStore(Protocol):
 
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         """Reserve each pod on its node, one atomic check-and-reserve per reservation,
-        in order: ``conflict`` when the node is gone or a resource of
-        ``Reservation.checked`` no longer fits, else the whole request is charged.
+        in order: ``conflict`` when the node is gone, a resource of
+        ``Reservation.checked`` no longer fits (``usage``), or a domain of
+        ``Reservation.reads`` has another version (``versions``; reason
+        ``placements changed in <domain>``), else the whole request is charged and
+        every domain of ``Reservation.touches`` raised by one.
         Re-assuming the same (uid, node, attempt) returns ``assumed`` again without
         charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""
@@ -279,6 +296,9 @@ class ClusterStore(Protocol):
 
     async def assumed(self) -> dict[str, Assumed]:
         """Every current assumption, by pod uid."""
+
+    async def domain_versions(self) -> dict[str, int]:
+        """Every domain's placement version (``Reservation.touches``); missing: 0."""
 
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         """Record the attempt number now in flight for each pod uid."""

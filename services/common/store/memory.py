@@ -55,6 +55,8 @@ class _Data:
         self.usage: dict[str, dict[str, int]] = {}
         self.charges: dict[str, _Charge] = {}
         self.assumed: dict[str, Assumed] = {}
+        self.domains: dict[str, int] = {}
+        """Placement versions (Reservation.reads and touches)."""
         self.leases: dict[str, int] = {}
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
@@ -210,6 +212,7 @@ class MemoryStore:
             if math.isinf(current.deadline):
                 return AssumeResult("stale", reason="pod is binding")
             if (current.node, current.attempt) == (r.node, r.attempt) and current.deadline >= now:
+                self._touch(r.touches)
                 return AssumeResult("assumed")
             self._release(r.uid)
         if r.node not in swept:  # ``now`` is fixed for the call: one sweep per node is enough
@@ -224,10 +227,26 @@ class MemoryStore:
         reasons = fit_reasons(requests, usage, self._d.alloc[r.node], r.checked)
         if reasons:
             return AssumeResult("conflict", dict(usage), ", ".join(reasons))
+        domains = self._d.domains
+        moved = [d for d, v in r.reads.items() if domains.get(d, 0) != v]
+        if moved:
+            versions = {d: domains.get(d, 0) for d in r.reads}
+            reason = f"placements changed in {', '.join(sorted(moved))}"
+            return AssumeResult("conflict", dict(usage), reason, versions)
+        self._touch(r.touches)
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding
         self._d.assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
         self._charge(r.node, requests, +1)
         return AssumeResult("assumed")
+
+    def _touch(self, domains: Sequence[str]) -> None:
+        versions = self._d.domains
+        for d in domains:
+            versions[d] = versions.get(d, 0) + 1
+
+    async def domain_versions(self) -> dict[str, int]:
+        self._guard()
+        return dict(self._d.domains)
 
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
         self._guard()

@@ -278,12 +278,20 @@ class RedisStore:
             deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
             reqs = _encode(normalize(r.requests))
             checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
+            reads = "\n".join(f"{_domain(d)}\n{v}" for d, v in r.reads.items())
+            touches = "\n".join(map(_domain, r.touches))
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
+            args += [reads, touches]
         replies = await self._run(self._assume, *args)
         return [
-            AssumeResult(_STATUSES[status], _pairs(usage), reason.decode())
-            for status, reason, usage in replies
+            AssumeResult(_STATUSES[status], _pairs(usage), reason.decode(), _pairs(versions))
+            for status, reason, usage, versions in replies
         ]
+
+    @_traced("EVALSHA", "read_hash")
+    async def domain_versions(self) -> dict[str, int]:
+        raw = await self._hgetall("domains")
+        return {name.decode(): int(version) for name, version in raw.items()}
 
     @_traced("EVALSHA", "begin_bind")
     async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
@@ -505,6 +513,12 @@ def _waiting(row: Sequence[Any]) -> WaitingRecord:
 def _name(name: str) -> str:
     if _FORBIDDEN.intersection(name):
         raise ValueError(f"name {name!r} contains one of '|', ',', '='")
+    return name
+
+
+def _domain(name: str) -> str:
+    if not name or "\n" in name:
+        raise ValueError(f"domain {name!r} is empty or contains a newline")
     return name
 
 

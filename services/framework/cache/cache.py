@@ -151,6 +151,10 @@ class Cache:
             self._drop_extra(name)
         self._columns.set_node(row, node, allocatable)
 
+    def node(self, name: str) -> Node | None:
+        """The node object as applied, or None when the snapshot lacks it."""
+        return self._columns.node(name)
+
     def remove_node(self, name: str) -> None:
         """Forget the node; pods bound to it stay remembered until they go."""
         if name in self._columns.index:
@@ -229,6 +233,9 @@ class Cache:
     def assumed_node(self, uid: str) -> str | None:
         assumed = self._assumed.get(uid)
         return assumed[0] if assumed else None
+
+    def assumed_uids(self) -> set[str]:
+        return set(self._assumed)
 
     def expire_assumed(self, now: float) -> list[str]:
         """Forget assumptions whose deadline is before ``now``; returns their UIDs."""

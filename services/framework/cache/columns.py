@@ -68,6 +68,10 @@ class NodeColumns:
             self._table = None
         return col
 
+    def node(self, name: str) -> Node | None:
+        row = self.index.get(name)
+        return None if row is None else self._nodes[row]
+
     def add_row(self, name: str, node: Node, pods: dict[str, PodInfo]) -> int:
         """A new row for ``node``, charged with ``pods`` (kept by reference: the
         caller updates that dict as pods come and go)."""

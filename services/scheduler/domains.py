@@ -1,0 +1,173 @@
+"""Placement versions: what a decision read, so that replicas commit only fresh decisions.
+
+The store's ``assume`` checks resources atomically, but a decision also rests on the
+pods around the node: required (anti-)affinity, topology spread, host ports,
+ReadWriteOncePod claims. Two replicas deciding at once from snapshots that lack each
+other's newest placements could together break what each respects alone. So the store
+keeps a version per *domain*, raised by every placement in it:
+
+- ``node:<name>``: the node itself (host ports, and any key whose domain is the node);
+- ``<key>=<value>``: each label of the node (a topology domain: ``zone=a``,
+  ``kubernetes.io/hostname=n1``);
+- ``claim:<namespace>/<name>``: a ReadWriteOncePod claim the pod uses.
+
+A :class:`~services.common.store.Reservation` *touches* every domain of its node (and
+its claims) and *reads* the domains its decision depended on, with the version this
+replica's snapshot reflects. The store refuses (``conflict``, with the current
+versions) a reservation whose read domain moved on since: another replica placed a pod
+there that this snapshot does not hold. The replica then brings its snapshot up to what
+the store holds (:meth:`PlacementVersions.refreshed`) and schedules the pod again.
+
+What a pod's decision reads (:meth:`PlacementVersions.reads`):
+
+- the node, when the pod asks for host ports;
+- the node's domain for each topology key of its required pod affinity and
+  anti-affinity terms and of its ``DoNotSchedule`` spread constraints (a placement in
+  another domain cannot raise the skew of the chosen one, nor put a matching pod in it);
+- the node's domain for each topology key any known pod's required anti-affinity uses
+  (that pod, placed meanwhile, could refuse this one: the symmetric check);
+- its ReadWriteOncePod claims.
+
+A pod that reads nothing (no such constraints anywhere) is never refused for a
+domain, and one replica alone never is: it knows its own placements. Every placement
+touches, whatever it read, because another replica may read what it did not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from contracts.k8s import Node, Pod
+from services.framework.api.listers import Listers
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+
+
+def node_domain(node: str) -> str:
+    return f"node:{node}"
+
+
+def label_domain(key: str, value: str) -> str:
+    return f"{key}={value}"
+
+
+def claim_domain(namespace: str, name: str) -> str:
+    return f"claim:{namespace}/{name}"
+
+
+def pod_topology_keys(pod: Pod) -> set[str]:
+    """The topology keys the pod's own hard constraints read."""
+    keys: set[str] = set()
+    affinity = pod.spec.affinity
+    if affinity is not None:
+        for group in (affinity.pod_affinity, affinity.pod_anti_affinity):
+            if group is not None:
+                keys.update(
+                    t.topology_key
+                    for t in group.required_during_scheduling_ignored_during_execution
+                )
+    keys.update(
+        c.topology_key
+        for c in pod.spec.topology_spread_constraints
+        if c.when_unsatisfiable == DO_NOT_SCHEDULE
+    )
+    keys.discard("")
+    return keys
+
+
+def anti_affinity_keys(pod: Pod) -> Iterable[str]:
+    """The topology keys of the pod's required anti-affinity terms."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return ()
+    terms = affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+    return (t.topology_key for t in terms if t.topology_key)
+
+
+def uses_host_ports(pod: Pod) -> bool:
+    return any(
+        port.host_port
+        for containers in (pod.spec.containers, pod.spec.init_containers)
+        for container in containers
+        for port in container.ports
+    )
+
+
+def exclusive_claims(pod: Pod, listers: Listers) -> list[str]:
+    """The domains of the pod's ReadWriteOncePod claims (as the lister knows them)."""
+    namespace = pod.metadata.namespace or "default"
+    domains = []
+    for volume in pod.spec.volumes:
+        source = volume.persistent_volume_claim
+        if source is None:
+            continue
+        claim = listers.claim(namespace, source.claim_name)
+        if claim is not None and READ_WRITE_ONCE_POD in claim.spec.access_modes:
+            domains.append(claim_domain(namespace, source.claim_name))
+    return domains
+
+
+@dataclass(slots=True)
+class PlacementVersions:
+    """This replica's knowledge of the store's domain versions: ``known[d] = v`` means
+    its snapshot holds every placement the store counted in ``d`` up to ``v`` (missing:
+    0). It only ever claims less than it holds: its own placements raise ``known`` by
+    one each (another replica's placement meanwhile makes that stale, which the next
+    read of the domain finds out)."""
+
+    known: dict[str, int] = field(default_factory=dict)
+    watched: set[str] = field(default_factory=set)
+    """Topology keys of the required anti-affinity of every pod this replica has seen
+    (grows only: a conservative read set)."""
+
+    def load(self, versions: Mapping[str, int], pods: Iterable[Pod]) -> None:
+        """Start from the store's versions (read *before* the objects they cover)."""
+        self.known = dict(versions)
+        self.watched = set()
+        self.watch(pods)
+
+    def watch(self, pods: Iterable[Pod]) -> None:
+        for pod in pods:
+            if pod.spec.affinity is not None:
+                self.watched.update(anti_affinity_keys(pod))
+
+    def reads(self, pod: Pod, node: Node, listers: Listers) -> list[str]:
+        """The domains the decision to place ``pod`` on ``node`` depended on."""
+        labels = node.metadata.labels
+        domains = [
+            label_domain(key, labels[key])
+            for key in sorted((pod_topology_keys(pod) | self.watched) & labels.keys())
+            if "\n" not in key + labels[key]
+        ]
+        if uses_host_ports(pod):
+            domains.append(node_domain(node.metadata.name))
+        domains += exclusive_claims(pod, listers)
+        return domains
+
+    @staticmethod
+    def touches(pod: Pod, node: Node, listers: Listers) -> tuple[str, ...]:
+        """Every domain a placement of ``pod`` on ``node`` changes."""
+        labels = node.metadata.labels
+        return (
+            node_domain(node.metadata.name),
+            *(label_domain(k, v) for k, v in labels.items() if "\n" not in k + v),
+            *exclusive_claims(pod, listers),
+        )
+
+    def expected(self, domains: Iterable[str], pending: Mapping[str, int]) -> dict[str, int]:
+        """The versions to expect for ``domains``, counting ``pending`` placements of
+        the same store call before this one."""
+        known = self.known
+        return {d: known.get(d, 0) + pending.get(d, 0) for d in domains}
+
+    def placed(self, touches: Iterable[str]) -> None:
+        """One of this replica's placements was committed."""
+        known = self.known
+        for d in touches:
+            known[d] = known.get(d, 0) + 1
+
+    def refreshed(self, versions: Mapping[str, int]) -> None:
+        """The snapshot now holds what the store counted in ``versions``."""
+        self.known.update(versions)

@@ -1,0 +1,210 @@
+"""Two scheduler replicas deciding from snapshots that lack each other's newest
+placement: the second one's decision read a domain (the node, its topology domain, a
+ReadWriteOncePod claim) in which the first placed a pod, so the store refuses it; the
+replica brings its snapshot up to the store (it assumes the other's pod) and schedules
+the pod again, now honouring the constraint. Without the domains the reservation reads
+(the guard removed) the same race breaks the constraint: the cases show it can."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+import pytest
+
+from contracts.k8s import (
+    Affinity,
+    LabelSelector,
+    Node,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+)
+from contracts.messages import ScheduleRequest
+from services.common.clock import FakeClock
+from services.common.store import MemoryStore, ProjectedEntry
+from services.framework.api.listers import Listers
+from services.framework.cache.cache import Cache
+from services.framework.config import default_profile
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
+from services.scheduler.cycle import BatchOutcome, BatchScheduler
+from services.scheduler.domains import PlacementVersions
+from services.scheduler.nominated import PendingPods
+from tests.builders import container, host_port, make_node, make_pod
+from tests.builders.volumes import make_pv, make_pvc
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+APP = {"app": "web"}
+
+
+def node(name: str, zone: str = "z1", *, tainted: bool = False) -> Node:
+    labels = {HOSTNAME: name, ZONE: zone}
+    taints = [("dedicated", "other", "NoSchedule")] if tainted else []
+    return make_node(name, labels=labels, taints=taints)
+
+
+def with_spec(pod: Pod, **fields: object) -> Pod:
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, **fields))
+
+
+def anti_affine(name: str) -> Pod:
+    term = PodAffinityTerm(label_selector=LabelSelector(match_labels=APP), topology_key=HOSTNAME)
+    anti = PodAffinity(required_during_scheduling_ignored_during_execution=[term])
+    return make_pod(name, labels=APP, affinity=Affinity(pod_anti_affinity=anti))
+
+
+def spread(name: str, node_name: str | None = None) -> Pod:
+    constraint = TopologySpreadConstraint(
+        max_skew=1,
+        topology_key=ZONE,
+        when_unsatisfiable="DoNotSchedule",
+        label_selector=LabelSelector(match_labels=APP),
+    )
+    pod = make_pod(name, labels=APP, node_name=node_name)
+    return with_spec(pod, topology_spread_constraints=[constraint])
+
+
+def ported(name: str) -> Pod:
+    return make_pod(name, requests=[container({"cpu": "100m"}, ports=[host_port(8080)])])
+
+
+def rwop(name: str) -> Pod:
+    return make_pod(name, claims=["data"])
+
+
+RWOP_OBJECTS = {
+    "persistentvolumeclaim": [
+        make_pvc("data", access_modes=["ReadWriteOncePod"], volume_name="pv-data", bound=True)
+    ],
+    "persistentvolume": [
+        make_pv("pv-data", access_modes=["ReadWriteOncePod"], claim=("default", "data"))
+    ],
+}
+
+
+class Blind(PlacementVersions):
+    """Decisions that read no domain: the store checks resources only."""
+
+    def reads(self, pod: Pod, node: Node, listers: Listers) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
+class Case:
+    nodes: Sequence[Node]
+    pending: tuple[Pod, Pod]
+    bound: Sequence[Pod] = ()
+    objects: dict[str, list[object]] | None = None
+
+
+CASES = {
+    # One node: the first replica's pod takes it; the second's may not share it.
+    "required anti-affinity on the hostname": Case(
+        [node("n1")], (anti_affine("a"), anti_affine("b"))
+    ),
+    # Zones z1 (n1, empty), z2 (n2, tainted: counted, never chosen), z3 (one pod):
+    # the first pod can only go to z1; a second there would make z1 - z2 = 2.
+    "topology spread maxSkew 1 across three zones": Case(
+        [node("n1", "z1"), node("n2", "z2", tainted=True), node("n3", "z3")],
+        (spread("a"), spread("b")),
+        bound=[spread("old", node_name="n3")],
+    ),
+    "host ports": Case([node("n1")], (ported("a"), ported("b"))),
+    "a ReadWriteOncePod claim": Case(
+        [node("n1"), node("n2")], (rwop("a"), rwop("b")), objects=RWOP_OBJECTS
+    ),
+}  # fmt: skip
+
+
+def replica(store: MemoryStore, case: Case, *, guarded: bool) -> BatchScheduler:
+    snapshot = Cache()
+    others = {
+        kind: {f"{i}": msgspec.json.encode(o) for i, o in enumerate(objs)}
+        for kind, objs in (case.objects or {}).items()
+    }
+    snapshot.load(
+        {n.metadata.name: msgspec.json.encode(n) for n in case.nodes},
+        {p.metadata.uid or "": msgspec.json.encode(p) for p in case.bound},
+        0,
+        others,
+    )
+    pending = PendingPods()
+    pending.load(case.pending)
+    framework = Framework(default_profile(), in_tree_registry(), listers=snapshot.listers)
+    scheduler = BatchScheduler(
+        snapshot,
+        {"default-scheduler": framework},
+        store,
+        FakeClock(),
+        pending=pending,
+        assume_ttl=30.0,
+        max_conflict_retries=2,
+    )
+    if not guarded:  # the mutation: decisions read no domain
+        scheduler.versions = Blind()
+    return scheduler
+
+
+def request(pod: Pod) -> ScheduleRequest:
+    return ScheduleRequest(
+        uid=pod.metadata.uid or "",
+        namespace="default",
+        name=pod.metadata.name,
+        attempt=1,
+        profile="default-scheduler",
+        seq=0,
+    )
+
+
+async def race(case: Case, *, guarded: bool) -> tuple[BatchOutcome, BatchOutcome]:
+    store = MemoryStore()
+    for n in case.nodes:
+        await store_node(store, n)
+    await store.set_leases({p.metadata.uid or "": 1 for p in case.pending})
+    first, second = (replica(store, case, guarded=guarded) for _ in range(2))
+    won = await first.run([request(case.pending[0])])
+    raced = await second.run([request(case.pending[1])])
+    return won, raced
+
+
+async def store_node(store: MemoryStore, n: Node) -> None:
+    seq = await store.applied_seq() + 1
+    allocatable = {"cpu": 4000, "memory": 32 << 30, "pods": 110}
+    body = msgspec.json.encode(n)
+    await store.apply([ProjectedEntry(seq, "node", n.metadata.name, body, None, allocatable)])
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+async def test_the_second_replica_is_refused_and_honours_the_constraint(case: Case) -> None:
+    won, raced = await race(case, guarded=True)
+    assert [b.name for b in won.binds] == ["a"]
+    assert raced.binds == []
+    assert raced.domain_conflicts == 1
+    [failure] = raced.failures
+    assert failure.result.outcome == "unschedulable", failure.result.message
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+async def test_without_the_domains_the_same_race_breaks_the_constraint(case: Case) -> None:
+    won, raced = await race(case, guarded=False)
+    assert [b.name for b in won.binds] == ["a"]
+    assert [b.name for b in raced.binds] == ["b"]  # a violation the store let through
+    assert raced.domain_conflicts == 0
+
+
+async def test_one_replica_alone_is_never_refused() -> None:
+    case = Case([node(f"n{i}") for i in range(3)], (anti_affine("a"), anti_affine("b")))
+    store = MemoryStore()
+    for n in case.nodes:
+        await store_node(store, n)
+    await store.set_leases({p.metadata.uid or "": 1 for p in case.pending})
+    alone = replica(store, case, guarded=True)
+    first = await alone.run([request(case.pending[0])])
+    second = await alone.run([request(case.pending[1])])
+    assert (first.domain_conflicts, second.domain_conflicts) == (0, 0)
+    nodes = {b.node for b in first.binds + second.binds}
+    assert len(nodes) == 2
