@@ -193,7 +193,7 @@ def pod_requests(pod: Pod) -> Mapping[str, int]:
     key = _version(pod)
     held = _REQUESTS.held.get(key) if key else None
     if held is None:
-        held = _REQUESTS.keep(key, _to_ints(_aggregate(pod, {})))
+        held = _REQUESTS.keep(key, _BY_SHAPE.amounts(pod, {}))
     return held
 
 
@@ -205,7 +205,7 @@ def pod_nonzero_requests(pod: Pod) -> Mapping[str, int]:
     key = _version(pod)
     held = _NONZERO.held.get(key) if key else None
     if held is None:
-        held = _NONZERO.keep(key, _to_ints(_aggregate(pod, _NON_MISSING)))
+        held = _NONZERO.keep(key, _BY_SHAPE.amounts(pod, _NON_MISSING))
     return held
 
 
@@ -236,6 +236,49 @@ class _PerVersion:
 
 _REQUESTS = _PerVersion()
 _NONZERO = _PerVersion()
+
+
+Shape = tuple[object, ...]
+
+
+def _shape(pod: Pod) -> Shape:
+    """What the requests of ``pod`` depend on: its containers' and init containers'
+    requests (with the init containers' restart policy) and its overhead."""
+    spec = pod.spec
+    return (
+        tuple(tuple(c.resources.requests.items()) for c in spec.containers),
+        tuple(
+            (tuple(c.resources.requests.items()), c.restart_policy) for c in spec.init_containers
+        ),
+        tuple(spec.overhead.items()),
+    )
+
+
+class _ByShape:
+    """Requests by the pod's shape (:func:`_shape`): a workload's pods repeat a handful
+    of templates, and a scheduler loading 150,000 pods would otherwise add up the same
+    Fractions for each. Only valid shapes are kept (an invalid one raises each time,
+    naming its field); at ``limit`` shapes the cache starts again."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._held: dict[tuple[bool, Shape], dict[str, int]] = {}
+
+    def amounts(self, pod: Pod, defaults: Mapping[str, Fraction]) -> dict[str, int]:
+        try:
+            key = (bool(defaults), _shape(pod))
+            held = self._held.get(key)
+        except TypeError:  # an unhashable quantity (a malformed object): not kept
+            return _to_ints(_aggregate(pod, defaults))
+        if held is None:
+            held = _to_ints(_aggregate(pod, defaults))
+            if len(self._held) >= self._limit:
+                self._held.clear()
+            self._held[key] = held
+        return held
+
+
+_BY_SHAPE = _ByShape()
 
 
 def node_allocatable(node: Node) -> dict[str, int]:

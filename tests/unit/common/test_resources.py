@@ -182,12 +182,14 @@ def test_is_scalar_resource_name(name, scalar):
     [
         (("u1", "7", "1"), ("u1", "7", "1"), True),  # the same version: computed once
         (("u1", "7", "1"), ("u1", "8", "2"), False),  # a new version: computed again
-        (("u1", None, "1"), ("u1", None, "1"), False),  # no resourceVersion: not kept
-        ((None, "7", "1"), (None, "7", "1"), False),  # no uid: not kept
+        # Without a resourceVersion or a uid the version is not kept, but the shape is:
+        (("u1", None, "1"), ("u1", None, "1"), True),
+        ((None, "7", "1"), (None, "7", "1"), True),
+        (("u1", None, "1"), ("u1", None, "2"), False),  # another shape: computed again
     ],
-    ids=["same-version", "new-version", "no-resource-version", "no-uid"],
+    ids=["same-version", "new-version", "no-resource-version", "no-uid", "another-shape"],
 )
-def test_requests_are_computed_once_per_pod_version(
+def test_requests_are_computed_once_per_pod_version_and_shape(
     first: tuple[str | None, str | None, str],
     second: tuple[str | None, str | None, str],
     shared: bool,
