@@ -9,7 +9,8 @@ memory (``VmRSS`` and its peak ``VmHWM``). Then the scheduler is killed (SIGKILL
 crash) and a new one started: ``restart_ready_s`` is the time until it answers
 ``/readyz`` (it has loaded every node and pod from Redis and follows the feed);
 then ``--probe`` new pods are published: ``restart_first_binding_s`` is the time from
-the restart to the first of their Bindings, ``restart_serving_s`` to the last. The last line is one JSON object; exit 1 when the run failed.
+the restart to the first of their Bindings, ``restart_serving_s`` to the last. The
+last line is one JSON object; exit 1 when the run failed.
 """
 
 from __future__ import annotations
