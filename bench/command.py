@@ -136,7 +136,11 @@ def bench_command(args: argparse.Namespace) -> int:
     else:
         from bench.services import bench_services
 
-        settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
+        settings = from_env(
+            amqp_url=args.amqp_url,
+            redis_url=args.redis_url,
+            scheduled_events=getattr(args, "scheduled_events", None),
+        )
         report = asyncio.run(
             bench_services(workload, args.nodes, init, pods, settings, rate=rate, replicas=replicas)
         )

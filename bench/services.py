@@ -91,6 +91,8 @@ async def bench_services(
     workdir = Path(tempfile.mkdtemp(prefix="ksched-bench-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
     flags += ["--namespace", namespace]
+    if not settings.binder.scheduled_events:
+        flags.append("--no-scheduled-events")
     if workload.scheduler_config is not None:
         flags += ["--config", str(workload.scheduler_config)]
     command = [sys.executable, "-m", "services.cli.main", "run"]
@@ -193,6 +195,8 @@ async def bench_services(
         report["domain_conflicts"] = int(total(after, DOMAIN_CONFLICTS))
     peaks["bench"] = peak_rss_mb(os.getpid())
     report["peak_rss_mb"] = peaks
+    if not settings.binder.scheduled_events and not passthrough:
+        report["scheduled_events"] = False
     for name, peak in peaks.items():
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)

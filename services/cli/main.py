@@ -50,6 +50,17 @@ def _settings(args: argparse.Namespace) -> Settings:
         interval=_interval(getattr(args, "interval", None)),
         lease_ttl=_interval(getattr(args, "lease_ttl", None), "--lease-ttl"),
         dry_run=getattr(args, "dry_run", None),
+        scheduled_events=getattr(args, "scheduled_events", None),
+    )
+
+
+def _scheduled_events_flag(parser: argparse.ArgumentParser, prefix: str) -> None:
+    parser.add_argument(
+        "--no-scheduled-events",
+        dest="scheduled_events",
+        action="store_false",
+        default=None,
+        help=prefix + "no Scheduled Event per bound pod (default: one, as kube-scheduler)",
     )
 
 
@@ -74,6 +85,8 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     if getattr(args, "explain", None):
         argv.append("--explain")
+    if getattr(args, "scheduled_events", None) is False:
+        argv.append("--no-scheduled-events")
     if getattr(args, "log_format", "text") != "text":  # the children log as `up` does
         argv += ["--log-format", args.log_format]
     return argv
@@ -182,6 +195,7 @@ def parser() -> argparse.ArgumentParser:
             default=None,
             help="scheduler: explain every decision (annotation ksched.io/explain)",
         )
+        _scheduled_events_flag(p, "binder: ")
         p.add_argument(
             "--metrics-port",
             type=int,
@@ -300,6 +314,7 @@ def parser() -> argparse.ArgumentParser:
         help="services mode: publish the measured pods open-loop at this many per second "
         "(default: all at once)",
     )
+    _scheduled_events_flag(p, "services mode: the binder publishes ")
     p.add_argument(
         "--replicas",
         help="services mode: scheduler processes, each --replica sched-<i> (default 1)",

@@ -110,7 +110,13 @@ def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Servi
             settings=group,
         )
     if name == "binder":
-        return BinderService(bus, store, clock, load_profiles(settings.config))
+        return BinderService(
+            bus,
+            store,
+            clock,
+            load_profiles(settings.config),
+            scheduled_events=settings.binder.scheduled_events,
+        )
     if name == "descheduler":
         options = settings.descheduler
         if options.policy is None:

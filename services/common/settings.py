@@ -71,6 +71,17 @@ class SchedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     a large annotation per decision)."""
 
 
+class BinderSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """What ``ksched run binder`` needs besides the connection and the profiles."""
+
+    scheduled_events: bool = True
+    """Publish a ``Scheduled`` Event (``event.<namespace>`` on ``ksched.decisions``) for
+    each pod bound, as kube-scheduler records one: the default, upstream's behaviour.
+    False (``--no-scheduled-events``): the Binding alone says where the pod went; one
+    message per pod less to encode, publish and route (FailedScheduling and the other
+    Events are published as before)."""
+
+
 class RestartSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """The backoff of ``ksched up`` restarting a service and of a service retrying the
     broker and Redis at start-up, shaped like the kubelet's CrashLoopBackOff."""
@@ -134,6 +145,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     informer: InformerSettings = InformerSettings()
     queue: QueueSettings = QueueSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    binder: BinderSettings = BinderSettings()
     restart: RestartSettings = RestartSettings()
     descheduler: DeschedulerSettings = DeschedulerSettings()
 
@@ -194,6 +206,7 @@ _GROUP_OF: Mapping[str, str] = {
         ("informer", InformerSettings),
         ("queue", QueueSettings),
         ("scheduler", SchedulerSettings),
+        ("binder", BinderSettings),
         ("restart", RestartSettings),
         ("descheduler", DeschedulerSettings),
     )

@@ -105,14 +105,15 @@ def validate(body: bytes, routing_key: str) -> Accepted | ErrorReport:
     kind, _, type_word = routing_key.partition(".")
     kind = kind.lower()
     problem, readable = _message_problem(body)
-    # The name is read only from a message the decoder can take without harm.
-    named = _identify(body.decode("utf-8", "replace").encode()) if readable else None
-    name = named.name or None if named is not None else None
-    namespace = named.namespace if named is not None else None
-    if kind in NAMESPACED and name:
-        namespace = namespace or "default"
 
     def report(field: str, reason: str) -> ErrorReport:
+        # The name is read only from a message the decoder can take without harm (and
+        # only for a report: an accepted event needs no second decode).
+        named = _identify(body.decode("utf-8", "replace").encode()) if readable else None
+        name = named.name or None if named is not None else None
+        namespace = named.namespace if named is not None else None
+        if kind in NAMESPACED and name:
+            namespace = namespace or "default"
         return ErrorReport(
             object_kind=kind or "unknown",
             namespace=namespace,
@@ -168,7 +169,9 @@ def _message_problem(body: bytes) -> tuple[str | None, bool]:
     whether its name may still be read (the nesting is shallow enough to decode)."""
     if len(body) > _MAX_READ_BYTES:
         return f"message of {len(body)} bytes exceeds the limit of {MAX_MESSAGE_BYTES}", False
-    depth = nesting_depth(body)
+    # Cheap bound first: no deeper than it has opening brackets (strings included).
+    shallow = body.count(b"[") + body.count(b"{") <= MAX_NESTING_DEPTH
+    depth = 0 if shallow else nesting_depth(body)
     if depth > MAX_NESTING_DEPTH:
         return f"JSON nested {depth} levels deep exceeds the limit of {MAX_NESTING_DEPTH}", False
     if len(body) > MAX_MESSAGE_BYTES:
