@@ -65,13 +65,6 @@ class SchedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     catch_up_timeout: float = 30.0
     """Seconds a request may wait for the Cache to apply the log position it was
     dispatched at; after that the requests still waiting fail with ``error``."""
-    publish_every: int = 0
-    """Pods (count): a delivery of several ScheduleBatches is scheduled in groups of
-    whole batches of at most this many, each group's bind requests published as soon
-    as it is decided (while the next group is scheduled) rather than after the whole
-    delivery; 0: one group. Lower: a pod's Binding waits for fewer other pods' cycles
-    (latency under load); each group costs one more nominations read, assume call and
-    publish."""
     explain: bool = False
     """Attach an explanation to every decision (``--explain``); off (default), only pods
     annotated ``ksched.io/explain: "true"`` get one (it costs a pass over the nodes and

@@ -29,7 +29,6 @@ pods that are still pending.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
@@ -161,7 +160,6 @@ class SchedulerService:
             catch_up=self._caught_up,
         )
         self._catch_up_timeout = settings.catch_up_timeout
-        self._publish_every = settings.publish_every
         self._encoder = msgspec.json.Encoder()
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""
@@ -231,53 +229,37 @@ class SchedulerService:
         await self._projection.feed([event for batch in batches for event in batch.value.events])
 
     async def _on_requests(self, batches: Sequence[Received[ScheduleBatch]]) -> None:
-        """Schedule the delivered batches in groups of whole ScheduleBatches of at most
-        ``publish_every`` pods (as if the queue had sent them so), each group's messages
-        published as soon as it is decided while the next one is scheduled; the delivery
-        is acknowledged once every publish is confirmed."""
-        groups = _groups([b.value.requests for b in batches], self._publish_every)
-        if not groups:
+        requests = [request for batch in batches for request in batch.value.requests]
+        if not requests:
             return
         began = time.perf_counter()
         self.cache.expire_assumed(self._clock.now())
-        latest = max(r.seq for group in groups for r in group)
-        await self._projection.wait_for(latest, within=self._catch_up_timeout)
+        await self._projection.wait_for(max(r.seq for r in requests), within=self._catch_up_timeout)
         applied = self._projection.applied_seq
-        sending: list[asyncio.Future[None]] = []
+        ready = [r for r in requests if r.seq <= applied]
         try:
-            for i, requests in enumerate(groups):
-                ready = [r for r in requests if r.seq <= applied]
-                try:
-                    nominated = None
-                    nominations: dict[str, Nomination] = {}
-                    if ready:
-                        nominations = await self._store.nominations()
-                        nominated = nominated_pods(nominations, self.pending, self.cache)
-                    outcome = await self._cycle.run(ready, nominated, nominations)
-                except StoreLost as lost:
-                    rest = [r for group in groups[i:] for r in group]
-                    await self._bus.publish(self._messages(_lost(rest, lost)))
-                    await self._projection.reload(lost)
-                    return
-                for request in requests:
-                    if request.seq > applied:
-                        reason = (
-                            "the scheduler's snapshot is behind "
-                            f"(applied seq {applied} < {request.seq})"
-                        )
-                        outcome.failures.append(
-                            Failure(request, attempt_result(request, "error", reason), False)
-                        )
-                self._measure(outcome, time.perf_counter() - began)
-                messages = self._messages(outcome)
-                if messages:
-                    sending.append(asyncio.ensure_future(self._bus.publish(messages)))
-        finally:
-            if sending:  # every publish ends before the delivery is settled
-                results = await asyncio.gather(*sending, return_exceptions=True)
-                for result in results:
-                    if isinstance(result, BaseException):
-                        raise result
+            nominated = None
+            nominations: dict[str, Nomination] = {}
+            if ready:
+                nominations = await self._store.nominations()
+                nominated = nominated_pods(nominations, self.pending, self.cache)
+            outcome = await self._cycle.run(ready, nominated, nominations)
+        except StoreLost as lost:
+            await self._bus.publish(self._messages(_lost(requests, lost)))
+            await self._projection.reload(lost)
+            return
+        for request in requests:
+            if request.seq > applied:
+                reason = (
+                    f"the scheduler's snapshot is behind (applied seq {applied} < {request.seq})"
+                )
+                outcome.failures.append(
+                    Failure(request, attempt_result(request, "error", reason), False)
+                )
+        self._measure(outcome, time.perf_counter() - began)
+        messages = self._messages(outcome)
+        if messages:
+            await self._bus.publish(messages)
 
     async def observe(self) -> None:
         """Periodic measurements (run_service's watchdog): the projection's lag."""
@@ -415,20 +397,6 @@ def nomination_message(
 def _ref(pod: Pod) -> PodRef:
     meta = pod.metadata
     return PodRef(namespace=meta.namespace or "default", name=meta.name, uid=meta.uid or "")
-
-
-def _groups(batches: Sequence[Sequence[ScheduleRequest]], most: int) -> list[list[ScheduleRequest]]:
-    """Consecutive batches joined while they hold at most ``most`` requests together
-    (a batch is never split: a gang comes in one; 0: all in one group)."""
-    groups: list[list[ScheduleRequest]] = []
-    for batch in batches:
-        if not batch:
-            continue
-        if groups and (most <= 0 or len(groups[-1]) + len(batch) <= most):
-            groups[-1].extend(batch)
-        else:
-            groups.append(list(batch))
-    return groups
 
 
 def _lost(requests: Sequence[ScheduleRequest], lost: StoreLost) -> BatchOutcome:

@@ -24,7 +24,7 @@ from services.common.resources import node_allocatable
 from services.common.settings import SchedulerSettings
 from services.common.store import PodCharge, ProjectedEntry, Reservation
 from services.common.store.memory import MemoryStore
-from services.scheduler.service import SchedulerService, _groups
+from services.scheduler.service import SchedulerService
 from tests.builders import make_node, make_pod
 
 EVENTS = QueueSpec(
@@ -35,7 +35,7 @@ EVENTS = QueueSpec(
 class Harness:
     """A scheduler with a fake queue (publishes requests) and a fake binder (collects)."""
 
-    def __init__(self, tracer: Tracer | None = None, publish_every: int = 0) -> None:
+    def __init__(self, tracer: Tracer | None = None) -> None:
         self.bus = MemoryBus()
         self.store = MemoryStore()
         self.clock = FakeClock()
@@ -47,7 +47,7 @@ class Harness:
             self.bus,
             self.store,
             self.clock,
-            settings=SchedulerSettings(replica="r1", seed=1, publish_every=publish_every),
+            settings=SchedulerSettings(replica="r1", seed=1),
             tracer=tracer,
         )
 
@@ -271,51 +271,3 @@ async def test_one_trace_per_cycle_with_extension_point_spans():
     (bind,) = harness.binds
     assert bind.trace["traceparent"].split("-")[1:3] == [trace_id, f"{cycle.context.span_id:016x}"]
     await harness.bus.close()
-
-
-def test_groups_join_whole_batches_up_to_the_limit() -> None:
-    def batch(*names: str) -> list[ScheduleRequest]:
-        return [
-            ScheduleRequest(uid=n, name=n, attempt=1, profile="default-scheduler", seq=1)
-            for n in names
-        ]
-
-    def names(groups: list[list[ScheduleRequest]]) -> list[list[str]]:
-        return [[r.name for r in g] for g in groups]
-
-    batches = [batch("a"), batch("b", "c"), [], batch("d"), batch("e", "f", "g")]
-    assert names(_groups(batches, 0)) == [["a", "b", "c", "d", "e", "f", "g"]]
-    assert names(_groups(batches, 3)) == [["a", "b", "c"], ["d"], ["e", "f", "g"]]
-    assert names(_groups(batches, 1)) == [["a"], ["b", "c"], ["d"], ["e", "f", "g"]]
-    assert _groups([[], []], 2) == []
-
-
-@pytest.mark.parametrize(("publish_every", "published"), [(0, 1), (2, 2), (1, 3)])
-async def test_a_delivery_of_several_batches_is_published_group_by_group(
-    publish_every: int, published: int
-) -> None:
-    h = Harness(publish_every=publish_every)
-    try:
-        await h.add_node(make_node("n1", allocatable={"cpu": "8", "pods": 110}))
-        await h.bus.declare(topology.QUEUES)
-        bind_messages: list[bytes] = []
-
-        async def count(deliveries: Sequence[Delivery]) -> None:
-            bind_messages.extend(d.body for d in deliveries)
-
-        await h.bus.consume_raw(topology.BINDER_REQUESTS, count)
-        pods = [make_pod(f"p{i}", requests={"cpu": "1"}) for i in range(3)]
-        for pod in pods:
-            await h.add_pod(pod)
-        await h.store.set_leases({p.metadata.uid: 1 for p in pods})
-        # Three ScheduleBatches waiting before the scheduler consumes: one delivery.
-        for pod in pods:
-            await h.schedule(pod, add=False, lease=False)
-        await h.service.start()
-        await h.bus.wait_idle()
-        binds = [msgspec.json.decode(b, type=BindBatch) for b in bind_messages]
-        assert sorted(r.name for b in binds for r in b.requests) == ["p0", "p1", "p2"]
-        assert len(binds) == published
-    finally:
-        await h.service.stop()
-        await h.bus.close()
