@@ -1,7 +1,9 @@
 """RabbitMQ :class:`~services.common.bus.base.Bus` on aio-pika.
 
-One robust connection per bus. Publishing uses one channel with publisher confirms;
-every consumer gets its own channel whose ``basic.qos`` is its prefetch. A consumer's
+One robust connection per bus. Publishing uses one channel with publisher confirms: a
+publish writes its messages to the socket PUBLISH_CHUNK at a time, in order, and awaits
+their confirmations together (one write and one task per message made publishing most of
+a binder's work, and of the client's in ``ksched bench``); every consumer gets its own channel whose ``basic.qos`` is its prefetch. A consumer's
 callback only appends to a local inbox; one task per consumer drains it into batches,
 calls the handler and settles the batch (see :mod:`services.common.bus.base`).
 
