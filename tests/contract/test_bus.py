@@ -427,6 +427,28 @@ async def test_a_message_the_broker_cannot_carry_is_refused_not_unavailable(bus:
     await bus.publish(events("fine", exchange=t.ERRORS.name, key="error.pod"))  # still usable
 
 
+async def test_a_publish_with_one_message_the_broker_cannot_carry_sends_none(bus: Bus) -> None:
+    got = Recorder()
+    await bus.consume_raw(queue("q", t.ERRORS.name, "error.#"), got)
+    batch = events("a", exchange=t.ERRORS.name, key="error.pod")
+    batch += events("x", exchange=t.ERRORS.name, key="error." + "é" * 130)  # 260 bytes
+    batch += events("b", exchange=t.ERRORS.name, key="error.pod")
+    with pytest.raises(BusRefused, match=r"(?i)too long"):
+        await bus.publish(batch)
+    await bus.publish(events("end", exchange=t.ERRORS.name, key="error.pod"))
+    await got.wait_body("end")
+    assert got.bodies == ["end"], "a retry of the refused publish would duplicate nothing"
+
+
+async def test_a_long_publish_arrives_whole_and_in_order(bus: Bus) -> None:
+    got = Recorder()
+    await bus.consume_raw(queue("q"), got, max_batch=1024)
+    bodies = [f"m{i}" for i in range(700)]  # several socket writes on RabbitMQ
+    await bus.publish(events(*bodies))
+    await got.wait_for(lambda r: len(r.deliveries) == len(bodies))
+    assert got.bodies == bodies
+
+
 async def test_a_handler_whose_publish_is_refused_dead_letters_after_two_attempts(
     bus: Bus,
 ) -> None:

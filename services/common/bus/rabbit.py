@@ -3,9 +3,10 @@
 One robust connection per bus. Publishing uses one channel with publisher confirms: a
 publish writes its messages to the socket PUBLISH_CHUNK at a time, in order, and awaits
 their confirmations together (one write and one task per message made publishing most of
-a binder's work, and of the client's in ``ksched bench``); every consumer gets its own channel whose ``basic.qos`` is its prefetch. A consumer's
-callback only appends to a local inbox; one task per consumer drains it into batches,
-calls the handler and settles the batch (see :mod:`services.common.bus.base`).
+a binder's work, and of the client's in ``ksched bench``). Every consumer gets its own
+channel whose ``basic.qos`` is its prefetch. A consumer's callback only appends to a
+local inbox; one task per consumer drains it into batches, calls the handler and settles
+the batch (see :mod:`services.common.bus.base`).
 
 A lost connection (broker restart, ``close_all_connections``, network) is logged once,
 then re-established with backoff (the first attempt at once, then after RECONNECT_FIRST
@@ -92,6 +93,8 @@ bound a handler publishing across a dropped connection waited forever, holding i
 batch (and the informer its lock)."""
 
 
+MAX_ROUTING_KEY = 255
+"""Bytes: AMQP's short string (a longer key would close the connection)."""
 PUBLISH_CHUNK = 256
 """Messages written to the socket at once by one publish (a longer publish is written
 in several such writes, in order)."""
@@ -161,6 +164,9 @@ class RabbitBus(Bus):
         for message in messages:
             if message.exchange not in self._exchanges:
                 raise BusError(f"no exchange {message.exchange!r}")
+            if len(message.routing_key.encode()) > MAX_ROUTING_KEY:
+                # Before anything is sent (as MemoryBus): a retry publishes no duplicates.
+                raise BusRefused(f"routing key too long (max {MAX_ROUTING_KEY} bytes)")
         with tracing.sending(messages, self.broker_name) as traced:
             failures = await self._publish_all(traced)
             if failures:
@@ -380,7 +386,7 @@ class RabbitBus(Bus):
             async with asyncio.timeout(self.publish_timeout):
                 for start in range(0, len(messages), PUBLISH_CHUNK):
                     chunk = messages[start : start + PUBLISH_CHUNK]
-                    pending += await _write_batch(underlay, self.broker_name, chunk, failures)
+                    pending += await _write_batch(underlay, self.broker_name, chunk)
                 if pending:
                     await asyncio.wait(pending)
         except _BROKER_ERRORS as exc:  # TimeoutError among them
@@ -617,19 +623,14 @@ async def _write_batch(
     channel: aiormq.Channel,
     broker_name: Callable[[str], str],
     messages: Sequence[Message],
-    failures: list[BaseException],
 ) -> list[asyncio.Future[object]]:
     """Send ``messages`` on ``channel`` (publisher confirms on) as one write, as
     ``Channel.basic_publish`` sends each: the same frames and properties (persistent on
     durable exchanges, a random message id), under the channel's lock, each with the
-    next delivery tag. Returns their confirmation futures; a message the broker could
-    not take (a routing key over 255 bytes) is not sent: its error goes to ``failures``."""
+    next delivery tag. Returns their confirmation futures (routing keys were checked)."""
     frames: list[object] = []
     count = 0
     for m in messages:
-        if len(m.routing_key) > 255:
-            failures.append(ValueError("Routing key too long (max 255 bytes)"))
-            continue
         mode = 2 if _DURABLE[m.exchange] else 1
         properties = aiormq.spec.Basic.Properties(
             content_type=_JSON,
