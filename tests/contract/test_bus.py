@@ -561,3 +561,27 @@ async def test_memory_wait_idle_returns_when_the_pipeline_has_quiesced() -> None
     assert got.bodies == ["1", "2"]
     assert bus.queue_depth(t.DEAD_LETTERS.name) == 1
     await bus.close()
+
+
+@pytest.mark.integration
+async def test_rabbit_publishes_message_by_message_without_aiormqs_internals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An aiormq whose Channel lacks what the batched write uses: the same messages go
+    out one by one (aio-pika's way), in order."""
+    from services.common.bus import rabbit
+
+    monkeypatch.setattr(rabbit, "_CHANNEL_INTERNALS", ("no_such_attribute",))
+    backend = Backend("rabbit")
+    try:
+        bus = await backend.open()
+        got = Recorder()
+        await bus.consume_raw(queue("q"), got)
+        bodies = [f"m{i}" for i in range(5)]
+        await bus.publish(events(*bodies))
+        await got.wait_for(lambda r: len(r.deliveries) == len(bodies))
+        assert got.bodies == bodies
+        with pytest.raises(BusRefused, match=r"(?i)too long"):
+            await bus.publish(events("x", key="pod." + "k" * 300))
+    finally:
+        await backend.aclose()

@@ -93,6 +93,18 @@ bound a handler publishing across a dropped connection waited forever, holding i
 batch (and the informer its lock)."""
 
 
+_CHANNEL_INTERNALS = (
+    "lock",
+    "delivery_tag",
+    "confirmations",
+    "write_queue",
+    "number",
+    "create_future",
+    "_split_body",
+    "_raise_on_channel_close",
+)
+"""What :func:`_write_batch` uses of aiormq's Channel (aiormq 7.2); a version without one
+of them is published to message by message, as aio-pika does."""
 MAX_ROUTING_KEY = 255
 """Bytes: AMQP's short string (a longer key would close the connection)."""
 PUBLISH_CHUNK = 256
@@ -374,7 +386,9 @@ class RabbitBus(Bus):
             underlay = await self._channel.get_underlay_channel()
         except _BROKER_ERRORS as exc:
             return [exc] * len(messages)
-        if not isinstance(underlay, aiormq.Channel) or not hasattr(underlay, "confirmations"):
+        if not isinstance(underlay, aiormq.Channel) or not all(
+            hasattr(underlay, name) for name in _CHANNEL_INTERNALS
+        ):
             results = await asyncio.gather(
                 *(self._publish_one(message) for message in messages), return_exceptions=True
             )
