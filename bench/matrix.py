@@ -77,6 +77,11 @@ MATRIX: Final[tuple[Entry, ...]] = (
         "SchedulingBasic-rate500", "SchedulingBasic", 5000, ("--rate", "500"), None,
         "open loop at 500 pods/s: throughput is the rate; the goal is p99 <= 100 ms",
     ),
+    Entry(
+        "SchedulingBasic-noScheduledEvents", "SchedulingBasic", 5000,
+        ("--no-scheduled-events",), 680,
+        "the binder publishes no Scheduled Event per pod (a setting; upstream records one)",
+    ),
     Entry("SchedulingNodeAffinity", "SchedulingNodeAffinity", 5000, (), 540),
     Entry("TopologySpreading", "TopologySpreading", 5000, (), 460),
     Entry("SchedulingPodAntiAffinity", "SchedulingPodAntiAffinity", 5000, (), 180),
@@ -91,6 +96,10 @@ MATRIX: Final[tuple[Entry, ...]] = (
     Entry("PreemptionAsync", "PreemptionAsync", 5000, (), 570),
     Entry("GangScheduling", "GangScheduling", 5000, (), None, "ksched's own: no upstream"),
     Entry("SchedulingBasic-replicas2", "SchedulingBasic", 5000, ("--replicas", "2"), 680),
+    Entry(
+        "SchedulingPodAntiAffinity-replicas2", "SchedulingPodAntiAffinity", 5000,
+        ("--replicas", "2"), 180, "two replicas on pod-pod constraints: domain conflicts",
+    ),
 )  # fmt: skip
 """The matrix of issue 14, in the order it runs."""
 

@@ -127,6 +127,7 @@ def test_the_matrix_is_the_issue_s() -> None:
     assert [(e.name, e.nodes, e.threshold) for e in MATRIX] == [
         ("SchedulingBasic", 5000, 680),
         ("SchedulingBasic-rate500", 5000, None),
+        ("SchedulingBasic-noScheduledEvents", 5000, 680),
         ("SchedulingNodeAffinity", 5000, 540),
         ("TopologySpreading", 5000, 460),
         ("SchedulingPodAntiAffinity", 5000, 180),
@@ -138,6 +139,7 @@ def test_the_matrix_is_the_issue_s() -> None:
         ("PreemptionAsync", 5000, 570),
         ("GangScheduling", 5000, None),
         ("SchedulingBasic-replicas2", 5000, 680),
+        ("SchedulingPodAntiAffinity-replicas2", 5000, 180),
     ]
 
 
