@@ -30,6 +30,8 @@ class NodeColumns:
         self._versions = np.zeros(16, dtype=np.int64)
         """Per row: the value of ``_version`` when the row's pods last changed."""
         self._version = 0
+        self._affinity_pods = 0
+        """Pods counted in the rows that set podAffinity or podAntiAffinity."""
         self._table: Snapshot | None = None
         self._attributes: NodeAttributes | None = None
         """Rebuilt only when a node changes (not when pods do): see framework.attributes."""
@@ -49,6 +51,7 @@ class NodeColumns:
                 pods=self._pods,
                 attributes=self._node_attributes(),
                 pod_versions=self._versions[:n],
+                affinity_pods=self._affinity_pods,
             )
         return self._table
 
@@ -104,6 +107,7 @@ class NodeColumns:
 
     def remove_row(self, name: str) -> None:
         row = self.index.pop(name)
+        self._affinity_pods -= sum(map(_with_pod_affinity, self._pods[row].values()))
         self._attributes = None
         last = len(self.names) - 1
         if row != last:
@@ -125,6 +129,8 @@ class NodeColumns:
             if resource not in self._resources:
                 self.column(resource)
         charge(self._req[row], self._nonzero[row], self._resources, pod, sign)
+        if _with_pod_affinity(pod):
+            self._affinity_pods += sign
         self.pods_changed(row)
 
     def pods_changed(self, row: int | None) -> None:
@@ -151,3 +157,11 @@ class NodeColumns:
         for resource, amount in amounts.items():
             self._req[row, self._resources[resource]] -= amount
         self.pods_changed(row)  # the row's usage moved: cached per-row results must see it
+
+
+def _with_pod_affinity(pod: PodInfo) -> bool:
+    """The pod sets podAffinity or podAntiAffinity (immutable in a pod's spec)."""
+    affinity = pod.pod.spec.affinity
+    return affinity is not None and (
+        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+    )

@@ -114,6 +114,10 @@ class Snapshot:
     """Per row: a number that changes whenever the pods counted on the row change (added,
     removed, or replaced by a newer object of the same pod). An index over pods compares
     it with the copy it saw last to find the rows to look at, instead of every pod."""
+    affinity_pods: int = -1
+    """How many pods counted here set podAffinity or podAntiAffinity (-1: not known).
+    0 lets InterPodAffinity skip without looking at any pod (upstream's Skip when no
+    existing pod has affinity terms)."""
 
     @property
     def num_nodes(self) -> int:

@@ -95,6 +95,10 @@ class InterPodAffinity(
         terms = pod_terms(pod.pod)
         if terms.error is not None:
             return None, Status(Code.UnschedulableAndUnresolvable, (f"parsing pod: {terms.error}",))
+        if nodes.affinity_pods == 0 and not (
+            terms.required_affinity or terms.required_anti_affinity
+        ):
+            return None, SKIP  # no existing pod's anti-affinity can select it: no index needed
         incoming = IncomingPod.of(pod, terms, self.listers.namespaces)
         computed = filtering.pre_filter_state(self.index(nodes), nodes, incoming)
         if filtering.should_skip(computed):
@@ -137,6 +141,8 @@ class InterPodAffinity(
             incoming
         ):
             return SKIP
+        if nodes.affinity_pods == 0 and not scoring.has_preferred_terms(incoming):
+            return SKIP  # nothing to weigh: pre_score_state would find nothing either
         computed = scoring.pre_score_state(self.index(nodes), nodes, incoming, self.hard_weight)
         if computed is None:
             return SKIP

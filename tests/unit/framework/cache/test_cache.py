@@ -130,3 +130,30 @@ def test_with_pods_view_adds_pods_to_a_subset():
     assert view.node_info(0).requested["example.com/gpu"] == 1
     assert view.node_info(0).requested["pods"] == 1
     assert table.node_info(2).requested["pods"] == 0  # the snapshot is untouched
+
+
+def test_pods_with_pod_affinity_are_counted_as_they_come_and_go():
+    """Snapshot.affinity_pods: InterPodAffinity skips without its index at 0."""
+    from contracts.k8s import Affinity, LabelSelector, PodAffinity, PodAffinityTerm
+
+    term = PodAffinityTerm(label_selector=LabelSelector(match_labels={"a": "b"}), topology_key="z")
+    anti = Affinity(
+        pod_anti_affinity=PodAffinity(required_during_scheduling_ignored_during_execution=[term])
+    )
+    cache = Cache()
+    cache.add_node(make_node("n1"))
+    plain = make_pod("plain", node_name="n1")
+    with_anti = make_pod("anti", node_name="n2", affinity=anti)
+    steps = [
+        (lambda: cache.add_pod(plain), 0),
+        (lambda: cache.add_pod(with_anti), 0),  # n2 is not in the snapshot yet
+        (lambda: cache.add_node(make_node("n2")), 1),
+        (lambda: cache.assume(PodInfo.of(make_pod("p2", affinity=anti)), "n1"), 2),
+        (lambda: cache.forget("default-p2-uid"), 1),
+        (lambda: cache.remove_node("n2"), 0),
+        (lambda: cache.add_node(make_node("n2")), 1),
+        (lambda: cache.remove_pod("default-anti-uid"), 0),
+    ]
+    for step, expected in steps:
+        step()
+        assert cache.snapshot().affinity_pods == expected
