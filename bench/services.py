@@ -99,17 +99,7 @@ async def bench_services(
     bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
     store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
     timings = Timings(pods)
-    watch = topology.QueueSpec(
-        f"ksched.bench.{namespace}",
-        (
-            topology.QueueBinding(topology.DECISIONS.name, "binding.*"),
-            topology.QueueBinding(topology.DECISIONS.name, "preemption.*"),
-        ),
-        durable=False,
-        exclusive=True,
-        auto_delete=True,
-        dead_letter=False,
-    )
+    watch = decisions_queue(f"ksched.bench.{namespace}", "binding.*", "preemption.*")
 
     async def on_decisions(deliveries: Sequence[Delivery]) -> None:
         now = time.time()
@@ -180,7 +170,7 @@ async def bench_services(
                 child.terminate()
         for child in children.values():
             await child.wait()
-        await _cleanup(bus, store)
+        await cleanup(bus, store)
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
     counts = (workload.total_nodes(nodes), init, len(timings.decided))
@@ -238,20 +228,34 @@ def tls_env(settings: Settings) -> dict[str, str]:
     return {ENV[name]: path for name, path in files.items() if path is not None}
 
 
-def peak_rss_mb(pid: int) -> float | None:
-    """The peak resident memory of process ``pid`` (``VmHWM`` in ``/proc/<pid>/status``),
-    in MB; None where there is no such file (not Linux, or the process is gone)."""
+def peak_rss_mb(pid: int, field: str = "VmHWM") -> float | None:
+    """The peak resident memory of process ``pid`` (``VmHWM`` in ``/proc/<pid>/status``;
+    ``field="VmRSS"``: the current one), in MB; None where there is no such file (not
+    Linux, or the process is gone)."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None
     return None
 
 
-async def _cleanup(bus: object, store: object) -> None:
+def decisions_queue(name: str, *keys: str) -> topology.QueueSpec:
+    """A private queue of the bench client on ``ksched.decisions``, bound to ``keys``."""
+    return topology.QueueSpec(
+        name,
+        tuple(topology.QueueBinding(topology.DECISIONS.name, key) for key in keys),
+        durable=False,
+        exclusive=True,
+        auto_delete=True,
+        dead_letter=False,
+    )
+
+
+async def cleanup(bus: object, store: object) -> None:
+    """Remove the run's namespace from the store and the broker, and close both."""
     for target in (store, bus):
         for method in ("flush_namespace", "delete_namespace"):
             if hasattr(target, method):

@@ -33,7 +33,7 @@ from bench.config import workload_named
 from bench.embedded import Timings, setup_documents
 from bench.report import revision
 from bench.scrape import BenchFailure, Endpoints, free_ports
-from bench.services import peak_rss_mb, tls_env
+from bench.services import cleanup, decisions_queue, peak_rss_mb, tls_env
 from contracts import topology
 from contracts.k8s import Binding, Decision
 from services.cli.manifests import Document
@@ -43,17 +43,6 @@ from services.common.store import open_store
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
 READY_WITHIN = 600.0
-
-
-def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(f"{field}:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
 
 
 async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
@@ -69,14 +58,7 @@ async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
     env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
     children: dict[str, asyncio.subprocess.Process] = {}
     rounds: list[Timings] = []
-    watch = topology.QueueSpec(
-        f"ksched.restart.{namespace}",
-        (topology.QueueBinding(topology.DECISIONS.name, "binding.*"),),
-        durable=False,
-        exclusive=True,
-        auto_delete=True,
-        dead_letter=False,
-    )
+    watch = decisions_queue(f"ksched.restart.{namespace}", "binding.*")
 
     async def on_decisions(deliveries: Sequence[Delivery]) -> None:
         now = time.time()
@@ -123,8 +105,8 @@ async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
         await Endpoints(ports).ready(alive, within=READY_WITHIN)
         report["first_probe_s"] = round(await schedule(0), 2)
         pid = children["scheduler"].pid
-        report["scheduler_rss_mb"] = rss_mb(pid)
-        report["scheduler_peak_rss_mb"] = rss_mb(pid, "VmHWM")
+        report["scheduler_rss_mb"] = peak_rss_mb(pid, "VmRSS")
+        report["scheduler_peak_rss_mb"] = peak_rss_mb(pid)
 
         children["scheduler"].send_signal(signal.SIGKILL)
         await children["scheduler"].wait()
@@ -136,8 +118,8 @@ async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
         report["restart_first_binding_s"] = round(min(rounds[-1].decided.values()) - restarted, 2)
         report["restart_serving_s"] = round(max(rounds[-1].decided.values()) - restarted, 2)
         pid = children["scheduler"].pid
-        report["restarted_rss_mb"] = rss_mb(pid)
-        report["restarted_peak_rss_mb"] = rss_mb(pid, "VmHWM")
+        report["restarted_rss_mb"] = peak_rss_mb(pid, "VmRSS")
+        report["restarted_peak_rss_mb"] = peak_rss_mb(pid)
         report["peak_rss_mb"] = {name: peak_rss_mb(c.pid) for name, c in children.items()}
     finally:
         for child in children.values():
@@ -145,11 +127,7 @@ async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
                 child.terminate()
         for child in children.values():
             await child.wait()
-        for target in (store, bus):
-            for method in ("flush_namespace", "delete_namespace"):
-                if hasattr(target, method):
-                    await getattr(target, method)()
-            await target.close()
+        await cleanup(bus, store)
     report["revision"] = revision()
     return report
 

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
-from contracts.k8s import Pod
 from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
 from contracts.permit import PendingPlugin, WaitingPod
 from services.common import telemetry
@@ -56,10 +55,9 @@ from services.common.store import (
     Nomination,
     NominationClaim,
     Reservation,
-    WaitingRecord,
 )
 from services.common.waiting import SharedWaitingPod, SharedWaitingPods
-from services.framework.api.interface import CycleState, ExtensionPoint, PostFilterResult
+from services.framework.api.interface import CycleState, ExtensionPoint
 from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
@@ -67,59 +65,22 @@ from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
 from services.scheduler.domains import PlacementVersions
-from services.scheduler.nominated import PendingPods, nominated_pods
+from services.scheduler.nominated import (
+    PendingPods,
+    hold_assumptions,
+    nominated_pods,
+    with_nomination,
+)
+from services.scheduler.outcome import (
+    BatchOutcome,
+    Failure,
+    Preempted,
+    attempt_result,
+    request_of,
+    resumed,
+)
 
 PREEMPTION = "DefaultPreemption"
-
-
-@dataclass(slots=True)
-class Failure:
-    """An attempt that did not end with a BindRequest; ``event`` asks for a
-    FailedScheduling Event (unschedulable and error outcomes)."""
-
-    request: ScheduleRequest
-    result: AttemptResult
-    event: bool
-    explanation: str | None = None
-    """The scheduler's explanation (JSON), when the attempt was explained."""
-    pod: Pod | None = None
-    """The pod as this replica's projection holds it (None: not pending there); the
-    FailedScheduling Event is about it."""
-
-
-@dataclass(slots=True)
-class BatchOutcome:
-    binds: list[BindRequest] = field(default_factory=list)
-    """Pods Permit let through (or that a flush resolved): published on ``ksched.bind``."""
-    failures: list[Failure] = field(default_factory=list)
-    waiting: list[WaitingPod] = field(default_factory=list)
-    """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
-    attempt goes on (result ``waiting``)."""
-    waiting_results: list[AttemptResult] = field(default_factory=list)
-    preemption_attempts: int = 0
-    """Attempts that ran DefaultPreemption's PostFilter (``scheduler_preemption_attempts``)."""
-    preemptions: list[Preempted] = field(default_factory=list)
-    """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
-    nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
-    nomination_conflicts: int = 0
-    """Preemptions not carried out because another replica nominated a pod to the
-    node meanwhile (their pods were scheduled again)."""
-    algorithm: list[float] = field(default_factory=list)
-    """Seconds each ``schedule_one`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
-    assume_conflicts: int = 0
-    """Reservations the store refused because the node no longer had the room."""
-    domain_conflicts: int = 0
-    """Reservations the store refused because another replica placed a pod meanwhile
-    in a domain the decision read (scheduler.domains)."""
-
-
-@dataclass(slots=True)
-class Preempted:
-    request: ScheduleRequest
-    preemptor: PodInfo
-    result: PostFilterResult
-    seen: frozenset[str] = frozenset()
-    """The pods nominated to the node when this replica chose it (the claim's)."""
 
 
 @dataclass(slots=True)
@@ -136,20 +97,6 @@ class _Attempt:
     explanation: str | None = None
 
 
-def attempt_result(
-    request: ScheduleRequest, outcome: Outcome, message: str = "", **extra: object
-) -> AttemptResult:
-    return AttemptResult(
-        uid=request.uid,
-        namespace=request.namespace or "default",
-        name=request.name,
-        attempt=request.attempt,
-        outcome=outcome,
-        message=message,
-        **extra,  # type: ignore[arg-type]
-    )
-
-
 _encoder = msgspec.json.Encoder()
 
 
@@ -157,12 +104,6 @@ def _explanation(result: ScheduleResult) -> str | None:
     if result.explanation is None:
         return None
     return _encoder.encode(result.explanation.to_json()).decode()
-
-
-def with_nomination(pod: Pod, node: str) -> Pod:
-    """``pod`` as it looks once its nomination is written (``status.nominatedNodeName``)."""
-    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
-    return msgspec.structs.replace(pod, status=status)
 
 
 def charged_requests(pod: PodInfo) -> dict[str, int]:
@@ -441,20 +382,9 @@ class BatchScheduler:
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
-        snapshot = self._snapshot
-        for uid in snapshot.assumed_uids() - assumed.keys():
-            snapshot.forget(uid)
-        for uid, held in assumed.items():
-            if snapshot.is_bound(uid) or snapshot.assumed_node(uid) == held.node:
-                continue
-            pod = self._pending.pod(uid)
-            if pod is None:
-                continue
-            try:
-                info = self._pending.info(uid) or PodInfo.of(pod)
-            except ResourceError:
-                continue
-            snapshot.assume(info, held.node, held.deadline)
+        for uid in self._snapshot.assumed_uids() - assumed.keys():
+            self._snapshot.forget(uid)
+        hold_assumptions(self._snapshot, self._pending, assumed)
         self.versions.refreshed(versions)
 
     def _permit(self, attempt: _Attempt, outcome: BatchOutcome, released: list[BindClaim]) -> None:
@@ -514,7 +444,7 @@ class BatchScheduler:
                     node=request.node,
                     message=reason,
                 )
-                outcome.failures.append(Failure(_request_of(request), result, False))
+                outcome.failures.append(Failure(request_of(request), result, False))
         added = {uid: (b.attempt, b.profile, _encoder.encode(b)) for uid, b in waiting.items()}
         resolved = await self._waiting.flush(added)
         outcome.binds.extend(resumed(resolved))
@@ -664,28 +594,7 @@ class BatchScheduler:
         )
 
 
-def resumed(records: Sequence[WaitingRecord]) -> list[BindRequest]:
-    """The BindRequests of waiting pods that were just allowed or rejected: a binder
-    takes each from the store (``take_waiting``) and binds it or fails it."""
-    return [_request_decoder.decode(record.request) for record in records]
-
-
-_request_decoder = msgspec.json.Decoder(BindRequest)
-
-
-def _request_of(request: BindRequest) -> ScheduleRequest:
-    return ScheduleRequest(
-        uid=request.uid,
-        namespace=request.namespace,
-        name=request.name,
-        attempt=request.attempt,
-        profile=request.profile,
-        seq=0,
-        trace=request.trace,
-    )
-
-
-__all__ = ["BatchOutcome", "BatchScheduler", "Failure", "charged_requests", "resumed"]
+__all__ = ["BatchScheduler", "charged_requests"]
 
 
 def _record(framework: Framework, point: str, status: Status, began: float) -> None:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+import msgspec
+
 from contracts.events import LogEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Pod
 from services.common.resources import ResourceError
-from services.common.store import Nomination
+from services.common.store import Assumed, Nomination
 from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
@@ -119,3 +121,20 @@ def nominated_pods(
 
 
 __all__ = ["PendingPods", "is_pending", "nominated_pods"]
+
+
+def hold_assumptions(snapshot: Cache, pending: PendingPods, assumed: Mapping[str, Assumed]) -> None:
+    """Count in ``snapshot`` the store's assumptions (any replica's) of pending pods it
+    does not hold bound, or assumed on that node, already (at the store's deadline)."""
+    for uid, held in assumed.items():
+        if snapshot.is_bound(uid) or snapshot.assumed_node(uid) == held.node:
+            continue
+        info = pending.info(uid)
+        if info is not None:
+            snapshot.assume(info, held.node, held.deadline)
+
+
+def with_nomination(pod: Pod, node: str) -> Pod:
+    """``pod`` as it looks once its nomination is written (``status.nominatedNodeName``)."""
+    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
+    return msgspec.structs.replace(pod, status=status)

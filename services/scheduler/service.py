@@ -29,7 +29,6 @@ pods that are still pending.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
@@ -56,7 +55,6 @@ from services.common.decisions import (
 )
 from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
-from services.common.resources import ResourceError
 from services.common.settings import SchedulerSettings
 from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
 from services.common.waiting import SharedWaitingPods
@@ -71,21 +69,15 @@ from services.framework.api.preemption import (
     preempted_message,
 )
 from services.framework.api.registry import Registry
-from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import (
-    BatchOutcome,
-    BatchScheduler,
-    Failure,
-    Preempted,
-    attempt_result,
-)
+from services.scheduler.cycle import BatchScheduler
 from services.scheduler.groups import GroupPods
 from services.scheduler.metrics import SchedulerMetrics
-from services.scheduler.nominated import PendingPods, nominated_pods
+from services.scheduler.nominated import PendingPods, hold_assumptions, nominated_pods
+from services.scheduler.outcome import BatchOutcome, Failure, Preempted, attempt_result
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -209,11 +201,7 @@ class SchedulerService:
         self.pending.load(by_uid.values())
         self.groups.load(by_uid.values())
         self._cycle.versions.load(versions, by_uid.values())
-        for uid, reservation in assumed.items():
-            pod = by_uid.get(uid)
-            if pod is not None and not self.cache.is_bound(uid):
-                with contextlib.suppress(ResourceError):
-                    self.cache.assume(PodInfo.of(pod), reservation.node, reservation.deadline)
+        hold_assumptions(self.cache, self.pending, assumed)
         gctune.settle()
         log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)
 

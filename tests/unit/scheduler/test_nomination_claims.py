@@ -7,18 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import msgspec
-
 from contracts.messages import ScheduleRequest
-from services.common.clock import FakeClock
 from services.common.store import MemoryStore, Nomination
 from services.framework.cache.cache import Cache
-from services.framework.config import default_profile
-from services.framework.config.in_tree import in_tree_registry
-from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.nominated import PendingPods, nominated_pods
 from tests.builders import make_node, make_pod
+from tests.builders.scheduling import batch_scheduler, loaded_cache
 
 NODE = {"cpu": "4", "memory": "8Gi", "pods": 10}
 FULL = {"cpu": "4", "memory": "1Gi"}
@@ -42,26 +37,9 @@ def replica(store: MemoryStore, *, retries: int = 2) -> Replica:
         make_pod("low-1", node_name="n1", priority=0, requests=FULL),
         make_pod("low-2", node_name="n2", priority=5, requests=FULL),
     ]
-    snapshot = Cache()
-    snapshot.load(
-        {n.metadata.name: msgspec.json.encode(n) for n in nodes},
-        {p.metadata.uid or "": msgspec.json.encode(p) for p in bound},
-        0,
-    )
-    pending = PendingPods()
-    pending.load(
-        [make_pod(name, priority=1000, requests=FULL) for name in ("urgent-1", "urgent-2")]
-    )
-    framework = Framework(default_profile(), in_tree_registry(), listers=snapshot.listers)
-    scheduler = BatchScheduler(
-        snapshot,
-        {"default-scheduler": framework},
-        store,
-        FakeClock(),
-        pending=pending,
-        assume_ttl=30.0,
-        max_conflict_retries=retries,
-    )
+    snapshot = loaded_cache(nodes, bound)
+    urgent = [make_pod(name, priority=1000, requests=FULL) for name in ("urgent-1", "urgent-2")]
+    scheduler, pending = batch_scheduler(snapshot, store, urgent, retries=retries)
     return Replica(scheduler, pending, snapshot)
 
 

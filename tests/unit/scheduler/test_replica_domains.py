@@ -23,17 +23,12 @@ from contracts.k8s import (
     TopologySpreadConstraint,
 )
 from contracts.messages import ScheduleRequest
-from services.common.clock import FakeClock
 from services.common.store import MemoryStore, ProjectedEntry
 from services.framework.api.listers import Listers
-from services.framework.cache.cache import Cache
-from services.framework.config import default_profile
-from services.framework.config.in_tree import in_tree_registry
-from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
-from services.scheduler.nominated import PendingPods
 from tests.builders import container, host_port, make_node, make_pod
+from tests.builders.scheduling import batch_scheduler, loaded_cache
 from tests.builders.volumes import make_pv, make_pvc
 
 ZONE = "topology.kubernetes.io/zone"
@@ -121,29 +116,8 @@ CASES = {
 
 
 def replica(store: MemoryStore, case: Case, *, guarded: bool) -> BatchScheduler:
-    snapshot = Cache()
-    others = {
-        kind: {f"{i}": msgspec.json.encode(o) for i, o in enumerate(objs)}
-        for kind, objs in (case.objects or {}).items()
-    }
-    snapshot.load(
-        {n.metadata.name: msgspec.json.encode(n) for n in case.nodes},
-        {p.metadata.uid or "": msgspec.json.encode(p) for p in case.bound},
-        0,
-        others,
-    )
-    pending = PendingPods()
-    pending.load(case.pending)
-    framework = Framework(default_profile(), in_tree_registry(), listers=snapshot.listers)
-    scheduler = BatchScheduler(
-        snapshot,
-        {"default-scheduler": framework},
-        store,
-        FakeClock(),
-        pending=pending,
-        assume_ttl=30.0,
-        max_conflict_retries=2,
-    )
+    snapshot = loaded_cache(case.nodes, case.bound, case.objects or {})
+    scheduler, _ = batch_scheduler(snapshot, store, case.pending)
     if not guarded:  # the mutation: decisions read no domain
         scheduler.versions = Blind()
     return scheduler

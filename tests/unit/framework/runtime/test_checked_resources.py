@@ -9,16 +9,14 @@ import msgspec
 import pytest
 
 from contracts.messages import ScheduleRequest
-from services.common.clock import FakeClock
 from services.common.store import MemoryStore, Reservation
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.config import load_config
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import BatchScheduler
-from services.scheduler.nominated import PendingPods
 from tests.builders import make_node, make_pod
+from tests.builders.scheduling import batch_scheduler
 
 REQUESTS: dict[str, str | int] = {
     "cpu": "1",
@@ -100,17 +98,7 @@ async def test_the_reservation_carries_what_the_profile_checks(
     framework = Framework(profile(**fields), in_tree_registry(), listers=snapshot.listers)
     store = RecordingStore()
     await store.set_leases({pod.metadata.uid: 1})
-    pending = PendingPods()
-    pending.load([pod])
-    scheduler = BatchScheduler(
-        snapshot,
-        {"default-scheduler": framework},
-        store,
-        FakeClock(),
-        pending=pending,
-        assume_ttl=30.0,
-        max_conflict_retries=0,
-    )
+    scheduler, _ = batch_scheduler(snapshot, store, [pod], framework=framework, retries=0)
     request = ScheduleRequest(
         uid=pod.metadata.uid,
         namespace=pod.metadata.namespace,

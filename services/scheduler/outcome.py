@@ -1,0 +1,103 @@
+"""What one batch of the scheduling cycle ends with (scheduler.cycle's BatchOutcome),
+for the service to publish: BindRequests, failures with their FailedScheduling Events,
+waiting pods, preemptions, and the counts the metrics take."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from contracts.k8s import Pod
+from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
+from contracts.permit import WaitingPod
+from services.common.store import WaitingRecord
+from services.framework.api.interface import PostFilterResult
+from services.framework.api.types import PodInfo
+
+
+@dataclass(slots=True)
+class Failure:
+    """An attempt that did not end with a BindRequest; ``event`` asks for a
+    FailedScheduling Event (unschedulable and error outcomes)."""
+
+    request: ScheduleRequest
+    result: AttemptResult
+    event: bool
+    explanation: str | None = None
+    """The scheduler's explanation (JSON), when the attempt was explained."""
+    pod: Pod | None = None
+    """The pod as this replica's projection holds it (None: not pending there); the
+    FailedScheduling Event is about it."""
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    binds: list[BindRequest] = field(default_factory=list)
+    """Pods Permit let through (or that a flush resolved): published on ``ksched.bind``."""
+    failures: list[Failure] = field(default_factory=list)
+    waiting: list[WaitingPod] = field(default_factory=list)
+    """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
+    attempt goes on (result ``waiting``)."""
+    waiting_results: list[AttemptResult] = field(default_factory=list)
+    preemption_attempts: int = 0
+    """Attempts that ran DefaultPreemption's PostFilter (``scheduler_preemption_attempts``)."""
+    preemptions: list[Preempted] = field(default_factory=list)
+    """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
+    nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
+    nomination_conflicts: int = 0
+    """Preemptions not carried out because another replica nominated a pod to the
+    node meanwhile (their pods were scheduled again)."""
+    algorithm: list[float] = field(default_factory=list)
+    """Seconds each ``schedule_one`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
+    assume_conflicts: int = 0
+    """Reservations the store refused because the node no longer had the room."""
+    domain_conflicts: int = 0
+    """Reservations the store refused because another replica placed a pod meanwhile
+    in a domain the decision read (scheduler.domains)."""
+
+
+@dataclass(slots=True)
+class Preempted:
+    request: ScheduleRequest
+    preemptor: PodInfo
+    result: PostFilterResult
+    seen: frozenset[str] = frozenset()
+    """The pods nominated to the node when this replica chose it (the claim's)."""
+
+
+def attempt_result(
+    request: ScheduleRequest, outcome: Outcome, message: str = "", **extra: object
+) -> AttemptResult:
+    return AttemptResult(
+        uid=request.uid,
+        namespace=request.namespace or "default",
+        name=request.name,
+        attempt=request.attempt,
+        outcome=outcome,
+        message=message,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def resumed(records: Sequence[WaitingRecord]) -> list[BindRequest]:
+    """The BindRequests of waiting pods that were just allowed or rejected: a binder
+    takes each from the store (``take_waiting``) and binds it or fails it."""
+    return [_request_decoder.decode(record.request) for record in records]
+
+
+_request_decoder = msgspec.json.Decoder(BindRequest)
+
+
+def request_of(request: BindRequest) -> ScheduleRequest:
+    """The ScheduleRequest a BindRequest answered (to report its attempt's result)."""
+    return ScheduleRequest(
+        uid=request.uid,
+        namespace=request.namespace,
+        name=request.name,
+        attempt=request.attempt,
+        profile=request.profile,
+        seq=0,
+        trace=request.trace,
+    )
