@@ -569,9 +569,9 @@ async def test_rabbit_publishes_message_by_message_without_aiormqs_internals(
 ) -> None:
     """An aiormq whose Channel lacks what the batched write uses: the same messages go
     out one by one (aio-pika's way), in order."""
-    from services.common.bus import rabbit
+    from services.common.bus import rabbit_write
 
-    monkeypatch.setattr(rabbit, "_CHANNEL_INTERNALS", ("no_such_attribute",))
+    monkeypatch.setattr(rabbit_write, "CHANNEL_INTERNALS", ("no_such_attribute",))
     backend = Backend("rabbit")
     try:
         bus = await backend.open()

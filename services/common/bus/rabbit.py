@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 import aio_pika
@@ -35,8 +33,6 @@ from aio_pika.abc import (
     AbstractQueue,
     AbstractRobustConnection,
 )
-from aiormq.abc import ChannelFrame
-from pamqp.header import ContentHeader
 
 from contracts.topology import (
     DEAD,
@@ -48,7 +44,7 @@ from contracts.topology import (
     QueueSpec,
 )
 from services.common import redact as redaction
-from services.common.bus import tracing
+from services.common.bus import rabbit_write, tracing
 from services.common.bus.base import (
     UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
@@ -73,6 +69,7 @@ from services.common.bus.rabbit_connection import (
     _Connection,
     _RateLimit,
 )
+from services.common.bus.rabbit_write import cancelling as _cancelling
 from services.common.redact import redact
 from services.common.tls import NO_TLS_FILES, TLSFiles, client_context, is_tls_url
 
@@ -93,23 +90,8 @@ bound a handler publishing across a dropped connection waited forever, holding i
 batch (and the informer its lock)."""
 
 
-_CHANNEL_INTERNALS = (
-    "lock",
-    "delivery_tag",
-    "confirmations",
-    "write_queue",
-    "number",
-    "create_future",
-    "_split_body",
-    "_raise_on_channel_close",
-)
-"""What :func:`_write_batch` uses of aiormq's Channel (aiormq 7.2); a version without one
-of them is published to message by message, as aio-pika does."""
 MAX_ROUTING_KEY = 255
 """Bytes: AMQP's short string (a longer key would close the connection)."""
-PUBLISH_CHUNK = 256
-"""Messages written to the socket at once by one publish (a longer publish is written
-in several such writes, in order)."""
 
 
 class RabbitBus(Bus):
@@ -386,9 +368,7 @@ class RabbitBus(Bus):
             underlay = await self._channel.get_underlay_channel()
         except _BROKER_ERRORS as exc:
             return [exc] * len(messages)
-        if not isinstance(underlay, aiormq.Channel) or not all(
-            hasattr(underlay, name) for name in _CHANNEL_INTERNALS
-        ):
+        if not rabbit_write.supported(underlay):
             results = await asyncio.gather(
                 *(self._publish_one(message) for message in messages), return_exceptions=True
             )
@@ -398,9 +378,9 @@ class RabbitBus(Bus):
         error: BaseException | None = None
         try:
             async with asyncio.timeout(self.publish_timeout):
-                for start in range(0, len(messages), PUBLISH_CHUNK):
-                    chunk = messages[start : start + PUBLISH_CHUNK]
-                    pending += await _write_batch(underlay, self.broker_name, chunk)
+                for start in range(0, len(messages), rabbit_write.PUBLISH_CHUNK):
+                    chunk = messages[start : start + rabbit_write.PUBLISH_CHUNK]
+                    pending += await rabbit_write.write_batch(underlay, self.broker_name, chunk)
                 if pending:
                     await asyncio.wait(pending)
         except _BROKER_ERRORS as exc:  # TimeoutError among them
@@ -631,74 +611,6 @@ class _RabbitConsumer:
             return
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
-
-
-async def _write_batch(
-    channel: aiormq.Channel,
-    broker_name: Callable[[str], str],
-    messages: Sequence[Message],
-) -> list[asyncio.Future[object]]:
-    """Send ``messages`` on ``channel`` (publisher confirms on) as one write, as
-    ``Channel.basic_publish`` sends each: the same frames and properties (persistent on
-    durable exchanges, a random message id), under the channel's lock, each with the
-    next delivery tag. Returns their confirmation futures (routing keys were checked)."""
-    frames: list[object] = []
-    count = 0
-    for m in messages:
-        mode = 2 if _DURABLE[m.exchange] else 1
-        properties = aiormq.spec.Basic.Properties(
-            content_type=_JSON,
-            delivery_mode=mode,
-            headers=dict(m.headers),
-            message_id=uuid.UUID(int=random.getrandbits(128), version=4).hex,
-        )
-        publish = aiormq.spec.Basic.Publish(
-            exchange=broker_name(m.exchange), routing_key=m.routing_key, mandatory=False
-        )
-        header = ContentHeader(properties=properties, body_size=len(m.body))
-        frames += [publish, header, *channel._split_body(m.body)]
-        count += 1
-    if not count:
-        return []
-    async with channel._raise_on_channel_close(), channel.lock:
-        first = channel.delivery_tag + 1
-        futures: list[asyncio.Future[object]] = []
-        for tag in range(first, first + count):
-            future = channel.create_future()
-            channel.confirmations[tag] = future
-            futures.append(future)
-        channel.delivery_tag += count
-        drain = channel.create_future()
-        try:
-            await channel.write_queue.put(
-                ChannelFrame.marshall(
-                    frames=frames,  # type: ignore[arg-type]
-                    channel_number=channel.number,
-                    drain_future=drain,
-                )
-            )
-        except BaseException:
-            # Not sent: the broker never saw these tags; reuse them (as basic_publish).
-            channel.delivery_tag -= count
-            for tag, future in enumerate(futures, first):
-                channel.confirmations.pop(tag, None)
-                future.cancel()
-            drain.cancel()
-            raise
-        try:
-            await drain
-        except asyncio.CancelledError:
-            if _cancelling():
-                raise
-            # The channel closed under the write (aiormq rejects its futures so).
-            raise aiormq.exceptions.ChannelInvalidStateError("the channel closed") from None
-    return futures
-
-
-def _cancelling() -> bool:
-    """Whether the current task is being cancelled (not merely met a CancelledError)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _lost(failure: BaseException) -> bool:
