@@ -111,26 +111,7 @@ def _amount(name: str, value: Fraction) -> int:
     return to_millis(value) if name == CPU else to_int(value)
 
 
-_PARSED: dict[tuple[str, type, Quantity], Fraction] = {}
-"""Valid quantities already parsed, by (resource, text): the same few strings ("100m",
-"500Mi") come with every pod, and parsing one is most of computing a pod's requests.
-Keyed by the type too: 1, 1.0 and True are equal keys but not the same quantity."""
-_PARSED_LIMIT = 4096
-
-
 def _parse(name: str, text: Quantity, field: str) -> Fraction:
-    key = (name, type(text), text)
-    known = _PARSED.get(key)
-    if known is not None:
-        return known
-    value = _parse_new(name, text, field)
-    if len(_PARSED) >= _PARSED_LIMIT:
-        _PARSED.clear()
-    _PARSED[key] = value
-    return value
-
-
-def _parse_new(name: str, text: Quantity, field: str) -> Fraction:
     try:
         value = parse_quantity(text)
     except QuantityError as err:
