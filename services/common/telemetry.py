@@ -269,6 +269,13 @@ def tracer(name: str) -> trace.Tracer:
     return trace.get_tracer(f"ksched.{name}")
 
 
+def tracing() -> bool:
+    """Whether spans go anywhere: an SDK tracer provider is installed (:func:`configure`
+    found an exporter, or a caller installed its own). Without one every span is a
+    no-op, and the hot path can skip making them."""
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
 def ambient_links() -> list[trace.Link]:
     """A link to the current span, for a span that continues a pod's trace (its parent
     comes from the pod's carrier) inside the handling of a batch: from the pod's trace

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import msgspec
 import pytest
+from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -17,6 +18,7 @@ from contracts.events import ClusterBatch, NodeEntry, PodEntry
 from contracts.k8s import Event, Node, Pod
 from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
 from contracts.topology import QueueBinding, QueueSpec
+from services.common import telemetry
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
@@ -271,3 +273,29 @@ async def test_one_trace_per_cycle_with_extension_point_spans():
     (bind,) = harness.binds
     assert bind.trace["traceparent"].split("-")[1:3] == [trace_id, f"{cycle.context.span_id:016x}"]
     await harness.bus.close()
+
+
+@pytest.mark.parametrize(
+    ("explicit", "installed", "spans"),
+    [
+        (False, False, False),  # spans go nowhere: the extension points make none
+        (False, True, True),  # an SDK provider is installed (an exporter is configured)
+        (True, False, True),  # a tracer handed over (tests, simulate --trace)
+    ],
+)
+def test_extension_point_spans_only_when_they_go_somewhere(monkeypatch, explicit, installed, spans):
+    monkeypatch.setattr("services.scheduler.service.telemetry.tracing", lambda: installed)
+    tracer = TracerProvider().get_tracer("test") if explicit else None
+    harness = Harness(tracer=tracer)
+    (framework,) = harness.service.frameworks.values()
+    assert (framework.tracer is not None) is spans
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [(TracerProvider(), True), (trace_api.NoOpTracerProvider(), False), (None, False)],
+)
+def test_tracing_is_an_sdk_provider(monkeypatch, provider, expected):
+    current = provider if provider is not None else trace_api.ProxyTracerProvider()
+    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: current)
+    assert telemetry.tracing() is expected
