@@ -353,7 +353,9 @@ class BatchScheduler:
             node = self._snapshot.node(a.node)
             reads: dict[str, int] = {}
             if node is not None:
-                reads = versions.expected(versions.reads(a.pod.pod, node, listers), ahead)
+                first = a.state.first_of_group
+                read = versions.reads(a.pod.pod, node, listers, first_of_group=first)
+                reads = versions.expected(read, ahead)
                 a.touches = versions.touches(a.pod.pod, node, listers)
                 for domain in a.touches:
                     ahead[domain] = ahead.get(domain, 0) + 1

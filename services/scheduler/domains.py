@@ -9,7 +9,8 @@ keeps a version per *domain*, raised by every placement in it:
 - ``node:<name>``: the node itself (host ports, and any key whose domain is the node);
 - ``<key>=<value>``: each label of the node (a topology domain: ``zone=a``,
   ``kubernetes.io/hostname=n1``);
-- ``claim:<namespace>/<name>``: a ReadWriteOncePod claim the pod uses.
+- ``claim:<namespace>/<name>``: a ReadWriteOncePod claim the pod uses;
+- ``cluster``: every placement anywhere.
 
 A :class:`~services.common.store.Reservation` *touches* every domain of its node (and
 its claims) and *reads* the domains its decision depended on, with the version this
@@ -26,7 +27,12 @@ What a pod's decision reads (:meth:`PlacementVersions.reads`):
   another domain cannot raise the skew of the chosen one, nor put a matching pod in it);
 - the node's domain for each topology key any known pod's required anti-affinity uses
   (that pod, placed meanwhile, could refuse this one: the symmetric check);
-- its ReadWriteOncePod claims.
+- its ReadWriteOncePod claims;
+- ``cluster``, when it was placed as the first pod of its group: no pod anywhere
+  matched its required pod affinity (it matches it itself), which let it go to any
+  domain. Another replica's first pod of the same group, placed meanwhile elsewhere,
+  would start a second group; any placement moves ``cluster``, so the refused
+  replica looks again with the other's pods in its snapshot.
 
 A pod that reads nothing (no such constraints anywhere) is never refused for a
 domain, and one replica alone never is: it knows its own placements. Every placement
@@ -43,6 +49,10 @@ from services.framework.api.listers import Listers
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+
+
+CLUSTER = "cluster"
+"""The domain every placement touches (read by first-of-group decisions only)."""
 
 
 def node_domain(node: str) -> str:
@@ -133,8 +143,11 @@ class PlacementVersions:
             if pod.spec.affinity is not None:
                 self.watched.update(anti_affinity_keys(pod))
 
-    def reads(self, pod: Pod, node: Node, listers: Listers) -> list[str]:
-        """The domains the decision to place ``pod`` on ``node`` depended on."""
+    def reads(
+        self, pod: Pod, node: Node, listers: Listers, *, first_of_group: bool = False
+    ) -> list[str]:
+        """The domains the decision to place ``pod`` on ``node`` depended on;
+        ``first_of_group``: its required pod affinity was waived (see the module)."""
         labels = node.metadata.labels
         domains = [
             label_domain(key, labels[key])
@@ -144,6 +157,8 @@ class PlacementVersions:
         if uses_host_ports(pod):
             domains.append(node_domain(node.metadata.name))
         domains += exclusive_claims(pod, listers)
+        if first_of_group:
+            domains.append(CLUSTER)
         return domains
 
     @staticmethod
@@ -154,6 +169,7 @@ class PlacementVersions:
             node_domain(node.metadata.name),
             *(label_domain(k, v) for k, v in labels.items() if "\n" not in k + v),
             *exclusive_claims(pod, listers),
+            CLUSTER,
         )
 
     def expected(self, domains: Iterable[str], pending: Mapping[str, int]) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """Two scheduler replicas (and two binders) against the real RabbitMQ and Redis keep
-what one scheduler keeps: required anti-affinity, topology spread ``maxSkew`` and host
-ports hold across every pod either replica placed (scheduler.domains: a decision that
-read a domain another replica placed a pod in meanwhile is not committed)."""
+what one scheduler keeps: required anti-affinity, topology spread ``maxSkew``, host
+ports and a required pod affinity group's single zone hold across every pod either
+replica placed (scheduler.domains: a decision that read a domain another replica placed
+a pod in meanwhile is not committed)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,15 @@ SPREAD = {
         }
     ]
 }
+AFFINITY = {  # a group of its own: the first pod goes anywhere, the rest follow it
+    "affinity": {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": SELECTOR, "topologyKey": ZONE}
+            ]
+        }
+    }
+}
 HOST_PORT = {
     "containers": [
         {
@@ -83,6 +93,11 @@ def shared_nodes(placed: dict[str, str], zones: dict[str, str]) -> list[str]:
     return [f"{n}: {c} pods" for n, c in Counter(placed.values()).items() if c > 1]
 
 
+def groups(placed: dict[str, str], zones: dict[str, str]) -> list[str]:
+    counts = Counter(zones[n] for n in placed.values())
+    return [f"the group in {len(counts)} zones: {dict(counts)}"] if len(counts) > 1 else []
+
+
 def skew(placed: dict[str, str], zones: dict[str, str]) -> list[str]:
     counts = Counter(zones[n] for n in placed.values())
     spread = max(counts.values()) - min(counts.get(z, 0) for z in set(zones.values()))
@@ -93,6 +108,7 @@ CASES = {
     "required anti-affinity": Case(ANTI_AFFINITY, 1, NODES, shared_nodes),
     "maxSkew 1 across 3 zones": Case(SPREAD, 3, PODS, skew),
     "host ports": Case(HOST_PORT, 1, NODES, shared_nodes),
+    "required pod affinity, one group across 3 zones": Case(AFFINITY, 3, PODS, groups),
 }
 
 

@@ -100,6 +100,10 @@ class CycleState:
         self.effects: list[Effect] = []
         self.explain = False
         """The attempt is explained: plugins may say more (preemption's candidates)."""
+        self.first_of_group = False
+        """InterPodAffinity found no pod anywhere matching the pod's required affinity,
+        which the pod matches itself: Filter waives the terms (the first pod of a group
+        may go to any domain). Scheduler replicas guard such a decision (scheduler.domains)."""
 
     def read(self, key: str, kind: type[T]) -> T:
         """The value under ``key``; raises StatusError if absent or not a ``kind``."""
@@ -122,6 +126,7 @@ class CycleState:
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.explain = self.explain
+        copy.first_of_group = self.first_of_group
         return copy
 
 

@@ -63,6 +63,19 @@ def spread(name: str, node_name: str | None = None) -> Pod:
     return with_spec(pod, topology_spread_constraints=[constraint])
 
 
+def grouped(name: str, node_name: str) -> Pod:
+    """Required affinity to its own group in its zone (it matches it itself), and a
+    node selector: ``a`` can only go to n1 (z1), ``b`` only to n2 (z2)."""
+    term = PodAffinityTerm(label_selector=LabelSelector(match_labels=APP), topology_key=ZONE)
+    affinity = PodAffinity(required_during_scheduling_ignored_during_execution=[term])
+    return make_pod(
+        name,
+        labels=APP,
+        affinity=Affinity(pod_affinity=affinity),
+        node_selector={HOSTNAME: node_name},
+    )
+
+
 def ported(name: str) -> Pod:
     return make_pod(name, requests=[container({"cpu": "100m"}, ports=[host_port(8080)])])
 
@@ -84,7 +97,9 @@ RWOP_OBJECTS = {
 class Blind(PlacementVersions):
     """Decisions that read no domain: the store checks resources only."""
 
-    def reads(self, pod: Pod, node: Node, listers: Listers) -> list[str]:
+    def reads(
+        self, pod: Pod, node: Node, listers: Listers, *, first_of_group: bool = False
+    ) -> list[str]:
         return []
 
 
@@ -109,6 +124,11 @@ CASES = {
         bound=[spread("old", node_name="n3")],
     ),
     "host ports": Case([node("n1")], (ported("a"), ported("b"))),
+    # No pod of the group anywhere: each replica's first pod may go to any zone. Once
+    # a is in z1, b must follow it there, and n2 is in z2.
+    "required pod affinity, first pod of the group": Case(
+        [node("n1", "z1"), node("n2", "z2")], (grouped("a", "n1"), grouped("b", "n2"))
+    ),
     "a ReadWriteOncePod claim": Case(
         [node("n1"), node("n2")], (rwop("a"), rwop("b")), objects=RWOP_OBJECTS
     ),

@@ -104,6 +104,7 @@ class InterPodAffinity(
         if filtering.should_skip(computed):
             return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, computed)
+        state.first_of_group = not computed.affinity and incoming.matches_own_affinity()
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:

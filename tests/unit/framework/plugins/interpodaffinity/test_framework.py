@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from services.framework.api.interface import CycleState
 from services.framework.api.interface import ExtensionPoint as P
 from services.framework.api.status import Code
 from services.framework.api.types import PodInfo
@@ -140,3 +141,29 @@ def test_nominated_pod_matching_the_incoming_anti_affinity_blocks_its_node(where
     incoming = pod(labels={"app": "web"}, anti=[term("host", exists("app"))])
     result = fw.schedule_one(snap, incoming, nominated=NominatedPods.of({where: [nominee]}))
     assert result.node is not None and result.node != where
+
+
+FIRST_OF_GROUP_CASES = {
+    # (existing pods, the incoming pod's labels, its required affinity) -> waived
+    "no pod of the group anywhere, the pod matches its terms": (
+        [], {"app": "web"}, [term("zone", in_("app", "web"))], True
+    ),
+    "a pod of the group exists": (
+        [pod(labels={"app": "web"}, node="a1")], {"app": "web"},
+        [term("zone", in_("app", "web"))], False,
+    ),
+    "the pod does not match its own terms": (
+        [], {"app": "web"}, [term("zone", in_("app", "db"))], False
+    ),
+    "no required affinity": ([], {"app": "web"}, [], False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FIRST_OF_GROUP_CASES.values(), ids=FIRST_OF_GROUP_CASES.keys())
+def test_the_cycle_state_says_when_the_first_pod_of_a_group_was_waived(case):
+    existing, labels, affinity, waived = case
+    snap = snapshot(cluster(), existing)
+    state = CycleState()
+    result = framework(snap).schedule_one(snap, pod(labels=labels, affinity=affinity), state=state)
+    assert state.first_of_group is waived
+    assert (result.node is None) is (not waived and bool(affinity) and not existing)
