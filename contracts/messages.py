@@ -3,6 +3,7 @@
 queue → scheduler: :class:`ScheduleBatch` on ``ksched.schedule``
 scheduler → binder: :class:`BindBatch` on ``ksched.bind``
 scheduler, binder → queue: :class:`ResultBatch` on ``ksched.results``
+binder → informer: :class:`BoundBatch` on ``ksched.bound``
 
 A batch spans many pods, so the trace context of each pod travels inside its item
 (``trace``); the AMQP headers carry the context of the span that published the batch.
@@ -22,7 +23,7 @@ from typing import Literal
 
 import msgspec
 
-from contracts.k8s import Wire
+from contracts.k8s import Binding, Wire
 
 
 class ScheduleRequest(Wire, kw_only=True, frozen=True):
@@ -120,3 +121,19 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
 
 class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):
     results: list[AttemptResult]
+
+
+class BoundPod(Wire, kw_only=True, frozen=True):
+    """One Binding the binder published, to be recorded in the event log."""
+
+    binding: Binding
+    trace: dict[str, str] = {}
+    """The pod's trace context (that of its binding cycle)."""
+
+
+class BoundBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="BoundBatch"):
+    """The Bindings of one binder batch, in the order they were published to users.
+    Users get each Binding on ``ksched.decisions``; the informer records them from this
+    one message instead of a delivery per pod."""
+
+    bindings: list[BoundPod]

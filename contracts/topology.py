@@ -10,7 +10,8 @@
                                                                                        ▼
     [queue.results] ◀─ ksched.results ◀── scheduler / binder ◀─ [binder.requests] ◀─ ksched.bind
     user ◀── ksched.decisions (binding.<ns>, event.<ns>) ◀── binder / scheduler
-             └──binding.*──▶ [informer.bindings] ─▶ informer (records the binding in the log)
+    [informer.bindings] ◀── ksched.bound ◀── binder: each batch's Bindings (BoundBatch), which
+                                            the informer records in the log
     user ◀── ksched.errors (error.<kind>)       ksched.dead ─▶ [dead.letters] (poison + reason)
 
 Durable exchanges and queues survive a broker restart; the per-replica snapshot feed of
@@ -67,6 +68,9 @@ class QueueSpec:
     payload: str = ""
     """The contract type carried (a name from contracts), for the AsyncAPI document."""
     arguments: dict[str, int | str] = field(default_factory=dict)
+    retired: tuple[QueueBinding, ...] = ()
+    """Bindings an earlier ksched declared for this queue and this one does not: declaring
+    the queue removes them (a broker keeps every binding ever declared)."""
 
 
 EVENTS: Final = ExchangeSpec(
@@ -81,6 +85,11 @@ SCHEDULE: Final = ExchangeSpec(
 BIND: Final = ExchangeSpec("ksched.bind", "direct", description="Bind requests for the binder.")
 RESULTS: Final = ExchangeSpec(
     "ksched.results", "direct", description="How each attempt ended, back to the queue."
+)
+BOUND: Final = ExchangeSpec(
+    "ksched.bound",
+    "direct",
+    description="The Bindings of each binder batch, for the informer to record in the log.",
 )
 DECISIONS: Final = ExchangeSpec(
     "ksched.decisions",
@@ -99,11 +108,23 @@ DEAD: Final = ExchangeSpec(
     "ksched.dead", "fanout", description="Dead letters: poison messages with their reason."
 )
 
-EXCHANGES: Final = (EVENTS, CLUSTER, SCHEDULE, BIND, RESULTS, DECISIONS, PERMIT, ERRORS, DEAD)
+EXCHANGES: Final = (
+    EVENTS,
+    CLUSTER,
+    SCHEDULE,
+    BIND,
+    RESULTS,
+    BOUND,
+    DECISIONS,
+    PERMIT,
+    ERRORS,
+    DEAD,
+)
 
 SCHEDULE_KEY: Final = "schedule"
 BIND_KEY: Final = "bind"
 RESULTS_KEY: Final = "results"
+BOUND_KEY: Final = "bound"
 REASON_HEADER: Final = "x-ksched-reason"
 """Header a dead-lettered message carries: why it was rejected."""
 ORIGIN_EXCHANGE_HEADER: Final = "x-ksched-exchange"
@@ -120,9 +141,11 @@ INFORMER_EVENTS: Final = QueueSpec(
 )
 INFORMER_BINDINGS: Final = QueueSpec(
     "ksched.informer.bindings",
-    (QueueBinding(DECISIONS.name, "binding.*"),),
-    description="Bindings the binder published, to be recorded in the event log.",
-    payload="Binding",
+    (QueueBinding(BOUND.name, BOUND_KEY),),
+    description="The Bindings of each binder batch, to be recorded in the event log.",
+    payload="BoundBatch",
+    # Before, the informer took every Binding from ksched.decisions, one per pod.
+    retired=(QueueBinding(DECISIONS.name, "binding.*"),),
 )
 QUEUE_CLUSTER: Final = QueueSpec(
     "ksched.queue.cluster",

@@ -23,7 +23,7 @@ from contracts.k8s import Pod
 from contracts.k8s.decisions import Binding, Event
 from contracts.k8s.podgroup import PodGroup
 from contracts.kinds import EVENT_TYPES
-from contracts.messages import BindBatch, ResultBatch, ScheduleBatch
+from contracts.messages import BindBatch, BoundBatch, ResultBatch, ScheduleBatch
 from contracts.permit import PermitDecision, WaitingPod
 from contracts.preemption import Preemption
 
@@ -35,7 +35,7 @@ NOMINATION: Final = "Nomination"
 
 def _top_level_types() -> list[type[Any]]:
     """Every type a message carries at its top level (the rest are reached from these)."""
-    batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch]
+    batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch, BoundBatch]
     decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup, Preemption, Eviction]
     return [
         WatchEvent,
@@ -156,6 +156,10 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             " (uid, namespace, name, resourceVersion) and carries the plugins' decisions."
         ),
         ResultBatch: "How attempts ended, back to the queue (frees in-flight slots).",
+        BoundBatch: (
+            "The Bindings of one binder batch, each with its pod's trace context, for the"
+            " informer to record in the event log (users get each on ksched.decisions)."
+        ),
         Binding: "v1 Binding: the pod in metadata is bound to the Node in target.",
         Event: "v1 Event about a pod (Scheduled, FailedScheduling, Preempted).",
         WaitingPod: (
@@ -217,6 +221,7 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
     topology.SCHEDULE.name: [ScheduleBatch.__name__],
     topology.BIND.name: [BindBatch.__name__],
     topology.RESULTS.name: [ResultBatch.__name__],
+    topology.BOUND.name: [BoundBatch.__name__],
     topology.DECISIONS.name: [
         Binding.__name__,
         Event.__name__,

@@ -88,7 +88,7 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.INFORMER_BINDINGS.name,
         None,
         "internal",
-        "Record published Bindings in the event log.",
+        "Record the Bindings of each binder batch in the event log.",
     ),
     (
         "informerSendCluster",
@@ -229,6 +229,14 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         None,
         "internal",
         "Report bound pods and binding-cycle failures.",
+    ),
+    (
+        "binderSendBound",
+        "send",
+        topology.BOUND.name,
+        None,
+        "internal",
+        "Hand the batch's Bindings to the informer, to be recorded in the event log.",
     ),
     # descheduler
     (

@@ -11,7 +11,8 @@ BindRequest (``plugin_state``) and is restored into the cycle's CycleState first
 PreBind and Bind plugins do not publish: they leave effects (``CycleState.effects``:
 watch events such as VolumeBinding's volume and claim updates, and the Binding
 DefaultBinder asks for), which the binder publishes with the ``Scheduled`` Event and the
-results for the queue, all in one confirmed publish. The informer records the Binding.
+results for the queue, all in one confirmed publish. The informer records the batch's
+Bindings from one BoundBatch in that publish (not from the users' copies, one per pod).
 
 Claims: before binding, every reservation is claimed in the store (``begin_bind``: it
 cannot expire any more). A reservation that expired or was taken over is not bound: the
@@ -48,7 +49,14 @@ from opentelemetry.trace import SpanKind
 from contracts import topology
 from contracts.errors import ErrorReport
 from contracts.k8s import ObjectMeta, Pod, PodSpec
-from contracts.messages import AttemptResult, BindBatch, BindRequest, ResultBatch
+from contracts.messages import (
+    AttemptResult,
+    BindBatch,
+    BindRequest,
+    BoundBatch,
+    BoundPod,
+    ResultBatch,
+)
 from contracts.permit import PermitDecision
 from services.binder.metrics import BinderMetrics
 from services.common import telemetry
@@ -199,6 +207,7 @@ class BinderService:
         """The messages of one batch; the waiting records it took go to ``taken``."""
         messages: list[Message] = []
         results: list[AttemptResult] = []
+        recorded: list[BoundPod] = []
         binding: list[_Cycle] = []
         failing: list[tuple[_Cycle, Status]] = []
         for request in requests:
@@ -229,7 +238,7 @@ class BinderService:
                 reason = "the reservation expired or was taken over before binding"
                 results.append(_result(cycle.request, "error", reason))
                 continue
-            status = await self._bind(cycle, messages)
+            status = await self._bind(cycle, messages, recorded)
             if status.is_success():
                 results.append(_result(cycle.request, "bound"))
             else:
@@ -243,6 +252,9 @@ class BinderService:
             )
         if self.waiting.dirty:
             messages.extend(_resume(await self.waiting.flush()))
+        if recorded:
+            body = _encoder.encode(BoundBatch(bindings=recorded))
+            messages.append(Message(topology.BOUND.name, topology.BOUND_KEY, body))
         if results:
             body = _encoder.encode(ResultBatch(results=results))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
@@ -261,7 +273,7 @@ class BinderService:
             )
         return cycle
 
-    async def _bind(self, cycle: _Cycle, out: list[Message]) -> Status:
+    async def _bind(self, cycle: _Cycle, out: list[Message], recorded: list[BoundPod]) -> Status:
         """WaitOnPermit (already resolved), PreBind, Bind, PostBind; the messages of a
         successful cycle go to ``out``."""
         request, framework, pod, state = cycle.request, cycle.framework, cycle.pod, cycle.state
@@ -291,7 +303,7 @@ class BinderService:
                     return Status(Code.Error, (reason,))
                 return status
             headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
-            out.extend(self._effects(cycle, headers))
+            out.extend(self._effects(cycle, headers, recorded))
             self._bound.append(request)
             if self._scheduled_events:
                 event = pod_event(
@@ -314,7 +326,9 @@ class BinderService:
         elapsed = time.perf_counter() - began
         self.metrics.ran(point, status.code.name, profile, elapsed)
 
-    def _effects(self, cycle: _Cycle, headers: dict[str, str]) -> list[Message]:
+    def _effects(
+        self, cycle: _Cycle, headers: dict[str, str], recorded: list[BoundPod]
+    ) -> list[Message]:
         out: list[Message] = []
         for effect in cycle.state.effects:
             match effect:
@@ -325,6 +339,7 @@ class BinderService:
                 case BindEffect(node=node):
                     binding = binding_for(cycle.pod.pod, node)
                     out.append(decision_message(binding, _encoder.encode(binding), headers))
+                    recorded.append(BoundPod(binding=binding, trace=dict(headers)))
         return out
 
     def _fail(self, cycle: _Cycle, status: Status, results: list[AttemptResult]) -> list[Message]:

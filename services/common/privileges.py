@@ -102,7 +102,7 @@ SERVICES: Mapping[str, Grants] = {
     ),
     "binder": Grants(
         consumes=(t.BINDER_REQUESTS, t.BINDER_PERMIT),
-        publishes=(t.BIND, t.RESULTS, t.DECISIONS, t.EVENTS, t.ERRORS, t.DEAD),
+        publishes=(t.BIND, t.RESULTS, t.BOUND, t.DECISIONS, t.EVENTS, t.ERRORS, t.DEAD),
         store_methods=(
             "epoch",
             "begin_bind",

@@ -1,6 +1,7 @@
 """The informer: the single writer of the event log.
 
-For every batch of watch events (and of Bindings the binder published):
+For every batch of watch events (and of the binder's BoundBatches: the Bindings it
+published):
 
 1. validate each (a bad one becomes an ErrorReport on ``ksched.errors``, as does a pod
    bound to an unknown node or an object whose uid another live object has);
@@ -43,6 +44,7 @@ from contracts.errors import ErrorReport
 from contracts.events import ENTRY_FOR_KIND, ClusterBatch, LogEntry, Origin, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Binding, Pod, PriorityClass
 from contracts.kinds import KINDS, KubeObject
+from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
@@ -61,6 +63,7 @@ tracer = telemetry.tracer("informer")
 
 _encoder = msgspec.json.Encoder()
 _binding_decoder = msgspec.json.Decoder(Binding)
+_bound_decoder = msgspec.json.Decoder(BoundBatch)
 REPUBLISH_TAIL = 512
 """Log entries republished at start even if already applied (see InformerService.catch_up)."""
 STORE_CHECK_PERIOD = 1.0
@@ -295,15 +298,16 @@ class InformerService:
             reports: list[ErrorReport] = []
             for delivery in deliveries:
                 try:
-                    binding = _binding_decoder.decode(delivery.body)
+                    bound = _bound(delivery)
                 except msgspec.DecodeError as error:
                     reports.append(_binding_report(None, "", f"malformed Binding: {error}"))
                     continue
-                change, problem = _bind(staged, binding)
-                if problem is not None:
-                    reports.append(problem)
-                if change is not None:
-                    changes.append((change, dict(delivery.headers)))
+                for binding, carrier in bound:
+                    change, problem = _bind(staged, binding)
+                    if problem is not None:
+                        reports.append(problem)
+                    if change is not None:
+                        changes.append((change, carrier))
             await self._commit(staged, changes, reports, origin="binding")
 
     async def _commit(
@@ -410,6 +414,17 @@ def _projected(event: LogEntry) -> ProjectedEntry:
         allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
         return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
     return ProjectedEntry(event.seq, kind, key, body)
+
+
+def _bound(delivery: Delivery) -> list[tuple[Binding, dict[str, str]]]:
+    """The Bindings a delivery carries, each with its trace carrier: a BoundBatch from
+    the binder, or one Binding (queued by a ksched that sent the users' copy here).
+    Raises DecodeError when it is neither."""
+    try:
+        batch = _bound_decoder.decode(delivery.body)
+    except msgspec.DecodeError:
+        return [(_binding_decoder.decode(delivery.body), dict(delivery.headers))]
+    return [(b.binding, b.trace) for b in batch.bindings]
 
 
 def _bind(staged: Staged, binding: Binding) -> tuple[Change | None, ErrorReport | None]:

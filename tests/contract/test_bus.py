@@ -196,6 +196,31 @@ async def test_fanout_reaches_every_queue_and_direct_only_its_key(bus: Bus) -> N
     assert direct.bodies == ["end"]
 
 
+async def test_declaring_a_queue_removes_the_bindings_it_retired(
+    backend: Backend, bus: Bus
+) -> None:
+    """An earlier version bound the queue to DECISIONS; this one binds it to BOUND only
+    and lists the old binding as retired: after the declare, only BOUND reaches it (on a
+    new connection too: the broker dropped the binding, not just this bus)."""
+    old = queue("binding", t.DECISIONS.name, "binding.*")
+    await bus.declare([old])
+    await bus.publish(events("before", exchange=t.DECISIONS.name, key="binding.default"))
+    new = t.QueueSpec(
+        old.name,
+        (t.QueueBinding(t.BOUND.name, t.BOUND_KEY),),
+        retired=(t.QueueBinding(t.DECISIONS.name, "binding.*"),),
+    )
+    await bus.declare([new])
+    await bus.declare([new])  # again: a binding already gone is no error
+    bus = await backend.reconnect(bus)
+    got = Recorder()
+    await bus.consume_raw(new, got)
+    await bus.publish(events("after", exchange=t.DECISIONS.name, key="binding.default"))
+    await bus.publish(events("end", exchange=t.BOUND.name, key=t.BOUND_KEY))
+    await got.wait_body("end")
+    assert got.bodies == ["before", "end"]  # queued before the change, then BOUND only
+
+
 async def test_batches_hold_what_is_ready_in_order_and_lose_nothing(bus: Bus) -> None:
     q = queue("q")
     await bus.declare([q])

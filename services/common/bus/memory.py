@@ -230,6 +230,10 @@ class MemoryBus(Bus):
             pair = (spec.name, binding.routing_key)
             if pair not in self._bindings[binding.exchange]:
                 self._bindings[binding.exchange].append(pair)
+        for binding in spec.retired:
+            pairs = self._bindings.get(binding.exchange, [])
+            if (spec.name, binding.routing_key) in pairs:
+                pairs.remove((spec.name, binding.routing_key))
         return state
 
     def _delete_queue(self, state: _Queue) -> None:

@@ -350,12 +350,37 @@ class RabbitBus(Bus):
                 queue = await declare(channel, False)
                 for binding in spec.bindings:
                     await queue.bind(self.broker_name(binding.exchange), binding.routing_key)
+                await self._unbind_retired(connection, spec)
             else:  # the operator's (definitions file), bindings included
                 queue = await declare(channel, True)
         except _BROKER_ERRORS as exc:
             raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}") from exc
         self._queue_names.add(spec.name)
         return queue
+
+    async def _unbind_retired(self, connection: AbstractRobustConnection, spec: QueueSpec) -> None:
+        """Remove the bindings an earlier ksched made for ``spec`` (a missing one unbinds
+        without error). On the probe channel: a user may configure its queue and still not
+        read the old exchange, and a refusal closes the channel it happens on."""
+        for binding in spec.retired:
+            if self._probe is None or self._probe.is_closed:
+                self._probe = await connection.channel(publisher_confirms=False)
+            underlay = await self._probe.get_underlay_channel()
+            try:
+                await underlay.queue_unbind(
+                    queue=self.broker_name(spec.name),
+                    exchange=self.broker_name(binding.exchange),
+                    routing_key=binding.routing_key,
+                )
+            except aiormq.exceptions.ChannelAccessRefused:
+                self._probe = None
+                log.info(
+                    "%s stays bound to %s with %r (not allowed to unbind it): remove that "
+                    "binding if an earlier ksched made it",
+                    spec.name,
+                    binding.exchange,
+                    binding.routing_key,
+                )
 
     async def _publish_all(self, messages: Sequence[Message]) -> list[BaseException]:
         """Publish ``messages`` in order; returns the failure of each one that failed.

@@ -10,10 +10,13 @@ import pytest
 
 from contracts import topology
 from contracts.errors import ErrorReport
+from contracts.k8s import Pod
 from contracts.kinds import KubeObject, kind_of
+from contracts.messages import BoundBatch, BoundPod
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
+from services.common.decisions import binding_for
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
@@ -117,3 +120,64 @@ async def test_workload_kinds_are_ingested_and_projected(informer, obj):
     stored = await store.objects(kind_of(obj))
     assert list(stored) == ["shop/web"]
     assert msgspec.json.decode(stored["shop/web"], type=type(obj)) == obj
+
+
+def bound(*pairs: tuple[Pod, str], trace: str = "") -> Message:
+    """One binder batch's BoundBatch: each pod bound to its node."""
+    carrier = {"traceparent": trace} if trace else {}
+    items = [BoundPod(binding=binding_for(p, n), trace=carrier) for p, n in pairs]
+    body = msgspec.json.encode(BoundBatch(bindings=items))
+    return Message(topology.BOUND.name, topology.BOUND_KEY, body)
+
+
+def single(pod: Pod, node: str) -> Message:
+    """A Binding alone, as an earlier ksched queued the users' copy for the informer."""
+    binding = binding_for(pod, node)
+    return Message(topology.BOUND.name, topology.BOUND_KEY, msgspec.json.encode(binding))
+
+
+A, B = make_pod("a", "shop", uid="u-a"), make_pod("b", "shop", uid="u-b")
+
+
+@pytest.mark.parametrize(
+    ("recorded", "placed", "refused"),
+    [
+        pytest.param(
+            [bound((A, "n1"), (B, "n2"))], {"shop/a": "n1", "shop/b": "n2"}, [],
+            id="a batch records every binding",
+        ),
+        pytest.param(
+            [single(A, "n1")], {"shop/a": "n1", "shop/b": ""}, [],
+            id="a single Binding left in the queue by an earlier ksched",
+        ),
+        pytest.param(
+            [bound((A, "n1")), bound((A, "n1"))], {"shop/a": "n1", "shop/b": ""}, [],
+            id="a redelivered batch changes nothing",
+        ),
+        pytest.param(
+            [bound((A, "n1"), (B, "n9"))], {"shop/a": "n1", "shop/b": ""},
+            [("binding", "b", "target.name", "node 'n9' not found")],
+            id="one bad binding of a batch is reported, the rest recorded",
+        ),
+        pytest.param(
+            [Message(topology.BOUND.name, topology.BOUND_KEY, b'{"kind": "BoundBatch"'),
+             bound((B, "n2"))],
+            {"shop/a": "", "shop/b": "n2"},
+            [("binding", None, "", "malformed Binding")],
+            id="a malformed message is reported and the informer goes on",
+        ),
+    ],
+)  # fmt: skip
+async def test_the_binders_batches_are_recorded(informer, recorded, placed, refused):
+    bus, store, reports = informer
+    await bus.publish([event(make_node("n1")), event(make_node("n2")), event(A), event(B)])
+    await bus.wait_idle()
+    await bus.publish(recorded)
+    await bus.wait_idle()
+    pods = await store.objects("pod")
+    got = {
+        key: msgspec.json.decode(body, type=Pod).spec.node_name or "" for key, body in pods.items()
+    }
+    assert got == placed
+    seen = [(r.object_kind, r.name, r.field, r.reason.split(":")[0]) for r in reports]
+    assert seen == refused
