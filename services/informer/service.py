@@ -62,8 +62,7 @@ log = logging.getLogger("ksched.informer")
 tracer = telemetry.tracer("informer")
 
 _encoder = msgspec.json.Encoder()
-_binding_decoder = msgspec.json.Decoder(Binding)
-_bound_decoder = msgspec.json.Decoder(BoundBatch)
+_bound_decoder = msgspec.json.Decoder(BoundBatch | Binding)
 REPUBLISH_TAIL = 512
 """Log entries republished at start even if already applied (see InformerService.catch_up)."""
 STORE_CHECK_PERIOD = 1.0
@@ -420,11 +419,10 @@ def _bound(delivery: Delivery) -> list[tuple[Binding, dict[str, str]]]:
     """The Bindings a delivery carries, each with its trace carrier: a BoundBatch from
     the binder, or one Binding (queued by a ksched that sent the users' copy here).
     Raises DecodeError when it is neither."""
-    try:
-        batch = _bound_decoder.decode(delivery.body)
-    except msgspec.DecodeError:
-        return [(_binding_decoder.decode(delivery.body), dict(delivery.headers))]
-    return [(b.binding, b.trace) for b in batch.bindings]
+    decoded = _bound_decoder.decode(delivery.body)  # by its kind
+    if isinstance(decoded, Binding):
+        return [(decoded, dict(delivery.headers))]
+    return [(b.binding, b.trace) for b in decoded.bindings]
 
 
 def _bind(staged: Staged, binding: Binding) -> tuple[Change | None, ErrorReport | None]:

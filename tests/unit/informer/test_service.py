@@ -166,6 +166,14 @@ A, B = make_pod("a", "shop", uid="u-a"), make_pod("b", "shop", uid="u-b")
             [("binding", None, "", "malformed Binding")],
             id="a malformed message is reported and the informer goes on",
         ),
+        pytest.param(
+            [Message(topology.BOUND.name, topology.BOUND_KEY,
+                     b'{"kind": "BoundBatch", "bindings": [{"binding": {"kind": "Binding"}}]}')],
+            {"shop/a": "", "shop/b": ""},
+            [("binding", None, "", "malformed Binding: Object missing required field "
+              "`metadata` - at `$.bindings[0].binding`")],
+            id="a batch whose binding lacks its metadata",
+        ),
     ],
 )  # fmt: skip
 async def test_the_binders_batches_are_recorded(informer, recorded, placed, refused):
@@ -179,5 +187,7 @@ async def test_the_binders_batches_are_recorded(informer, recorded, placed, refu
         key: msgspec.json.decode(body, type=Pod).spec.node_name or "" for key, body in pods.items()
     }
     assert got == placed
-    seen = [(r.object_kind, r.name, r.field, r.reason.split(":")[0]) for r in reports]
-    assert seen == refused
+    assert len(reports) == len(refused), reports
+    for report, (kind, name, field, reason) in zip(reports, refused, strict=True):
+        assert (report.object_kind, report.name, report.field) == (kind, name, field)
+        assert report.reason.startswith(reason), report.reason
