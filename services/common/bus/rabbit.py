@@ -6,7 +6,8 @@ their confirmations together (one write and one task per message made publishing
 a binder's work, and of the client's in ``ksched bench``). Every consumer gets its own
 channel whose ``basic.qos`` is its prefetch. A consumer's callback only appends to a
 local inbox; one task per consumer drains it into batches, calls the handler and settles
-the batch (see :mod:`services.common.bus.base`).
+the batch (see :mod:`services.common.bus.base`; the consumer is in
+:mod:`services.common.bus.rabbit_consume`).
 
 A lost connection (broker restart, ``close_all_connections``, network) is logged once,
 then re-established with backoff (the first attempt at once, then after RECONNECT_FIRST
@@ -46,7 +47,6 @@ from contracts.topology import (
 from services.common import redact as redaction
 from services.common.bus import rabbit_write, tracing
 from services.common.bus.base import (
-    UNAVAILABLE_MAX_PAUSE,
     UNAVAILABLE_PAUSE,
     BatchHandler,
     Bus,
@@ -57,7 +57,6 @@ from services.common.bus.base import (
     Fetched,
     Message,
     effective_prefetch,
-    unavailable,
 )
 from services.common.bus.rabbit_connection import (
     BROKER_ERRORS as _BROKER_ERRORS,
@@ -69,7 +68,7 @@ from services.common.bus.rabbit_connection import (
     _Connection,
     _RateLimit,
 )
-from services.common.bus.rabbit_write import cancelling as _cancelling
+from services.common.bus.rabbit_consume import RabbitConsumer, RabbitFetched
 from services.common.redact import redact
 from services.common.tls import NO_TLS_FILES, TLSFiles, client_context, is_tls_url
 
@@ -139,7 +138,7 @@ class RabbitBus(Bus):
         self._channel: AbstractChannel | None = None
         self._exchanges: dict[str, AbstractExchange] = {}
         self._queue_names: set[str] = set()
-        self._consumers: list[_RabbitConsumer] = []
+        self._consumers: list[RabbitConsumer] = []
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -187,7 +186,7 @@ class RabbitBus(Bus):
             channel = await self._connection.channel(publisher_confirms=False)
             await channel.set_qos(prefetch_count=prefetch)
             declared = await self._declare_queue(self._connection, channel, queue)
-            consumer = _RabbitConsumer(
+            consumer = RabbitConsumer(
                 self, queue, channel, declared, handler, max_batch=max_batch, prefetch=prefetch
             )
             await consumer.start()
@@ -214,7 +213,7 @@ class RabbitBus(Bus):
         except _BROKER_ERRORS as exc:
             raise BusError(f"cannot read {queue.name!r}: {redact(repr(exc))}") from exc
         try:
-            yield _RabbitFetched(taken, self.broker_name(""))
+            yield RabbitFetched(taken, self.broker_name(""))
         finally:
             try:
                 async with asyncio.timeout(CLOSE_TIMEOUT):
@@ -452,192 +451,6 @@ class RabbitBus(Bus):
         )
 
 
-class _RabbitConsumer:
-    """One subscription on its own channel; never runs the handler concurrently.
-
-    It counts the deliveries it holds (received, not yet settled): the broker's prefetch
-    bounds them, and so this consumer's memory. The most it ever held is logged when it
-    is cancelled, next to its prefetch."""
-
-    def __init__(
-        self,
-        bus: RabbitBus,
-        spec: QueueSpec,
-        channel: AbstractChannel,
-        queue: AbstractQueue,
-        handler: BatchHandler,
-        *,
-        max_batch: int,
-        prefetch: int,
-    ) -> None:
-        self._bus = bus
-        self._prefetch = prefetch
-        self.held = 0
-        """Deliveries received and not yet settled (or dropped with their channel)."""
-        self.peak = 0
-        """The most ever held at once."""
-        self._spec = spec
-        self._channel = channel
-        self._queue = queue
-        self._handler = handler
-        self._max_batch = max_batch
-        self._prefix = bus.broker_name("")
-        self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._cancelled = False
-        self._pause = bus.unavailable_pause
-
-    async def start(self) -> None:
-        await self._queue.consume(self._on_message, no_ack=False)
-        self._task = asyncio.create_task(self._run(), name=f"consume:{self._spec.name}")
-
-    async def cancel(self) -> None:
-        """Stop the handler (a batch it was handling is not acknowledged), close the
-        channel: the broker requeues every unacked one. Each step within CLOSE_TIMEOUT."""
-        if self._cancelled:
-            return
-        self._cancelled = True
-        self._bus._consumers.remove(self)
-        log.info(
-            "consumer of %s: at most %d deliveries held at once (prefetch %d)",
-            self._spec.name,
-            self.peak,
-            self._prefetch,
-        )
-        if self._task is not None:
-            self._task.cancel()
-            if self._task is not asyncio.current_task():
-                done, _ = await asyncio.wait([self._task], timeout=CLOSE_TIMEOUT)
-                if not done:
-                    log.warning("handler of %s ignored its cancellation", self._spec.name)
-        try:
-            async with asyncio.timeout(CLOSE_TIMEOUT):
-                await self._channel.close()
-            if (
-                self._spec.exclusive
-                and not self._bus._closed
-                and not any(c._spec.name == self._spec.name for c in self._bus._consumers)
-            ):
-                channel = await self._bus._open()
-                await channel.queue_delete(self._bus.broker_name(self._spec.name))
-        except (*_BROKER_ERRORS, BusError):
-            log.warning("consumer of %s: unclean cancel", self._spec.name, exc_info=True)
-
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
-        self.held += 1
-        self.peak = max(self.peak, self.held)
-        self._inbox.put_nowait(message)
-
-    async def _run(self) -> None:
-        """Drain the inbox for good: nothing but this consumer's cancellation ends it.
-        Any other exception of one round (a CancelledError included: aiormq rejects the
-        futures of a channel that closes, a publish confirmation among them, with one)
-        is logged and the next round starts; the round's batch goes back to the queue.
-        A consumer task that ended there once stopped ingestion silently while aio-pika
-        went on restoring its subscription after every reconnection."""
-        while True:
-            try:
-                await self._round()
-            except asyncio.CancelledError:
-                if self._cancelled or _cancelling():
-                    raise
-                log.warning(
-                    "consumer of %s: a broker operation was cancelled under the handler "
-                    "(its channel closed); the batch goes back to the queue",
-                    self._spec.name,
-                )
-            except Exception:
-                log.exception("consumer of %s: a round failed; it goes on", self._spec.name)
-            else:
-                continue
-            await asyncio.sleep(self._pause)  # a failure that repeats does not spin
-            self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
-
-    async def _round(self) -> None:
-        """Take one batch from the inbox, hand it to the handler and settle it."""
-        await asyncio.sleep(0)  # fairness when handlers never suspend
-        batch = [await self._inbox.get()]
-        while len(batch) < self._max_batch and not self._inbox.empty():
-            batch.append(self._inbox.get_nowait())
-        received = len(batch)
-        batch = [message for message in batch if _open(message)]
-        self.held -= received - len(batch)
-        if not batch:
-            return
-        try:
-            deliveries = [_delivery(message, self._prefix) for message in batch]
-            await self._handle(batch, deliveries)
-        finally:
-            self.held -= len(batch)
-            with contextlib.suppress(Exception):  # the broker redelivers them anyway
-                await batch[-1].nack(multiple=True, requeue=True)
-
-    async def _handle(
-        self, batch: Sequence[AbstractIncomingMessage], deliveries: Sequence[Delivery]
-    ) -> None:
-        retry = False
-        try:
-            with tracing.processing(
-                self._prefix + self._spec.name,
-                deliveries,
-                temporary=self._spec.exclusive,
-                message_ids=[message.message_id for message in batch],
-                delivery_tag=batch[0].delivery_tag if len(batch) == 1 else None,
-            ):
-                rejections = await self._handler(deliveries)
-        except Exception as exc:
-            retry = True
-            if unavailable(exc):
-                log.warning(
-                    "handler of %s: %s; %d messages go back to the queue in %g s",
-                    self._spec.name,
-                    redact(f"{type(exc).__name__}: {exc}"),
-                    len(batch),
-                    self._pause,
-                )
-                await asyncio.sleep(self._pause)
-                self._pause = min(2 * self._pause, UNAVAILABLE_MAX_PAUSE)
-                dead = {}
-            else:
-                log.warning("handler of %s failed", self._spec.name, exc_info=True)
-                reason = f"{type(exc).__name__}: {exc}"
-                dead = {i: reason for i, d in enumerate(deliveries) if d.redelivered}
-        else:
-            self._pause = self._bus.unavailable_pause
-            index = {id(d): i for i, d in enumerate(deliveries)}
-            dead = {
-                index[id(r.delivery)]: r.reason for r in rejections or () if id(r.delivery) in index
-            }
-        try:
-            await self._settle(batch, deliveries, dead, retry)
-        except Exception as exc:  # this loop must outlive any broker failure
-            log.warning(
-                "consumer of %s: cannot settle %d messages (%s); the broker redelivers them",
-                self._spec.name,
-                len(batch),
-                redact(repr(exc)),
-            )
-
-    async def _settle(
-        self,
-        batch: Sequence[AbstractIncomingMessage],
-        deliveries: Sequence[Delivery],
-        dead: dict[int, str],
-        retry: bool,
-    ) -> None:
-        """Dead-letter ``dead`` (batch index → reason), then ack the rest or, on ``retry``,
-        nack them back to the queue."""
-        if dead and self._spec.dead_letter:
-            await self._bus._dead_letter(
-                self._spec, [(deliveries[i], dead[i]) for i in sorted(dead)]
-            )
-        if not retry:
-            await batch[-1].ack(multiple=True)
-            return
-        for i, message in enumerate(batch):
-            await (message.ack() if i in dead else message.nack(requeue=True))
-
-
 def _lost(failure: BaseException) -> bool:
     """Whether a publish failed because the connection or channel went away (or the
     confirm did not come in time), not because of the message: a frame or syntax error
@@ -654,52 +467,3 @@ def _lost(failure: BaseException) -> bool:
         | OSError
         | TimeoutError,
     )
-
-
-def _open(message: AbstractIncomingMessage) -> bool:
-    """Whether ``message`` can still be settled: its channel (the one it was delivered
-    on) is open. One prefetched on a connection since lost cannot; the broker has
-    requeued it. (aio-pika raises on ``message.channel`` once the channel is closed.)"""
-    try:
-        return not message.channel.is_closed
-    except aio_pika.exceptions.ChannelInvalidStateError:
-        return False
-
-
-def _header_text(value: object) -> str:
-    """A header as text. Any AMQP client can send bytes that are not UTF-8: they are
-    kept as escapes, never raised on (that would end the consumer)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    return str(value)
-
-
-def _delivery(message: AbstractIncomingMessage, prefix: str) -> Delivery:
-    return Delivery(
-        body=message.body,
-        exchange=(message.exchange or "").removeprefix(prefix),
-        routing_key=message.routing_key or "",
-        headers={key: _header_text(value) for key, value in (message.headers or {}).items()},
-        redelivered=bool(message.redelivered),
-    )
-
-
-class _RabbitFetched:
-    """What :meth:`RabbitBus.fetch` took (unacknowledged on the fetch's channel)."""
-
-    def __init__(self, messages: Sequence[AbstractIncomingMessage], prefix: str) -> None:
-        self._deliveries = [_delivery(m, prefix) for m in messages]
-        self._by_id = dict(zip(map(id, self._deliveries), messages, strict=True))
-
-    @property
-    def deliveries(self) -> Sequence[Delivery]:
-        return self._deliveries
-
-    async def remove(self, deliveries: Iterable[Delivery]) -> None:
-        try:
-            for delivery in deliveries:
-                message = self._by_id.pop(id(delivery), None)
-                if message is not None:
-                    await message.ack()
-        except _BROKER_ERRORS as exc:
-            raise BusError(f"cannot remove a message: {redact(repr(exc))}") from exc

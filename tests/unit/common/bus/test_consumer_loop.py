@@ -12,7 +12,7 @@ from typing import Any
 
 from contracts import topology
 from services.common.bus import Delivery
-from services.common.bus.rabbit import _RabbitConsumer
+from services.common.bus.rabbit_consume import RabbitConsumer
 
 
 class FakeMessage:
@@ -46,7 +46,7 @@ async def test_the_loop_outlives_a_stray_cancelled_error_and_any_failure() -> No
             raise RuntimeError("boom")
         handled.append(key)
 
-    consumer = _RabbitConsumer(
+    consumer = RabbitConsumer(
         bus, topology.INFORMER_EVENTS, Any, Any, handler, max_batch=1, prefetch=2
     )
     bus._consumers.append(consumer)

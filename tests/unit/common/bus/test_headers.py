@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.bus.rabbit import _header_text
+from services.common.bus.rabbit_consume import _header_text
 
 
 @pytest.mark.parametrize(
