@@ -10,6 +10,8 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
+import aio_pika
+import aiormq
 import msgspec
 import pytest
 
@@ -62,8 +64,26 @@ async def bus() -> AsyncIterator[RabbitBus]:
     try:
         yield bus
     finally:
-        await bus.delete_namespace([INGEST.name, TAP.name, topology.DEAD_LETTERS.name])
+        names = [INGEST.name, TAP.name, topology.DEAD_LETTERS.name]
+        await bus.delete_namespace(names)
         await bus.close()
+        # Nothing left behind: a consumer still running while its queue was deleted
+        # once had its robust channel declare the queue again.
+        assert await leftovers(bus.namespace, names) == []
+
+
+async def leftovers(namespace: str, names: Sequence[str]) -> list[str]:
+    """Which of the namespace's queues ``names`` the broker still has."""
+    found = []
+    async with await aio_pika.connect(AMQP_URL) as connection:
+        for name in names:
+            channel = await connection.channel()
+            try:
+                await channel.declare_queue(f"{namespace}.{name}", passive=True)
+                found.append(name)
+            except aiormq.exceptions.ChannelNotFoundEntity:
+                pass
+    return found
 
 
 async def ksched(namespace: str, *args: str) -> tuple[int, str, str]:

@@ -259,6 +259,8 @@ class RabbitBus(Bus):
         namespace so that it can never delete a production topology."""
         if not self.namespace:
             raise BusError("refusing to delete the un-namespaced topology")
+        for consumer in list(self._consumers):  # else its robust channel declares it again
+            await consumer.cancel()
         channel = await self._open()
         for name in sorted({*self._queue_names, *queues}):
             await channel.queue_delete(self.broker_name(name))
