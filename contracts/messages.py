@@ -19,7 +19,7 @@ context and the plugins' decisions (VolumeBinding's claim bindings, the explanat
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -121,6 +121,21 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
 
 class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):
     results: list[AttemptResult]
+
+
+def attempt_result(
+    request: ScheduleRequest | BindRequest, outcome: Outcome, message: str = "", **extra: Any
+) -> AttemptResult:
+    """How the attempt ``request`` asked for ended (``extra``: the other fields)."""
+    return AttemptResult(
+        uid=request.uid,
+        namespace=request.namespace or "default",
+        name=request.name,
+        attempt=request.attempt,
+        outcome=outcome,
+        message=message,
+        **extra,
+    )
 
 
 class BoundPod(Wire, kw_only=True, frozen=True):

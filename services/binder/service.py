@@ -55,7 +55,9 @@ from contracts.messages import (
     BindRequest,
     BoundBatch,
     BoundPod,
+    Outcome,
     ResultBatch,
+    attempt_result,
 )
 from contracts.permit import PermitDecision
 from services.binder.metrics import BinderMetrics
@@ -539,18 +541,9 @@ def pod_reference(request: BindRequest) -> Pod:
 
 
 def _result(
-    request: BindRequest, outcome: str, message: str = "", plugins: Sequence[str] = ()
+    request: BindRequest, outcome: Outcome, message: str = "", plugins: Sequence[str] = ()
 ) -> AttemptResult:
-    return AttemptResult(
-        uid=request.uid,
-        namespace=request.namespace or "default",
-        name=request.name,
-        attempt=request.attempt,
-        outcome=outcome,  # type: ignore[arg-type]
-        node=request.node,
-        message=message,
-        plugins=list(plugins),
-    )
+    return attempt_result(request, outcome, message, node=request.node, plugins=list(plugins))
 
 
 __all__ = ["BinderService", "pod_reference"]

@@ -43,12 +43,18 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
-from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
+from contracts.messages import (
+    AttemptResult,
+    BindRequest,
+    Outcome,
+    ScheduleRequest,
+    attempt_result,
+)
 from contracts.permit import PendingPlugin, WaitingPod
 from services.common import telemetry
 from services.common.clock import Clock
 from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested, rfc3339_precise
-from services.common.resources import PODS, ResourceError
+from services.common.resources import ResourceError
 from services.common.store import (
     BindClaim,
     ClusterStore,
@@ -75,7 +81,8 @@ from services.scheduler.outcome import (
     BatchOutcome,
     Failure,
     Preempted,
-    attempt_result,
+    charged_requests,
+    explanation_json,
     request_of,
     resumed,
 )
@@ -98,21 +105,6 @@ class _Attempt:
 
 
 _encoder = msgspec.json.Encoder()
-
-
-def _explanation(result: ScheduleResult) -> str | None:
-    if result.explanation is None:
-        return None
-    return _encoder.encode(result.explanation.to_json()).decode()
-
-
-def charged_requests(pod: PodInfo) -> dict[str, int]:
-    """What the store charges the node for the pod: its positive requests plus
-    ``pods: 1``, as the bound pod is charged (``Reservation.checked`` says which of them
-    the store checks)."""
-    charged = {name: amount for name, amount in pod.requests.items() if amount > 0}
-    charged[PODS] = 1
-    return charged
 
 
 class BatchScheduler:
@@ -278,7 +270,7 @@ class BatchScheduler:
                     explain=attempt.explain,
                 )
                 outcome.algorithm.append(time.perf_counter() - began)
-            attempt.explanation = _explanation(result)
+            attempt.explanation = explanation_json(result)
             if result.node is None:
                 self._fail(attempt, result, outcome)
                 continue
@@ -596,7 +588,7 @@ class BatchScheduler:
         )
 
 
-__all__ = ["BatchScheduler", "charged_requests"]
+__all__ = ["BatchScheduler"]
 
 
 def _record(framework: Framework, point: str, status: Status, began: float) -> None:

@@ -1,6 +1,7 @@
 """What one batch of the scheduling cycle ends with (scheduler.cycle's BatchOutcome),
 for the service to publish: BindRequests, failures with their FailedScheduling Events,
-waiting pods, preemptions, and the counts the metrics take."""
+waiting pods, preemptions, and the counts the metrics take; and what an attempt's result
+becomes on the way: its explanation (JSON), the charge of its reservation."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from dataclasses import dataclass, field
 import msgspec
 
 from contracts.k8s import Pod
-from contracts.messages import AttemptResult, BindRequest, Outcome, ScheduleRequest
+from contracts.messages import AttemptResult, BindRequest, ScheduleRequest
 from contracts.permit import WaitingPod
-from services.common.store import WaitingRecord
+from services.common.store import PODS, WaitingRecord
 from services.framework.api.interface import PostFilterResult
 from services.framework.api.types import PodInfo
+from services.framework.runtime.result import ScheduleResult
 
 
 @dataclass(slots=True)
@@ -67,20 +69,6 @@ class Preempted:
     """The pods nominated to the node when this replica chose it (the claim's)."""
 
 
-def attempt_result(
-    request: ScheduleRequest, outcome: Outcome, message: str = "", **extra: object
-) -> AttemptResult:
-    return AttemptResult(
-        uid=request.uid,
-        namespace=request.namespace or "default",
-        name=request.name,
-        attempt=request.attempt,
-        outcome=outcome,
-        message=message,
-        **extra,  # type: ignore[arg-type]
-    )
-
-
 def resumed(records: Sequence[WaitingRecord]) -> list[BindRequest]:
     """The BindRequests of waiting pods that were just allowed or rejected: a binder
     takes each from the store (``take_waiting``) and binds it or fails it."""
@@ -101,3 +89,22 @@ def request_of(request: BindRequest) -> ScheduleRequest:
         seq=0,
         trace=request.trace,
     )
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def explanation_json(result: ScheduleResult) -> str | None:
+    """The attempt's explanation as the annotation carries it (None: not explained)."""
+    if result.explanation is None:
+        return None
+    return _encoder.encode(result.explanation.to_json()).decode()
+
+
+def charged_requests(pod: PodInfo) -> dict[str, int]:
+    """What the store charges the node for the pod: its positive requests plus
+    ``pods: 1``, as the bound pod is charged (``Reservation.checked`` says which of them
+    the store checks)."""
+    charged = {name: amount for name, amount in pod.requests.items() if amount > 0}
+    charged[PODS] = 1
+    return charged

@@ -40,7 +40,13 @@ import msgspec
 from contracts import topology
 from contracts.events import ClusterBatch, LogEntry, PodEntry
 from contracts.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
-from contracts.messages import BindBatch, ResultBatch, ScheduleBatch, ScheduleRequest
+from contracts.messages import (
+    BindBatch,
+    ResultBatch,
+    ScheduleBatch,
+    ScheduleRequest,
+    attempt_result,
+)
 from contracts.preemption import PodRef, Preemption, PreemptionVictim
 from services.common import gctune, telemetry
 from services.common.bus import Bus, Consumer, Message, Received
@@ -77,7 +83,7 @@ from services.scheduler.cycle import BatchScheduler
 from services.scheduler.groups import GroupPods
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.nominated import PendingPods, hold_assumptions, nominated_pods
-from services.scheduler.outcome import BatchOutcome, Failure, Preempted, attempt_result
+from services.scheduler.outcome import BatchOutcome, Failure, Preempted
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
