@@ -8,12 +8,8 @@ queue delivers in publish order, so everything before it has been handled by the
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from uuid import uuid4
 
-import aio_pika
-import aiormq
 import msgspec
 import pytest
 
@@ -23,119 +19,14 @@ from services.common.bus import (
     BusError,
     BusRefused,
     Delivery,
-    MemoryBus,
     Message,
     Received,
     Rejection,
 )
 from services.common.bus.base import unavailable
-from services.common.bus.rabbit import RabbitBus
-
-AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
-DEADLINE = 10.0
-PAUSE = 0.01
-"""The buses' first pause before giving back a batch whose handler found the broker
-or Redis unavailable (doubling), small so these tests do not wait."""
+from tests.contract.bus_support import DEADLINE, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def queue(name: str, exchange: str = t.EVENTS.name, key: str = "#") -> t.QueueSpec:
-    return t.QueueSpec(f"test.{name}", (t.QueueBinding(exchange, key),))
-
-
-def events(*bodies: str, exchange: str = t.EVENTS.name, key: str = "pod.added") -> list[Message]:
-    return [Message(exchange, key, body.encode()) for body in bodies]
-
-
-class Recorder:
-    """A batch handler that records what it sees. ``behaviour`` may block, raise or
-    return rejections; by default it accepts everything."""
-
-    def __init__(
-        self,
-        behaviour: Callable[[Sequence[Delivery]], object] | None = None,
-    ) -> None:
-        self.deliveries: list[Delivery] = []
-        self.batches: list[int] = []
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self._behaviour = behaviour
-        self._changed = asyncio.Event()
-
-    @property
-    def bodies(self) -> list[str]:
-        return [d.body.decode() for d in self.deliveries]
-
-    async def __call__(self, batch: Sequence[Delivery]) -> Sequence[Rejection] | None:
-        self.batches.append(len(batch))
-        self.deliveries.extend(batch)
-        self._changed.set()
-        await self.gate.wait()
-        outcome = self._behaviour(batch) if self._behaviour else None
-        return outcome if isinstance(outcome, list) else None
-
-    async def wait_for(self, done: Callable[[Recorder], bool]) -> None:
-        async with asyncio.timeout(DEADLINE):
-            while not done(self):
-                self._changed.clear()
-                await self._changed.wait()
-
-    async def wait_body(self, body: str) -> None:
-        await self.wait_for(lambda r: body in r.bodies)
-
-
-class Backend:
-    """Opens buses of one kind that share one broker (one namespace)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.namespace = f"t{uuid4().hex[:8]}"
-        self._buses: list[Bus] = []
-        self._memory = MemoryBus(unavailable_pause=PAUSE)
-
-    async def open(self) -> Bus:
-        if self.kind == "memory":
-            return self._memory
-        bus = RabbitBus(AMQP_URL, namespace=self.namespace, unavailable_pause=PAUSE)
-        self._buses.append(bus)
-        return bus
-
-    async def reconnect(self, bus: Bus) -> Bus:
-        """A new connection to the same broker (the memory bus *is* the broker)."""
-        if self.kind == "memory":
-            return bus
-        await bus.close()
-        return await self.open()
-
-    async def queue_exists(self, name: str) -> bool:
-        if self.kind == "memory":
-            try:
-                self._memory.queue_depth(name)
-            except KeyError:
-                return False
-            return True
-        async with await aio_pika.connect(AMQP_URL) as connection:
-            channel = await connection.channel()
-            try:
-                await channel.declare_queue(f"{self.namespace}.{name}", passive=True)
-            except aiormq.exceptions.ChannelNotFoundEntity:
-                return False
-            except aiormq.exceptions.ChannelLockedResource:
-                return True  # exclusive to the bus's connection: it exists
-            return True
-
-    async def aclose(self) -> None:
-        await self._memory.close()
-        for bus in self._buses:
-            await bus.close()
-        if self.kind == "rabbit":
-            cleaner = RabbitBus(AMQP_URL, namespace=self.namespace)
-            await cleaner.delete_namespace([q.name for q in t.QUEUES] + TEST_QUEUES)
-            await cleaner.close()
-
-
-TEST_QUEUES = [f"test.{n}" for n in ("a", "b", "c", "d", "q", "direct", "binding")]
 
 
 @pytest.fixture(params=["memory", pytest.param("rabbit", marks=pytest.mark.integration)])
@@ -565,48 +456,3 @@ async def test_prefetch_bounds_unacked_deliveries(bus: Bus) -> None:
     await slow.wait_for(lambda r: len(r.deliveries) == 5)
     assert sorted(slow.bodies + fast.bodies, key=int) == [str(i) for i in range(20)]
     assert slow.bodies == [str(i) for i in range(5)]
-
-
-async def test_memory_wait_idle_returns_when_the_pipeline_has_quiesced() -> None:
-    bus = MemoryBus()
-    first, second = queue("a", t.EVENTS.name), queue("b", t.SCHEDULE.name, t.SCHEDULE_KEY)
-    await bus.declare([t.DEAD_LETTERS])  # nobody consumes it: must not keep wait_idle waiting
-    got = Recorder()
-
-    async def forward(batch: Sequence[Delivery]) -> None:
-        await asyncio.sleep(0)
-        await bus.publish([Message(t.SCHEDULE.name, t.SCHEDULE_KEY, d.body) for d in batch])
-
-    await bus.consume_raw(first, forward)
-    await bus.consume_raw(second, got)
-    await bus.publish(events("1", "2"))
-    await bus.publish(events("dead", exchange=t.DEAD.name))
-    async with asyncio.timeout(DEADLINE):
-        await bus.wait_idle()
-    assert got.bodies == ["1", "2"]
-    assert bus.queue_depth(t.DEAD_LETTERS.name) == 1
-    await bus.close()
-
-
-@pytest.mark.integration
-async def test_rabbit_publishes_message_by_message_without_aiormqs_internals(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """An aiormq whose Channel lacks what the batched write uses: the same messages go
-    out one by one (aio-pika's way), in order."""
-    from services.common.bus import rabbit_write
-
-    monkeypatch.setattr(rabbit_write, "CHANNEL_INTERNALS", ("no_such_attribute",))
-    backend = Backend("rabbit")
-    try:
-        bus = await backend.open()
-        got = Recorder()
-        await bus.consume_raw(queue("q"), got)
-        bodies = [f"m{i}" for i in range(5)]
-        await bus.publish(events(*bodies))
-        await got.wait_for(lambda r: len(r.deliveries) == len(bodies))
-        assert got.bodies == bodies
-        with pytest.raises(BusRefused, match=r"(?i)too long"):
-            await bus.publish(events("x", key="pod." + "k" * 300))
-    finally:
-        await backend.aclose()
