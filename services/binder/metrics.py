@@ -20,7 +20,12 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from services.common.metrics import exponential_buckets, goroutines, schedule_attempts
+from services.common.metrics import (
+    Children,
+    exponential_buckets,
+    goroutines,
+    schedule_attempts,
+)
 
 PERMIT_WAIT_BUCKETS = exponential_buckets(0.001, 2, 15)
 """Upstream's: 1 ms to ~16 s."""
@@ -74,18 +79,22 @@ class BinderMetrics:
             registry=r,
         )
         self.goroutines = goroutines(r)
+        self._points = Children(self.extension_point)
+        self._attempts = Children(self.attempts)
+        self._durations = Children(self.attempt_duration)
+        self._sli = Children(self.sli)
 
     def scheduled(self, profile: str, attempts: int, attempt_seconds: float, sli: float) -> None:
-        self.attempts.labels("scheduled", profile).inc()
-        self.attempt_duration.labels("scheduled", profile).observe(max(attempt_seconds, 0.0))
+        self._attempts("scheduled", profile).inc()
+        self._durations("scheduled", profile).observe(max(attempt_seconds, 0.0))
         self.pod_attempts.observe(attempts)
-        self.sli.labels(attempts_label(attempts)).observe(max(sli, 0.0))
+        self._sli(attempts_label(attempts)).observe(max(sli, 0.0))
 
     def waited(self, result: str, seconds: float) -> None:
         self.permit_wait.labels(result).observe(max(seconds, 0.0))
 
     def ran(self, point: str, status: str, profile: str, seconds: float) -> None:
-        self.extension_point.labels(point, status, profile).observe(seconds)
+        self._points(point, status, profile).observe(seconds)
 
 
 __all__ = ["BinderMetrics"]

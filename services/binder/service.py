@@ -280,22 +280,19 @@ class BinderService:
         successful cycle go to ``out``."""
         request, framework, pod, state = cycle.request, cycle.framework, cycle.pod, cycle.state
         node = request.node
-        context = telemetry.extract(request.trace)
-        with tracer.start_as_current_span(
-            "binding_cycle", context=context, kind=INTERNAL, links=telemetry.ambient_links()
-        ) as span:
-            span.set_attribute("ksched.pod", pod.key)
-            span.set_attribute("ksched.node", node)
+        with telemetry.continuing(tracer, "binding_cycle", request.trace) as continued:
+            continued.span.set_attribute("ksched.pod", pod.key)
+            continued.span.set_attribute("ksched.node", node)
             if cycle.waited is not None:
                 self._waited(cycle.waited, "Success")
             profile = request.profile
-            with tracer.start_as_current_span("PreBind", kind=INTERNAL):
+            with telemetry.step(tracer, "PreBind"):
                 began = time.perf_counter()
                 status = await framework.run_pre_bind(state, pod, node)
                 self._ran("PreBind", status, profile, began)
             if not status.is_success():
                 return status
-            with tracer.start_as_current_span("Bind", kind=INTERNAL):
+            with telemetry.step(tracer, "Bind"):
                 began = time.perf_counter()
                 status = await framework.run_bind(state, pod, node)
                 self._ran("Bind", status, profile, began)
@@ -304,7 +301,7 @@ class BinderService:
                     reason = f'no Bind plugin bound pod "{pod.key}"'
                     return Status(Code.Error, (reason,))
                 return status
-            headers = {**telemetry.inject(), ATTEMPT_HEADER: str(request.attempt)}
+            headers = {**continued.carrier(), ATTEMPT_HEADER: str(request.attempt)}
             out.extend(self._effects(cycle, headers, recorded))
             self._bound.append(request)
             if self._scheduled_events:
@@ -318,7 +315,7 @@ class BinderService:
                     now=self._clock.now(),
                 )
                 out.append(decision_message(event, _encoder.encode(event), headers))
-            with tracer.start_as_current_span("PostBind", kind=INTERNAL):
+            with telemetry.step(tracer, "PostBind"):
                 began = time.perf_counter()
                 framework.run_post_bind(state, pod, node)
                 self._ran("PostBind", status, profile, began)

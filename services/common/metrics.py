@@ -8,9 +8,11 @@ Each service owns its registry (no global state), so several services in one pro
 from __future__ import annotations
 
 from threading import Thread
+from typing import Generic, TypeVar
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.metrics import MetricWrapperBase
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -56,6 +58,24 @@ def goroutines(registry: CollectorRegistry) -> Gauge:
     )
 
 
+M = TypeVar("M", bound=MetricWrapperBase)
+
+
+class Children(Generic[M]):
+    """A labelled metric's children, each looked up once: ``labels()`` validates and
+    locks on every call, which per pod cost the binder a twentieth of its time."""
+
+    def __init__(self, metric: M) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
+
+
 class MetricsEndpoint:
     """``/metrics`` on ``port`` (0: any free port) in a daemon thread."""
 
@@ -76,6 +96,7 @@ class MetricsEndpoint:
 
 __all__ = [
     "ATTEMPT_BUCKETS",
+    "Children",
     "MetricsEndpoint",
     "exponential_buckets",
     "goroutines",

@@ -254,13 +254,8 @@ class InformerService:
             changes: list[tuple[Change, dict[str, str]]] = []
             reports: list[ErrorReport] = []
             for delivery in deliveries:
-                parent = telemetry.extract(delivery.headers)
-                with tracer.start_as_current_span(
-                    "ingest",
-                    context=parent,
-                    kind=trace.SpanKind.INTERNAL,
-                    links=telemetry.ambient_links(),
-                ) as span:
+                with telemetry.continuing(tracer, "ingest", delivery.headers) as continued:
+                    span = continued.span
                     span.set_attribute("ksched.routing_key", delivery.routing_key)
                     try:
                         outcome = self._ingest(staged, delivery)
@@ -273,7 +268,7 @@ class InformerService:
                         continue
                     span.set_attribute("ksched.duplicate", outcome is None)
                     if outcome is not None:
-                        changes.append((outcome, telemetry.inject()))
+                        changes.append((outcome, continued.carrier()))
             await self._commit(staged, changes, reports, origin="user")
 
     def _ingest(self, staged: Staged, delivery: Delivery) -> Change | ErrorReport | None:

@@ -37,7 +37,6 @@ from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 import msgspec
-from opentelemetry.trace import SpanKind
 
 from contracts import topology
 from contracts.events import ClusterBatch, LogEntry, PodEntry
@@ -412,14 +411,9 @@ class QueueService:
             uid = info.uid
             at, carrier = self._origin.get(uid, (self._clock.now(), {}))
             meta = info.pod.metadata
-            with tracer.start_as_current_span(
-                "scheduling_queue.pop",
-                context=telemetry.extract(carrier),
-                kind=SpanKind.INTERNAL,
-                links=telemetry.ambient_links(),
-            ) as span:
-                span.set_attribute("ksched.pod", namespaced_name(meta))
-                span.set_attribute("ksched.attempt", info.attempts)
+            with telemetry.continuing(tracer, "scheduling_queue.pop", carrier) as continued:
+                continued.span.set_attribute("ksched.pod", namespaced_name(meta))
+                continued.span.set_attribute("ksched.attempt", info.attempts)
                 requests.append(
                     ScheduleRequest(
                         uid=uid,
@@ -429,7 +423,7 @@ class QueueService:
                         profile=info.profile,
                         seq=self._projection.applied_seq,
                         at=at,
-                        trace=telemetry.inject(),
+                        trace=continued.carrier(),
                     )
                 )
             leases[uid] = info.attempts

@@ -40,13 +40,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from services.common.metrics import exponential_buckets, goroutines, schedule_attempts
+from services.common.metrics import (
+    Children,
+    exponential_buckets,
+    goroutines,
+    schedule_attempts,
+)
 
 VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
 """Upstream's: [64, +Inf) is one bucket."""
@@ -102,8 +106,8 @@ class SchedulerMetrics:
         """(plugin, extension point, profile) → count: a dict increment per plugin run
         (the hot path), exported as a counter family when scraped."""
         r.register(_Evaluations(self._evaluations))
-        self._points: dict[tuple[str, str, str], Any] = {}
-        self._plugins: dict[tuple[str, str, str], Any] = {}
+        self._points = Children(self.extension_point)
+        self._plugins = Children(self.plugin_duration)
         self.cache_size = Gauge(
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
@@ -134,18 +138,10 @@ class SchedulerMetrics:
     # -- the framework's Recorder ------------------------------------------------
 
     def point(self, point: str, status: str, profile: str, seconds: float) -> None:
-        key = (point, status, profile)
-        child = self._points.get(key)
-        if child is None:
-            child = self._points[key] = self.extension_point.labels(*key)
-        child.observe(seconds)
+        self._points(point, status, profile).observe(seconds)
 
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        key = (plugin, point, status)
-        child = self._plugins.get(key)
-        if child is None:
-            child = self._plugins[key] = self.plugin_duration.labels(*key)
-        child.observe(seconds)
+        self._plugins(plugin, point, status).observe(seconds)
 
     def evaluated(self, plugin: str, point: str, profile: str, count: int) -> None:
         if count:
