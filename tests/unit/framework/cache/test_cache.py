@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from contracts.events import LogEntry, NamespaceEntry, NodeEntry, PodEntry
 from contracts.k8s import Namespace, ObjectMeta
@@ -157,3 +158,32 @@ def test_pods_with_pod_affinity_are_counted_as_they_come_and_go():
     for step, expected in steps:
         step()
         assert cache.snapshot().affinity_pods == expected
+
+
+@pytest.mark.parametrize(
+    ("nodes", "extended"),
+    [
+        (3, 0),  # within the first allocation
+        (40, 0),  # rows grown twice
+        (5, 9),  # columns grown past the first eight
+        (40, 9),  # both
+    ],
+)
+def test_columns_are_contiguous_and_keep_their_values_as_the_table_grows(nodes, extended):
+    """The cycle reads one resource of every node at a time: each column of the
+    snapshot's tables is one contiguous run, also after the tables grew."""
+    cache = Cache()
+    resources = {f"example.com/r{i}": str(i + 1) for i in range(extended)}
+    for i in range(nodes):
+        cache.add_node(make_node(f"n{i}", allocatable={"cpu": str(i + 1), **resources}))
+        cache.add_pod(make_pod(f"p{i}", node_name=f"n{i}", requests={"cpu": "1"}))
+    table = cache.snapshot()
+    for array in (table.allocatable, table.requested, table.nonzero_requested):
+        for col in range(array.shape[1]):
+            assert array[:, col].flags["C_CONTIGUOUS"], col
+    cpu = table.resources["cpu"]
+    assert table.allocatable[:, cpu].tolist() == [1000 * (i + 1) for i in range(nodes)]
+    assert table.requested[:, cpu].tolist() == [1000] * nodes
+    for i in range(extended):
+        column = table.resources[f"example.com/r{i}"]
+        assert table.allocatable[:, column].tolist() == [i + 1] * nodes
