@@ -75,8 +75,9 @@ def run_score(
             raise StatusError(
                 f'running Score plugin "{plugin.name}": {as_status(err).message()}'
             ) from err
-        bad = (scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)
-        if bad.any():
+        # Two reductions; the elementwise test only to name the first bad score.
+        if scores.size and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
+            bad = (scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)
             value = int(scores[np.argmax(bad)])
             raise StatusError(
                 f'plugin "{plugin.name}" returns an invalid score {value}, it should in the '

@@ -178,16 +178,32 @@ def test_weights_and_explain():
     assert result.scores["NodeResourcesFit"].tolist() == [100, 100]
 
 
-def test_invalid_score_is_an_error():
-    framework = framework_with(FixedScore({"a": 101}), score=[("FixedScore", 1)])
+@pytest.mark.parametrize(
+    ("scores", "invalid"),
+    [
+        ({"a": 101}, 101),
+        ({"a": -1}, -1),
+        ({"a": 50, "b": 250}, 250),  # the first bad score is named
+        ({"a": 101, "b": -7}, 101),
+        ({"a": 100, "b": 0}, None),  # the bounds are valid
+    ],
+)
+def test_a_score_out_of_range_is_an_error(scores, invalid):
+    framework = framework_with(FixedScore(scores), score=[("FixedScore", 1)])
     result = framework.schedule_one(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
         make_pod(),
     )
+    if invalid is None:
+        assert (result.status.code, result.node) == (Code.Success, "a")
+        return
     assert result.status.code == Code.Error
-    assert "invalid score 101" in result.message
+    assert result.message.endswith(
+        f'plugin "FixedScore" returns an invalid score {invalid}, it should in the range of '
+        "[0, 100] after normalizing"
+    )
 
 
 def test_ties_are_broken_at_random_reproducibly():
