@@ -7,7 +7,8 @@ NormalizeScore → weighted sum → the best node, ties broken by the framework'
 keeps is the node sampling's start index, see framework.sampling), so the service,
 the embedded simulator and benchmarks all call it directly. Assuming the pod, Reserve
 and Permit are the caller's next steps. With ``explain=True`` the result also carries
-an :class:`Explanation` (framework.explain).
+an :class:`Explanation` (framework.explain). Permit and the binding cycle's points run
+in runtime.binding, the measuring of each point in runtime.instrument.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,12 +60,13 @@ from services.framework.api.interface import (
 from services.framework.api.listers import Listers
 from services.framework.api.preemption import Preempting
 from services.framework.api.registry import Registry, join_path
-from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError, as_status
+from services.framework.api.status import SUCCESS, Code, Status, StatusError, as_status
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.cache.snapshot import Snapshot
-from services.framework.runtime import filtering, sampling, scoring
+from services.framework.runtime import binding, filtering, sampling, scoring
 from services.framework.runtime.explain import Explanation, filter_verdicts, node_scores
+from services.framework.runtime.instrument import PluginTimer, Recorder, Timed
 from services.framework.runtime.profile import Profile, resolve_plugins
 from services.framework.runtime.result import ScheduleResult
 
@@ -191,7 +193,7 @@ class Framework:
         )
         if self.recorder is None:
             return span
-        return _Timed(span, self.recorder, name, self.profile.scheduler_name)
+        return Timed(span, self.recorder, name, self.profile.scheduler_name)
 
     def _plugin_timer(self) -> PluginTimer | None:
         """Per-plugin durations for this attempt, if it is one of the sampled ones."""
@@ -249,7 +251,7 @@ class Framework:
             narrowed, status, plugins = filtering.run_pre_filter(
                 self.pre_filter_plugins, state, pod, nodes, timer
             )
-            if isinstance(point, _Timed):
+            if isinstance(point, Timed):
                 point.status = status.code.name
         diagnosis.unschedulable_plugins = plugins
         if not status.is_success():
@@ -395,7 +397,7 @@ class Framework:
         if self.post_filter_plugins:
             with self._span("PostFilter") as point:
                 result, status = self.run_post_filter(state, pod, diagnosis)
-                if isinstance(point, _Timed):
+                if isinstance(point, Timed):
                     point.status = status.code.name
             diagnosis.post_filter_msg = status.message()
         error = FitError(pod.key, nodes.num_nodes, diagnosis)
@@ -547,94 +549,24 @@ class Framework:
         return SUCCESS
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """``RunPermitPlugins``: every Permit plugin in order. A rejection is returned
-        at once with its plugin; an error as ``running Permit plugin "X": …``; Skip
-        counts as Success. If any asked to wait (each timeout capped at
-        :data:`MAX_PERMIT_TIMEOUT`), the pod is added to the Handle's waiting pods with
-        one timeout per waiting plugin and the status is Wait."""
-        waits: dict[str, float] = {}
-        for plugin in self.permit_plugins:
-            try:
-                status, timeout = plugin.permit(state, pod, node)
-            except Exception as err:
-                status, timeout = as_status(err), 0.0
-            if status.is_success() or status.is_skip():
-                continue
-            if status.is_rejected():
-                return status.with_plugin(plugin.name)
-            if status.is_wait():
-                waits[plugin.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
-                continue
-            reason = f'running Permit plugin "{plugin.name}": {status.message()}'
-            return Status(Code.Error, (reason,), plugin.name)
-        if waits:
-            self.handle.waiting_pods.add(pod, node, waits)
-            name = pod.pod.metadata.name
-            reason = f'one or more plugins asked to wait and no plugin rejected pod "{name}"'
-            return Status(Code.Wait, (reason,))
-        return SUCCESS
+        """``RunPermitPlugins`` (see runtime.binding); a pod asked to wait joins the
+        Handle's waiting pods."""
+        return binding.run_permit(self.permit_plugins, self.handle.waiting_pods, state, pod, node)
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """``RunPreBindPlugins``: in order; the first failure (an error as ``running
-        PreBind plugin "X": …``), with its plugin. Skip counts as Success."""
-        for plugin in self.pre_bind_plugins:
-            try:
-                status = await plugin.pre_bind(state, pod, node)
-            except Exception as err:
-                status = as_status(err)
-            if status.is_success() or status.is_skip():
-                continue
-            if status.is_rejected():
-                return status.with_plugin(plugin.name)
-            reason = f'running PreBind plugin "{plugin.name}": {status.message()}'
-            return Status(Code.Error, (reason,), plugin.name)
-        return SUCCESS
+        return await binding.run_pre_bind(self.pre_bind_plugins, state, pod, node)
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """``RunBindPlugins``: Skip without Bind plugins; else the first plugin that
-        does not Skip decides (an error as ``running Bind plugin "X": …``)."""
-        status = SKIP
-        for plugin in self.bind_plugins:
-            try:
-                status = await plugin.bind(state, pod, node)
-            except Exception as err:
-                status = as_status(err)
-            if status.is_skip():
-                continue
-            if status.is_success():
-                return status
-            if status.is_rejected():
-                return status.with_plugin(plugin.name)
-            reason = f'running Bind plugin "{plugin.name}": {status.message()}'
-            return Status(Code.Error, (reason,), plugin.name)
-        return status
+        return await binding.run_bind(self.bind_plugins, state, pod, node)
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        """``RunPostBindPlugins``: informational, every one in order."""
-        for plugin in self.post_bind_plugins:
-            plugin.post_bind(state, pod, node)
+        binding.run_post_bind(self.post_bind_plugins, state, pod, node)
 
     def binding_state(self, state: CycleState) -> dict[str, bytes]:
-        """What the plugins need in the binding cycle (another process), by plugin
-        name, each in its own encoding (:class:`BindingState`)."""
-        out: dict[str, bytes] = {}
-        for plugin in self._stateful:
-            data = plugin.binding_state(state)
-            if data is not None:
-                out[plugin.name] = data
-        return out
+        return binding.binding_state(self._stateful, state)
 
     def restore_binding_state(self, state: CycleState, data: Mapping[str, bytes]) -> None:
-        """Put back into ``state`` what :meth:`binding_state` handed on (plugins this
-        profile does not run are ignored)."""
-        for plugin in self._stateful:
-            encoded = data.get(plugin.name)
-            if encoded is not None:
-                plugin.restore_binding_state(state, encoded)
-
-
-MAX_PERMIT_TIMEOUT: float = 15 * 60.0
-"""Seconds a Permit plugin may make a pod wait at most (upstream's ``maxTimeout``)."""
+        binding.restore_binding_state(self._stateful, state, data)
 
 
 def rejection_message(pod: PodInfo, node: str, status: Status) -> str:
@@ -646,44 +578,3 @@ def rejection_message(pod: PodInfo, node: str, status: Status) -> str:
         diagnosis.reason_counts[reason] += 1
     diagnosis.add_plugin_status(status)
     return str(FitError(pod.key, 1, diagnosis))
-
-
-PluginTimer = Callable[[str, str, str, float, int], None]
-"""``(plugin, extension_point, status, seconds, nodes evaluated)``."""
-
-
-class Recorder(Protocol):
-    """The scheduler's metrics, as the framework feeds them."""
-
-    def point(self, point: str, status: str, profile: str, seconds: float) -> None: ...
-
-    def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
-
-    def evaluated(self, plugin: str, point: str, profile: str, count: int) -> None: ...
-
-    def sample(self) -> bool:
-        """Whether this attempt's plugin durations are recorded (upstream samples 10%)."""
-        ...
-
-
-class _Timed:
-    """An extension point's span (or none) that records its duration and status."""
-
-    __slots__ = ("_inner", "_name", "_profile", "_recorder", "_started", "status")
-
-    def __init__(self, inner: Any, recorder: Recorder, name: str, profile: str) -> None:
-        self._inner, self._recorder, self._name, self._profile = inner, recorder, name, profile
-        self.status = "Success"
-        self._started = 0.0
-
-    def __enter__(self) -> _Timed:
-        self._inner.__enter__()
-        self._started = time.perf_counter()
-        return self
-
-    def __exit__(self, kind: Any, error: Any, tb: Any) -> Any:
-        elapsed = time.perf_counter() - self._started
-        if error is not None:
-            self.status = "Error"
-        self._recorder.point(self._name, self.status, self._profile, elapsed)
-        return self._inner.__exit__(kind, error, tb)

@@ -27,11 +27,8 @@ from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.config.in_tree import in_tree_registry
-from services.framework.runtime.framework import (
-    MAX_PERMIT_TIMEOUT,
-    Framework,
-    rejection_message,
-)
+from services.framework.runtime.binding import MAX_PERMIT_TIMEOUT
+from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile
 from services.framework.runtime.waiting_pods import go_duration
 from tests.builders import make_pod
