@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import topology as t
-from services.common.store import _lua
+from services.common.store import _lua, _lua_waiting
 
 USER_PREFIX = "ksched-"
 
@@ -155,14 +155,14 @@ _SCRIPTS = {
     "drop_evictions": _lua.WRITE_HASH,
     "acquire_lease": _lua.ACQUIRE_LEASE,
     "release_lease": _lua.RELEASE_LEASE,
-    "put_waiting": _lua.PUT_WAITING,
-    "allow_waiting": _lua.ALLOW_WAITING,
-    "reject_waiting": _lua.REJECT_WAITING,
-    "expire_waiting": _lua.EXPIRE_WAITING,
-    "take_waiting": _lua.TAKE_WAITING,
-    "return_waiting": _lua.RETURN_WAITING,
-    "waiting": _lua.READ_WAITING,
-    "resolved_before": _lua.READ_WAITING,
+    "put_waiting": _lua_waiting.PUT_WAITING,
+    "allow_waiting": _lua_waiting.ALLOW_WAITING,
+    "reject_waiting": _lua_waiting.REJECT_WAITING,
+    "expire_waiting": _lua_waiting.EXPIRE_WAITING,
+    "take_waiting": _lua_waiting.TAKE_WAITING,
+    "return_waiting": _lua_waiting.RETURN_WAITING,
+    "waiting": _lua_waiting.READ_WAITING,
+    "resolved_before": _lua_waiting.READ_WAITING,
 }
 _COMMANDS = {
     "applied_seq": ("get",),

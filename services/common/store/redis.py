@@ -56,23 +56,25 @@ from services.common import redact, telemetry
 from services.common.store._charges import normalize
 from services.common.store._lua import (
     ACQUIRE_LEASE,
-    ALLOW_WAITING,
     APPLY,
     ASSUME,
     BEGIN_BIND,
     CLAIM_NOMINATIONS,
-    EXPIRE_WAITING,
     FORGET,
     LOST,
-    PUT_WAITING,
     READ_HASH,
     READ_NODES,
+    RELEASE_LEASE,
+    WRITE_HASH,
+)
+from services.common.store._lua_waiting import (
+    ALLOW_WAITING,
+    EXPIRE_WAITING,
+    PUT_WAITING,
     READ_WAITING,
     REJECT_WAITING,
-    RELEASE_LEASE,
     RETURN_WAITING,
     TAKE_WAITING,
-    WRITE_HASH,
 )
 from services.common.store.base import (
     Assumed,
