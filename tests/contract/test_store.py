@@ -4,144 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
-from uuid import uuid4
+from collections.abc import Mapping
 
 import anyio.lowlevel
-import msgspec
 import pytest
 
-from contracts.k8s import Node, NodeStatus, ObjectMeta, Pod, PodSpec
 from services.common.store import (
     Assumed,
     AssumeResult,
-    BindClaim,
     ClusterStore,
-    Epoch,
     MemoryStore,
     Nomination,
     NominationClaim,
-    PodCharge,
-    ProjectedEntry,
     Reservation,
-    StoreLost,
     open_store,
 )
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-NOW = 1_700_000_000.0
-TTL = 30.0
-
-
-class Clients:
-    """Opens clients on one store: the same MemoryStore, or RedisStores on one namespace."""
-
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
-        self.namespace = f"t{uuid4().hex[:8]}"
-        self.opened: list[ClusterStore] = []
-        self._memory = MemoryStore(self.namespace)
-
-    def open(self) -> ClusterStore:
-        if self.backend == "memory":
-            return self._memory.client()
-        store = open_store(REDIS_URL, namespace=self.namespace)
-        self.opened.append(store)
-        return store
-
-    async def lose(self) -> None:
-        """Empty the store as FLUSHDB would (only this test's namespace on Redis)."""
-        if self.backend == "memory":
-            self._memory.flush()
-            return
-        from services.common.store.redis import RedisStore
-
-        loser = open_store(REDIS_URL, namespace=self.namespace)
-        assert isinstance(loser, RedisStore)
-        await loser.flush_namespace()
-        await loser.close()
-
-    async def teardown(self) -> None:
-        from services.common.store.redis import RedisStore
-
-        for store in self.opened:
-            assert isinstance(store, RedisStore)
-            await store.flush_namespace()
-            await store.close()
-
-
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
-async def clients(request: pytest.FixtureRequest) -> AsyncIterator[Clients]:
-    c = Clients(request.param)
-    try:
-        yield c
-    finally:
-        await c.teardown()
-
-
-@pytest.fixture
-def store(clients: Clients) -> ClusterStore:
-    return clients.open()
-
-
-def node(seq: int, name: str, **allocatable: int) -> ProjectedEntry:
-    status = NodeStatus(allocatable=dict(allocatable))
-    body = msgspec.json.encode(Node(metadata=ObjectMeta(name=name), status=status))
-    return ProjectedEntry(seq=seq, kind="node", key=name, body=body, allocatable=allocatable)
-
-
-def node_deleted(seq: int, name: str) -> ProjectedEntry:
-    return ProjectedEntry(seq=seq, kind="node", key=name, body=None)
-
-
-def pod(
-    seq: int, name: str, on: str | None, *, deleted: bool = False, **req: int
-) -> ProjectedEntry:
-    meta = ObjectMeta(name=name, namespace="default", uid=f"uid-{name}")
-    body = None if deleted else msgspec.json.encode(Pod(metadata=meta, spec=PodSpec(node_name=on)))
-    charge = PodCharge(uid=f"uid-{name}", node=None if deleted else on, requests={**req, "pods": 1})
-    return ProjectedEntry(seq=seq, kind="pod", key=f"default/{name}", body=body, pod=charge)
-
-
-def res(
-    name: str,
-    on: str,
-    attempt: int = 1,
-    ttl: float = TTL,
-    checked: frozenset[str] | None = None,
-    **req: int,
-) -> Reservation:
-    requests = {**req, "pods": 1}
-    return Reservation(
-        uid=f"uid-{name}", node=on, attempt=attempt, requests=requests, ttl=ttl, checked=checked
-    )
-
-
-def claim(name: str, on: str, attempt: int = 1) -> BindClaim:
-    return BindClaim(uid=f"uid-{name}", node=on, attempt=attempt)
-
-
-async def snapshot(store: ClusterStore) -> tuple[Any, ...]:
-    return (
-        await store.applied_seq(),
-        await store.objects("node"),
-        await store.objects("pod"),
-        await store.node_usage(),
-        await store.allocatable(),
-        await store.assumed(),
-        await store.leases(),
-        await store.nominations(),
-    )
-
-
-async def assume_one(store: ClusterStore, r: Reservation, now: float = NOW) -> AssumeResult:
-    [result] = await store.assume([r], now)
-    return result
-
-
-async def usage(store: ClusterStore, name: str) -> Mapping[str, int]:
-    return (await store.node_usage([name]))[name]
+from tests.contract.store_support import (
+    NOW,
+    TTL,
+    Clients,
+    assume_one,
+    claim,
+    node,
+    node_deleted,
+    pod,
+    res,
+    snapshot,
+    usage,
+)
 
 
 async def test_empty_store(store: ClusterStore) -> None:
@@ -608,119 +498,6 @@ async def test_queue_view_is_replaced_and_read_back(store: ClusterStore) -> None
     await store.put_queue_view(b'{"kind":"QueueView","at":1.0,"counts":{"active":1}}')
     await store.put_queue_view(b'{"kind":"QueueView","at":2.0,"counts":{"active":0}}')
     assert await store.queue_view() == b'{"kind":"QueueView","at":2.0,"counts":{"active":0}}'
-
-
-# -- the projection's marker: a store that comes back empty is not an empty cluster ----
-
-GUARDED_CALLS: dict[str, Any] = {
-    "apply": lambda s: s.apply([pod(3, "c", None)]),
-    "objects": lambda s: s.objects("node"),
-    "node_usage": lambda s: s.node_usage(),
-    "allocatable": lambda s: s.allocatable(["n1"]),
-    "assume": lambda s: s.assume([res("a", "n1")], NOW),
-    "begin_bind": lambda s: s.begin_bind([claim("a", "n1")]),
-    "forget": lambda s: s.forget([claim("a", "n1")]),
-    "assumed": lambda s: s.assumed(),
-    "set_leases": lambda s: s.set_leases({"uid-a": 2}),
-    "leases": lambda s: s.leases(),
-    "drop_leases": lambda s: s.drop_leases(["uid-a"]),
-    "set_nominations": lambda s: s.set_nominations({"uid-a": Nomination("n1", 1)}),
-    "clear_nominations": lambda s: s.clear_nominations(["uid-a"]),
-    "nominations": lambda s: s.nominations(),
-    "domain_versions": lambda s: s.domain_versions(),
-}
-
-
-async def test_first_apply_makes_a_fresh_store_live(store: ClusterStore) -> None:
-    assert (await store.epoch()).state == "blank"
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100)])
-    epoch = await store.epoch()
-    assert (epoch.state, epoch.seq) == ("live", 2)
-    assert epoch.token
-    assert await store.attach() == epoch
-
-
-@pytest.mark.parametrize("call", sorted(GUARDED_CALLS))
-async def test_every_guarded_call_of_an_attached_client_raises_after_a_loss(
-    clients: Clients, call: str
-) -> None:
-    writer = clients.open()
-    await writer.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
-    await writer.set_leases({"uid-a": 1})
-    reader = clients.open()
-    await reader.attach()
-    await clients.lose()
-
-    with pytest.raises(StoreLost, match="expected epoch"):
-        await GUARDED_CALLS[call](reader)
-    assert await reader.epoch() == Epoch("blank")  # nothing was written on top of nothing
-
-
-async def test_apply_on_top_of_nothing_raises_even_for_a_new_client(clients: Clients) -> None:
-    """An informer restarted after the loss must not apply the log's tail onto nothing."""
-    await clients.open().apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
-    await clients.lose()
-    fresh = clients.open()
-    with pytest.raises(StoreLost, match="applying seq 3 would leave a gap"):
-        await fresh.apply([pod(3, "b", None)])
-    assert await fresh.epoch() == Epoch("blank")
-
-
-async def test_apply_with_a_gap_raises_on_a_live_store(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
-    with pytest.raises(StoreLost, match="is at seq 1: applying seq 3"):
-        await store.apply([pod(2, "a", None), pod(3, "b", None)][1:])
-    await store.apply([pod(1, "x", None), pod(2, "a", None)])  # seq 1 skipped, 2 continues
-    assert await store.applied_seq() == 2
-
-
-async def test_restore_rebuilds_in_chunks_and_moves_to_a_new_epoch(clients: Clients) -> None:
-    log = [node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100), pod(3, "b", None)]
-    informer, scheduler = clients.open(), clients.open()
-    await informer.apply(log)
-    before = await snapshot(informer)
-    old = await scheduler.attach()
-    await clients.lose()
-
-    await informer.restore(log[:2], final=False)
-    assert await informer.epoch() == Epoch("building", seq=2)
-    with pytest.raises(StoreLost, match="being rebuilt"):
-        await clients.open().objects("node")  # not even a client that expects nothing
-    with pytest.raises(StoreLost):
-        await scheduler.assume([res("b", "n1")], NOW)
-    await informer.restore(log[2:], final=True)
-
-    rebuilt = await informer.epoch()
-    assert (rebuilt.state, rebuilt.seq) == ("live", 3)
-    assert rebuilt.token != old.token
-    assert await snapshot(informer) == before
-    with pytest.raises(StoreLost, match=f"expected epoch {old.token}, found live"):
-        await scheduler.objects("node")  # what it held (assumptions, leases) is gone
-    assert await scheduler.attach() == rebuilt
-    assert set(await scheduler.objects("pod")) == {"default/a", "default/b"}
-
-
-async def test_restore_refuses_a_live_store_and_a_gap(clients: Clients) -> None:
-    store = clients.open()
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
-    with pytest.raises(StoreLost, match="is live"):
-        await store.restore([pod(2, "a", None)], final=True)
-    await clients.lose()
-    with pytest.raises(StoreLost, match="applying seq 2 would leave a gap"):
-        await store.restore([pod(2, "a", None)], final=False)
-    await store.restore([], final=True)  # an empty log: a live, empty store
-    assert (await store.epoch()).state == "live"
-
-
-async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
-    clients: Clients,
-) -> None:
-    """The binder never attaches: after a loss it finds no assumption to bind."""
-    await clients.open().apply([node(1, "n1", cpu=1000, pods=10)])
-    binder = clients.open()
-    await clients.lose()
-    assert await binder.begin_bind([claim("a", "n1")]) == [False]
-    assert await binder.objects("node") == {}
 
 
 async def test_evictions_are_recorded_until_the_pod_is_deleted(store: ClusterStore) -> None:

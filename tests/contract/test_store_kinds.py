@@ -19,7 +19,7 @@ from tests.builders.workloads import (
     make_service,
     make_stateful_set,
 )
-from tests.contract.test_store import Clients
+from tests.contract.store_support import Clients
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.common.store import ClusterStore, WaitingRecord
-from tests.contract.test_store import Clients
+from tests.contract.store_support import Clients
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

@@ -1,0 +1,122 @@
+"""The ClusterStore's marker (its epoch), on both backends: a store that comes back empty
+is not an empty cluster. Every guarded call of a client that expects a live store fails
+after a loss, and the informer rebuilds the store from the log under a new epoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
+from tests.contract.store_support import NOW, Clients, claim, node, pod, res, snapshot
+
+GUARDED_CALLS: dict[str, Any] = {
+    "apply": lambda s: s.apply([pod(3, "c", None)]),
+    "objects": lambda s: s.objects("node"),
+    "node_usage": lambda s: s.node_usage(),
+    "allocatable": lambda s: s.allocatable(["n1"]),
+    "assume": lambda s: s.assume([res("a", "n1")], NOW),
+    "begin_bind": lambda s: s.begin_bind([claim("a", "n1")]),
+    "forget": lambda s: s.forget([claim("a", "n1")]),
+    "assumed": lambda s: s.assumed(),
+    "set_leases": lambda s: s.set_leases({"uid-a": 2}),
+    "leases": lambda s: s.leases(),
+    "drop_leases": lambda s: s.drop_leases(["uid-a"]),
+    "set_nominations": lambda s: s.set_nominations({"uid-a": Nomination("n1", 1)}),
+    "clear_nominations": lambda s: s.clear_nominations(["uid-a"]),
+    "nominations": lambda s: s.nominations(),
+    "domain_versions": lambda s: s.domain_versions(),
+}
+
+
+async def test_first_apply_makes_a_fresh_store_live(store: ClusterStore) -> None:
+    assert (await store.epoch()).state == "blank"
+    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100)])
+    epoch = await store.epoch()
+    assert (epoch.state, epoch.seq) == ("live", 2)
+    assert epoch.token
+    assert await store.attach() == epoch
+
+
+@pytest.mark.parametrize("call", sorted(GUARDED_CALLS))
+async def test_every_guarded_call_of_an_attached_client_raises_after_a_loss(
+    clients: Clients, call: str
+) -> None:
+    writer = clients.open()
+    await writer.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
+    await writer.set_leases({"uid-a": 1})
+    reader = clients.open()
+    await reader.attach()
+    await clients.lose()
+
+    with pytest.raises(StoreLost, match="expected epoch"):
+        await GUARDED_CALLS[call](reader)
+    assert await reader.epoch() == Epoch("blank")  # nothing was written on top of nothing
+
+
+async def test_apply_on_top_of_nothing_raises_even_for_a_new_client(clients: Clients) -> None:
+    """An informer restarted after the loss must not apply the log's tail onto nothing."""
+    await clients.open().apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
+    await clients.lose()
+    fresh = clients.open()
+    with pytest.raises(StoreLost, match="applying seq 3 would leave a gap"):
+        await fresh.apply([pod(3, "b", None)])
+    assert await fresh.epoch() == Epoch("blank")
+
+
+async def test_apply_with_a_gap_raises_on_a_live_store(store: ClusterStore) -> None:
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    with pytest.raises(StoreLost, match="is at seq 1: applying seq 3"):
+        await store.apply([pod(2, "a", None), pod(3, "b", None)][1:])
+    await store.apply([pod(1, "x", None), pod(2, "a", None)])  # seq 1 skipped, 2 continues
+    assert await store.applied_seq() == 2
+
+
+async def test_restore_rebuilds_in_chunks_and_moves_to_a_new_epoch(clients: Clients) -> None:
+    log = [node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100), pod(3, "b", None)]
+    informer, scheduler = clients.open(), clients.open()
+    await informer.apply(log)
+    before = await snapshot(informer)
+    old = await scheduler.attach()
+    await clients.lose()
+
+    await informer.restore(log[:2], final=False)
+    assert await informer.epoch() == Epoch("building", seq=2)
+    with pytest.raises(StoreLost, match="being rebuilt"):
+        await clients.open().objects("node")  # not even a client that expects nothing
+    with pytest.raises(StoreLost):
+        await scheduler.assume([res("b", "n1")], NOW)
+    await informer.restore(log[2:], final=True)
+
+    rebuilt = await informer.epoch()
+    assert (rebuilt.state, rebuilt.seq) == ("live", 3)
+    assert rebuilt.token != old.token
+    assert await snapshot(informer) == before
+    with pytest.raises(StoreLost, match=f"expected epoch {old.token}, found live"):
+        await scheduler.objects("node")  # what it held (assumptions, leases) is gone
+    assert await scheduler.attach() == rebuilt
+    assert set(await scheduler.objects("pod")) == {"default/a", "default/b"}
+
+
+async def test_restore_refuses_a_live_store_and_a_gap(clients: Clients) -> None:
+    store = clients.open()
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    with pytest.raises(StoreLost, match="is live"):
+        await store.restore([pod(2, "a", None)], final=True)
+    await clients.lose()
+    with pytest.raises(StoreLost, match="applying seq 2 would leave a gap"):
+        await store.restore([pod(2, "a", None)], final=False)
+    await store.restore([], final=True)  # an empty log: a live, empty store
+    assert (await store.epoch()).state == "live"
+
+
+async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
+    clients: Clients,
+) -> None:
+    """The binder never attaches: after a loss it finds no assumption to bind."""
+    await clients.open().apply([node(1, "n1", cpu=1000, pods=10)])
+    binder = clients.open()
+    await clients.lose()
+    assert await binder.begin_bind([claim("a", "n1")]) == [False]
+    assert await binder.objects("node") == {}
