@@ -139,14 +139,22 @@ async def test_a_service_whose_broker_never_answers_stops_on_sigterm(
 
 async def test_a_second_signal_while_stopping_exits_at_once(unreachable: Processes) -> None:
     """SIGINT and SIGTERM delivered together (held back by SIGSTOP): the first starts
-    the stop, the second ends the process at once, with its own exit code and one line."""
+    the stop, the second ends the process at once, with its own exit code and one line.
+    Which of the two is first is the kernel's choice: a signal sent to a process goes to
+    any of its threads, so on SIGCONT another thread may take SIGINT after the main
+    thread has taken SIGTERM (seen once in CI: 130 where 143 was expected)."""
     await unreachable.spawn("informer", *no_broker())
     await unreachable.logged("informer", "cannot reach the broker")
     child = unreachable.children["informer"]
     for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM):
         child.send_signal(sig)
-    assert await unreachable.terminate("informer", signal.SIGCONT) == 128 + signal.SIGTERM
-    await unreachable.logged("informer", "informer: SIGTERM while stopping: exiting now", 5)
+    code = await unreachable.terminate("informer", signal.SIGCONT)
+    second = {128 + s: s for s in (signal.SIGINT, signal.SIGTERM)}.get(code)
+    assert second is not None, (code, unreachable.log("informer"))
+    await unreachable.logged("informer", f"informer: {second.name} while stopping: exiting now", 5)
+    assert "while stopping" not in unreachable.log("informer").replace(
+        f"{second.name} while stopping", ""
+    )  # one such line, naming the signal whose code the process exited with
     assert "informer stopped" not in unreachable.log("informer")
 
 
