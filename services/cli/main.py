@@ -28,6 +28,22 @@ SERVED_METRICS = ("informer", "queue", "scheduler", "binder", "descheduler")
 uses each service's documented default, services.common.observe.DEFAULT_PORTS)."""
 
 
+def _whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number, ``minimum`` or more (a negative ``--limit``
+    once made ``watch`` wait forever, a negative ``--nodes`` a bench of nothing)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: a whole number, {minimum} or more")
+        return value
+
+    return parse
+
+
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
     parser.add_argument("--amqp-url", help="RabbitMQ URL (env KSCHED_AMQP_URL)")
     parser.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
@@ -213,7 +229,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = command("watch", "print decisions as they arrive")
     p.add_argument("--errors", action="store_true", help="also print ksched.errors")
-    p.add_argument("--limit", type=int, help="exit after this many messages")
+    p.add_argument("--limit", type=_whole(1), help="exit after this many messages")
     p.add_argument(
         "--explain", action="store_true", help="print the explanation a decision carries"
     )
@@ -229,7 +245,9 @@ def parser() -> argparse.ArgumentParser:
     p = command("queue", "show the scheduling queue the queue service published")
     p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
     p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
-    p.add_argument("--limit", type=int, default=10, help="pods shown per sub-queue (default 10)")
+    p.add_argument(
+        "--limit", type=_whole(0), default=10, help="pods shown per sub-queue (default 10)"
+    )
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
     p = command("waiting", "list the pods waiting at Permit, with their pending plugins")
@@ -285,7 +303,7 @@ def parser() -> argparse.ArgumentParser:
         "remove it; purge: remove them all",
     )
     p.add_argument("--routing-key", help="list/replay: only these (a topic pattern: pod.*)")
-    p.add_argument("--limit", type=int, help="list/replay: at most this many")
+    p.add_argument("--limit", type=_whole(1), help="list/replay: at most this many")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
     _connection_flags(p)
 
@@ -300,14 +318,16 @@ def parser() -> argparse.ArgumentParser:
         "the queue core's own benchmark, or Passthrough: SchedulingBasic's pods answered "
         "by a trivial service over the same broker (the ceiling)",
     )
-    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--nodes", type=_whole(1), default=5000)
     p.add_argument(
         "--pods",
-        type=int,
+        type=_whole(1),
         help="measured pods (default: upstream's, scaled to --nodes); "
         "QueueOps: pods pending in the queue (default: its own)",
     )
-    p.add_argument("--init-pods", type=int, help="pods bound before measuring (default: as --pods)")
+    p.add_argument(
+        "--init-pods", type=_whole(0), help="pods bound before measuring (default: as --pods)"
+    )
     p.add_argument(
         "--rate",
         type=float,

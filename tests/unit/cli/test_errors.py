@@ -188,3 +188,47 @@ def test_help_documents_every_exit_code(capsys: pytest.CaptureFixture[str]) -> N
     assert "exit codes:" in out
     documented = {int(line.split()[0]) for line in out.split("exit codes:")[1].splitlines()[1:8]}
     assert documented == {code for code, _ in EXIT_CODES} == {0, 1, 2, 3, 70, 130, 143}
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["watch", "--limit", "-1"],
+         "ksched watch: error: argument --limit: '-1': a whole number, 1 or more"),
+        (["watch", "--limit", "0"],
+         "ksched watch: error: argument --limit: '0': a whole number, 1 or more"),
+        (["queue", "--limit", "-5"],
+         "ksched queue: error: argument --limit: '-5': a whole number, 0 or more"),
+        (["dead-letters", "list", "--limit", "-2"],
+         "ksched dead-letters: error: argument --limit: '-2': a whole number, 1 or more"),
+        (["bench", "SchedulingBasic", "--nodes", "-3"],
+         "ksched bench: error: argument --nodes: '-3': a whole number, 1 or more"),
+        (["bench", "SchedulingBasic", "--pods", "0"],
+         "ksched bench: error: argument --pods: '0': a whole number, 1 or more"),
+        (["bench", "SchedulingBasic", "--init-pods", "-1"],
+         "ksched bench: error: argument --init-pods: '-1': a whole number, 0 or more"),
+        (["bench", "QueueOps", "--pods", "many"],
+         "ksched bench: error: argument --pods: 'many': not a whole number"),
+    ],
+)  # fmt: skip
+def test_a_count_out_of_range_is_a_usage_error(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A negative count once made ``watch --limit -1`` wait forever and ``bench --nodes
+    -3`` report a run of nothing; argparse refuses them, naming the flag."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == error
+
+
+@pytest.mark.parametrize(
+    ("argv", "attribute", "value"),
+    [
+        (["queue", "--limit", "0"], "limit", 0),
+        (["bench", "SchedulingBasic", "--init-pods", "0"], "init_pods", 0),
+        (["bench", "SchedulingBasic", "--nodes", "1"], "nodes", 1),
+    ],
+)
+def test_the_smallest_count_is_taken(argv: list[str], attribute: str, value: int) -> None:
+    assert getattr(cli_main.parser().parse_args(argv), attribute) == value
