@@ -28,20 +28,26 @@ SERVED_METRICS = ("informer", "queue", "scheduler", "binder", "descheduler")
 uses each service's documented default, services.common.observe.DEFAULT_PORTS)."""
 
 
-def _whole(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number, ``minimum`` or more (a negative ``--limit``
-    once made ``watch`` wait forever, a negative ``--nodes`` a bench of nothing)."""
+def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number, ``minimum`` or more (and ``maximum`` at most).
+    A negative ``--limit`` once made ``watch`` wait forever, a negative ``--nodes`` a
+    bench of nothing, and ``--metrics-port 99999`` an internal error."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
+        if maximum is not None and not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{text!r}: a whole number, {minimum} to {maximum}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{text!r}: a whole number, {minimum} or more")
         return value
 
     return parse
+
+
+MAX_PORT = 65535
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
@@ -122,6 +128,12 @@ def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
             flags["descheduler"].append("--dry-run")
     from services.common.observe import DEFAULT_PORTS
 
+    if port and port + len(SERVED_METRICS) - 1 > MAX_PORT:
+        last = port + len(SERVED_METRICS) - 1
+        raise InputError(
+            f"--metrics-port {port}: up numbers {len(SERVED_METRICS)} ports from it, and the "
+            f"last, {last}, is above {MAX_PORT}"
+        )
     for i, name in enumerate(SERVED_METRICS):
         chosen = DEFAULT_PORTS[name] if port is None else (port + i if port else 0)
         flags.setdefault(name, []).extend(["--metrics-port", str(chosen)])
@@ -214,7 +226,7 @@ def parser() -> argparse.ArgumentParser:
         _scheduled_events_flag(p, "binder: ")
         p.add_argument(
             "--metrics-port",
-            type=int,
+            type=_whole(0, MAX_PORT),
             metavar="PORT",
             help="serve /metrics, /healthz, /livez and /readyz on PORT (0 picks a free one; "
             "run: none without it; up: the informer on PORT, the queue on PORT+1, the "

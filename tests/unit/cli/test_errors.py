@@ -209,6 +209,10 @@ def test_help_documents_every_exit_code(capsys: pytest.CaptureFixture[str]) -> N
          "ksched bench: error: argument --init-pods: '-1': a whole number, 0 or more"),
         (["bench", "QueueOps", "--pods", "many"],
          "ksched bench: error: argument --pods: 'many': not a whole number"),
+        (["run", "scheduler", "--metrics-port", "99999"],
+         "ksched run: error: argument --metrics-port: '99999': a whole number, 0 to 65535"),
+        (["up", "--metrics-port", "-1"],
+         "ksched up: error: argument --metrics-port: '-1': a whole number, 0 to 65535"),
     ],
 )  # fmt: skip
 def test_a_count_out_of_range_is_a_usage_error(
@@ -228,7 +232,22 @@ def test_a_count_out_of_range_is_a_usage_error(
         (["queue", "--limit", "0"], "limit", 0),
         (["bench", "SchedulingBasic", "--init-pods", "0"], "init_pods", 0),
         (["bench", "SchedulingBasic", "--nodes", "1"], "nodes", 1),
+        (["run", "binder", "--metrics-port", "0"], "metrics_port", 0),
+        (["run", "binder", "--metrics-port", "65535"], "metrics_port", 65535),
     ],
 )
 def test_the_smallest_count_is_taken(argv: list[str], attribute: str, value: int) -> None:
     assert getattr(cli_main.parser().parse_args(argv), attribute) == value
+
+
+def test_up_refuses_a_metrics_port_whose_last_service_port_is_out_of_range(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``up --metrics-port P`` gives P to P+4 to its five services: 65531 is the last P."""
+    assert main(["up", "--metrics-port", "65533", "--amqp-url", NO_BROKER]) == 2
+    assert failure(capsys) == (
+        "ksched up: --metrics-port 65533: up numbers 5 ports from it, and the last, 65537, "
+        "is above 65535"
+    )
+    ports = cli_main._service_argv(cli_main.parser().parse_args(["up", "--metrics-port", "65531"]))
+    assert ports["descheduler"][-2:] == ["--metrics-port", "65535"]
