@@ -23,11 +23,13 @@ from contracts.k8s import (
     PodDisruptionBudgetSpec,
     PodDisruptionBudgetStatus,
 )
+from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from services.framework.plugins.defaultpreemption.plugin import (
+    NO_VICTIMS,
     Candidate,
     DefaultPreemption,
     pick_one_node,
@@ -513,3 +515,31 @@ def test_explain_shows_the_candidates_and_why_the_node_won() -> None:
     }
     # Without --explain nothing is collected.
     assert framework.schedule_one(snapshot, preemptor()).explanation is None
+
+
+@pytest.mark.parametrize(
+    ("statuses", "message"),
+    [
+        ({}, "0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
+        (
+            {0: Status(Code.UnschedulableAndUnresolvable, (NO_VICTIMS,)),
+             1: Status(Code.UnschedulableAndUnresolvable, (NO_VICTIMS,))},
+            "0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+            "2 No preemption victims found for incoming pod.",
+        ),
+        (  # a status of two reasons counts each; shared reasons add up
+            {0: Status(Code.Unschedulable, ("Insufficient cpu", "Insufficient memory")),
+             1: Status(Code.Unschedulable, ("Insufficient cpu",)),
+             2: Status(Code.Unschedulable, ("Insufficient cpu", "Insufficient memory"))},
+            "0/3 nodes are available: 2 Insufficient memory, 3 Insufficient cpu.",
+        ),
+    ],
+)  # fmt: skip
+def test_the_fit_error_of_a_preemption_without_candidates(
+    statuses: dict[int, Status], message: str
+) -> None:
+    plugin = DefaultPreemption(
+        DefaultPreemptionArgs(), Framework(default_profile(), in_tree_registry()).handle
+    )
+    nodes = snapshot_of([make_node(f"n{i}") for i in range(3)])
+    assert plugin.fit_error(PodInfo.of(make_pod("p")), nodes, statuses) == message
