@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from services.common.store.redis import RedisStore
-from tests.integration.harness import Client, Processes, node, pod
+from tests.integration.harness import REDIS_URL, Client, Processes, node, pod
 from tests.integration.test_end_to_end import assert_bound_exactly_once, assert_no_overcommit
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -92,12 +92,23 @@ async def publish_pods(client: Client, first: int, count: int) -> None:
 
 @pytest.fixture
 async def unreachable(tmp_path: Path) -> AsyncIterator[Processes]:
-    """Service processes of a namespace of their own (spawn them with ``no_broker()``)."""
-    processes = Processes(f"e2e{uuid.uuid4().hex[:8]}", tmp_path)
+    """Service processes of a namespace of their own (spawn them with ``no_broker()``).
+    Redis is the real one: a queue that stops writes its last view there, so the
+    namespace is flushed after, and checked empty (it once left a ``queueview`` key)."""
+    namespace = f"e2e{uuid.uuid4().hex[:8]}"
+    processes = Processes(namespace, tmp_path)
     try:
         yield processes
     finally:
-        await processes.stop_all()
+        try:
+            await processes.stop_all()
+        finally:
+            store = RedisStore(REDIS_URL, namespace=namespace)
+            try:
+                await store.flush_namespace()
+                assert await store.queue_view() is None
+            finally:
+                await store.close()
 
 
 async def test_a_service_that_cannot_reach_its_broker_stops_on_sigterm(
