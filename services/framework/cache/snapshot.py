@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, cast
 
 import numpy as np
@@ -73,6 +74,10 @@ def _moved(
         nonzero[1] += pod.nonzero_memory
     return out
 
+
+_NO_PODS: Final[Mapping[str, PodInfo]] = MappingProxyType({})
+"""The pod map of an emptied row (shared, read-only; :meth:`Snapshot.adjust` copies
+a row's map before changing it)."""
 
 _VIEW_VERSIONS = itertools.count(-2, -1)
 """Versions of rows a view changed in place (negative and below a view's -1: never a
@@ -160,6 +165,27 @@ class Snapshot:
                 if pod.uid not in self.pods[row]:
                     raise ValueError(f"pod {pod.key} is not on node {self.names[row]}")
         return self._take(rows, removed, dict(self.resources), -1)
+
+    def emptied(self, rows: Sequence[int]) -> Snapshot:
+        """A table of only ``rows`` (in that order) with no pod counted on any of them:
+        :meth:`without_pods` of every pod of each row, built from the columns alone
+        (nothing requested, no pods); columns stay as they are."""
+        take = np.asarray(rows, dtype=np.intp)
+        n, width = len(rows), self.requested.shape[1]
+        names = [self.names[r] for r in rows]
+        return Snapshot(
+            names=names,
+            index={name: i for i, name in enumerate(names)},
+            nodes=[self.nodes[r] for r in rows],
+            resources=dict(self.resources),
+            allocatable=self.allocatable[take],
+            requested=np.zeros((n, width), dtype=np.int64, order="F"),
+            nonzero_requested=np.zeros((n, self.nonzero_requested.shape[1]), dtype=np.int64),
+            pods=[_NO_PODS] * n,
+            attributes=self.attributes.take(rows),
+            pod_versions=np.full(n, -1, dtype=np.int64),
+            affinity_pods=0,
+        )
 
     def adjust(self, changed: Mapping[int, Sequence[PodInfo]], sign: int) -> None:
         """Add (``sign=1``) or remove (``-1``) pods on rows of this snapshot, in place:

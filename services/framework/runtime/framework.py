@@ -508,11 +508,19 @@ class Framework:
         passed = verdicts.passed
         for row in failed:
             passed[row] = False
+        shared: dict[tuple[int, int], Status] = {}
+        """Statuses are immutable: rows rejected by the same plugin with the same code
+        share one (a dry run over thousands of nodes asks for every row's)."""
 
         def status(row: int) -> Status:
             if row in failed:
                 return failed[row]
-            return filtering.status_of(verdicts, self.filter_plugins, row) or SUCCESS
+            key = (int(verdicts.rejected_by[row]), int(verdicts.codes[row]))
+            found = shared.get(key)
+            if found is None:
+                found = filtering.status_of(verdicts, self.filter_plugins, row) or SUCCESS
+                shared[key] = found
+            return found
 
         return passed, status
 

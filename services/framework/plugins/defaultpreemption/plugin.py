@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+import numpy as np
+
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.framework.api.diagnosis import Diagnosis, FitError
 from services.framework.api.events import (
@@ -352,8 +354,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         nodes' own columns are all that removing or adding a pod changes, so
         ``SelectVictimsOnNode`` runs on a chunk of nodes at once — the filters once
         without every lower-priority pod, then once per reprieve step (the k-th
-        victim of every node together). The same candidates, in the same order, as
-        running it node after node."""
+        victim of every node together). Nodes all of whose pods have a lower priority
+        are settled first on emptied rows (:meth:`settle_emptied`): where the pod does
+        not fit even there, no victim list is built. The same candidates, in the same
+        order, as running it node after node."""
         fine: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[int, Status] = {}
@@ -362,12 +366,16 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         key = importance_key(now)
         chunk = max(wanted, 64)
         for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            settled = self.settle_emptied(state, pod, nodes, part, statuses)
             rows: list[int] = []
             lists: list[list[tuple[PodInfo, bool]]] = []
             mixed: list[bool] = []
             """Per node: both PDB-violating and other lower-priority pods (upstream then
             sorts the victims again)."""
-            for row in order[start : start + chunk]:
+            for row in part:
+                if row in settled:
+                    continue
                 lower = [p for p in nodes.pods[row].values() if p.priority < pod.priority]
                 if not lower:
                     statuses[row] = _NO_VICTIMS_STATUS
@@ -417,6 +425,38 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 if fine and len(fine) + len(violating) >= wanted:
                     return fine + violating, statuses, errors
         return fine + violating, statuses, errors
+
+    def settle_emptied(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Snapshot,
+        part: Sequence[int],
+        statuses: dict[int, Status],
+    ) -> set[int]:
+        """The rows of ``part`` whose dry run ends before any victim is chosen, found
+        without building victim lists: those every pod of which has a lower priority
+        than ``pod``. Removing them all leaves the node empty, so the dry run's filters
+        see :meth:`Snapshot.emptied`; a node with no pod at all has no victims
+        (``_NO_VICTIMS_STATUS``), and one where even the emptied node fails gets that
+        status. Both go into ``statuses``; the pod fitting an emptied node leaves the
+        row to the full dry run."""
+        priority = pod.priority
+        settled: set[int] = set()
+        emptied: list[int] = []
+        for row in part:
+            on_node = nodes.pods[row]
+            if not on_node:
+                statuses[row] = _NO_VICTIMS_STATUS
+                settled.add(row)
+            elif all(p.priority < priority for p in on_node.values()):
+                emptied.append(row)
+        if emptied:
+            passed, status_of = self.handle.runner.filter_many(state, pod, nodes.emptied(emptied))
+            for i in np.flatnonzero(~passed).tolist():
+                statuses[emptied[i]] = status_of(i)
+                settled.add(emptied[i])
+        return settled
 
     def select_victims(
         self,

@@ -102,3 +102,39 @@ def test_adjusting_a_view_in_place_charges_as_with_pods(pods):
     plain = table.with_pods([0, 1, 2], {})
     assert (view.requested == plain.requested).all()
     assert [dict(m) for m in view.pods] == [dict(m) for m in plain.pods]
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[0], [1, 0], [2], [0, 1, 2], [2, 0]],
+    ids=["a row with pods", "two rows reordered", "a row without pods", "every row", "mixed"],
+)
+def test_an_emptied_view_is_without_pods_of_every_pod_on_its_rows(rows):
+    table = snapshot_of(
+        [make_node(n, allocatable={"cpu": "4", "memory": "8Gi", "pods": 10}) for n in "abc"],
+        [
+            make_pod("a1", node_name="a", requests={"cpu": "500m", "memory": "1Gi"}),
+            make_pod("a2", node_name="a", requests={"cpu": "1", "example.com/gpu": "2"}),
+            make_pod("b1", node_name="b", requests={}),  # non-zero defaults
+        ],
+    ).snapshot()
+    emptied = table.emptied(rows)
+    removed = table.without_pods(rows, {r: list(table.pods[r].values()) for r in rows})
+    assert emptied.names == removed.names and emptied.index == removed.index
+    assert emptied.resources == removed.resources
+    assert emptied.allocatable.tolist() == removed.allocatable.tolist()
+    assert emptied.requested.tolist() == removed.requested.tolist()
+    assert not emptied.requested.any()
+    assert emptied.nonzero_requested.tolist() == removed.nonzero_requested.tolist()
+    assert [dict(m) for m in emptied.pods] == [{} for _ in rows]
+    assert (emptied.pod_versions == -1).all() and emptied.affinity_pods == 0
+    assert emptied.requested.flags.f_contiguous
+    assert table.node_info(0).requested["pods"] == 2  # the table itself is untouched
+    # A dry run reprieves victims onto an emptied view in place.
+    if 0 in rows:
+        i = rows.index(0)
+        back = list(table.pods[0].values())
+        emptied.adjust({i: back}, +1)
+        assert emptied.requested[i].tolist() == table.requested[0].tolist()
+        assert dict(emptied.pods[i]) == dict(table.pods[0])
+        assert [dict(m) for k, m in enumerate(emptied.pods) if k != i] == [{}] * (len(rows) - 1)

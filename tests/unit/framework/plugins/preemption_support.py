@@ -160,6 +160,37 @@ def framework_for(
     return framework, plugin, cache
 
 
+def both_dry_runs(
+    nodes: Sequence[Node],
+    pods: Sequence[Pod],
+    incoming: Pod,
+    *,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    offset: int,
+    absolute: int,
+) -> list[tuple[Any, ...]]:
+    """One whole cycle of ``incoming`` with the columnar dry run, then with the node
+    by node one (``SelectVictimsOnNode`` per node), both from ``offset`` and stopping
+    at ``absolute`` candidates: what each chose (node, message, nominated node,
+    victims, PDB violations). The two must be equal."""
+    outcomes = []
+    for node_by_node in (False, True):
+        framework, plugin, cache = framework_for(nodes, pods, pdbs)
+        plugin.offset = lambda n: offset % n
+        plugin.absolute = absolute
+        if node_by_node:
+            framework.extensions_active = lambda state: True  # type: ignore[method-assign]
+        result = framework.schedule_one(cache, PodInfo.of(incoming))
+        chosen = result.post_filter
+        picked = (
+            (chosen.nominated_node_name, [v.uid for v in chosen.victims], chosen.num_pdb_violations)
+            if chosen is not None
+            else None
+        )
+        outcomes.append((result.node, result.message, picked))
+    return outcomes
+
+
 def dry_run(
     nodes: Sequence[Node],
     pods: Sequence[Pod],

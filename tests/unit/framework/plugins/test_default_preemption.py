@@ -40,6 +40,7 @@ from services.framework.runtime.framework import Framework
 from services.framework.runtime.result import ScheduleResult
 from tests.builders import make_node, make_pod
 from tests.unit.framework.helpers import snapshot_of
+from tests.unit.framework.plugins.preemption_support import both_dry_runs
 
 NOW = 1_700_000_000.0
 LOW, MID, HIGH = 0, 100, 1000
@@ -452,37 +453,12 @@ def _random_cluster(seed: int) -> tuple[list[str], list[Pod], list[PodDisruption
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_columnar_dry_run_chooses_as_the_node_by_node_one(seed: int) -> None:
-    nodes, pods, budgets, incoming = _random_cluster(seed)
-    outcomes = []
-    for node_by_node in (False, True):
-        snapshot = snapshot_of([make_node(n, allocatable=NODE) for n in nodes], pods)
-        for budget in budgets:
-            snapshot.listers.put(budget)
-        framework = Framework(
-            default_profile(),
-            in_tree_registry(),
-            rng=random.Random(seed),
-            listers=snapshot.listers,
-            now=lambda: NOW,
-        )
-        plugin = framework.plugins["DefaultPreemption"]
-        assert isinstance(plugin, DefaultPreemption)
-        plugin.offset = lambda n: seed % n
-        plugin.absolute = 2 + seed % 3  # stop early in some runs
-        if node_by_node:
-            framework.extensions_active = lambda state: True  # type: ignore[method-assign]
-        result = framework.schedule_one(snapshot, incoming)
-        chosen = result.post_filter
-        outcomes.append(
-            (
-                result.node,
-                result.message,
-                None if chosen is None else chosen.nominated_node_name,
-                None if chosen is None else [v.uid for v in chosen.victims],
-                None if chosen is None else chosen.num_pdb_violations,
-            )
-        )
-    assert outcomes[0] == outcomes[1]
+    names, pods, budgets, incoming = _random_cluster(seed)
+    nodes = [make_node(n, allocatable=NODE) for n in names]
+    columnar, node_by_node = both_dry_runs(
+        nodes, pods, incoming, pdbs=budgets, offset=seed, absolute=2 + seed % 3
+    )
+    assert columnar == node_by_node
 
 
 def test_explain_shows_the_candidates_and_why_the_node_won() -> None:
