@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Final, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from contracts.k8s import Node
 from services.common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -101,6 +102,18 @@ def charge(
 
 
 @dataclass(frozen=True, slots=True)
+class Adjusted:
+    """What :meth:`Snapshot.adjust` changed: its rows (``position`` maps a row to its
+    index here), each row's pod map before, and the signed sums it added."""
+
+    rows: NDArray[np.intp]
+    position: Mapping[int, int]
+    before: Sequence[Mapping[str, PodInfo]]
+    deltas: Int64Array
+    nonzero: Int64Array
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     names: Sequence[str]
     index: Mapping[str, int]
@@ -159,11 +172,15 @@ class Snapshot:
         """A table of only ``rows`` (in that order), where each row no longer counts the
         pods ``removed[row]`` (preemption's victims), charged back exactly as
         :meth:`with_pods` charges them; columns stay as they are. Raises ``ValueError``
-        if a pod is not counted on its row: removing it would corrupt the sums."""
+        if a pod is not counted on its row, or is named twice: removing it would corrupt
+        the sums."""
         for row, pods in removed.items():
+            on_row = self.pods[row]
             for pod in pods:
-                if pod.uid not in self.pods[row]:
+                if pod.uid not in on_row:
                     raise ValueError(f"pod {pod.key} is not on node {self.names[row]}")
+            if len({pod.uid for pod in pods}) != len(pods):
+                raise ValueError(f"a pod is named twice for node {self.names[row]}")
         return self._take(rows, removed, dict(self.resources), -1)
 
     def emptied(self, rows: Sequence[int]) -> Snapshot:
@@ -187,25 +204,49 @@ class Snapshot:
             affinity_pods=0,
         )
 
-    def adjust(self, changed: Mapping[int, Sequence[PodInfo]], sign: int) -> None:
+    def adjust(self, changed: Mapping[int, Sequence[PodInfo]], sign: int) -> Adjusted:
         """Add (``sign=1``) or remove (``-1``) pods on rows of this snapshot, in place:
         only for a view its caller made (:meth:`with_pods`, :meth:`without_pods`) and
         keeps to itself, such as preemption's dry runs. Every pod's requests must have
         columns; the rows changed get fresh ``pod_versions`` so no row cache reuses
-        what it computed for them before."""
-        if not changed:
-            return
+        what it computed for them before. Returns what :meth:`undo` needs to take the
+        change back on some of the rows."""
         resources = self.resources
         width = len(resources)
         rows = list(changed)
         deltas = [[0] * width for _ in rows]
         nonzero = [[0, 0] for _ in rows]
         maps = cast(list[Mapping[str, PodInfo]], self.pods)
+        before = [maps[i] for i in rows]
         for k, i in enumerate(rows):
             maps[i] = _moved(maps[i], changed[i], sign, resources, deltas[k], nonzero[k])
-        at = np.asarray(rows, dtype=np.intp)
-        self.requested[at] += sign * np.asarray(deltas, dtype=np.int64)
-        self.nonzero_requested[at] += sign * np.asarray(nonzero, dtype=np.int64)
+        done = Adjusted(
+            rows=np.asarray(rows, dtype=np.intp),
+            position={row: k for k, row in enumerate(rows)},
+            before=before,
+            deltas=sign * np.asarray(deltas, dtype=np.int64).reshape(len(rows), width),
+            nonzero=sign * np.asarray(nonzero, dtype=np.int64).reshape(len(rows), 2),
+        )
+        if rows:
+            self.requested[done.rows] += done.deltas
+            self.nonzero_requested[done.rows] += done.nonzero
+            self.pod_versions[done.rows] = next(_VIEW_VERSIONS)
+        return done
+
+    def undo(self, done: Adjusted, rows: Sequence[int]) -> None:
+        """Take back :meth:`adjust`'s change ``done`` on ``rows`` (some of its rows,
+        unchanged since): their pod maps as they were, their sums back; a dry run's
+        failed reprieves, without copying a pod map again. The rows get fresh
+        ``pod_versions``."""
+        if not rows:
+            return
+        pick = np.asarray([done.position[row] for row in rows], dtype=np.intp)
+        at = done.rows[pick]
+        self.requested[at] -= done.deltas[pick]
+        self.nonzero_requested[at] -= done.nonzero[pick]
+        maps = cast(list[Mapping[str, PodInfo]], self.pods)
+        for row in rows:
+            maps[row] = done.before[done.position[row]]
         self.pod_versions[at] = next(_VIEW_VERSIONS)
 
     def _take(
@@ -228,15 +269,29 @@ class Snapshot:
         nonzero = self.nonzero_requested[take].copy()
         pods: list[Mapping[str, PodInfo]] = []
         width = len(resources)
+        at: list[int] = []
+        deltas: list[list[int]] = []
+        sums: list[list[int]] = []
+        cleared: list[int] = []
         for i, row in enumerate(rows):
             moved = changed.get(row)
             if not moved:
                 pods.append(self.pods[row])  # unchanged: shared, never mutated
-                continue
-            delta, summed = [0] * width, [0, 0]
-            pods.append(_moved(self.pods[row], moved, sign, resources, delta, summed))
-            requested[i] += sign * np.asarray(delta, dtype=np.int64)
-            nonzero[i] += sign * np.asarray(summed, dtype=np.int64)
+            elif sign < 0 and len(moved) == len(self.pods[row]):
+                pods.append(_NO_PODS)  # every pod removed (each once): nothing counted
+                cleared.append(i)
+            else:
+                delta, summed = [0] * width, [0, 0]
+                pods.append(_moved(self.pods[row], moved, sign, resources, delta, summed))
+                at.append(i)
+                deltas.append(delta)
+                sums.append(summed)
+        if at:
+            requested[at] += sign * np.asarray(deltas, dtype=np.int64)
+            nonzero[at] += sign * np.asarray(sums, dtype=np.int64)
+        if cleared:
+            requested[cleared] = 0
+            nonzero[cleared] = 0
         names = [self.names[r] for r in rows]
         return Snapshot(
             names=names,

@@ -400,15 +400,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             for step in range(max((len(lists[i]) for i in alive), default=0)):
                 trying = {i: lists[i][step] for i in alive if step < len(lists[i])}
                 # The view is this dry run's own: reprieve in place, undo what fails.
-                view.adjust({i: [p] for i, (p, _) in trying.items()}, +1)
+                done = view.adjust({i: [p] for i, (p, _) in trying.items()}, +1)
                 fits, _ = self.handle.runner.filter_many(state, pod, view)
-                back = {i: [p] for i, (p, _) in trying.items() if not fits[i]}
+                back = [i for i in trying if not fits[i]]
                 for i in back:
                     candidate, violates = trying[i]
                     victims[i].append(candidate)
                     counts[i] += int(violates)
-                if back:
-                    view.adjust(back, -1)
+                view.undo(done, back)
             for i in alive:
                 row = rows[i]
                 chosen = victims[i]

@@ -77,6 +77,42 @@ def test_removing_a_pod_not_on_the_row_is_an_error(row, pod):
         _table().without_pods([row], {row: [pod]})
 
 
+def test_removing_a_pod_twice_is_an_error():
+    table = _table()
+    victim = table.pods[0]["default-on-a-uid"]
+    with pytest.raises(ValueError, match="a pod is named twice for node a"):
+        table.without_pods([0], {0: [victim, victim]})
+
+
+@pytest.mark.parametrize(
+    ("rows", "removed", "left"),
+    [
+        ([0, 1], {0: ["on-a"]}, [[], ["on-b"]]),
+        ([1, 0], {0: ["on-a"], 1: ["on-b"]}, [[], []]),
+        ([0, 1, 2], {1: ["on-b"], 2: []}, [["on-a"], [], []]),
+    ],
+    ids=["one row emptied", "both rows emptied, reordered", "an empty removal"],
+)
+def test_a_row_whose_every_pod_is_removed_counts_nothing(rows, removed, left):
+    table = _table()
+    uids = {r: [table.pods[r][f"default-{n}-uid"] for n in names] for r, names in removed.items()}
+    view = table.without_pods(rows, uids)
+    for i, row in enumerate(rows):
+        names = sorted(p.pod.metadata.name for p in view.pods[i].values())
+        assert names == left[i]
+        if not names:
+            assert not view.requested[i].any() and not view.nonzero_requested[i].any()
+        else:
+            assert view.requested[i].tolist() == table.requested[row].tolist()
+    # Reprieving onto a cleared row copies its (shared, empty) map.
+    cleared = [i for i in range(len(rows)) if not left[i]]
+    back = {i: list(table.pods[rows[i]].values()) for i in cleared}
+    view.adjust(back, +1)
+    for i in cleared:
+        assert view.requested[i].tolist() == table.requested[rows[i]].tolist()
+        assert dict(view.pods[i]) == dict(table.pods[rows[i]])
+
+
 @pytest.mark.parametrize(
     "pods",
     [
@@ -138,3 +174,34 @@ def test_an_emptied_view_is_without_pods_of_every_pod_on_its_rows(rows):
         assert emptied.requested[i].tolist() == table.requested[0].tolist()
         assert dict(emptied.pods[i]) == dict(table.pods[0])
         assert [dict(m) for k, m in enumerate(emptied.pods) if k != i] == [{}] * (len(rows) - 1)
+
+
+@pytest.mark.parametrize(
+    ("pods", "undone"),
+    [
+        ({0: [_info("x", {"cpu": "1"})]}, [0]),
+        ({1: [_info("x", {"cpu": "250m", "memory": "1Gi"})], 2: [_info("y", {})]}, [2]),
+        ({0: [_info("x", {})], 1: [_info("y", {"memory": "1Gi"})]}, [1, 0]),
+        ({0: [_info("x", {"cpu": "1"})]}, []),
+    ],
+    ids=["the only row", "one of two rows", "both rows, reordered", "none"],
+)
+def test_undo_takes_an_adjustment_back_on_some_rows(pods, undone):
+    table = _table()
+    view = table.with_pods([0, 1, 2], {})
+    plain = view.with_pods([0, 1, 2], {})
+    maps = list(view.pods)
+    done = view.adjust(pods, +1)
+    added = view.with_pods([0, 1, 2], {})
+    versions = view.pod_versions.copy()
+    view.undo(done, undone)
+    for row in range(3):
+        expected = plain if row in undone else added
+        assert view.requested[row].tolist() == expected.requested[row].tolist()
+        assert view.nonzero_requested[row].tolist() == expected.nonzero_requested[row].tolist()
+        assert dict(view.pods[row]) == dict(expected.pods[row])
+        if row in undone:
+            assert view.pods[row] is maps[row]  # the map as it was, not a copy
+            assert view.pod_versions[row] not in (versions[row], -1)  # fresh
+        else:
+            assert view.pod_versions[row] == versions[row]
