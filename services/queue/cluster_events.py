@@ -8,6 +8,7 @@ metric label of an event, spelled as upstream's ``ClusterEvent.Label()``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -35,9 +36,11 @@ EVENT_UNSCHEDULABLE_TIMEOUT: Final = ClusterEvent(R.WildCard, A.All, UNSCHEDULAB
 EVENT_FORCE_ACTIVATE: Final = ClusterEvent(R.WildCard, A.All, FORCE_ACTIVATE)
 
 
+@functools.cache
 def label(event: ClusterEvent) -> str:
     """``NodeAdd``, ``AssignedPodDelete``, ``UnschedulablePodUpdate``,
-    ``NodeUpdateNodeLabel``…: upstream's ``ClusterEvent.Label()``."""
+    ``NodeUpdateNodeLabel``…: upstream's ``ClusterEvent.Label()`` (kept per event: the
+    events are a small fixed set, and a queueing hint's metric asks per call)."""
     if event.custom_label:
         return event.custom_label
     resource = str(event.resource)

@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from services.common.metrics import exponential_buckets
+from services.common.metrics import Children, exponential_buckets
 from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import SubQueue
 
@@ -139,7 +139,8 @@ class QueueMetrics:
             buckets=HINT_BUCKETS,
             registry=self.registry,
         )
-        queue.hints.on_hint = lambda plugin, event, result, seconds: hint.labels(
+        hints = Children(hint)  # a hint runs per pending pod per event: thousands a second
+        queue.hints.on_hint = lambda plugin, event, result, seconds: hints(
             plugin, event, result
         ).observe(seconds)
         self.projection_lag = Gauge(
