@@ -49,8 +49,10 @@ def label(event: ClusterEvent) -> str:
     return f"{resource}{name}"
 
 
+@functools.lru_cache(maxsize=4096)
 def match_any(incoming: ClusterEvent, registered: tuple[ClusterEvent, ...]) -> bool:
-    """``MatchAnyClusterEvent``."""
+    """``MatchAnyClusterEvent`` (kept per pair: a queue asks it for every gated pod on
+    every event, and the events and registrations are a small fixed set)."""
     return any(r.matches(incoming) for r in registered)
 
 

@@ -141,6 +141,23 @@ def status_of(verdicts: Verdicts, plugins: Sequence[FilterPlugin], row: int) -> 
     return result.describe(int(verdicts.codes[row])).with_plugin(plugins[index].name)
 
 
+def shared_statuses(
+    verdicts: Verdicts, plugins: Sequence[FilterPlugin]
+) -> Callable[[int], Status | None]:
+    """:func:`status_of` for many rows of one run: statuses are immutable and depend
+    only on the rejecting plugin and its code, so rows that share both share one (a
+    dry run or a nominated pass over thousands of nodes asks for every row's)."""
+    shared: dict[tuple[int, int], Status | None] = {}
+
+    def of(row: int) -> Status | None:
+        key = (int(verdicts.rejected_by[row]), int(verdicts.codes[row]))
+        if key not in shared:
+            shared[key] = status_of(verdicts, plugins, row)
+        return shared[key]
+
+    return of
+
+
 def extensions_active(pre_filters: Sequence[PreFilterPlugin], state: CycleState) -> bool:
     """Whether a PreFilter AddPod/RemovePod extension would update ``state`` (else
     adding or removing pods changes only the nodes' own columns)."""
@@ -181,8 +198,9 @@ def nominated_pass(
         chosen = list(added_by_row)
         view = nodes.with_pods(chosen, added_by_row)
         verdicts = run_filters(plugins, state, pod, view, np.ones(len(chosen), np.bool_))
+        rejected = shared_statuses(verdicts, plugins)
         for i in np.flatnonzero(~verdicts.passed).tolist():
-            rejection = status_of(verdicts, plugins, i)
+            rejection = rejected(i)
             if rejection is not None:
                 failed[chosen[i]] = rejection
         return failed

@@ -508,19 +508,12 @@ class Framework:
         passed = verdicts.passed
         for row in failed:
             passed[row] = False
-        shared: dict[tuple[int, int], Status] = {}
-        """Statuses are immutable: rows rejected by the same plugin with the same code
-        share one (a dry run over thousands of nodes asks for every row's)."""
+        rejected = filtering.shared_statuses(verdicts, self.filter_plugins)
 
         def status(row: int) -> Status:
             if row in failed:
                 return failed[row]
-            key = (int(verdicts.rejected_by[row]), int(verdicts.codes[row]))
-            found = shared.get(key)
-            if found is None:
-                found = filtering.status_of(verdicts, self.filter_plugins, row) or SUCCESS
-                shared[key] = found
-            return found
+            return rejected(row) or SUCCESS
 
         return passed, status
 

@@ -280,6 +280,24 @@ class TestNominatedPods:
             result.message == "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
         )
 
+    def test_each_node_keeps_its_own_first_pass_reason(self):
+        """Rows the nominated pass rejects with the same plugin but different codes
+        keep their own statuses (a cpu shortage on one node, memory on the other)."""
+        two = {**ALLOCATABLE, "cpu": "2", "memory": "2Gi"}
+        snapshot = snapshot_of([make_node(n, allocatable=two) for n in ("a", "b", "c")])
+        waiting = [
+            make_pod("wa", priority=10, requests={"cpu": "2"}, nominated_node_name="a"),
+            make_pod("wb", priority=10, requests={"memory": "2Gi"}, nominated_node_name="b"),
+            make_pod("wc", priority=10, requests={"cpu": "2"}, nominated_node_name="c"),
+        ]
+        pod = make_pod("p", priority=5, requests={"cpu": "1", "memory": "1Gi"})
+        result = default_framework().schedule_one(
+            snapshot, pod, nominated=self.nominated(*waiting)
+        )
+        assert result.message.startswith(
+            "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
+        )
+
     def test_first_pass_status_is_reported(self):
         framework = framework_with(NeedsCompany(), filter=["NeedsCompany"])
         snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
