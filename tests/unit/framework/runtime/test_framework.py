@@ -291,9 +291,7 @@ class TestNominatedPods:
             make_pod("wc", priority=10, requests={"cpu": "2"}, nominated_node_name="c"),
         ]
         pod = make_pod("p", priority=5, requests={"cpu": "1", "memory": "1Gi"})
-        result = default_framework().schedule_one(
-            snapshot, pod, nominated=self.nominated(*waiting)
-        )
+        result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(*waiting))
         assert result.message.startswith(
             "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
         )
