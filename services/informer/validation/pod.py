@@ -35,6 +35,21 @@ def out_of_range(field: str, value: int | None, low: int, high: int) -> list[Pro
     return []
 
 
+PREEMPTION_POLICIES: Final = ("PreemptLowerPriority", "Never")
+"""``ValidatePreemptionPolicy``'s supported values, in its order."""
+
+
+def preemption_policy_problems(policy: str | None, field: str) -> list[Problem]:
+    """``ValidatePreemptionPolicy`` (a Pod's ``spec.preemptionPolicy``, a
+    PriorityClass's ``preemptionPolicy``): unset, or one of the supported values."""
+    if policy is None or policy in PREEMPTION_POLICIES:
+        return []
+    if not policy:
+        return [(field, "Required value")]
+    supported = ", ".join(f'"{p}"' for p in PREEMPTION_POLICIES)
+    return [(field, f'Unsupported value: "{policy}": supported values: {supported}')]
+
+
 def pod_problems(pod: Pod) -> list[Problem]:
     spec = pod.spec
     found = _count_problems(spec)
@@ -48,6 +63,7 @@ def pod_problems(pod: Pod) -> list[Problem]:
         found += out_of_range(
             f"spec.tolerations[{i}].tolerationSeconds", seconds, -_INT64_MAX - 1, _INT64_MAX
         )
+    found += preemption_policy_problems(spec.preemption_policy, "spec.preemptionPolicy")
     for i, c in enumerate(spec.topology_spread_constraints):
         field = f"spec.topologySpreadConstraints[{i}]"
         found += out_of_range(f"{field}.maxSkew", c.max_skew, 1, INT32_MAX)

@@ -1,6 +1,7 @@
 """A PriorityClass as ``ValidatePriorityClass`` checks it: a name with the reserved
 ``system-`` prefix must be one of the system classes with its value; any other class's
-value is at most HighestUserDefinablePriority; every value is an int32."""
+value is at most HighestUserDefinablePriority; every value is an int32; a
+``preemptionPolicy`` is one of the supported values."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from services.informer.limits import (
     SYSTEM_PRIORITY_CLASSES,
 )
 from services.informer.validation.meta import Problem
-from services.informer.validation.pod import out_of_range
+from services.informer.validation.pod import out_of_range, preemption_policy_problems
 
 _SYSTEM_PREFIX = "system-"
 
@@ -35,7 +36,7 @@ def priority_class_problems(pc: PriorityClass) -> list[Problem]:
             f"{HIGHEST_USER_DEFINABLE_PRIORITY}"
         )
         return [("value", reason)]
-    return []
+    return preemption_policy_problems(pc.preemption_policy, "preemptionPolicy")
 
 
 def _system_class_error(pc: PriorityClass) -> str | None:

@@ -78,6 +78,41 @@ BAD = [
         "spec.priority",
         "int",
     ),
+    (
+        "unsupported-preemption-policy",
+        event(pod_obj(preemptionPolicy="Sometimes")),
+        "pod.added",
+        "pod",
+        "web",
+        "spec.preemptionPolicy",
+        'Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"',
+    ),
+    (
+        "empty-preemption-policy",
+        event(pod_obj(preemptionPolicy="")),
+        "pod.added",
+        "pod",
+        "web",
+        "spec.preemptionPolicy",
+        "Required value",
+    ),
+    (
+        "priority-class-preemption-policy",
+        event(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "batch"},
+                "value": 100,
+                "preemptionPolicy": "never",
+            }
+        ),
+        "priorityclass.added",
+        "priorityclass",
+        "batch",
+        "preemptionPolicy",
+        'Unsupported value: "never"',
+    ),
     ("type-mismatch", event(pod_obj(), "ADDED"), "pod.deleted", "pod", "web", "type", "deleted"),
     (
         "bad-event-type",
@@ -126,6 +161,15 @@ def test_bad_input_names_object_and_field(
     assert report.field == field
     assert words.lower() in report.reason.lower()
     assert report.routing_key == key
+
+
+@pytest.mark.parametrize("policy", ["PreemptLowerPriority", "Never", None])
+def test_supported_preemption_policies_are_accepted(policy: str | None) -> None:
+    spec = {} if policy is None else {"preemptionPolicy": policy}
+    accepted = validate(event(pod_obj(**spec)), "pod.added")
+    assert isinstance(accepted, Accepted)
+    assert isinstance(accepted.object, Pod)
+    assert accepted.object.spec.preemption_policy == policy
 
 
 def test_oversized_message_is_refused() -> None:
