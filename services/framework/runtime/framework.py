@@ -76,6 +76,10 @@ if TYPE_CHECKING:
 P = ExtensionPoint
 
 
+def _always() -> bool:
+    return True
+
+
 class Framework:
     """The plugins of one profile, ready to run. Raises ConfigError when the profile
     is invalid (unknown plugins, bad args, no queue sort or bind plugin)."""
@@ -87,6 +91,7 @@ class Framework:
         *,
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
+        traced: Callable[[], bool] | None = None,
         path: str = "",
         listers: Listers | None = None,
         waiting_pods: WaitingPods | None = None,
@@ -99,7 +104,10 @@ class Framework:
         pods waiting at Permit that the plugins' Handle shows and ``run_permit`` adds
         to (none: no pod can wait). ``pods``: the pods by group (Coscheduling);
         ``now``: the clock plugins keep time by (default: the wall clock);
-        ``preempting``: the queue's running preemptions (DefaultPreemption's PreEnqueue)."""
+        ``preempting``: the queue's running preemptions (DefaultPreemption's PreEnqueue).
+        ``traced``: asked once per attempt whether ``tracer`` makes the extension
+        points' spans (default: always); the scheduler passes ``telemetry.tracing``, so
+        spans are made only while they go somewhere."""
         resolved = resolve_plugins(profile, registry, path)
         self.rng = rng or random.Random()
         handle = Handle(
@@ -118,6 +126,9 @@ class Framework:
         """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
         self.tracer = tracer
+        self.traced: Callable[[], bool] = traced or _always
+        self._traced_now = True
+        """``traced()`` as asked at the start of this attempt (once per pod)."""
         self.recorder: Recorder | None = None
         """Where extension-point and plugin durations go (the scheduler's metrics);
         None: nothing is measured."""
@@ -188,7 +199,7 @@ class Framework:
     def _span(self, name: str) -> Any:
         span = (
             nullcontext()
-            if self.tracer is None
+            if self.tracer is None or not self._traced_now
             else self.tracer.start_as_current_span(name, kind=SpanKind.INTERNAL)
         )
         if self.recorder is None:
@@ -243,6 +254,7 @@ class Framework:
     ) -> ScheduleResult:
         diagnosis = Diagnosis(num_nodes=nodes.num_nodes)
         self._cycle_nodes, self._cycle_nominated = nodes, nominated
+        self._traced_now = self.tracer is not None and self.traced()
         state.explain = explain
         timer = self._plugin_timer()
         if timer is not None and self.recorder is not None:

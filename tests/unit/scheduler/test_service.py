@@ -26,8 +26,10 @@ from services.common.resources import node_allocatable
 from services.common.settings import SchedulerSettings
 from services.common.store import PodCharge, ProjectedEntry, Reservation
 from services.common.store.memory import MemoryStore
+from services.framework.api.types import PodInfo
 from services.scheduler.service import SchedulerService
 from tests.builders import make_node, make_pod
+from tests.unit.framework.helpers import snapshot_of
 
 EVENTS = QueueSpec(
     "test.events", (QueueBinding(topology.DECISIONS.name, "event.#"),), durable=False
@@ -284,11 +286,24 @@ async def test_one_trace_per_cycle_with_extension_point_spans():
     ],
 )
 def test_extension_point_spans_only_when_they_go_somewhere(monkeypatch, explicit, installed, spans):
-    monkeypatch.setattr("services.scheduler.service.telemetry.tracing", lambda: installed)
-    tracer = TracerProvider().get_tracer("test") if explicit else None
-    harness = Harness(tracer=tracer)
+    state = {"installed": installed}
+    monkeypatch.setattr("services.common.telemetry.tracing", lambda: state["installed"])
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    harness = Harness(tracer=provider.get_tracer("test") if explicit else None)
     (framework,) = harness.service.frameworks.values()
-    assert (framework.tracer is not None) is spans
+    if not explicit:
+        framework.tracer = provider.get_tracer("test")  # where the spans would go
+    snapshot = snapshot_of([make_node("n1"), make_node("n2")])
+    pod = PodInfo.of(make_pod("p", requests={"cpu": "1"}))
+    framework.schedule_one(snapshot, pod)
+    assert bool(exporter.get_finished_spans()) is spans
+    # Asked per pod: a provider installed (or removed) later counts from the next one.
+    state["installed"] = not installed
+    exporter.clear()
+    framework.schedule_one(snapshot, pod)
+    assert bool(exporter.get_finished_spans()) is (explicit or not installed)
 
 
 @pytest.mark.parametrize(
