@@ -9,12 +9,18 @@ the messages published to the broker during it are the growth of every process's
 after: bench.scrape) plus the bench client's own publishes. ``replicas``: that many
 scheduler processes, ``--replica sched-<i>``; their ``ksched_store_assume_conflicts_total``
 and ``ksched_store_domain_conflicts_total`` are read just before they are stopped.
+
+SIGTERM stops a run as it stops a service: the processes are stopped, the namespace is
+removed, and the command ends with exit 143 and one line (:class:`SigtermStop`); a
+second SIGTERM ends it at once. Its namespace is named on stderr when the run starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -43,6 +49,7 @@ from bench.workload import Workload
 from contracts import topology
 from contracts.k8s import Binding, Decision
 from contracts.preemption import PodRef, Preemption
+from services.cli.errors import Terminated
 from services.cli.manifests import Document
 from services.common.bus import Delivery, Message, open_bus
 from services.common.settings import ENV, Settings
@@ -132,6 +139,8 @@ async def bench_services(
     warm = asyncio.Event()
     plan = [("passthrough", [])] if passthrough else processes(replicas)
     endpoints = Endpoints(dict(zip((n for n, _ in plan), free_ports(len(plan)), strict=True)))
+    stop = SigtermStop()
+    print(f"ksched bench: services under namespace {namespace}", file=sys.stderr, flush=True)
     try:
         await bus.declare([*topology.QUEUES, *([PASSTHROUGH_QUEUE] if passthrough else [])])
         await bus.consume_raw(watch, on_decisions, max_batch=1024)
@@ -164,13 +173,25 @@ async def bench_services(
         after = await endpoints.settled()
         client_sent = client_published - client_before
         peaks = {name: peak_rss_mb(c.pid) for name, c in children.items()}
+    except asyncio.CancelledError:
+        if not stop.received:
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # handled: the clean-up below runs as after any other end
+        raise Terminated(
+            f"stopped by SIGTERM before its report: its processes were stopped and "
+            f"namespace {namespace} removed"
+        ) from None
     finally:
+        stop.cleaning = True
         for child in children.values():
             if child.returncode is None:
                 child.terminate()
         for child in children.values():
             await child.wait()
         await cleanup(bus, store)
+        stop.close()
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
     counts = (workload.total_nodes(nodes), init, len(timings.decided))
@@ -191,6 +212,30 @@ async def bench_services(
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)
     return with_churn(report, churn)
+
+
+class SigtermStop:
+    """While a run is measuring, SIGTERM cancels it, so that its ``finally`` stops the
+    processes and removes the namespace (the default action would end the command at
+    once and leave both behind); once that clean-up has begun it is left to finish. The
+    handler removes itself: a second SIGTERM ends the command at once."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self.received = False
+        self.cleaning = False
+        self._loop.add_signal_handler(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self) -> None:
+        self._loop.remove_signal_handler(signal.SIGTERM)
+        self.received = True
+        if not self.cleaning and self._task is not None:
+            self._task.cancel()
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError, RuntimeError):
+            self._loop.remove_signal_handler(signal.SIGTERM)
 
 
 def broker_figures(before: Counters, after: Counters, client: int, pods: int) -> dict[str, object]:

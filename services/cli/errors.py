@@ -38,10 +38,16 @@ EXIT_CODES = (
     (INTERRUPTED, "interrupted (Ctrl-C), or a service stopped at once by a second SIGINT"),
     (
         TERMINATED,
-        "a service stopped at once by a second SIGTERM (the first one stops it cleanly, exit 0)",
+        "a service stopped at once by a second SIGTERM (the first one stops it cleanly, "
+        "exit 0), or a bench run stopped by SIGTERM before its report (after cleaning up)",
     ),
 )
 """Every exit code of ``ksched`` and what it means, as ``ksched --help`` lists them."""
+
+
+class Terminated(Exception):
+    """A command SIGTERM stopped before it finished, after it cleaned up what it had
+    made; the message is what follows ``ksched COMMAND: ``."""
 
 
 class InputError(Exception):
@@ -63,6 +69,8 @@ def explain(error: BaseException, *, command: str, amqp_url: str, redis_url: str
     where = f"ksched {command}"
     if isinstance(error, KeyboardInterrupt):
         return Failure(INTERRUPTED, "")
+    if isinstance(error, Terminated):
+        return Failure(TERMINATED, _one_line(f"{where}: {error}"))
     if isinstance(error, BusError):
         return _edge(where, "RabbitMQ", amqp_url, "--amqp-url / KSCHED_AMQP_URL", error)
     if store_failure(error) is not None:
