@@ -77,8 +77,8 @@ def _moved(
 
 
 _NO_PODS: Final[Mapping[str, PodInfo]] = MappingProxyType({})
-"""The pod map of an emptied row (shared, read-only; :meth:`Snapshot.adjust` copies
-a row's map before changing it)."""
+"""The pod map of a row whose every pod a view removed (shared, read-only;
+:meth:`Snapshot.adjust` copies a row's map before changing it)."""
 
 _VIEW_VERSIONS = itertools.count(-2, -1)
 """Versions of rows a view changed in place (negative and below a view's -1: never a
@@ -182,27 +182,6 @@ class Snapshot:
             if len({pod.uid for pod in pods}) != len(pods):
                 raise ValueError(f"a pod is named twice for node {self.names[row]}")
         return self._take(rows, removed, dict(self.resources), -1)
-
-    def emptied(self, rows: Sequence[int]) -> Snapshot:
-        """A table of only ``rows`` (in that order) with no pod counted on any of them:
-        :meth:`without_pods` of every pod of each row, built from the columns alone
-        (nothing requested, no pods); columns stay as they are."""
-        take = np.asarray(rows, dtype=np.intp)
-        n, width = len(rows), self.requested.shape[1]
-        names = [self.names[r] for r in rows]
-        return Snapshot(
-            names=names,
-            index={name: i for i, name in enumerate(names)},
-            nodes=[self.nodes[r] for r in rows],
-            resources=dict(self.resources),
-            allocatable=self.allocatable[take],
-            requested=np.zeros((n, width), dtype=np.int64, order="F"),
-            nonzero_requested=np.zeros((n, self.nonzero_requested.shape[1]), dtype=np.int64),
-            pods=[_NO_PODS] * n,
-            attributes=self.attributes.take(rows),
-            pod_versions=np.full(n, -1, dtype=np.int64),
-            affinity_pods=0,
-        )
 
     def adjust(self, changed: Mapping[int, Sequence[PodInfo]], sign: int) -> Adjusted:
         """Add (``sign=1``) or remove (``-1``) pods on rows of this snapshot, in place:

@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-import numpy as np
-
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.framework.api.diagnosis import Diagnosis, FitError
 from services.framework.api.events import (
@@ -354,47 +352,48 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         nodes' own columns are all that removing or adding a pod changes, so
         ``SelectVictimsOnNode`` runs on a chunk of nodes at once — the filters once
         without every lower-priority pod, then once per reprieve step (the k-th
-        victim of every node together). Nodes all of whose pods have a lower priority
-        are settled first on emptied rows (:meth:`settle_emptied`): where the pod does
-        not fit even there, no victim list is built. The same candidates, in the same
-        order, as running it node after node."""
+        victim of every node together). Victim lists are sorted and split by PDB only
+        for the nodes the pod fits once their lower-priority pods are gone. The same
+        candidates, in the same order, as running it node after node."""
         fine: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[int, Status] = {}
         errors: list[str] = []
         now = self.handle.now()
         key = importance_key(now)
+        priority = pod.priority
         chunk = max(wanted, 64)
         for start in range(0, len(order), chunk):
-            part = order[start : start + chunk]
-            settled = self.settle_emptied(state, pod, nodes, part, statuses)
             rows: list[int] = []
-            lists: list[list[tuple[PodInfo, bool]]] = []
-            mixed: list[bool] = []
-            """Per node: both PDB-violating and other lower-priority pods (upstream then
-            sorts the victims again)."""
-            for row in part:
-                if row in settled:
-                    continue
-                lower = [p for p in nodes.pods[row].values() if p.priority < pod.priority]
+            removed: dict[int, list[PodInfo]] = {}
+            for row in order[start : start + chunk]:
+                lower = [p for p in nodes.pods[row].values() if p.priority < priority]
                 if not lower:
                     statuses[row] = _NO_VICTIMS_STATUS
                     continue
-                lower.sort(key=key)
-                bad, good = split_by_pdb_violation(lower, pdbs)
                 rows.append(row)
-                lists.append([(p, True) for p in bad] + [(p, False) for p in good])
-                mixed.append(bool(bad) and bool(good))
+                removed[row] = lower
             if not rows:
                 continue
-            everyone = range(len(rows))
-            removed = {row: [p for p, _ in line] for row, line in zip(rows, lists, strict=True)}
+            # A node whose pods are all lower is emptied (Snapshot._take): most nodes
+            # of a pod that fits nowhere fail here, before any victim list is built.
             view = nodes.without_pods(rows, removed)
             passed, status_of = self.handle.runner.filter_many(state, pod, view)
-            alive = [i for i in everyone if passed[i]]
-            for i in everyone:
+            alive: list[int] = []
+            lists: dict[int, list[tuple[PodInfo, bool]]] = {}
+            mixed: dict[int, bool] = {}
+            """Per node: both PDB-violating and other lower-priority pods (upstream then
+            sorts the victims again)."""
+            for i, row in enumerate(rows):
                 if not passed[i]:
-                    statuses[rows[i]] = status_of(i)
+                    statuses[row] = status_of(i)
+                    continue
+                alive.append(i)
+                lower = removed[row]
+                lower.sort(key=key)
+                bad, good = split_by_pdb_violation(lower, pdbs)
+                lists[i] = [(p, True) for p in bad] + [(p, False) for p in good]
+                mixed[i] = bool(bad) and bool(good)
             victims: dict[int, list[PodInfo]] = {i: [] for i in alive}
             counts: dict[int, int] = dict.fromkeys(alive, 0)
             for step in range(max((len(lists[i]) for i in alive), default=0)):
@@ -424,38 +423,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 if fine and len(fine) + len(violating) >= wanted:
                     return fine + violating, statuses, errors
         return fine + violating, statuses, errors
-
-    def settle_emptied(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        nodes: Snapshot,
-        part: Sequence[int],
-        statuses: dict[int, Status],
-    ) -> set[int]:
-        """The rows of ``part`` whose dry run ends before any victim is chosen, found
-        without building victim lists: those every pod of which has a lower priority
-        than ``pod``. Removing them all leaves the node empty, so the dry run's filters
-        see :meth:`Snapshot.emptied`; a node with no pod at all has no victims
-        (``_NO_VICTIMS_STATUS``), and one where even the emptied node fails gets that
-        status. Both go into ``statuses``; the pod fitting an emptied node leaves the
-        row to the full dry run."""
-        priority = pod.priority
-        settled: set[int] = set()
-        emptied: list[int] = []
-        for row in part:
-            on_node = nodes.pods[row]
-            if not on_node:
-                statuses[row] = _NO_VICTIMS_STATUS
-                settled.add(row)
-            elif all(p.priority < priority for p in on_node.values()):
-                emptied.append(row)
-        if emptied:
-            passed, status_of = self.handle.runner.filter_many(state, pod, nodes.emptied(emptied))
-            for i in np.flatnonzero(~passed).tolist():
-                statuses[emptied[i]] = status_of(i)
-                settled.add(emptied[i])
-        return settled
 
     def select_victims(
         self,

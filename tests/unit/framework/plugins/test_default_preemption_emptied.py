@@ -1,8 +1,8 @@
-"""DefaultPreemption's columnar dry run settles first the nodes every pod of which has
-a lower priority than the preemptor: removing them all leaves the node empty, so the
-filters run once on emptied rows, and a node the pod does not fit even empty gets its
-status without victim lists being built. The outcome must be the node-by-node dry
-run's (``SelectVictimsOnNode`` per node): the same candidates, victims and message."""
+"""DefaultPreemption's columnar dry run on nodes every pod of which has a lower priority
+than the preemptor: removing them all leaves the node empty (``Snapshot.without_pods``
+clears the row), and a node the pod does not fit even empty gets its status before any
+victim list is sorted or split by PDB. The outcome must be the node-by-node dry run's
+(``SelectVictimsOnNode`` per node): the same candidates, victims and message."""
 
 from __future__ import annotations
 
@@ -46,16 +46,14 @@ PORTS_TAKEN = Status(
     Code.Unschedulable, ("node(s) didn't have free ports for the requested pod ports",), "NodePorts"
 )
 
+NO_VICTIMS_STATUS = Status(Code.UnschedulableAndUnresolvable, (NO_VICTIMS,))
+
 SETTLE = {
-    "a node without pods has no victims": (
-        [],
-        _pod("p", HIGH, "2"),
-        Status(Code.UnschedulableAndUnresolvable, (NO_VICTIMS,)),
-    ),
-    "every pod lower, the pod fits the emptied node: left to the full dry run": (
+    "a node without pods has no victims": ([], _pod("p", HIGH, "2"), NO_VICTIMS_STATUS),
+    "every pod lower, the pod fits the emptied node: a candidate": (
         [_pod("low", 0, "3", "n")],
         _pod("p", HIGH, "2"),
-        None,
+        ["low"],
     ),
     "every pod lower, too large even for the emptied node": (
         [_pod("low", 0, "3", "n")],
@@ -65,39 +63,49 @@ SETTLE = {
     "every pod lower and holding the port: the emptied node has it free": (
         [_pod("low", 0, "1", "n", port=80)],
         _pod("p", HIGH, "1", port=80),
-        None,
+        ["low"],
     ),
-    "a pod of the same priority stays: left to the full dry run": (
+    "a pod of the same priority stays, and still leaves no room": (
         [_pod("same", HIGH, "1", "n"), _pod("low", 0, "1", "n")],
         _pod("p", HIGH, "5"),
-        None,
+        _insufficient("cpu"),
     ),
-    "a higher-priority pod stays: left to the full dry run": (
+    "a higher-priority pod stays: no victims": (
         [_pod("top", HIGH + 1, "1", "n")],
         _pod("p", HIGH, "5"),
-        None,
+        NO_VICTIMS_STATUS,
     ),
 }
 
 
 @pytest.mark.parametrize(("pods", "incoming", "expected"), SETTLE.values(), ids=SETTLE.keys())
-def test_settle_emptied(pods: list[Pod], incoming: Pod, expected: Status | None) -> None:
+def test_a_node_emptied_of_lower_pods(
+    pods: list[Pod], incoming: Pod, expected: Status | list[str]
+) -> None:
+    """A node is either a candidate (with its victims) or gets the status of the
+    filters on it without its lower-priority pods, emptied when they were all."""
     framework, plugin, cache = framework_for([make_node("n", allocatable=NODE)], pods)
     view = cache.snapshot()
     info = PodInfo.of(incoming)
     state = CycleState()
     assert framework.run_pre_filter_plugins(state, info, view).is_success()
-    statuses: dict[int, Status] = {}
-    settled = plugin.settle_emptied(state, info, view, [0], statuses)
-    assert settled == ({0} if expected is not None else set())
-    assert statuses == ({0: expected} if expected is not None else {})
+    diagnosis = Diagnosis(num_nodes=1, node_status=lambda _row: Status(Code.Unschedulable))
+    candidates, statuses, errors = plugin.find_candidates(state, info, view, diagnosis)
+    assert errors == []
+    if isinstance(expected, Status):
+        assert (candidates, statuses) == ([], {0: expected})
+    else:
+        assert [(c.node, [v.pod.metadata.name for v in c.victims]) for c in candidates] == [
+            ("n", expected)
+        ]
+        assert statuses == {}
 
 
 def _cluster(seed: int) -> tuple[list[Node], list[Pod], Pod]:
     """Nodes of 1 to 6 cpu (some capped at few pods); pods of random priorities, some
     holding host port 80; a preemptor that sometimes fits no node even empty or wants
     port 80. Node ``tiny`` (1 cpu, one low pod) and node ``bare`` (no pod) are always
-    there, so every run settles rows both ways."""
+    there, so every run has both kinds of row."""
     rng = random.Random(seed)
     nodes = [make_node("tiny", allocatable={"cpu": "1", "memory": "8Gi", "pods": 110})]
     nodes.append(make_node("bare", allocatable={"cpu": "1", "memory": "8Gi", "pods": 110}))
@@ -122,7 +130,7 @@ def _cluster(seed: int) -> tuple[list[Node], list[Pod], Pod]:
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_settling_emptied_nodes_chooses_as_the_node_by_node_dry_run(seed: int) -> None:
+def test_emptied_nodes_choose_as_the_node_by_node_dry_run(seed: int) -> None:
     nodes, pods, incoming = _cluster(seed)
     columnar, node_by_node = both_dry_runs(
         nodes, pods, incoming, offset=seed, absolute=1 + seed % 4
@@ -149,7 +157,7 @@ def test_the_fit_error_names_each_emptied_node_s_own_reason() -> None:
     )
 
 
-def test_a_diagnosis_of_no_unschedulable_node_settles_nothing() -> None:
+def test_a_diagnosis_of_no_unschedulable_node_tries_nothing() -> None:
     _, plugin, cache = framework_for([make_node("n")], [_pod("low", 0, "1", "n")])
     view = cache.snapshot()
     info = PodInfo.of(_pod("p", HIGH, "9"))
