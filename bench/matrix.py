@@ -9,6 +9,11 @@ multiplies every row's node count (the pod counts follow, as ``ksched bench`` sc
 them to ``--nodes``): 0.05 is a quick check, 1 the measurement. A run that fails is a
 row saying so (the last line it wrote on stderr), and the script then exits 1.
 
+SIGTERM (or Ctrl-C) stops the matrix where it is: the run under way gets SIGTERM in
+turn (``ksched bench`` then stops its services and removes its namespace) and is a row
+saying it was stopped, the rows not run yet say so, the table of what was measured is
+written all the same, and the script exits 143 (130 for Ctrl-C).
+
 Upstream's floors are the ``threshold:`` of the performance workload of the same size
 in kubernetes/kubernetes ``test/integration/scheduler_perf/*/performance-config.yaml``
 (pods/s that upstream's CI fails below; ``kube-scheduler`` measures them in one process,
@@ -34,12 +39,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import json
 import os
 import platform
 import shutil
+import signal
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +56,11 @@ NONE: Final = "-"
 RUN_TIMEOUT: Final = 3 * 3600.0
 """Seconds one ``ksched bench`` run may take (SchedulingDaemonset at 15000 nodes is
 the longest)."""
+CHUNK: Final = 1 << 16
+"""Bytes of a run's stderr read at once (and kept, to find its last line)."""
+STOP_GRACE: Final = 60.0
+"""Seconds a stopped ``ksched bench`` run has to remove its namespace before it is
+killed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +128,10 @@ COLUMNS: Final = (
     "notes",
     "revision",
 )
+
+
+STOPPED: Final = "stopped (SIGTERM or Ctrl-C); the table holds the rows measured before"
+"""Why a row of a stopped matrix has no figures."""
 
 
 class MatrixError(Exception):
@@ -198,7 +213,8 @@ def row(result: Result) -> list[str]:
     entry = result.entry
     floor = NONE if entry.threshold is None else f"{entry.threshold:g}"
     if result.report is None:
-        failed = f"failed: {result.error or 'no report'}"
+        why = result.error or "no report"
+        failed = why if STOPPED in why else f"failed: {why}"
         return [entry.name, NONE, NONE, NONE, floor, "n/a", NONE, NONE, NONE, NONE, failed, NONE]
     report = result.report
     return [
@@ -273,35 +289,81 @@ def ksched_command() -> list[str]:
 
 
 async def run_bench(args: list[str]) -> tuple[int, str, str]:
-    """``ksched bench *args`` as a subprocess, its stderr passed on to ours."""
-    with tempfile.TemporaryFile() as err:
-        process = await asyncio.create_subprocess_exec(
-            *ksched_command(), "bench", *args, stdout=asyncio.subprocess.PIPE, stderr=err
-        )
-        try:
-            async with asyncio.timeout(RUN_TIMEOUT):
-                out, _ = await process.communicate()
-        except TimeoutError:
-            process.kill()
+    """``ksched bench *args`` as a subprocess, its stderr passed on to ours as it
+    comes. Cancelled, it sends the run SIGTERM and waits for it (at most
+    STOP_GRACE seconds, then kills it) before it lets the cancellation through."""
+    process = await asyncio.create_subprocess_exec(
+        *ksched_command(), "bench", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    tail = ""
+
+    async def forward(stderr: asyncio.StreamReader) -> None:
+        nonlocal tail
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        while chunk := await stderr.read(CHUNK):
+            text = decoder.decode(chunk)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            tail = (tail + text)[-CHUNK:]
+
+    try:
+        async with asyncio.timeout(RUN_TIMEOUT):
+            out, _ = await asyncio.gather(process.stdout.read(), forward(process.stderr))
             await process.wait()
-            return -9, "", f"no report within {RUN_TIMEOUT:g} s"
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
-    sys.stderr.write(stderr)
-    last = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return -9, "", f"no report within {RUN_TIMEOUT:g} s"
+    except asyncio.CancelledError:
+        await _terminate(process, forward(process.stderr), process.stdout.read())
+        raise
+    last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
     return process.returncode or 0, out.decode("utf-8", "replace"), last
 
 
+async def _terminate(process: asyncio.subprocess.Process, *drains: Awaitable[object]) -> None:
+    """SIGTERM to a run, then wait for it to clean up, reading its output (``drains``)
+    meanwhile; killed after STOP_GRACE seconds."""
+    if process.returncode is None:
+        process.terminate()
+    try:
+        async with asyncio.timeout(STOP_GRACE):
+            await asyncio.gather(*drains, process.wait())
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
 async def run_matrix(
-    entries: Sequence[Entry], scale: float, runner: Runner = run_bench
+    entries: Sequence[Entry],
+    scale: float,
+    runner: Runner = run_bench,
+    stop: asyncio.Event | None = None,
 ) -> list[Result]:
-    """Every entry, one after the other."""
+    """Every entry, one after the other. Once ``stop`` is set, the run under way is
+    cancelled (the runner stops it) and no other starts; their rows say why."""
+    stop = stop or asyncio.Event()
     results = []
     for entry in entries:
+        result = Result(entry)
+        results.append(result)
+        if stop.is_set():
+            result.error = f"not run: {STOPPED}"
+            continue
         argv = entry.argv(scale)
         print(f"matrix: ksched bench {' '.join(argv)}", file=sys.stderr, flush=True)
-        code, out, last = await runner(argv)
-        result = Result(entry)
+        run = asyncio.ensure_future(runner(argv))
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([run, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not run.done():
+            run.cancel()
+            await asyncio.wait([run])
+            result.error = STOPPED
+            continue
+        code, out, last = run.result()
         try:
             result.report = parse_report(out)
             if code != 0:
@@ -311,7 +373,6 @@ async def run_matrix(
             result.error = f"exit {code}: {last}" if code != 0 and last else str(error)
         if result.report is not None:
             print(json.dumps(result.report), file=sys.stderr, flush=True)
-        results.append(result)
     return results
 
 
@@ -360,19 +421,42 @@ def options(argv: Sequence[str] | None = None) -> Options:
 
 def main(argv: Sequence[str] | None = None, runner: Runner = run_bench) -> int:
     """Run the matrix; 0 when every run gave its report, 1 when one failed, 2 on bad
-    flags."""
+    flags, 128 + the signal when SIGTERM or Ctrl-C stopped it (the table is written)."""
     try:
         chosen = options(argv)
     except MatrixError as error:
         print(f"matrix.py: {error}", file=sys.stderr)
         return 2
-    results = asyncio.run(run_matrix(chosen.entries, chosen.scale, runner))
+    stopped_by: list[signal.Signals] = []
+
+    async def measure() -> list[Result]:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+
+            def on_signal(signum: signal.Signals = signum) -> None:
+                if stop.is_set():  # a second one: end at once
+                    os._exit(128 + signum)
+                print(f"matrix: {signum.name}: {STOPPED}", file=sys.stderr, flush=True)
+                stopped_by.append(signum)
+                stop.set()
+
+            loop.add_signal_handler(signum, on_signal)
+        try:
+            return await run_matrix(chosen.entries, chosen.scale, runner, stop)
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    results = asyncio.run(measure())
     text = document(results, chosen.scale, machine())
     if chosen.out is None:
         sys.stdout.write(text)
     else:
         chosen.out.write_text(text)
         print(f"matrix: wrote {chosen.out}", file=sys.stderr)
+    if stopped_by:
+        return 128 + stopped_by[0]
     return 1 if any(r.report is None for r in results) else 0
 
 

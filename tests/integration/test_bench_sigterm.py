@@ -103,6 +103,12 @@ async def run_then_stop(process: asyncio.subprocess.Process, stderr: asyncio.Str
         "ksched bench: stopped by SIGTERM before its report: its processes were stopped "
         f"and namespace {namespace} removed"
     )
+    await assert_gone(namespace)
+    return namespace
+
+
+async def assert_gone(namespace: str) -> None:
+    """No service, queue or Redis key of ``namespace`` is left."""
     assert processes_naming(namespace) == []
     assert not await broker_has(namespace, "ksched.informer.events")
     client = aioredis.from_url(REDIS_URL)
@@ -110,7 +116,6 @@ async def run_then_stop(process: asyncio.subprocess.Process, stderr: asyncio.Str
         assert [key async for key in client.scan_iter(match=f"{namespace}*")] == []
     finally:
         await client.aclose()
-    return namespace
 
 
 async def leave_nothing(process: asyncio.subprocess.Process, namespace: str) -> None:

@@ -4,13 +4,27 @@ last line, the Markdown rows against upstream's floors, scaling, and the flags' 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.matrix import MATRIX, Entry, Result, RunFailed, main, parse_report, row, table
+from bench.matrix import (
+    MATRIX,
+    STOPPED,
+    Entry,
+    Result,
+    RunFailed,
+    main,
+    parse_report,
+    row,
+    run_matrix,
+    table,
+)
 
 BASIC = Entry("SchedulingBasic", "SchedulingBasic", 5000, ("--vs-passthrough",), 680)
 REPLICAS = Entry("Basic2", "SchedulingBasic", 5000, ("--replicas", "2"), 680)
@@ -213,3 +227,69 @@ def test_bad_flags_are_one_line_and_exit_2(
     assert main(argv, runner=bench) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(message) and bench.calls == []
+
+
+class StoppingBench(FakeBench):
+    """Answers like FakeBench until its ``at``-th run (from 1), which stops the matrix
+    (``stop``: sets that event, else SIGTERM to this process) and then waits to be
+    cancelled, recording that it was."""
+
+    def __init__(self, at: int, stop: asyncio.Event | None = None) -> None:
+        super().__init__()
+        self.at = at
+        self.stop = stop
+        self.cancelled: list[str] = []
+
+    async def __call__(self, args: list[str]) -> tuple[int, str, str]:
+        if len(self.calls) + 1 < self.at:
+            return await super().__call__(args)
+        self.calls.append(args)
+        if self.stop is not None:
+            self.stop.set()
+        else:
+            os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.append(args[0])
+            raise
+        raise AssertionError("not reached")
+
+
+@pytest.mark.parametrize(
+    ("at", "rows"),
+    [
+        (1, [STOPPED, f"not run: {STOPPED}", f"not run: {STOPPED}"]),
+        (2, ["measured", STOPPED, f"not run: {STOPPED}"]),
+        (3, ["measured", "measured", STOPPED]),
+    ],
+    ids=["first-run", "middle-run", "last-run"],
+)
+async def test_a_stop_cancels_the_run_under_way_and_starts_no_other(
+    at: int, rows: list[str]
+) -> None:
+    stop = asyncio.Event()
+    bench = StoppingBench(at, stop)
+    entries = [e for e in MATRIX if e.name in ("TopologySpreading", "Unschedulable",
+                                                "PreemptionBasic")]  # fmt: skip
+    results = await run_matrix(entries, 0.01, bench, stop)
+    assert len(bench.calls) == at and bench.cancelled == [bench.calls[-1][0]]
+    shown = ["measured" if r.report is not None else r.error for r in results]
+    assert shown == rows
+
+
+def test_sigterm_writes_the_rows_measured_and_exits_143(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = StoppingBench(2)
+    out = tmp_path / "matrix.md"
+    argv = ["--only", "TopologySpreading,Unschedulable,PreemptionBasic", "--scale", "0.01"]
+    assert main([*argv, "--out", str(out)], runner=bench) == 128 + signal.SIGTERM
+    assert bench.cancelled == ["Unschedulable"]
+    lines = [line for line in out.read_text().splitlines() if line.startswith("| ")]
+    assert len(lines) == 4  # the header and the three rows
+    assert lines[1].startswith("| TopologySpreading | 50 |")
+    assert f"| {STOPPED} |" in lines[2] and "failed" not in lines[2]
+    assert f"| not run: {STOPPED} |" in lines[3]
+    assert f"matrix: SIGTERM: {STOPPED}" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, "the handler is removed"
