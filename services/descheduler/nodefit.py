@@ -110,9 +110,8 @@ class SchedulerFit:
             state = CycleState()
             if not framework.run_pre_filter_plugins(state, info, view).is_success():
                 return False
-            passed, _ = framework.filter_many(state, info, view)
             rows = [view.index[n.metadata.name] for n in nodes if n.metadata.name in view.index]
-            return bool(rows) and bool(passed[rows].any())
+            return bool(rows) and bool(framework.fits_many(state, info, view, rows).any())
         finally:
             if placed:
                 cache.add_pod(pod)

@@ -216,6 +216,14 @@ class FrameworkRunner(Protocol):
         pass, and the status of a row that does not."""
         ...
 
+    def fits_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot, rows: Sequence[int]
+    ) -> NDArray[np.bool_]:
+        """Whether each of ``rows`` of ``view`` passes ``RunFilterPluginsWithNominatedPods``
+        (True/False per node of ``view``; False for the rows not asked about), without
+        the statuses of those that do not."""
+        ...
+
     def extensions_active(self, state: CycleState) -> bool:
         """Whether any PreFilter AddPod/RemovePod extension would change ``state``
         (else removing or adding pods changes only the nodes' own columns)."""
@@ -248,6 +256,11 @@ class NoRunner:
     def filter_many(
         self, state: CycleState, pod: PodInfo, view: Snapshot
     ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
+        self._none()
+
+    def fits_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot, rows: Sequence[int]
+    ) -> NDArray[np.bool_]:
         self._none()
 
     def extensions_active(self, state: CycleState) -> bool:

@@ -277,7 +277,10 @@ class Framework:
             )
             overrides: dict[int, Status] = {}
             if nominated is not None:
-                rows = np.flatnonzero(candidates)
+                # A node passes only if it passes both with and without the nominated
+                # pods: the pass with them runs first where the filters alone pass.
+                failing = candidates & ~verdicts.passed
+                rows = np.flatnonzero(candidates & verdicts.passed)
                 overrides = filtering.nominated_pass(
                     self.filter_plugins, self.pre_filter_plugins, state, pod, nodes, rows, nominated
                 )
@@ -285,6 +288,15 @@ class Framework:
                     verdicts.passed[row] = False
         found = self._find(pod, nodes, candidates, verdicts.passed)
         feasible, evaluated = found.feasible, len(found.processed)
+        if nominated is not None and (explain or len(feasible) == 0):
+            # The statuses of the other nodes are shown: where the pass with the
+            # nominated pods fails, it gives the status (upstream runs it first).
+            rest = np.flatnonzero(failing)
+            overrides.update(
+                filtering.nominated_pass(
+                    self.filter_plugins, self.pre_filter_plugins, state, pod, nodes, rest, nominated
+                )
+            )
         explanation = None
         if explain:
             shown = found.processed.tolist()
@@ -502,18 +514,7 @@ class Framework:
     ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
         """``RunFilterPluginsWithNominatedPods`` on every node of ``view`` at once."""
         n = view.num_nodes
-        failed: dict[int, Status] = {}
-        nominated = self._cycle_nominated
-        if nominated is not None:
-            failed = filtering.nominated_pass(
-                self.filter_plugins,
-                self.pre_filter_plugins,
-                state,
-                pod,
-                view,
-                np.arange(n, dtype=np.intp),
-                nominated,
-            )
+        failed = self._nominated_failures(state, pod, view, np.arange(n, dtype=np.intp))
         verdicts = filtering.run_filters(
             self.filter_plugins, state, pod, view, np.ones(n, dtype=np.bool_)
         )
@@ -528,6 +529,31 @@ class Framework:
             return rejected(row) or SUCCESS
 
         return passed, status
+
+    def fits_many(
+        self, state: CycleState, pod: PodInfo, view: Snapshot, rows: Sequence[int]
+    ) -> NDArray[np.bool_]:
+        """Which of ``rows`` pass ``RunFilterPluginsWithNominatedPods``, without statuses:
+        a node passes only if it passes both with and without the nominated pods, so
+        the pass with them runs only where the filters alone pass."""
+        asked = np.zeros(view.num_nodes, dtype=np.bool_)
+        asked[np.asarray(rows, dtype=np.intp)] = True
+        passed = filtering.run_filters(self.filter_plugins, state, pod, view, asked).passed
+        passed &= asked
+        for row in self._nominated_failures(state, pod, view, np.flatnonzero(passed)):
+            passed[row] = False
+        return passed
+
+    def _nominated_failures(
+        self, state: CycleState, pod: PodInfo, view: Snapshot, rows: NDArray[np.intp]
+    ) -> dict[int, Status]:
+        """The rows of ``rows`` that fail with the cycle's nominated pods added."""
+        nominated = self._cycle_nominated
+        if nominated is None:
+            return {}
+        return filtering.nominated_pass(
+            self.filter_plugins, self.pre_filter_plugins, state, pod, view, rows, nominated
+        )
 
     def extensions_active(self, state: CycleState) -> bool:
         return filtering.extensions_active(self.pre_filter_plugins, state)

@@ -400,7 +400,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 trying = {i: lists[i][step] for i in alive if step < len(lists[i])}
                 # The view is this dry run's own: reprieve in place, undo what fails.
                 done = view.adjust({i: [p] for i, (p, _) in trying.items()}, +1)
-                fits, _ = self.handle.runner.filter_many(state, pod, view)
+                fits = self.handle.runner.fits_many(state, pod, view, list(trying))
                 back = [i for i in trying if not fits[i]]
                 for i in back:
                     candidate, violates = trying[i]

@@ -7,9 +7,10 @@ from collections import Counter
 
 import pytest
 
-from services.framework.api.interface import PreFilterResult
+from services.framework.api.interface import CycleState, PreFilterResult
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.filtering import NominatedPods
@@ -259,7 +260,10 @@ class TestNominatedPods:
         result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(waiting))
         assert result.node == "a"
 
-    def test_node_must_also_pass_without_the_nominated_pods(self):
+    @staticmethod
+    def company() -> tuple[FixedPreFilter, Framework, Cache]:
+        """NeedsCompany behind a PreFilter that records AddPod; nodes "a" (alone) and
+        "b" (with a friend)."""
         prefilter = FixedPreFilter()
         framework = framework_with(
             prefilter, NeedsCompany(), pre_filter=["FixedPreFilter"], filter=["NeedsCompany"]
@@ -268,17 +272,124 @@ class TestNominatedPods:
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)],
             [make_pod("friend", node_name="b")],
         )
+        return prefilter, framework, snapshot
+
+    def test_node_must_also_pass_without_the_nominated_pods(self):
+        prefilter, framework, snapshot = self.company()
         waiting = make_pod("w", priority=10, nominated_node_name="a")
         pod = make_pod("p", priority=10)
         result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
-        # "a" passes with the nominated pod (it has company) but not without it.
+        # "a" passes with the nominated pod (it has company) but not without it. It
+        # fails without, and "b" fits: the pass with the pod (AddPod) is not needed.
         assert result.node == "b"
-        assert prefilter.added == [("default/w", "a")]
+        assert prefilter.added == []
         alone = snapshot_of([make_node("a", allocatable=ALLOCATABLE)])
         result = framework.schedule_one(alone, pod, nominated=self.nominated(waiting))
+        # Nothing fits: every node's status is shown, so the pass with the pod runs.
+        assert prefilter.added == [("default/w", "a")]
         assert (
             result.message == "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
         )
+
+    def test_an_explained_node_shows_the_reasons_with_the_nominated_pods(self):
+        """The pod fits "b"; "a" fails without the nominated pod (cpu) and, with it, for
+        memory as well: the explanation shows upstream's status, the one with it."""
+        small = {**ALLOCATABLE, "cpu": "1", "memory": "2Gi"}
+        snapshot = snapshot_of(
+            [make_node("a", allocatable=small), make_node("b", allocatable=ALLOCATABLE)]
+        )
+        waiting = make_pod("w", priority=10, requests={"memory": "2Gi"}, nominated_node_name="a")
+        pod = make_pod("p", priority=5, requests={"cpu": "2", "memory": "1Gi"})
+        nominated = self.nominated(waiting)
+        result = default_framework().schedule_one(snapshot, pod, nominated=nominated, explain=True)
+        assert result.node == "b" and result.explanation is not None
+        shown = result.explanation.to_json()["filter"]["a"]
+        assert shown["reasons"] == ["Insufficient cpu", "Insufficient memory"]
+        plain = default_framework().schedule_one(snapshot, pod, explain=True)
+        assert plain.explanation is not None
+        assert plain.explanation.to_json()["filter"]["a"]["reasons"] == ["Insufficient cpu"]
+
+    @pytest.mark.parametrize(
+        ("rows", "nominate", "expected"),
+        [
+            (["a", "b", "c"], True, [False, True, False]),
+            (["b", "c"], True, [False, True, False]),
+            (["a"], True, [False, False, False]),
+            (["a", "b", "c"], False, [True, True, False]),
+            ([], True, [False, False, False]),
+        ],
+        ids=["all", "some", "only-the-nominated", "no-nominations", "none"],
+    )
+    def test_fits_many(self, rows, nominate, expected):
+        """A 2-cpu pod: "a" has room but a 2-cpu preemptor nominated to it, "b" has room,
+        "c" has 1 cpu. Rows not asked about do not pass."""
+        two = {**ALLOCATABLE, "cpu": "2"}
+        snapshot = snapshot_of(
+            [
+                make_node("a", allocatable=two),
+                make_node("b", allocatable=two),
+                make_node("c", allocatable={**ALLOCATABLE, "cpu": "1"}),
+            ]
+        ).snapshot()
+        waiting = make_pod("w", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
+        pod = PodInfo.of(make_pod("p", priority=5, requests={"cpu": "2"}))
+        framework = default_framework()
+        state = CycleState()
+        nominated = self.nominated(waiting) if nominate else None
+        assert framework.run_pre_filter_plugins(state, pod, snapshot, nominated).is_success()
+        asked = [snapshot.index[name] for name in rows]
+        assert framework.fits_many(state, pod, snapshot, asked).tolist() == expected
+
+    def test_fits_many_runs_the_nominated_pass_only_where_the_filters_pass(self):
+        prefilter, framework, cache = self.company()
+        snapshot = cache.snapshot()
+        waiting = [
+            make_pod("wa", priority=10, nominated_node_name="a"),
+            make_pod("wb", priority=10, nominated_node_name="b"),
+        ]
+        pod = PodInfo.of(make_pod("p", priority=10))
+        state = CycleState()
+        framework.run_pre_filter_plugins(state, pod, snapshot, self.nominated(*waiting))
+        # "a" fails alone (no company) whatever the nominated pods do: not visited.
+        assert framework.fits_many(state, pod, snapshot, [0, 1]).tolist() == [False, True]
+        assert prefilter.added == [("default/wb", "b")]
+
+    @pytest.mark.parametrize("seed", range(40))
+    def test_fits_many_agrees_with_filter_many(self, seed):
+        """Random clusters, nominations and pods: for the rows asked about, fits_many
+        passes exactly the nodes filter_many passes."""
+        rng = random.Random(seed)
+        nodes = [
+            make_node(
+                f"n{i}",
+                allocatable={**ALLOCATABLE, "cpu": str(rng.randint(1, 4)), "pods": "3"},
+            )
+            for i in range(8)
+        ]
+        bound = [
+            make_pod(f"b{i}", node_name=f"n{rng.randrange(8)}",
+                     requests={"cpu": f"{rng.choice((100, 500, 900))}m"})
+            for i in range(rng.randint(0, 10))
+        ]  # fmt: skip
+        snapshot = snapshot_of(nodes, bound).snapshot()
+        waiting = [
+            make_pod(f"w{i}", priority=rng.randint(0, 10),
+                     nominated_node_name=f"n{rng.randrange(8)}",
+                     requests={"cpu": f"{rng.choice((500, 1000, 2000))}m"})
+            for i in range(rng.randint(0, 6))
+        ]  # fmt: skip
+        pod = PodInfo.of(
+            make_pod("p", priority=rng.randint(0, 10), requests={"cpu": f"{rng.randint(1, 30)}00m"})
+        )
+        asked = sorted(rng.sample(range(8), rng.randint(0, 8)))
+        framework = default_framework()
+        state = CycleState()
+        nominated = self.nominated(*waiting) if waiting else None
+        assert framework.run_pre_filter_plugins(state, pod, snapshot, nominated).is_success()
+        passed, _ = framework.filter_many(state, pod, snapshot)
+        fits = framework.fits_many(state, pod, snapshot, asked)
+        assert fits[asked].tolist() == passed[asked].tolist()
+        assert not fits[[r for r in range(8) if r not in asked]].any()
 
     def test_each_node_keeps_its_own_first_pass_reason(self):
         """Rows the nominated pass rejects with the same plugin but different codes
