@@ -59,6 +59,8 @@ class Cache:
         self._columns = NodeColumns()
         self._pods_on: dict[str, dict[str, PodInfo]] = {}
         """Node name → pods counted there, also for nodes the snapshot lacks."""
+        self._num_pods = 0
+        """How many pods ``_pods_on`` holds in all (kept by :meth:`_count`)."""
         self._bound: dict[str, str] = {}
         self._assumed: dict[str, tuple[str, float]] = {}
         self._extra: dict[str, dict[str, int]] = {}
@@ -76,7 +78,7 @@ class Cache:
     @property
     def num_pods(self) -> int:
         """Pods on nodes (bound and assumed)."""
-        return sum(len(pods) for pods in self._pods_on.values())
+        return self._num_pods
 
     @property
     def num_assumed(self) -> int:
@@ -205,9 +207,10 @@ class Cache:
         on_node = self._pods_on.setdefault(node, {})
         row = self._columns.index.get(node)
         if sign > 0:
+            self._num_pods += pod.uid not in on_node  # never is, as callers forget first
             on_node[pod.uid] = pod
         else:
-            on_node.pop(pod.uid, None)
+            self._num_pods -= on_node.pop(pod.uid, None) is not None
             if not on_node and row is None:
                 del self._pods_on[node]
         if row is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import msgspec
 import pytest
 
@@ -187,3 +189,42 @@ def test_columns_are_contiguous_and_keep_their_values_as_the_table_grows(nodes, 
     for i in range(extended):
         column = table.resources[f"example.com/r{i}"]
         assert table.allocatable[:, column].tolist() == [i + 1] * nodes
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_num_pods_counts_every_pod_on_a_node_through_any_sequence(seed):
+    """The pod count kept as pods come and go equals a count of the pods on nodes
+    (bound or assumed, also on nodes the snapshot lacks), after every step."""
+    rng = random.Random(seed)
+    cache = Cache()
+    nodes = [f"n{i}" for i in range(4)]
+    pods = [f"p{i}" for i in range(12)]
+
+    def counted() -> int:
+        return sum(len(on_node) for on_node in cache._pods_on.values())
+
+    for _ in range(120):
+        step = rng.choice(["node", "unnode", "bind", "pending", "done", "delete", "assume",
+                           "forget", "expire", "load"])  # fmt: skip
+        name, node = rng.choice(pods), rng.choice(nodes)
+        if step == "node":
+            cache.add_node(make_node(node))
+        elif step == "unnode":
+            cache.remove_node(node)
+        elif step in ("bind", "pending", "done"):
+            phase = "Succeeded" if step == "done" else "Running"
+            bound = None if step == "pending" else node
+            cache.add_pod(make_pod(name, uid=name, node_name=bound, phase=phase))
+        elif step == "delete":
+            cache.remove_pod(name)
+        elif step == "assume" and not cache.is_bound(name):  # as the scheduler does
+            cache.assume(PodInfo.of(make_pod(name, uid=name)), node, rng.choice([1.0, 5.0]))
+        elif step == "forget":
+            cache.forget(name)
+        elif step == "expire":
+            cache.expire_assumed(3.0)
+        elif step == "load":
+            pod = make_pod(name, uid=name, node_name=node)
+            cache.load({node: msgspec.json.encode(make_node(node))},
+                       {name: msgspec.json.encode(pod)}, 1)  # fmt: skip
+        assert cache.num_pods == counted(), step
