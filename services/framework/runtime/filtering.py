@@ -9,6 +9,7 @@ ran there (its status, if it fails, is that pass's), then as it is; it must pass
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -43,6 +44,12 @@ class NominatedPods:
     def of(cls, by_node: Mapping[str, Sequence[PodInfo]]) -> NominatedPods:
         """Fixed pods per node."""
         return cls(tuple(by_node), lambda name: by_node.get(name, ()))
+
+    def remembered(self) -> NominatedPods:
+        """These nominated pods with each node's asked for once, for one scheduling
+        cycle (nothing it does changes them; the preemption's dry run and the FitError
+        ask for the same nodes many times)."""
+        return NominatedPods(self.nodes, functools.cache(self.pods_for))
 
 
 @dataclass(slots=True)

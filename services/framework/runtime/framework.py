@@ -253,6 +253,8 @@ class Framework:
         explain: bool,
     ) -> ScheduleResult:
         diagnosis = Diagnosis(num_nodes=nodes.num_nodes)
+        if nominated is not None:
+            nominated = nominated.remembered()
         self._cycle_nodes, self._cycle_nominated = nodes, nominated
         self._traced_now = self.tracer is not None and self.traced()
         state.explain = explain

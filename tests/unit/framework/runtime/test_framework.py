@@ -391,6 +391,33 @@ class TestNominatedPods:
         assert fits[asked].tolist() == passed[asked].tolist()
         assert not fits[[r for r in range(8) if r not in asked]].any()
 
+    def test_each_node_s_nominated_pods_are_asked_for_once_per_cycle(self):
+        """The nominated pods do not change during a cycle: the FitError and the
+        preemption's dry run (its first pass and every reprieve step) ask for each
+        node's once."""
+        two = {**ALLOCATABLE, "cpu": "2"}
+        cache = snapshot_of(
+            [make_node(n, allocatable=two) for n in ("a", "b", "c")],
+            [make_pod(f"low-{n}", node_name=n, priority=1, requests={"cpu": "1"})
+             for n in ("a", "b", "c")],
+        )  # fmt: skip
+        waiting = {
+            n: [PodInfo.of(make_pod(f"w{n}", priority=10, requests={"cpu": "1"}))]
+            for n in ("a", "b")
+        }
+        asked: Counter[str] = Counter()
+
+        def pods_for(name: str) -> list[PodInfo]:
+            asked[name] += 1
+            return waiting.get(name, [])
+
+        pod = make_pod("p", priority=10, requests={"cpu": "2"})
+        result = default_framework().schedule_one(
+            cache, pod, nominated=NominatedPods(tuple(waiting), pods_for)
+        )
+        assert result.post_filter is not None and result.post_filter.nominated_node_name == "c"
+        assert asked and max(asked.values()) == 1, asked
+
     def test_each_node_keeps_its_own_first_pass_reason(self):
         """Rows the nominated pass rejects with the same plugin but different codes
         keep their own statuses (a cpu shortage on one node, memory on the other)."""
