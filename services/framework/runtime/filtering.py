@@ -188,17 +188,21 @@ def nominated_pass(
     failed: dict[int, Status] = {}
     candidate = np.zeros(nodes.num_nodes, dtype=np.bool_)
     candidate[rows] = True
-    visit = [nodes.index[n] for n in nominated.nodes if n in nodes.index]
+    visit = sorted(r for n in nominated.nodes if (r := nodes.index.get(n)) is not None)
+
+    def counted(row: int) -> list[PodInfo]:
+        """The pods nominated to the row's node that count against ``pod``."""
+        return [
+            p
+            for p in nominated.pods_for(nodes.names[row])
+            if p.priority >= pod.priority and p.uid != pod.uid
+        ]
+
     if not extensions_active(pre_filters, state):
         # No PreFilter state to update per pod: every visited node at once.
         added_by_row: dict[int, list[PodInfo]] = {}
-        for row in sorted(r for r in visit if candidate[r]):
-            added = [
-                p
-                for p in nominated.pods_for(nodes.names[row])
-                if p.priority >= pod.priority and p.uid != pod.uid
-            ]
-            if added:
+        for row in visit:
+            if candidate[row] and (added := counted(row)):
                 added_by_row[row] = added
         if not added_by_row:
             return failed
@@ -211,13 +215,11 @@ def nominated_pass(
             if rejection is not None:
                 failed[chosen[i]] = rejection
         return failed
-    for row in sorted(r for r in visit if candidate[r]):
-        name = nodes.names[row]
-        added = [
-            p for p in nominated.pods_for(name) if p.priority >= pod.priority and p.uid != pod.uid
-        ]
+    for row in visit:
+        added = counted(row) if candidate[row] else []
         if not added:
             continue
+        name = nodes.names[row]
         with_pods = state.clone()
         for other in added:
             for pre in pre_filters:
@@ -319,3 +321,84 @@ def node_statuses(
         return status_of(verdicts, plugins, row) or absent
 
     return node_status
+
+
+def filter_with_nominated(
+    plugins: Sequence[FilterPlugin],
+    pre_filters: Sequence[PreFilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    view: Snapshot,
+    nominated: NominatedPods | None,
+) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
+    """``RunFilterPluginsWithNominatedPods`` on every node of ``view`` at once: which
+    pass, and the status of a row that does not."""
+    n = view.num_nodes
+    failed: dict[int, Status] = {}
+    if nominated is not None:
+        every = np.arange(n, dtype=np.intp)
+        failed = nominated_pass(plugins, pre_filters, state, pod, view, every, nominated)
+    verdicts = run_filters(plugins, state, pod, view, np.ones(n, dtype=np.bool_))
+    passed = verdicts.passed
+    for row in failed:
+        passed[row] = False
+    rejected = shared_statuses(verdicts, plugins)
+
+    def status(row: int) -> Status:
+        if row in failed:
+            return failed[row]
+        return rejected(row) or SUCCESS
+
+    return passed, status
+
+
+def fits_with_nominated(
+    plugins: Sequence[FilterPlugin],
+    pre_filters: Sequence[PreFilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    view: Snapshot,
+    rows: Sequence[int],
+    nominated: NominatedPods | None,
+) -> NDArray[np.bool_]:
+    """Which of ``rows`` pass ``RunFilterPluginsWithNominatedPods`` (the others do not),
+    without statuses: a node passes only if it passes both with and without the
+    nominated pods, so the pass with them runs only where the filters alone pass."""
+    asked = np.zeros(view.num_nodes, dtype=np.bool_)
+    asked[np.asarray(rows, dtype=np.intp)] = True
+    passed = run_filters(plugins, state, pod, view, asked).passed  # only asked rows pass
+    if nominated is not None:
+        alone = np.flatnonzero(passed)
+        for row in nominated_pass(plugins, pre_filters, state, pod, view, alone, nominated):
+            passed[row] = False
+    return passed
+
+
+def run_extension(
+    pre_filters: Sequence[PreFilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    other: PodInfo,
+    node: str,
+    *,
+    add: bool,
+) -> Status:
+    """``RunPreFilterExtensionAddPod`` / ``RemovePod``: each PreFilter plugin with
+    extensions that is not skipped updates its state; the first failure is an Error
+    naming the plugin."""
+    for plugin in pre_filters:
+        extensions = plugin.pre_filter_extensions()
+        if extensions is None or plugin.name in state.skip_filter_plugins:
+            continue
+        try:
+            if add:
+                status = extensions.add_pod(state, pod, other, node)
+            else:
+                status = extensions.remove_pod(state, pod, other, node)
+        except Exception as err:
+            status = as_status(err)
+        if not status.is_success():
+            verb = "AddPod" if add else "RemovePod"
+            reason = f'running {verb} on PreFilter plugin "{plugin.name}": {status.message()}'
+            return Status(Code.Error, (reason,), plugin.name)
+    return SUCCESS

@@ -283,9 +283,7 @@ class Framework:
                 # pods: the pass with them runs first where the filters alone pass.
                 failing = candidates & ~verdicts.passed
                 rows = np.flatnonzero(candidates & verdicts.passed)
-                overrides = filtering.nominated_pass(
-                    self.filter_plugins, self.pre_filter_plugins, state, pod, nodes, rows, nominated
-                )
+                overrides = self._nominated_failures(state, pod, nodes, rows)
                 for row in overrides:
                     verdicts.passed[row] = False
         found = self._find(pod, nodes, candidates, verdicts.passed)
@@ -293,12 +291,7 @@ class Framework:
         if nominated is not None and (explain or len(feasible) == 0):
             # The statuses of the other nodes are shown: where the pass with the
             # nominated pods fails, it gives the status (upstream runs it first).
-            rest = np.flatnonzero(failing)
-            overrides.update(
-                filtering.nominated_pass(
-                    self.filter_plugins, self.pre_filter_plugins, state, pod, nodes, rest, nominated
-                )
-            )
+            overrides.update(self._nominated_failures(state, pod, nodes, np.flatnonzero(failing)))
         explanation = None
         if explain:
             shown = found.processed.tolist()
@@ -515,36 +508,18 @@ class Framework:
         self, state: CycleState, pod: PodInfo, view: Snapshot
     ) -> tuple[NDArray[np.bool_], Callable[[int], Status]]:
         """``RunFilterPluginsWithNominatedPods`` on every node of ``view`` at once."""
-        n = view.num_nodes
-        failed = self._nominated_failures(state, pod, view, np.arange(n, dtype=np.intp))
-        verdicts = filtering.run_filters(
-            self.filter_plugins, state, pod, view, np.ones(n, dtype=np.bool_)
+        return filtering.filter_with_nominated(
+            self.filter_plugins, self.pre_filter_plugins, state, pod, view, self._cycle_nominated
         )
-        passed = verdicts.passed
-        for row in failed:
-            passed[row] = False
-        rejected = filtering.shared_statuses(verdicts, self.filter_plugins)
-
-        def status(row: int) -> Status:
-            if row in failed:
-                return failed[row]
-            return rejected(row) or SUCCESS
-
-        return passed, status
 
     def fits_many(
         self, state: CycleState, pod: PodInfo, view: Snapshot, rows: Sequence[int]
     ) -> NDArray[np.bool_]:
-        """Which of ``rows`` pass ``RunFilterPluginsWithNominatedPods``, without statuses:
-        a node passes only if it passes both with and without the nominated pods, so
-        the pass with them runs only where the filters alone pass."""
-        asked = np.zeros(view.num_nodes, dtype=np.bool_)
-        asked[np.asarray(rows, dtype=np.intp)] = True
-        passed = filtering.run_filters(self.filter_plugins, state, pod, view, asked).passed
-        passed &= asked
-        for row in self._nominated_failures(state, pod, view, np.flatnonzero(passed)):
-            passed[row] = False
-        return passed
+        """Which of ``rows`` pass ``RunFilterPluginsWithNominatedPods``, without statuses."""
+        return filtering.fits_with_nominated(
+            self.filter_plugins, self.pre_filter_plugins, state, pod, view, rows,
+            self._cycle_nominated,
+        )  # fmt: skip
 
     def _nominated_failures(
         self, state: CycleState, pod: PodInfo, view: Snapshot, rows: NDArray[np.intp]
@@ -561,33 +536,12 @@ class Framework:
         return filtering.extensions_active(self.pre_filter_plugins, state)
 
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
-        return self._extension(state, pod, to_add, node, add=True)
+        return filtering.run_extension(self.pre_filter_plugins, state, pod, to_add, node, add=True)
 
     def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: str) -> Status:
-        return self._extension(state, pod, to_remove, node, add=False)
-
-    def _extension(
-        self, state: CycleState, pod: PodInfo, other: PodInfo, node: str, *, add: bool
-    ) -> Status:
-        """``RunPreFilterExtensionAddPod`` / ``RemovePod``: each PreFilter plugin with
-        extensions that is not skipped updates its state; the first failure is an
-        Error naming the plugin."""
-        for plugin in self.pre_filter_plugins:
-            extensions = plugin.pre_filter_extensions()
-            if extensions is None or plugin.name in state.skip_filter_plugins:
-                continue
-            try:
-                if add:
-                    status = extensions.add_pod(state, pod, other, node)
-                else:
-                    status = extensions.remove_pod(state, pod, other, node)
-            except Exception as err:
-                status = as_status(err)
-            if not status.is_success():
-                verb = "AddPod" if add else "RemovePod"
-                reason = f'running {verb} on PreFilter plugin "{plugin.name}": {status.message()}'
-                return Status(Code.Error, (reason,), plugin.name)
-        return SUCCESS
+        return filtering.run_extension(
+            self.pre_filter_plugins, state, pod, to_remove, node, add=False
+        )
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunPermitPlugins`` (see runtime.binding); a pod asked to wait joins the
