@@ -77,10 +77,10 @@ class Backend:
         self._buses: list[Bus] = []
         self._memory = MemoryBus(unavailable_pause=PAUSE)
 
-    async def open(self) -> Bus:
+    async def open(self, url: str = AMQP_URL) -> Bus:
         if self.kind == "memory":
             return self._memory
-        bus = RabbitBus(AMQP_URL, namespace=self.namespace, unavailable_pause=PAUSE)
+        bus = RabbitBus(url, namespace=self.namespace, unavailable_pause=PAUSE)
         self._buses.append(bus)
         return bus
 

@@ -11,7 +11,9 @@ import pytest
 
 from contracts import topology as t
 from services.common.bus import BusRefused, Delivery, MemoryBus, Message
-from tests.contract.bus_support import DEADLINE, Backend, Recorder, events, queue
+from services.common.bus.rabbit import RabbitBus
+from tests.contract.broker_proxy import broker_proxy
+from tests.contract.bus_support import AMQP_URL, DEADLINE, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,5 +59,51 @@ async def test_rabbit_publishes_message_by_message_without_aiormqs_internals(
         assert got.bodies == bodies
         with pytest.raises(BusRefused, match=r"(?i)too long"):
             await bus.publish(events("x", key="pod." + "k" * 300))
+    finally:
+        await backend.aclose()
+
+
+LOST = ("lost the broker connection", "CHANNEL_ERROR")
+"""What the bus and aiormq log when the broker closes the connection."""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("closing", ["consumer", "fetch"])
+async def test_rabbit_a_channel_close_confirmed_late_costs_no_connection(
+    closing: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The broker's confirmation of a channel's close arrives after the bus stopped
+    waiting for it (a loaded machine; here the relay holds it): the close goes on in the
+    background, and the connection, its other channels and consumers stay up. Cancelling
+    the close sent a second Channel.Close, and the broker closed the whole connection:
+    504 CHANNEL_ERROR - expected 'channel.open'."""
+    backend = Backend("rabbit")
+    try:
+        async with broker_proxy(AMQP_URL) as proxy:
+            bus = await backend.open(proxy.url)
+            assert isinstance(bus, RabbitBus)
+            bus.closer.timeout = 1.0
+            spec = queue("a")
+            if closing == "consumer":
+                first = Recorder()
+                consumer = await bus.consume_raw(spec, first)
+                await bus.publish(events("before"))
+                await first.wait_body("before")
+                proxy.hold()
+                await consumer.cancel()
+            else:
+                await bus.declare([spec])
+                await bus.publish(events("before"))
+                async with bus.fetch(spec, limit=1) as fetched:
+                    assert [d.body for d in fetched.deliveries] == [b"before"]
+                    proxy.hold()
+            proxy.release()
+            assert "has not confirmed the channel's close" in caplog.text
+            after = Recorder()
+            await bus.consume_raw(spec, after)
+            await bus.publish(events("after"))
+            await after.wait_body("after")
+        lost = [r.getMessage() for r in caplog.records if any(s in r.getMessage() for s in LOST)]
+        assert lost == []
     finally:
         await backend.aclose()

@@ -62,8 +62,8 @@ from services.common.bus.rabbit_connection import (
     BROKER_ERRORS as _BROKER_ERRORS,
 )
 from services.common.bus.rabbit_connection import (
-    CLOSE_TIMEOUT,
     RECONNECT_FIRST,
+    ChannelCloser,
     _close,
     _Connection,
     _RateLimit,
@@ -141,6 +141,9 @@ class RabbitBus(Bus):
         self._consumers: list[RabbitConsumer] = []
         self._lock = asyncio.Lock()
         self._closed = False
+        self.closer = ChannelCloser()
+        """Closes this bus's channels (a consumer's, a fetch's, a purge's): never cancels
+        a close under way, which would cost the whole connection."""
 
     def broker_name(self, name: str) -> str:
         """The name of exchange or queue ``name`` on the broker (namespace applied)."""
@@ -216,8 +219,7 @@ class RabbitBus(Bus):
             yield RabbitFetched(taken, self.broker_name(""))
         finally:
             try:
-                async with asyncio.timeout(CLOSE_TIMEOUT):
-                    await channel.close()
+                await self.closer.close(channel, f"reading {queue.name}")
             except _BROKER_ERRORS:
                 log.warning("unclean close after reading %s", queue.name, exc_info=True)
 
@@ -228,18 +230,20 @@ class RabbitBus(Bus):
             channel = await self._connection.channel(publisher_confirms=False)
             declared = await self._declare_queue(self._connection, channel, queue)
             result = await declared.purge()
-            await channel.close()
+            await self.closer.close(channel, f"purging {queue.name}")
         except _BROKER_ERRORS as exc:
             raise BusError(f"cannot purge {queue.name!r}: {redact(repr(exc))}") from exc
         return int(result.message_count or 0)
 
     async def close(self) -> None:
-        """Cancel every consumer, then close the connection, each within CLOSE_TIMEOUT;
-        the connection is closed even if a cancel failed."""
+        """Cancel every consumer, then close the connection, each within CLOSE_TIMEOUT
+        (channel closes still under way get that long again); the connection is closed
+        even if a cancel failed."""
         self._closed = True
         try:
             for consumer in list(self._consumers):
                 await consumer.cancel()
+            await self.closer.settle()
         finally:
             connection, self._connection, self._channel = self._connection, None, None
             if connection is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import aio_pika
 import aiormq
-from aio_pika.abc import AbstractRobustConnection, TimeoutType
+from aio_pika.abc import AbstractChannel, AbstractRobustConnection, TimeoutType
 
 from services.common.redact import redact
 
@@ -27,7 +27,8 @@ BROKER_ERRORS = (
 )
 CLOSE_TIMEOUT = 2.0
 """Seconds each step of closing (a consumer's handler and channel, the connection) may
-take before it is abandoned; the broker requeues whatever was not acknowledged."""
+take before it is abandoned; the broker requeues whatever was not acknowledged. A
+channel's close that takes longer goes on in the background (:func:`close_channel`)."""
 RECONNECT_FIRST = 0.5
 """Seconds before the second attempt to reconnect (the first is immediate)."""
 RECONNECT_MAX = 5.0
@@ -142,3 +143,54 @@ async def _close(connection: AbstractRobustConnection) -> None:
             await connection.close()
     except BROKER_ERRORS:
         log.warning("unclean close of the broker connection", exc_info=True)
+
+
+class ChannelCloser:
+    """Closes channels without ever cancelling a close that is under way.
+
+    aiormq answers an RPC cancelled while it awaits its reply by sending ``Channel.Close``
+    (reply 504) on that channel. When the RPC was the ``Channel.Close`` itself, the
+    broker has already closed the channel on the first one, and a frame other than
+    ``channel.open`` on a channel it does not hold open is a connection error: it closes
+    the whole connection with ``504 CHANNEL_ERROR - expected 'channel.open'``, and with
+    it every other channel and consumer of the bus. A loaded broker or client that took
+    longer than the caller's deadline to confirm a close, and a deadline around the
+    close, was all it took.
+
+    So :meth:`close` waits for the broker's confirmation at most ``timeout`` seconds, and
+    a close that is still under way then is left to finish (or to end with its
+    connection); the caller goes on either way. The caller's own cancellation does not
+    reach the close either. :meth:`settle` waits for the closes still under way, before
+    the connection is closed."""
+
+    def __init__(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def close(self, channel: AbstractChannel, what: str) -> bool:
+        """Close ``channel`` (``what`` names it in the log); whether the broker confirmed
+        within ``timeout`` seconds. A broker error of the close is raised."""
+        closing = asyncio.ensure_future(channel.close())
+        self._pending.add(closing)
+        closing.add_done_callback(self._finished)
+        done, _ = await asyncio.wait([closing], timeout=self.timeout)
+        if not done:
+            log.warning(
+                "%s: the broker has not confirmed the channel's close after %g s; it goes "
+                "on in the background",
+                what,
+                self.timeout,
+            )
+            return False
+        closing.result()
+        return True
+
+    async def settle(self) -> None:
+        """Wait at most ``timeout`` seconds for the closes still under way."""
+        if self._pending:
+            await asyncio.wait(list(self._pending), timeout=self.timeout)
+
+    def _finished(self, closing: asyncio.Task[None]) -> None:
+        self._pending.discard(closing)
+        if not closing.cancelled() and (error := closing.exception()) is not None:
+            log.debug("a channel's close ended with %s", redact(repr(error)))

@@ -76,7 +76,8 @@ class RabbitConsumer:
 
     async def cancel(self) -> None:
         """Stop the handler (a batch it was handling is not acknowledged), close the
-        channel: the broker requeues every unacked one. Each step within CLOSE_TIMEOUT."""
+        channel: the broker requeues every unacked one. Each step within CLOSE_TIMEOUT (a
+        close not confirmed by then goes on in the background: see ChannelCloser)."""
         if self._cancelled:
             return
         self._cancelled = True
@@ -94,8 +95,7 @@ class RabbitConsumer:
                 if not done:
                     log.warning("handler of %s ignored its cancellation", self._spec.name)
         try:
-            async with asyncio.timeout(CLOSE_TIMEOUT):
-                await self._channel.close()
+            await self._bus.closer.close(self._channel, f"consumer of {self._spec.name}")
             if (
                 self._spec.exclusive
                 and not self._bus._closed
