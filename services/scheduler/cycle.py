@@ -62,7 +62,6 @@ from services.common.store import (
     NominationClaim,
     Reservation,
 )
-from services.common.waiting import SharedWaitingPod, SharedWaitingPods
 from services.framework.api.interface import CycleState, ExtensionPoint
 from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
@@ -70,6 +69,7 @@ from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
+from services.framework.runtime.waiting_pods import SharedWaitingPod, SharedWaitingPods
 from services.scheduler.domains import PlacementVersions
 from services.scheduler.nominated import (
     PendingPods,
