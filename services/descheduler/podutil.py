@@ -10,10 +10,10 @@ from typing import Any, Final
 import msgspec
 
 from contracts.k8s import LabelSelector, Pod, PodDisruptionBudget
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler.api import parse_time
 from services.framework.api.registry import ConfigError, join_path
 from services.framework.plugins.queuesort.qos_sort import pod_qos
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
 """``utils.SystemCriticalPriority`` (two billion)."""

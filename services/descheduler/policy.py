@@ -25,8 +25,8 @@ from typing import Any, Final
 
 import msgspec
 
+from services.common.k8s.labels import SelectorError, parse
 from services.descheduler.api import Handle
-from services.descheduler.nodes import SelectorError, parse_selector
 from services.framework.api.registry import ConfigError, convert_strict, decode_args, join_path
 from services.framework.config.source import Source, read_source
 
@@ -198,7 +198,7 @@ def _policy(raw: object, registry: Registry) -> Policy:
             raise ConfigError(field, f"Invalid value: {value}: must be a non-negative integer")
     if policy.node_selector:
         try:
-            parse_selector(policy.node_selector)
+            parse(policy.node_selector)
         except SelectorError as error:
             raise ConfigError("nodeSelector", str(error)) from None
     _check_metrics(policy)

@@ -19,11 +19,11 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Pod
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler import podutil
 from services.descheduler.api import ClusterView, Handle, parse_time
 from services.descheduler.nodes import ready_nodes
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "DefaultEvictor"
 DEFAULT_PROTECTIONS: Final = (

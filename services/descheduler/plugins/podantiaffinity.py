@@ -11,6 +11,7 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.podutil import (
     Namespaces,
@@ -19,7 +20,6 @@ from services.descheduler.podutil import (
     sort_by_priority_low_to_high,
 )
 from services.framework.api.registry import join_path
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "RemovePodsViolatingInterPodAntiAffinity"
 

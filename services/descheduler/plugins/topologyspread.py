@@ -23,13 +23,13 @@ import msgspec
 
 from contracts.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod
 from contracts.k8s.pod import TopologySpreadConstraint
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.plugins.nodeaffinity import matches_node_selector
 from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
 from services.framework.cache.attributes import TaintKey
 from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "RemovePodsViolatingTopologySpreadConstraint"
 ACTIONS: Final = ("DoNotSchedule", "ScheduleAnyway")
