@@ -11,12 +11,11 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod, Taint
+from services.common.k8s.taints import find_matching_untolerated_taint, tolerations_of
 from services.descheduler.api import Handle
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import Namespaces, check_selector
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 NAME: Final = "RemovePodsViolatingNodeTaints"
 
@@ -76,11 +75,8 @@ class RemovePodsViolatingNodeTaints:
 
     def violates(self, pod: Pod, node: Node) -> bool:
         tolerations = tolerations_of(pod.spec.tolerations)
-        return any(
-            not tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
-            for t in node.spec.taints
-            if self.counts(t)
-        )
+        untolerated = find_matching_untolerated_taint(node.spec.taints, tolerations, self.counts)
+        return untolerated is not None
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         for node in nodes:

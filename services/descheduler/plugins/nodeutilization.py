@@ -23,7 +23,8 @@ from typing import Final, Self
 
 import msgspec
 
-from contracts.k8s import Node, Pod
+from contracts.k8s import Node, Pod, Taint
+from services.common.k8s.taints import taint_key, tolerations_of, tolerations_tolerate
 from services.common.resources import (
     CPU,
     MEMORY,
@@ -36,8 +37,6 @@ from services.common.resources import (
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.podutil import Namespaces, sort_by_priority_low_to_high
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 LOW: Final = "LowNodeUtilization"
 HIGH: Final = "HighNodeUtilization"
@@ -292,13 +291,12 @@ def total_usage(node: NodeUsage) -> int:
     return sum(node.usage.values())
 
 
-def tolerates_some(pod: Pod, taints_of: Mapping[str, Sequence[object]]) -> bool:
+def tolerates_some(pod: Pod, taints_of: Mapping[str, Sequence[Taint]]) -> bool:
     """``utils.PodToleratesTaints``: the pod tolerates every taint of one of the nodes."""
     tolerations = tolerations_of(pod.spec.tolerations)
     for taints in taints_of.values():
         if len(pod.spec.tolerations) >= len(taints) and all(
-            tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))  # type: ignore[attr-defined]
-            for t in taints
+            tolerations_tolerate(tolerations, taint_key(t)) for t in taints
         ):
             return True
     return False

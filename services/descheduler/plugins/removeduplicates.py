@@ -13,13 +13,17 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_of,
+)
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.plugins.base import evictable_filter
 from services.descheduler.plugins.nodeaffinity import matches_node_selector
 from services.descheduler.podutil import Namespaces
 from services.framework.api.registry import join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 NAME: Final = "RemoveDuplicates"
 
@@ -43,12 +47,12 @@ class RemoveDuplicatesArgs(
 
 def tolerates_node(pod: Pod, node: Node) -> bool:
     """Its NoSchedule and NoExecute taints are all tolerated."""
-    tolerations = tolerations_of(pod.spec.tolerations)
-    return all(
-        tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
-        for t in node.spec.taints
-        if t.effect in ("NoSchedule", "NoExecute")
+    untolerated = find_matching_untolerated_taint(
+        node.spec.taints,
+        tolerations_of(pod.spec.tolerations),
+        lambda t: t.effect in (NO_SCHEDULE, NO_EXECUTE),
     )
+    return untolerated is None
 
 
 def _placement(pod: Pod) -> bytes:

@@ -24,12 +24,16 @@ import msgspec
 from contracts.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod
 from contracts.k8s.pod import TopologySpreadConstraint
 from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_of,
+)
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.plugins.nodeaffinity import matches_node_selector
 from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 NAME: Final = "RemovePodsViolatingTopologySpreadConstraint"
 ACTIONS: Final = ("DoNotSchedule", "ScheduleAnyway")
@@ -104,12 +108,13 @@ class Constraint:
         if self.affinity_honored and not matches_node_selector(self.owner, node):
             return False
         if self.taints_honored:
-            tolerations = tolerations_of(self.owner.spec.tolerations)
-            for taint in node.spec.taints:
-                if taint.effect in ("NoSchedule", "NoExecute") and not tolerations_tolerate(
-                    tolerations, TaintKey(taint.key, taint.value or "", taint.effect)
-                ):
-                    return False
+            untolerated = find_matching_untolerated_taint(
+                node.spec.taints,
+                tolerations_of(self.owner.spec.tolerations),
+                lambda t: t.effect in (NO_SCHEDULE, NO_EXECUTE),
+            )
+            if untolerated is not None:
+                return False
         return True
 
 

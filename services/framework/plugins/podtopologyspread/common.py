@@ -16,10 +16,11 @@ import numpy as np
 
 from contracts.k8s import Pod, TopologySpreadConstraint
 from services.common.k8s.labels import Selector, label_selector_as_selector
+from services.common.k8s.taints import tolerations_of
 from services.framework.api.listers import Listers
 from services.framework.cache.attributes import BoolArray
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.helper.taints import tolerations_of, untolerated_rows
+from services.framework.plugins.helper.taints import untolerated_rows
 from services.framework.plugins.podtopologyspread.nodeaffinity import required_affinity_rows
 from services.framework.plugins.podtopologyspread.selector import (
     default_selector,
