@@ -11,9 +11,9 @@ import msgspec
 
 from contracts.k8s import LabelSelector, Pod, PodDisruptionBudget
 from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.qos import get_pod_qos
 from services.descheduler.api import parse_time
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.queuesort.qos_sort import pod_qos
 
 SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
 """``utils.SystemCriticalPriority`` (two billion)."""
@@ -170,7 +170,7 @@ def sort_by_priority_low_to_high(pods: list[Pod]) -> None:
         return (
             0 if priority is None else 1,
             priority or 0,
-            _QOS_RANK.get(pod_qos(pod), 0),
+            _QOS_RANK.get(get_pod_qos(pod), 0),
             int(NO_EVICTION_ANNOTATION in pod.metadata.annotations),
         )
 
