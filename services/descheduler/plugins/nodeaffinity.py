@@ -13,15 +13,15 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
+from services.common.k8s.nodeaffinity import (
+    compile_preferred,
+    get_required_node_affinity,
+    preferred_score,
+)
 from services.descheduler.api import Handle
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import Namespaces, check_selector
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.nodeaffinity.selector import (
-    compile_preferred,
-    compile_terms,
-    terms_match,
-)
 
 NAME: Final = "RemovePodsViolatingNodeAffinity"
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -48,24 +48,6 @@ class RemovePodsViolatingNodeAffinityArgs(
         check_selector(self.label_selector, join_path(path, "labelSelector"))
 
 
-def matches_node_selector(pod: Pod, node: Node) -> bool:
-    """``utils.PodMatchNodeSelector``: the pod's nodeSelector and its required node
-    affinity both select ``node``."""
-    labels = node.metadata.labels
-    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
-        return False
-    affinity = pod.spec.affinity
-    required = (
-        affinity.node_affinity.required_during_scheduling_ignored_during_execution
-        if affinity and affinity.node_affinity
-        else None
-    )
-    if required is None:
-        return True
-    terms = compile_terms(required.node_selector_terms, "")
-    return terms_match(terms, node)
-
-
 def preferred_weight(pod: Pod, node: Node) -> int:
     """``GetNodeWeightGivenPodPreferredAffinity``: the weights of the preferred terms
     ``node`` matches."""
@@ -77,7 +59,7 @@ def preferred_weight(pod: Pod, node: Node) -> int:
     )
     if errors:
         return 0
-    return sum(t.weight for t in terms if t.term.matches(node))
+    return preferred_score(terms, node)
 
 
 def has_affinity(pod: Pod, kind: str) -> bool:
@@ -111,7 +93,7 @@ class RemovePodsViolatingNodeAffinity:
                 if not has_affinity(pod, kind) or not handle.evictor.filter(pod):
                     return False
                 if kind == REQUIRED:
-                    wrong = not matches_node_selector(pod, node)
+                    wrong = not get_required_node_affinity(pod).matches(node)
                 else:
                     best = max((preferred_weight(pod, n) for n in nodes), default=0)
                     wrong = best > preferred_weight(pod, node)

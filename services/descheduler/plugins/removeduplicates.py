@@ -13,6 +13,7 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.nodeaffinity import get_required_node_affinity
 from services.common.k8s.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -21,7 +22,6 @@ from services.common.k8s.taints import (
 )
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
 from services.descheduler.plugins.base import evictable_filter
-from services.descheduler.plugins.nodeaffinity import matches_node_selector
 from services.descheduler.podutil import Namespaces
 from services.framework.api.registry import join_path
 
@@ -93,7 +93,7 @@ def target_nodes(
             matching = memo[placement] = frozenset(
                 n.metadata.name
                 for n in nodes
-                if tolerates_node(pod, n) and matches_node_selector(pod, n)
+                if tolerates_node(pod, n) and get_required_node_affinity(pod).matches(n)
             )
         if len(matching) > 1:
             targets |= matching

@@ -24,6 +24,7 @@ import msgspec
 from contracts.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod
 from contracts.k8s.pod import TopologySpreadConstraint
 from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.nodeaffinity import get_required_node_affinity
 from services.common.k8s.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -31,7 +32,6 @@ from services.common.k8s.taints import (
     tolerations_of,
 )
 from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
-from services.descheduler.plugins.nodeaffinity import matches_node_selector
 from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
 
@@ -105,7 +105,7 @@ class Constraint:
 
     def admits(self, node: Node) -> bool:
         """``matchNodeInclusionPolicies``."""
-        if self.affinity_honored and not matches_node_selector(self.owner, node):
+        if self.affinity_honored and not get_required_node_affinity(self.owner).matches(node):
             return False
         if self.taints_honored:
             untolerated = find_matching_untolerated_taint(

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from contracts.k8s import Pod
+from services.common.k8s.nodeaffinity import compile_terms
 from services.framework.cache.attributes import BoolArray
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.nodeaffinity.selector import compile_terms, terms_mask
+from services.framework.plugins.nodeaffinity.selector import terms_mask
 
 
 def required_affinity_rows(pod: Pod, nodes: Snapshot) -> BoolArray | None:

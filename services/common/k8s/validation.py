@@ -1,4 +1,6 @@
-"""Parse-time checks of node selector requirements, as ``labels.NewRequirement`` and
+"""Field errors as apimachinery's ``util/validation/field`` words them (a path built
+with :func:`join_path`, :class:`FieldError`, :func:`aggregate`), and the parse-time
+checks of node selector requirements, as ``labels.NewRequirement`` and
 ``nodeSelectorRequirementsAsFieldSelector`` make them. A term with any error matches
 no node; the errors are reported where upstream reports them (preferred terms, args).
 """
@@ -16,6 +18,15 @@ _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def join_path(prefix: str, child: str) -> str:
+    """``join_path("a", "b") == "a.b"``, ``join_path("a", "[0]") == "a[0]"``."""
+    if not prefix:
+        return child.lstrip(".")
+    if not child or child.startswith("["):
+        return prefix + child
+    return f"{prefix}.{child.lstrip('.')}"
 
 
 @dataclass(frozen=True, slots=True)
