@@ -58,11 +58,14 @@ from services.framework.api.interface import (
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
-from services.framework.cache.attributes import BoolArray
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.normalize_score import default_normalize_score
 from services.framework.plugins.nodeaffinity.args import NodeAffinityArgs
-from services.framework.plugins.nodeaffinity.selector import preferred_scores, terms_mask
+from services.framework.plugins.nodeaffinity.selector import (
+    preferred_scores,
+    required_mask,
+    terms_mask,
+)
 
 NAME: Final = "NodeAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -103,22 +106,6 @@ def _required(pod: Pod) -> RequiredNodeAffinity:
     """``GetRequiredNodeAffinity``, compiled once per distinct nodeSelector and terms."""
     source = (pod.spec.node_selector, required_terms(pod))
     return _compiled(_REQUIRED, source, lambda: get_required_node_affinity(pod))
-
-
-def _required_mask(required: RequiredNodeAffinity, nodes: Snapshot) -> BoolArray:
-    """Per row: does the node match? Memoized for as long as the nodes stay."""
-
-    def build() -> BoolArray:
-        mask = np.ones(nodes.num_nodes, dtype=np.bool_)
-        for key, value in required.node_selector:
-            column = nodes.attributes.label(key)
-            code = column.code_of(value)
-            mask &= column.codes == code if code >= 0 else False
-        if required.terms is not None:
-            mask &= terms_mask(required.terms, nodes)
-        return mask
-
-    return nodes.attributes.memo((NAME, "required", required), build)
 
 
 _REQUIRED: dict[bytes, RequiredNodeAffinity] = {}
@@ -196,7 +183,7 @@ class NodeAffinity(
             required = state.read(PRE_FILTER_STATE_KEY, RequiredNodeAffinity)
         except StatusError:  # PreFilter disabled: compute here, as upstream falls back
             required = _required(pod.pod)
-        pod_ok = _required_mask(required, nodes)  # memoized: never handed out to be modified
+        pod_ok = required_mask(required, nodes)  # memoized: never handed out to be modified
         codes = np.where(pod_ok, 0, _POD).astype(np.int64)
         passed = pod_ok.copy()
         if self._added_required is not None:

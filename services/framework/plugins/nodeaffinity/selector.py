@@ -16,6 +16,7 @@ from services.common.k8s.nodeaffinity import (
     FieldRequirement,
     LabelRequirement,
     PreferredTerm,
+    RequiredNodeAffinity,
     Term,
 )
 from services.common.k8s.validation import parse_int64
@@ -81,3 +82,20 @@ def preferred_scores(terms: tuple[PreferredTerm, ...], nodes: Snapshot) -> Int64
     for preferred in terms:
         total += term_mask(preferred.term, nodes) * np.int64(preferred.weight)
     return total
+
+
+def required_mask(required: RequiredNodeAffinity, nodes: Snapshot) -> BoolArray:
+    """``RequiredNodeAffinity.Match`` for every node (the nodeSelector's labels AND the
+    required terms). Memoized for as long as the nodes stay: never modify the result."""
+
+    def build() -> BoolArray:
+        mask = np.ones(nodes.num_nodes, dtype=np.bool_)
+        for key, value in required.node_selector:
+            column = nodes.attributes.label(key)
+            code = column.code_of(value)
+            mask &= column.codes == code if code >= 0 else False
+        if required.terms is not None:
+            mask &= terms_mask(required.terms, nodes)
+        return mask
+
+    return nodes.attributes.memo(("nodeaffinity.required", required), build)
