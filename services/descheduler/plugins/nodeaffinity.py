@@ -77,7 +77,7 @@ class RemovePodsViolatingNodeAffinity:
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     @property
     def name(self) -> str:

@@ -46,7 +46,7 @@ class RemovePodsViolatingNodeTaints:
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
         effects = (
             {"NoSchedule", "PreferNoSchedule"}
             if args.include_prefer_no_schedule

@@ -34,7 +34,8 @@ from services.common.resources import (
     pod_requests,
     resource_amounts,
 )
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import Namespaces, sort_by_priority_low_to_high
 from services.framework.api.registry import ConfigError, join_path
 
@@ -345,13 +346,12 @@ def evict_from(
             usage = pod_usage(pod)
             if usage is None:
                 continue
-            try:
-                evictor.evict(pod, EvictOptions(plugin))
-            except NodeLimitError:
+            outcome = evict(handle, pod, plugin)
+            if outcome is Outcome.NODE_LIMIT:
                 break
-            except TotalLimitError:
+            if outcome is Outcome.TOTAL_LIMIT:
                 return
-            except Exception:
+            if outcome is Outcome.FAILED:
                 continue
             evicted += 1
             for name in available:

@@ -12,7 +12,8 @@ import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
 from services.common.k8s.labels import matches_label_selector
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import (
     Namespaces,
     check_selector,
@@ -97,13 +98,12 @@ class RemovePodsViolatingInterPodAntiAffinity:
                     continue
                 if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
                     continue
-                try:
-                    evictor.evict(pod, EvictOptions(NAME))
-                except NodeLimitError:
+                outcome = evict(self.handle, pod, NAME)
+                if outcome is Outcome.NODE_LIMIT:
                     break
-                except TotalLimitError:
+                if outcome is Outcome.TOTAL_LIMIT:
                     return None
-                except Exception:
+                if outcome is Outcome.FAILED:
                     continue
                 peers = by_namespace[pod.metadata.namespace or "default"]
                 for i, other in enumerate(peers):

@@ -111,7 +111,7 @@ class PodLifeTime:
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     @property
     def name(self) -> str:

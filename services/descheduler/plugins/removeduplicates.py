@@ -20,8 +20,8 @@ from services.common.k8s.taints import (
     find_matching_untolerated_taint,
     tolerations_of,
 )
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
-from services.descheduler.plugins.base import evictable_filter
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import Outcome, evict, evictable_filter
 from services.descheduler.podutil import Namespaces
 from services.framework.api.registry import join_path
 
@@ -104,7 +104,7 @@ class RemoveDuplicates:
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.keep = evictable_filter(handle, args)
+        self.keep = evictable_filter(handle, args.namespaces)
 
     @property
     def name(self) -> str:
@@ -148,14 +148,11 @@ class RemoveDuplicates:
                 if len(pods) + 1 <= upper:
                     continue
                 for pod in pods[upper - 1 :]:
-                    try:
-                        self.handle.evictor.evict(pod, EvictOptions(NAME))
-                    except NodeLimitError:
+                    outcome = evict(self.handle, pod, NAME)
+                    if outcome is Outcome.NODE_LIMIT:
                         break
-                    except TotalLimitError:
+                    if outcome is Outcome.TOTAL_LIMIT:
                         return None
-                    except Exception:
-                        continue
         return None
 
 

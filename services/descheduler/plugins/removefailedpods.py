@@ -63,7 +63,7 @@ class RemoveFailedPods:
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        base = evictable_filter(handle, self.args)
+        base = evictable_filter(handle, self.args.namespaces, self.args.label_selector)
         self.keep = lambda p: p.status.phase == "Failed" and base(p) and self.can_evict(p)
 
     @property

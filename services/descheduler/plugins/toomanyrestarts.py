@@ -57,7 +57,7 @@ class RemovePodsHavingTooManyRestarts:
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     @property
     def name(self) -> str:

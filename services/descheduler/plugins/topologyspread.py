@@ -31,7 +31,8 @@ from services.common.k8s.taints import (
     find_matching_untolerated_taint,
     tolerations_of,
 )
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.descheduler.api import Handle
+from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
 
@@ -222,14 +223,11 @@ class RemovePodsViolatingTopologySpreadConstraint:
             where = pod.spec.node_name or ""
             if where in limited or not self.keep(pod) or not evictor.pre_eviction_filter(pod):
                 continue
-            try:
-                evictor.evict(pod, EvictOptions(NAME))
-            except NodeLimitError:
-                limited.add(where)
-            except TotalLimitError:
-                return None
-            except Exception:
-                continue
+            match evict(self.handle, pod, NAME):
+                case Outcome.NODE_LIMIT:
+                    limited.add(where)
+                case Outcome.TOTAL_LIMIT:
+                    return None
         return None
 
     def _balance_domains(
