@@ -21,7 +21,7 @@ import msgspec
 from contracts.k8s import LabelSelector, Pod
 from services.common.k8s.labels import matches_label_selector
 from services.descheduler import podutil
-from services.descheduler.api import ClusterView, Handle, parse_time
+from services.descheduler.api import ClusterView, EvictorPlugin, Handle, PluginEntry, parse_time
 from services.descheduler.nodes import ready_nodes
 from services.framework.api.registry import ConfigError, join_path
 
@@ -220,7 +220,7 @@ def threshold_priority(args: DefaultEvictorArgs, cluster: ClusterView) -> int | 
 Constraint = Callable[[Pod], str | None]
 
 
-class DefaultEvictor:
+class DefaultEvictor(EvictorPlugin):
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -404,8 +404,12 @@ def new(args: DefaultEvictorArgs | None, handle: Handle) -> DefaultEvictor:
     return DefaultEvictor(args or DefaultEvictorArgs(), handle)
 
 
+ENTRY: Final = PluginEntry(NAME, DefaultEvictorArgs, new, DefaultEvictor)
+
+
 __all__ = [
     "DEFAULT_PROTECTIONS",
+    "ENTRY",
     "EXTRA_PROTECTIONS",
     "NAME",
     "DefaultEvictor",

@@ -18,7 +18,7 @@ from services.common.k8s.nodeaffinity import (
     get_required_node_affinity,
     preferred_score,
 )
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import Namespaces, check_selector
 from services.framework.api.registry import ConfigError, join_path
@@ -73,7 +73,7 @@ def has_affinity(pod: Pod, kind: str) -> bool:
     return bool(affinity.node_affinity.preferred_during_scheduling_ignored_during_execution)
 
 
-class RemovePodsViolatingNodeAffinity:
+class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -114,3 +114,8 @@ def new(
     args: RemovePodsViolatingNodeAffinityArgs | None, handle: Handle
 ) -> RemovePodsViolatingNodeAffinity:
     return RemovePodsViolatingNodeAffinity(args or RemovePodsViolatingNodeAffinityArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingNodeAffinityArgs, new, RemovePodsViolatingNodeAffinity
+)

@@ -12,7 +12,7 @@ import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod, Taint
 from services.common.k8s.taints import find_matching_untolerated_taint, tolerations_of
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import Namespaces, check_selector
 from services.framework.api.registry import ConfigError, join_path
@@ -42,7 +42,7 @@ class RemovePodsViolatingNodeTaintsArgs(
             )
 
 
-class RemovePodsViolatingNodeTaints:
+class RemovePodsViolatingNodeTaints(DeschedulePlugin):
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -90,3 +90,8 @@ def new(
     args: RemovePodsViolatingNodeTaintsArgs | None, handle: Handle
 ) -> RemovePodsViolatingNodeTaints:
     return RemovePodsViolatingNodeTaints(args or RemovePodsViolatingNodeTaintsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingNodeTaintsArgs, new, RemovePodsViolatingNodeTaints
+)

@@ -34,7 +34,7 @@ from services.common.resources import (
     pod_requests,
     resource_amounts,
 )
-from services.descheduler.api import Handle
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import Namespaces, sort_by_priority_low_to_high
 from services.framework.api.registry import ConfigError, join_path
@@ -366,7 +366,7 @@ def _resources(thresholds: Thresholds) -> list[str]:
     return list(dict.fromkeys([*thresholds, *BASIC]))
 
 
-class LowNodeUtilization:
+class LowNodeUtilization(BalancePlugin):
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -454,7 +454,7 @@ class LowNodeUtilization:
         return None
 
 
-class HighNodeUtilization:
+class HighNodeUtilization(BalancePlugin):
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -518,3 +518,7 @@ def new_low(args: LowNodeUtilizationArgs | None, handle: Handle) -> LowNodeUtili
 
 def new_high(args: HighNodeUtilizationArgs | None, handle: Handle) -> HighNodeUtilization:
     return HighNodeUtilization(args or HighNodeUtilizationArgs(), handle)
+
+
+LOW_ENTRY: Final = PluginEntry(LOW, LowNodeUtilizationArgs, new_low, LowNodeUtilization)
+HIGH_ENTRY: Final = PluginEntry(HIGH, HighNodeUtilizationArgs, new_high, HighNodeUtilization)

@@ -12,7 +12,7 @@ import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
 from services.common.k8s.labels import matches_label_selector
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import (
     Namespaces,
@@ -70,7 +70,7 @@ def violates(candidate: Pod, by_namespace: dict[str, list[Pod]], nodes: dict[str
     return False
 
 
-class RemovePodsViolatingInterPodAntiAffinity:
+class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -119,3 +119,8 @@ def new(
     return RemovePodsViolatingInterPodAntiAffinity(
         args or RemovePodsViolatingInterPodAntiAffinityArgs(), handle
     )
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingInterPodAntiAffinityArgs, new, RemovePodsViolatingInterPodAntiAffinity
+)

@@ -20,7 +20,7 @@ from services.common.k8s.taints import (
     find_matching_untolerated_taint,
     tolerations_of,
 )
-from services.descheduler.api import Handle
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict, evictable_filter
 from services.descheduler.podutil import Namespaces
 from services.framework.api.registry import join_path
@@ -100,7 +100,7 @@ def target_nodes(
     return targets
 
 
-class RemoveDuplicates:
+class RemoveDuplicates(BalancePlugin):
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -158,3 +158,6 @@ class RemoveDuplicates:
 
 def new(args: RemoveDuplicatesArgs | None, handle: Handle) -> RemoveDuplicates:
     return RemoveDuplicates(args or RemoveDuplicatesArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(NAME, RemoveDuplicatesArgs, new, RemoveDuplicates)

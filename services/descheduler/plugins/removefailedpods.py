@@ -10,7 +10,7 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import (
     Namespaces,
@@ -59,7 +59,7 @@ def exit_codes(statuses: Sequence[object]) -> list[int]:
     return [int(s.get("exitCode", 0)) for s in container_states(statuses, "terminated")]
 
 
-class RemoveFailedPods:
+class RemoveFailedPods(DeschedulePlugin):
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -104,3 +104,6 @@ class RemoveFailedPods:
 
 def new(args: RemoveFailedPodsArgs | None, handle: Handle) -> RemoveFailedPods:
     return RemoveFailedPods(args or RemoveFailedPodsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(NAME, RemoveFailedPodsArgs, new, RemoveFailedPods)

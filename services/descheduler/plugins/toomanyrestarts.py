@@ -10,7 +10,7 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import Namespaces, check_selector, container_states
 from services.framework.api.registry import ConfigError, join_path
@@ -53,7 +53,7 @@ def restarts(pod: Pod, init: bool) -> int:
     return total
 
 
-class RemovePodsHavingTooManyRestarts:
+class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -98,3 +98,8 @@ def new(
     args: RemovePodsHavingTooManyRestartsArgs | None, handle: Handle
 ) -> RemovePodsHavingTooManyRestarts:
     return RemovePodsHavingTooManyRestarts(args or RemovePodsHavingTooManyRestartsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsHavingTooManyRestartsArgs, new, RemovePodsHavingTooManyRestarts
+)

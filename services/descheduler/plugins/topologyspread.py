@@ -31,7 +31,7 @@ from services.common.k8s.taints import (
     find_matching_untolerated_taint,
     tolerations_of,
 )
-from services.descheduler.api import Handle
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
@@ -163,7 +163,7 @@ class Domain:
     pods: list[Pod]
 
 
-class RemovePodsViolatingTopologySpreadConstraint:
+class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
     def __init__(
         self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle
     ) -> None:
@@ -304,3 +304,11 @@ def new(
     return RemovePodsViolatingTopologySpreadConstraint(
         args or RemovePodsViolatingTopologySpreadConstraintArgs(), handle
     )
+
+
+ENTRY: Final = PluginEntry(
+    NAME,
+    RemovePodsViolatingTopologySpreadConstraintArgs,
+    new,
+    RemovePodsViolatingTopologySpreadConstraint,
+)
