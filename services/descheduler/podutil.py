@@ -10,7 +10,11 @@ from typing import Any, Final
 import msgspec
 
 from contracts.k8s import LabelSelector, Pod, PodDisruptionBudget
-from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.labels import (
+    SelectorError,
+    label_selector_as_selector,
+    matches_label_selector,
+)
 from services.common.k8s.qos import get_pod_qos
 from services.descheduler.api import parse_time
 from services.framework.api.registry import ConfigError, join_path
@@ -37,30 +41,23 @@ class Namespaces(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_field
 
 
 def check_selector(selector: LabelSelector | None, path: str) -> None:
-    """``metav1.LabelSelectorAsSelector`` must accept it."""
+    """``metav1.LabelSelectorAsSelector`` must accept it (upstream's args validation:
+    ``failed to get label selectors from strategy's params: <its error>``); the error
+    names the matchLabels or the matchExpressions entry that failed."""
     if selector is None:
         return
-    for i, expr in enumerate(selector.match_expressions):
-        where = join_path(path, f"matchExpressions[{i}]")
-        if expr.operator in ("In", "NotIn") and not expr.values:
+    parts = [(join_path(path, "matchLabels"), LabelSelector(match_labels=selector.match_labels))]
+    parts += [
+        (join_path(path, f"matchExpressions[{i}]"), LabelSelector(match_expressions=[expr]))
+        for i, expr in enumerate(selector.match_expressions)
+    ]
+    for where, part in parts:
+        try:
+            label_selector_as_selector(part)
+        except SelectorError as error:
             raise ConfigError(
-                where,
-                "failed to get label selectors from strategy's params: "
-                "values: Invalid value: []string(nil): for 'in', 'notin' operators, values "
-                "set can't be empty",
-            )
-        if expr.operator in ("Exists", "DoesNotExist") and expr.values:
-            raise ConfigError(
-                where,
-                "failed to get label selectors from strategy's params: values: Invalid value: "
-                "for 'exists', 'doesnotexist' operators, values set must be empty",
-            )
-        if expr.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ConfigError(
-                where,
-                f'failed to get label selectors from strategy\'s params: "{expr.operator}" '
-                "is not a valid label selector operator",
-            )
+                where, f"failed to get label selectors from strategy's params: {error}"
+            ) from None
 
 
 def pod_filter(
