@@ -221,14 +221,12 @@ Constraint = Callable[[Pod], str | None]
 
 
 class DefaultEvictor(EvictorPlugin):
+    name: Final = NAME
+
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.constraints: list[Constraint] = self._constraints()
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def _constraints(self) -> list[Constraint]:
         args, cluster = self.args, self.handle.cluster

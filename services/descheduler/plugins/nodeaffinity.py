@@ -74,14 +74,12 @@ def has_affinity(pod: Pod, kind: str) -> bool:
 
 
 class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.base = evictable_filter(handle, args.namespaces, args.label_selector)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         handle = self.handle

@@ -43,6 +43,8 @@ class RemovePodsViolatingNodeTaintsArgs(
 
 
 class RemovePodsViolatingNodeTaints(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -68,10 +70,6 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
             )
 
         self.counts = counts
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def violates(self, pod: Pod, node: Node) -> bool:
         tolerations = tolerations_of(pod.spec.tolerations)

@@ -367,6 +367,8 @@ def _resources(thresholds: Thresholds) -> list[str]:
 
 
 class LowNodeUtilization(BalancePlugin):
+    name: Final = LOW
+
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -375,10 +377,6 @@ class LowNodeUtilization(BalancePlugin):
         """Node → ``underutilized``, ``overutilized`` or ``appropriately utilized``
         (for the deschedule table)."""
         self.usage_percent: dict[str, Thresholds] = {}
-
-    @property
-    def name(self) -> str:
-        return LOW
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         args = self.args
@@ -455,6 +453,8 @@ class LowNodeUtilization(BalancePlugin):
 
 
 class HighNodeUtilization(BalancePlugin):
+    name: Final = HIGH
+
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -473,10 +473,6 @@ class HighNodeUtilization(BalancePlugin):
             return True
 
         self.keep = keep
-
-    @property
-    def name(self) -> str:
-        return HIGH
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         args = self.args

@@ -71,14 +71,12 @@ def violates(candidate: Pod, by_namespace: dict[str, list[Pod]], nodes: dict[str
 
 
 class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.keep = pod_filter(None, args.namespaces, args.label_selector)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         cluster, evictor = self.handle.cluster, self.handle.evictor

@@ -108,14 +108,12 @@ def _reasons(statuses: Sequence[object], which: str) -> set[str]:
 
 
 class PodLifeTime(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.base = evictable_filter(handle, args.namespaces, args.label_selector)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def keep(self, pod: Pod) -> bool:
         args, now = self.args, self.handle.cluster.now

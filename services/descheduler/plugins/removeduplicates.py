@@ -101,14 +101,12 @@ def target_nodes(
 
 
 class RemoveDuplicates(BalancePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.keep = evictable_filter(handle, args.namespaces)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}

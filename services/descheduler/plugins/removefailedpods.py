@@ -60,15 +60,13 @@ def exit_codes(statuses: Sequence[object]) -> list[int]:
 
 
 class RemoveFailedPods(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         base = evictable_filter(handle, self.args.namespaces, self.args.label_selector)
         self.keep = lambda p: p.status.phase == "Failed" and base(p) and self.can_evict(p)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def can_evict(self, pod: Pod) -> bool:
         """``validateCanEvict``."""

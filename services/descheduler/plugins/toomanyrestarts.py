@@ -54,14 +54,12 @@ def restarts(pod: Pod, init: bool) -> int:
 
 
 class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.base = evictable_filter(handle, args.namespaces, args.label_selector)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def keep(self, pod: Pod) -> bool:
         args = self.args

@@ -164,6 +164,8 @@ class Domain:
 
 
 class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
+    name: Final = NAME
+
     def __init__(
         self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle
     ) -> None:
@@ -172,10 +174,6 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
         self.keep = pod_filter(
             handle.evictor.filter, self.args.namespaces, self.args.label_selector
         )
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         node_map = {n.metadata.name: n for n in nodes}
