@@ -60,6 +60,16 @@ def check_selector(selector: LabelSelector | None, path: str) -> None:
             ) from None
 
 
+def check_pod_selection(
+    namespaces: Namespaces | None, label_selector: LabelSelector | None, path: str
+) -> None:
+    """The args' common pod selection: ``namespaces`` include or exclude, not both, and a
+    ``labelSelector`` LabelSelectorAsSelector accepts."""
+    if namespaces is not None:
+        namespaces.check(join_path(path, "namespaces"))
+    check_selector(label_selector, join_path(path, "labelSelector"))
+
+
 def pod_filter(
     evictable: PodFilter | None,
     namespaces: Namespaces | None = None,
@@ -190,6 +200,7 @@ __all__ = [
     "Namespaces",
     "PodFilter",
     "both",
+    "check_pod_selection",
     "check_selector",
     "container_states",
     "covered_by_pdb",

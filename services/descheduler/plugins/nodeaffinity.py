@@ -20,7 +20,7 @@ from services.common.k8s.nodeaffinity import (
 )
 from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
-from services.descheduler.podutil import Namespaces, check_selector
+from services.descheduler.podutil import Namespaces, check_pod_selection
 from services.framework.api.registry import ConfigError, join_path
 
 NAME: Final = "RemovePodsViolatingNodeAffinity"
@@ -43,9 +43,7 @@ class RemovePodsViolatingNodeAffinityArgs(
             raise ConfigError(
                 join_path(path, "nodeAffinityType"), "nodeAffinityType needs to be set"
             )
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def preferred_weight(pod: Pod, node: Node) -> int:

@@ -14,8 +14,8 @@ from contracts.k8s import LabelSelector, Node, Pod, Taint
 from services.common.k8s.taints import find_matching_untolerated_taint, tolerations_of
 from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
-from services.descheduler.podutil import Namespaces, check_selector
-from services.framework.api.registry import ConfigError, join_path
+from services.descheduler.podutil import Namespaces, check_pod_selection
+from services.framework.api.registry import ConfigError
 
 NAME: Final = "RemovePodsViolatingNodeTaints"
 
@@ -33,9 +33,7 @@ class RemovePodsViolatingNodeTaintsArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
         if self.excluded_taints and self.included_taints:
             raise ConfigError(
                 path, "either includedTaints or excludedTaints can be set, but not both"

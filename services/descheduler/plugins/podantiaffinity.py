@@ -16,11 +16,10 @@ from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import (
     Namespaces,
-    check_selector,
+    check_pod_selection,
     pod_filter,
     sort_by_priority_low_to_high,
 )
-from services.framework.api.registry import join_path
 
 NAME: Final = "RemovePodsViolatingInterPodAntiAffinity"
 
@@ -35,9 +34,7 @@ class RemovePodsViolatingInterPodAntiAffinityArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def same_domain(a: Node, b: Node, key: str) -> bool:

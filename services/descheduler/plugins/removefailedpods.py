@@ -14,12 +14,11 @@ from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import (
     Namespaces,
-    check_selector,
+    check_pod_selection,
     container_states,
     creation,
     owner_kinds,
 )
-from services.framework.api.registry import join_path
 
 NAME: Final = "RemoveFailedPods"
 
@@ -41,9 +40,7 @@ class RemoveFailedPodsArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def failed_reasons(statuses: Sequence[object]) -> list[str]:

@@ -33,7 +33,7 @@ from services.common.k8s.taints import (
 )
 from services.descheduler.api import BalancePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import Outcome, evict
-from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
+from services.descheduler.podutil import Namespaces, check_pod_selection, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
 
 NAME: Final = "RemovePodsViolatingTopologySpreadConstraint"
@@ -58,9 +58,7 @@ class RemovePodsViolatingTopologySpreadConstraintArgs(
         )
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
         for i, action in enumerate(self.constraints):
             if action not in ACTIONS:
                 raise ConfigError(
