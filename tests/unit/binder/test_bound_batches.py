@@ -20,7 +20,7 @@ from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from tests.builders import make_pod
-from tests.unit.binder.support import RecordingBus, watch_event
+from tests.unit.binder.test_scheduled_events import RecordingBus, _event
 from tests.unit.framework.plugins.volumes.helpers import host
 
 
@@ -34,7 +34,7 @@ async def test_one_bound_batch_per_binder_batch_and_the_informer_records_it(pods
     await binder.start()
     try:
         web = [make_pod(f"web-{i}") for i in range(pods)]
-        await bus.publish([watch_event("node", host("n1")), *(watch_event("pod", p) for p in web)])
+        await bus.publish([_event("node", host("n1")), *(_event("pod", p) for p in web)])
         await bus.wait_idle()
         uids = [p.metadata.uid or "" for p in web]
         await store.set_leases(dict.fromkeys(uids, 1))

@@ -4,6 +4,8 @@ records the Event (in-memory bus, store and event log)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 import pytest
 
@@ -13,6 +15,7 @@ from services.binder.service import BinderService
 from services.cli.main import _settings, _settings_argv, parser
 from services.cli.runtime import build
 from services.common.bus import Message
+from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.settings import from_env
@@ -20,8 +23,22 @@ from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
 from services.informer.service import InformerService
 from tests.builders import make_pod
-from tests.unit.binder.support import RecordingBus, watch_event
 from tests.unit.framework.plugins.volumes.helpers import host
+
+
+class RecordingBus(MemoryBus):
+    def __init__(self) -> None:
+        super().__init__()
+        self.published: list[Message] = []
+
+    async def publish(self, messages: Sequence[Message]) -> None:
+        self.published += messages
+        await super().publish(messages)
+
+
+def _event(kind: str, obj: object) -> Message:
+    body = msgspec.json.encode({"type": "ADDED", "object": obj})
+    return Message(topology.EVENTS.name, topology.event_key(kind, "ADDED"), body)
 
 
 async def _decisions_of_one_binding(scheduled_events: bool | None) -> list[str]:
@@ -35,7 +52,7 @@ async def _decisions_of_one_binding(scheduled_events: bool | None) -> list[str]:
     await binder.start()
     try:
         pod = make_pod("web")
-        await bus.publish([watch_event("node", host("n1")), watch_event("pod", pod)])
+        await bus.publish([_event("node", host("n1")), _event("pod", pod)])
         await bus.wait_idle()
         uid = pod.metadata.uid or ""
         await store.set_leases({uid: 1})
