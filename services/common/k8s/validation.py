@@ -67,10 +67,10 @@ def check_label_requirement(
         detail = f'Unsupported value: "{operator}": supported values: {supported}'
         return [FieldError(f"{path}.operator", detail)]
     errors: list[FieldError] = []
-    if qualified_name_errors(key):
-        errors.append(
-            FieldError(f"{path}.key", f'Invalid value: "{key}": must be a qualified name')
-        )
+    key_problems = qualified_name_errors(key)
+    if key_problems:
+        detail = "; ".join(key_problems)
+        errors.append(FieldError(f"{path}.key", f'Invalid value: "{key}": {detail}'))
     vpath = f"{path}.values"
     if operator in ("In", "NotIn") and not values:
         detail = "for 'in', 'notin' operators, values set can't be empty"
@@ -87,9 +87,10 @@ def check_label_requirement(
                 detail = "for 'Gt', 'Lt' operators, the value must be an integer"
                 errors.append(FieldError(f"{vpath}[{i}]", f'Invalid value: "{value}": {detail}'))
     for i, value in enumerate(values):
-        if label_value_errors(value):
-            detail = "a valid label must be an empty string or consist of alphanumeric characters"
-            errors.append(FieldError(f"{vpath}[{i}]", f'Invalid value: "{value}": {detail}'))
+        value_problems = label_value_errors(value)
+        if value_problems:
+            detail = "; ".join(value_problems)
+            errors.append(FieldError(f"{vpath}[{i}][{key}]", f'Invalid value: "{value}": {detail}'))
     return errors
 
 
