@@ -9,6 +9,8 @@ every pod with the same selector until a node changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from services.common.k8s.nodeaffinity import (
@@ -57,14 +59,40 @@ def field_mask(requirement: FieldRequirement, nodes: Snapshot) -> BoolArray:
     return equal if requirement.operator == "In" else ~equal
 
 
-def term_mask(term: Term, nodes: Snapshot) -> BoolArray:
-    mask = np.full(nodes.num_nodes, not term.errors, dtype=np.bool_)
+def names_field_mask(requirement: FieldRequirement, names: Sequence[str]) -> BoolArray:
+    """:func:`field_mask` for rows named ``names`` (a node without a name reads as "")."""
+    wanted = requirement.value
+    if requirement.key == OBJECT_NAME_FIELD:
+        equal = np.fromiter((name == wanted for name in names), np.bool_, len(names))
+    else:
+        equal = np.full(len(names), wanted == "", dtype=np.bool_)
+    return equal if requirement.operator == "In" else ~equal
+
+
+def _term_mask(
+    term: Term, attributes: NodeAttributes, fields: Callable[[FieldRequirement], BoolArray]
+) -> BoolArray:
+    mask = np.full(attributes.num_nodes, not term.errors, dtype=np.bool_)
     if term.errors:
         return mask
     for label in term.labels or ():
-        mask &= label_mask(label, nodes.attributes)
+        mask &= label_mask(label, attributes)
     for field in term.fields or ():
-        mask &= field_mask(field, nodes)
+        mask &= fields(field)
+    return mask
+
+
+def term_mask(term: Term, nodes: Snapshot) -> BoolArray:
+    return _term_mask(term, nodes.attributes, lambda field: field_mask(field, nodes))
+
+
+def named_terms_mask(
+    terms: tuple[Term, ...], attributes: NodeAttributes, names: Sequence[str]
+) -> BoolArray:
+    """:func:`terms_mask` over node attributes whose rows are named ``names``."""
+    mask = np.zeros(attributes.num_nodes, dtype=np.bool_)
+    for term in terms:
+        mask |= _term_mask(term, attributes, lambda field: names_field_mask(field, names))
     return mask
 
 
