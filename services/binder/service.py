@@ -73,7 +73,6 @@ from services.common.decisions import (
 )
 from services.common.metrics import MetricsEndpoint
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
-from services.common.waiting import SharedWaitingPods
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.interface import BindEffect, CycleState, WatchEffect
 from services.framework.api.registry import Registry
@@ -82,7 +81,7 @@ from services.framework.api.types import PodInfo
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework, rejection_message
-from services.framework.runtime.waiting_pods import go_duration
+from services.framework.runtime.waiting_pods import SharedWaitingPods, go_duration
 
 log = logging.getLogger("ksched.binder")
 tracer = telemetry.tracer("binder")

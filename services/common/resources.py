@@ -24,11 +24,12 @@ does include ``pods`` (``status.allocatable.pods``).
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from contracts.k8s import Container, Node, Pod, Quantity
+from contracts.k8s.names import qualified_name_errors
 from contracts.quantity import QuantityError, parse_quantity, to_int, to_millis
 
 __all__ = [
@@ -63,8 +64,6 @@ _NON_MISSING = {
     MEMORY: Fraction(DEFAULT_MEMORY_REQUEST),
 }
 _NATIVE_PREFIX = "kubernetes.io/"
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ResourceError(ValueError):
@@ -76,21 +75,12 @@ class ResourceError(ValueError):
         self.reason = reason
 
 
-def _is_qualified_name(name: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain."""
-    prefix, slash, local = name.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or "/" in prefix):
-        return False
-    if slash and not all(_DNS_LABEL.match(part) for part in prefix.split(".")):
-        return False
-    return 0 < len(local) <= 63 and _QUALIFIED_NAME.match(local) is not None
-
-
+@functools.lru_cache(maxsize=1024)
 def is_extended_resource_name(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: ``vendor.example/thing``, not ``kubernetes.io/``."""
     if "/" not in name or _NATIVE_PREFIX in name or name.startswith("requests."):
         return False
-    return _is_qualified_name("requests." + name)
+    return not qualified_name_errors("requests." + name)
 
 
 def is_scalar_resource_name(name: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from contracts.k8s import (
     Namespace,
@@ -194,6 +194,36 @@ class EvictorPlugin(Plugin, Protocol):
     def pre_eviction_filter(self, pod: Pod) -> bool: ...
 
 
+PluginFactory = Callable[[Any, Handle], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginEntry:
+    """A descheduler plugin, as each plugin module declares it (``ENTRY``): its args
+    Struct (with ``defaulted``/``validate``) and factory; its extension points are
+    read off the class it builds, which subclasses the Protocols of those points
+    (DeschedulePlugin, BalancePlugin, EvictorPlugin)."""
+
+    name: str
+    args_type: type[Any] | None
+    factory: PluginFactory
+    cls: type[Any]
+
+    def points(self) -> set[str]:
+        points = set()
+        if hasattr(self.cls, "deschedule"):
+            points.add("deschedule")
+        if hasattr(self.cls, "balance"):
+            points.add("balance")
+        if hasattr(self.cls, "filter") and hasattr(self.cls, "pre_eviction_filter"):
+            points |= {"filter", "preEvictionFilter"}
+        return points
+
+
+Registry = Mapping[str, PluginEntry]
+"""Plugin name → its entry (upstream's ``pluginregistry.Registry``)."""
+
+
 __all__ = [
     "BalancePlugin",
     "BudgetError",
@@ -207,6 +237,9 @@ __all__ = [
     "NamespaceLimitError",
     "NodeLimitError",
     "Plugin",
+    "PluginEntry",
+    "PluginFactory",
+    "Registry",
     "TotalLimitError",
     "parse_time",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from contracts.k8s import Pod, PodDisruptionBudget
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler import podutil
 from services.descheduler.api import (
     BudgetError,
@@ -24,7 +25,6 @@ from services.descheduler.api import (
     NodeLimitError,
     TotalLimitError,
 )
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 
 @dataclass(frozen=True, slots=True)

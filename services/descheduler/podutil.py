@@ -10,10 +10,14 @@ from typing import Any, Final
 import msgspec
 
 from contracts.k8s import LabelSelector, Pod, PodDisruptionBudget
+from services.common.k8s.labels import (
+    SelectorError,
+    label_selector_as_selector,
+    matches_label_selector,
+)
+from services.common.k8s.qos import get_pod_qos
 from services.descheduler.api import parse_time
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.queuesort.qos_sort import pod_qos
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
 """``utils.SystemCriticalPriority`` (two billion)."""
@@ -37,30 +41,33 @@ class Namespaces(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_field
 
 
 def check_selector(selector: LabelSelector | None, path: str) -> None:
-    """``metav1.LabelSelectorAsSelector`` must accept it."""
+    """``metav1.LabelSelectorAsSelector`` must accept it (upstream's args validation:
+    ``failed to get label selectors from strategy's params: <its error>``); the error
+    names the matchLabels or the matchExpressions entry that failed."""
     if selector is None:
         return
-    for i, expr in enumerate(selector.match_expressions):
-        where = join_path(path, f"matchExpressions[{i}]")
-        if expr.operator in ("In", "NotIn") and not expr.values:
+    parts = [(join_path(path, "matchLabels"), LabelSelector(match_labels=selector.match_labels))]
+    parts += [
+        (join_path(path, f"matchExpressions[{i}]"), LabelSelector(match_expressions=[expr]))
+        for i, expr in enumerate(selector.match_expressions)
+    ]
+    for where, part in parts:
+        try:
+            label_selector_as_selector(part)
+        except SelectorError as error:
             raise ConfigError(
-                where,
-                "failed to get label selectors from strategy's params: "
-                "values: Invalid value: []string(nil): for 'in', 'notin' operators, values "
-                "set can't be empty",
-            )
-        if expr.operator in ("Exists", "DoesNotExist") and expr.values:
-            raise ConfigError(
-                where,
-                "failed to get label selectors from strategy's params: values: Invalid value: "
-                "for 'exists', 'doesnotexist' operators, values set must be empty",
-            )
-        if expr.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ConfigError(
-                where,
-                f'failed to get label selectors from strategy\'s params: "{expr.operator}" '
-                "is not a valid label selector operator",
-            )
+                where, f"failed to get label selectors from strategy's params: {error}"
+            ) from None
+
+
+def check_pod_selection(
+    namespaces: Namespaces | None, label_selector: LabelSelector | None, path: str
+) -> None:
+    """The args' common pod selection: ``namespaces`` include or exclude, not both, and a
+    ``labelSelector`` LabelSelectorAsSelector accepts."""
+    if namespaces is not None:
+        namespaces.check(join_path(path, "namespaces"))
+    check_selector(label_selector, join_path(path, "labelSelector"))
 
 
 def pod_filter(
@@ -170,7 +177,7 @@ def sort_by_priority_low_to_high(pods: list[Pod]) -> None:
         return (
             0 if priority is None else 1,
             priority or 0,
-            _QOS_RANK.get(pod_qos(pod), 0),
+            _QOS_RANK.get(get_pod_qos(pod), 0),
             int(NO_EVICTION_ANNOTATION in pod.metadata.annotations),
         )
 
@@ -193,6 +200,7 @@ __all__ = [
     "Namespaces",
     "PodFilter",
     "both",
+    "check_pod_selection",
     "check_selector",
     "container_states",
     "covered_by_pdb",

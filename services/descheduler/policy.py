@@ -18,15 +18,15 @@ point it does not implement, are errors with upstream's words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
-from services.descheduler.api import Handle
-from services.descheduler.nodes import SelectorError, parse_selector
+from services.common.k8s.labels import SelectorError, parse
+from services.descheduler.api import Registry
 from services.framework.api.registry import ConfigError, convert_strict, decode_args, join_path
 from services.framework.config.source import Source, read_source
 
@@ -106,33 +106,6 @@ class DeschedulerPolicyV1Alpha2(
     grace_period_seconds: int | None = None
 
 
-PluginFactory = Callable[[Any, Handle], Any]
-
-
-@dataclass(frozen=True, slots=True)
-class PluginEntry:
-    """A descheduler plugin: its args Struct (with ``defaulted``/``validate``) and
-    factory; its extension points are read off the class it builds."""
-
-    name: str
-    args_type: type[Any] | None
-    factory: PluginFactory
-    cls: type[Any]
-
-    def points(self) -> set[str]:
-        points = set()
-        if hasattr(self.cls, "deschedule"):
-            points.add("deschedule")
-        if hasattr(self.cls, "balance"):
-            points.add("balance")
-        if hasattr(self.cls, "filter") and hasattr(self.cls, "pre_eviction_filter"):
-            points |= {"filter", "preEvictionFilter"}
-        return points
-
-
-Registry = Mapping[str, PluginEntry]
-
-
 @dataclass(frozen=True, slots=True)
 class Profile:
     name: str
@@ -198,7 +171,7 @@ def _policy(raw: object, registry: Registry) -> Policy:
             raise ConfigError(field, f"Invalid value: {value}: must be a non-negative integer")
     if policy.node_selector:
         try:
-            parse_selector(policy.node_selector)
+            parse(policy.node_selector)
         except SelectorError as error:
             raise ConfigError("nodeSelector", str(error)) from None
     _check_metrics(policy)
@@ -317,9 +290,7 @@ def _profile(raw: ProfileV1Alpha2, registry: Registry, path: str) -> Profile:
 __all__ = [
     "API_VERSION",
     "KIND",
-    "PluginEntry",
     "Policy",
     "Profile",
-    "Registry",
     "load_policy",
 ]

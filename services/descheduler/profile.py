@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.k8s import Node, Pod
-from services.descheduler.api import ClusterView, EvictOptions
+from services.descheduler.api import ClusterView, EvictOptions, Registry
 from services.descheduler.evictions import Limits, PodEvictor
 from services.descheduler.nodes import ready_nodes
-from services.descheduler.policy import Policy, Profile, Registry
+from services.descheduler.policy import Policy, Profile
 from services.framework.api.registry import ConfigError
 
 FitCheck = Callable[[Pod, Sequence[Node]], bool]

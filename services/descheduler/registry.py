@@ -1,7 +1,10 @@
-"""The descheduler's in-tree plugins (descheduler ``pluginregistry``), by name."""
+"""The descheduler's in-tree plugins (descheduler ``pluginregistry``), by name: each
+plugin module's ``ENTRY``, as the scheduler framework's ``config/in_tree.py`` collects
+its plugins'."""
 
 from __future__ import annotations
 
+from services.descheduler.api import PluginEntry, Registry
 from services.descheduler.plugins import (
     defaultevictor,
     nodeaffinity,
@@ -14,76 +17,25 @@ from services.descheduler.plugins import (
     toomanyrestarts,
     topologyspread,
 )
-from services.descheduler.policy import PluginEntry, Registry
+
+ENTRIES: tuple[PluginEntry, ...] = (
+    defaultevictor.ENTRY,
+    removefailedpods.ENTRY,
+    podlifetime.ENTRY,
+    toomanyrestarts.ENTRY,
+    nodetaints.ENTRY,
+    nodeaffinity.ENTRY,
+    nodeutilization.LOW_ENTRY,
+    nodeutilization.HIGH_ENTRY,
+    podantiaffinity.ENTRY,
+    removeduplicates.ENTRY,
+    topologyspread.ENTRY,
+)
 
 
 def in_tree_registry() -> Registry:
-    entries = [
-        PluginEntry(
-            defaultevictor.NAME,
-            defaultevictor.DefaultEvictorArgs,
-            defaultevictor.new,
-            defaultevictor.DefaultEvictor,
-        ),
-        PluginEntry(
-            removefailedpods.NAME,
-            removefailedpods.RemoveFailedPodsArgs,
-            removefailedpods.new,
-            removefailedpods.RemoveFailedPods,
-        ),
-        PluginEntry(
-            podlifetime.NAME, podlifetime.PodLifeTimeArgs, podlifetime.new, podlifetime.PodLifeTime
-        ),
-        PluginEntry(
-            toomanyrestarts.NAME,
-            toomanyrestarts.RemovePodsHavingTooManyRestartsArgs,
-            toomanyrestarts.new,
-            toomanyrestarts.RemovePodsHavingTooManyRestarts,
-        ),
-        PluginEntry(
-            nodetaints.NAME,
-            nodetaints.RemovePodsViolatingNodeTaintsArgs,
-            nodetaints.new,
-            nodetaints.RemovePodsViolatingNodeTaints,
-        ),
-        PluginEntry(
-            nodeaffinity.NAME,
-            nodeaffinity.RemovePodsViolatingNodeAffinityArgs,
-            nodeaffinity.new,
-            nodeaffinity.RemovePodsViolatingNodeAffinity,
-        ),
-        PluginEntry(
-            nodeutilization.LOW,
-            nodeutilization.LowNodeUtilizationArgs,
-            nodeutilization.new_low,
-            nodeutilization.LowNodeUtilization,
-        ),
-        PluginEntry(
-            nodeutilization.HIGH,
-            nodeutilization.HighNodeUtilizationArgs,
-            nodeutilization.new_high,
-            nodeutilization.HighNodeUtilization,
-        ),
-        PluginEntry(
-            podantiaffinity.NAME,
-            podantiaffinity.RemovePodsViolatingInterPodAntiAffinityArgs,
-            podantiaffinity.new,
-            podantiaffinity.RemovePodsViolatingInterPodAntiAffinity,
-        ),
-        PluginEntry(
-            removeduplicates.NAME,
-            removeduplicates.RemoveDuplicatesArgs,
-            removeduplicates.new,
-            removeduplicates.RemoveDuplicates,
-        ),
-        PluginEntry(
-            topologyspread.NAME,
-            topologyspread.RemovePodsViolatingTopologySpreadConstraintArgs,
-            topologyspread.new,
-            topologyspread.RemovePodsViolatingTopologySpreadConstraint,
-        ),
-    ]
-    return {e.name: e for e in entries}
+    """Every descheduler plugin ksched ships, by name."""
+    return {entry.name: entry for entry in ENTRIES}
 
 
-__all__ = ["in_tree_registry"]
+__all__ = ["ENTRIES", "in_tree_registry"]

@@ -63,12 +63,12 @@ from services.common.decisions import pod_event
 from services.common.metrics import MetricsEndpoint
 from services.common.settings import DeschedulerSettings
 from services.common.store import ClusterStore
-from services.descheduler.api import ClusterView, EvictOptions
+from services.descheduler.api import ClusterView, EvictOptions, Registry
 from services.descheduler.evictions import Evicted
 from services.descheduler.metrics import DeschedulerMetrics
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
-from services.descheduler.policy import Policy, Registry
+from services.descheduler.policy import Policy
 from services.descheduler.profile import CycleResult, run_cycle
 from services.descheduler.usage import COLLECT_INTERVAL, NodeUsageCollector
 from services.framework.config import Profile

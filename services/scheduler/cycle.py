@@ -62,11 +62,11 @@ from services.common.store import (
     NominationClaim,
     Reservation,
 )
-from services.common.waiting import SharedWaitingPod, SharedWaitingPods
 from services.framework.api.interface import CycleState, ExtensionPoint
 from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
+from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
@@ -120,7 +120,7 @@ class BatchScheduler:
         max_conflict_retries: int,
         tracer: trace.Tracer | None = None,
         explain: bool = False,
-        waiting: SharedWaitingPods | None = None,
+        waiting: waiting_pods.SharedWaitingPods | None = None,
         catch_up: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         """``pending``: the pending pods the requests name (fed by the caller from the
@@ -498,7 +498,11 @@ class BatchScheduler:
     def _announcement(self, attempt: _Attempt) -> WaitingPod:
         waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
         meta = attempt.pod.pod.metadata
-        pending = waiting.pending_deadlines() if isinstance(waiting, SharedWaitingPod) else {}
+        pending = (
+            waiting.pending_deadlines()
+            if isinstance(waiting, waiting_pods.SharedWaitingPod)
+            else {}
+        )
         return WaitingPod(
             namespace=meta.namespace or "default",
             name=meta.name,

@@ -63,7 +63,6 @@ from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
 from services.common.settings import SchedulerSettings
 from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
-from services.common.waiting import SharedWaitingPods
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.listers import KINDS as LISTED_KINDS
 from services.framework.api.preemption import (
@@ -79,6 +78,7 @@ from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
+from services.framework.runtime.waiting_pods import SharedWaitingPods
 from services.scheduler.cycle import BatchScheduler
 from services.scheduler.groups import GroupPods
 from services.scheduler.metrics import SchedulerMetrics

@@ -141,7 +141,22 @@ def test_ksched_asyncapi_prints_the_golden_document(hash_seed: str) -> None:
 
 
 def test_every_ref_resolves() -> None:
-    for ref in _refs(DOC):
+    refs = list(_refs(DOC))
+    referenced = {"/".join(ref.split("/")[:3]) for ref in refs}
+    # Operations name channels and their servers, channels name messages, messages name
+    # payload schemas: a document (or a _refs) that yields none of these checks nothing.
+    assert {"#/components/schemas", "#/components/messages", "#/servers/amqp"} <= referenced
+    assert any(ref.startswith("#/channels/") for ref in refs)
+    for ref in refs:
+        _resolve(ref)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["#/components/schemas/NoSuchStruct", "#/channels/nowhere", "#/components/messages/x/y"],
+)
+def test_a_dangling_ref_does_not_resolve(ref: str) -> None:
+    with pytest.raises(AssertionError, match="does not resolve"):
         _resolve(ref)
 
 

@@ -114,14 +114,20 @@ def test_the_descheduler_runs_the_example_policy_every_five_minutes() -> None:
 
 def test_every_dependency_and_volume_exists() -> None:
     volumes = set(COMPOSE.get("volumes") or {})
-    for name, service in SERVICES.items():
-        depends_on = service.get("depends_on", {})
-        for dependency in depends_on:
-            assert dependency in SERVICES, f"{name} depends on unknown {dependency}"
-        for mount in service.get("volumes", []):
-            source = str(mount).split(":")[0]
-            if not source.startswith((".", "/")):
-                assert source in volumes, f"{name} mounts undeclared volume {source}"
+    dependencies = [
+        (n, d) for n, service in SERVICES.items() for d in service.get("depends_on", {})
+    ]
+    named = [
+        (n, source)
+        for n, service in SERVICES.items()
+        for source in (str(mount).split(":")[0] for mount in service.get("volumes", []))
+        if not source.startswith((".", "/"))
+    ]
+    assert dependencies and named, "compose.yaml declares no dependency or no named volume"
+    unknown = [f"{n} depends on unknown {d}" for n, d in dependencies if d not in SERVICES]
+    assert not unknown
+    undeclared = [f"{n} mounts undeclared volume {v}" for n, v in named if v not in volumes]
+    assert not undeclared
 
 
 def test_the_image_runs_the_ksched_console_script() -> None:

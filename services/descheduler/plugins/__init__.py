@@ -1,0 +1,4 @@
+"""The descheduler's in-tree plugins, one module each, named after upstream's: each class
+subclasses the Protocols of its points (DeschedulePlugin, BalancePlugin, EvictorPlugin)
+and each module declares its ``ENTRY``; :mod:`.base` holds the pod selection and the
+eviction step they share."""

@@ -19,11 +19,11 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Pod
+from services.common.k8s.labels import matches_label_selector
 from services.descheduler import podutil
-from services.descheduler.api import ClusterView, Handle, parse_time
+from services.descheduler.api import ClusterView, EvictorPlugin, Handle, PluginEntry, parse_time
 from services.descheduler.nodes import ready_nodes
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "DefaultEvictor"
 DEFAULT_PROTECTIONS: Final = (
@@ -220,15 +220,13 @@ def threshold_priority(args: DefaultEvictorArgs, cluster: ClusterView) -> int | 
 Constraint = Callable[[Pod], str | None]
 
 
-class DefaultEvictor:
+class DefaultEvictor(EvictorPlugin):
+    name: Final = NAME
+
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.constraints: list[Constraint] = self._constraints()
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def _constraints(self) -> list[Constraint]:
         args, cluster = self.args, self.handle.cluster
@@ -404,8 +402,12 @@ def new(args: DefaultEvictorArgs | None, handle: Handle) -> DefaultEvictor:
     return DefaultEvictor(args or DefaultEvictorArgs(), handle)
 
 
+ENTRY: Final = PluginEntry(NAME, DefaultEvictorArgs, new, DefaultEvictor)
+
+
 __all__ = [
     "DEFAULT_PROTECTIONS",
+    "ENTRY",
     "EXTRA_PROTECTIONS",
     "NAME",
     "DefaultEvictor",

@@ -13,15 +13,15 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle
-from services.descheduler.plugins.base import evict_all, evictable_filter
-from services.descheduler.podutil import Namespaces, check_selector
-from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.nodeaffinity.selector import (
+from services.common.k8s.nodeaffinity import (
     compile_preferred,
-    compile_terms,
-    terms_match,
+    get_required_node_affinity,
+    preferred_score,
 )
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
+from services.descheduler.plugins.base import evict_all, evictable_filter
+from services.descheduler.podutil import Namespaces, check_pod_selection
+from services.framework.api.registry import ConfigError, join_path
 
 NAME: Final = "RemovePodsViolatingNodeAffinity"
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -43,27 +43,7 @@ class RemovePodsViolatingNodeAffinityArgs(
             raise ConfigError(
                 join_path(path, "nodeAffinityType"), "nodeAffinityType needs to be set"
             )
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
-
-
-def matches_node_selector(pod: Pod, node: Node) -> bool:
-    """``utils.PodMatchNodeSelector``: the pod's nodeSelector and its required node
-    affinity both select ``node``."""
-    labels = node.metadata.labels
-    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
-        return False
-    affinity = pod.spec.affinity
-    required = (
-        affinity.node_affinity.required_during_scheduling_ignored_during_execution
-        if affinity and affinity.node_affinity
-        else None
-    )
-    if required is None:
-        return True
-    terms = compile_terms(required.node_selector_terms, "")
-    return terms_match(terms, node)
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def preferred_weight(pod: Pod, node: Node) -> int:
@@ -77,7 +57,7 @@ def preferred_weight(pod: Pod, node: Node) -> int:
     )
     if errors:
         return 0
-    return sum(t.weight for t in terms if t.term.matches(node))
+    return preferred_score(terms, node)
 
 
 def has_affinity(pod: Pod, kind: str) -> bool:
@@ -91,15 +71,13 @@ def has_affinity(pod: Pod, kind: str) -> bool:
     return bool(affinity.node_affinity.preferred_during_scheduling_ignored_during_execution)
 
 
-class RemovePodsViolatingNodeAffinity:
+class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
-
-    @property
-    def name(self) -> str:
-        return NAME
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         handle = self.handle
@@ -111,7 +89,7 @@ class RemovePodsViolatingNodeAffinity:
                 if not has_affinity(pod, kind) or not handle.evictor.filter(pod):
                     return False
                 if kind == REQUIRED:
-                    wrong = not matches_node_selector(pod, node)
+                    wrong = not get_required_node_affinity(pod).matches(node)
                 else:
                     best = max((preferred_weight(pod, n) for n in nodes), default=0)
                     wrong = best > preferred_weight(pod, node)
@@ -132,3 +110,8 @@ def new(
     args: RemovePodsViolatingNodeAffinityArgs | None, handle: Handle
 ) -> RemovePodsViolatingNodeAffinity:
     return RemovePodsViolatingNodeAffinity(args or RemovePodsViolatingNodeAffinityArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingNodeAffinityArgs, new, RemovePodsViolatingNodeAffinity
+)

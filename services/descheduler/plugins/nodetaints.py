@@ -11,12 +11,11 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod, Taint
-from services.descheduler.api import Handle
+from services.common.k8s.taints import find_matching_untolerated_taint, tolerations_of
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
-from services.descheduler.podutil import Namespaces, check_selector
-from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
+from services.descheduler.podutil import Namespaces, check_pod_selection
+from services.framework.api.registry import ConfigError
 
 NAME: Final = "RemovePodsViolatingNodeTaints"
 
@@ -34,20 +33,20 @@ class RemovePodsViolatingNodeTaintsArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
         if self.excluded_taints and self.included_taints:
             raise ConfigError(
                 path, "either includedTaints or excludedTaints can be set, but not both"
             )
 
 
-class RemovePodsViolatingNodeTaints:
+class RemovePodsViolatingNodeTaints(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
         effects = (
             {"NoSchedule", "PreferNoSchedule"}
             if args.include_prefer_no_schedule
@@ -70,17 +69,10 @@ class RemovePodsViolatingNodeTaints:
 
         self.counts = counts
 
-    @property
-    def name(self) -> str:
-        return NAME
-
     def violates(self, pod: Pod, node: Node) -> bool:
         tolerations = tolerations_of(pod.spec.tolerations)
-        return any(
-            not tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
-            for t in node.spec.taints
-            if self.counts(t)
-        )
+        untolerated = find_matching_untolerated_taint(node.spec.taints, tolerations, self.counts)
+        return untolerated is not None
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         for node in nodes:
@@ -94,3 +86,8 @@ def new(
     args: RemovePodsViolatingNodeTaintsArgs | None, handle: Handle
 ) -> RemovePodsViolatingNodeTaints:
     return RemovePodsViolatingNodeTaints(args or RemovePodsViolatingNodeTaintsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingNodeTaintsArgs, new, RemovePodsViolatingNodeTaints
+)

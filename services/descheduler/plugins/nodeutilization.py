@@ -23,7 +23,8 @@ from typing import Final, Self
 
 import msgspec
 
-from contracts.k8s import Node, Pod
+from contracts.k8s import Node, Pod, Taint
+from services.common.k8s.taints import taint_key, tolerations_of, tolerations_tolerate
 from services.common.resources import (
     CPU,
     MEMORY,
@@ -33,11 +34,10 @@ from services.common.resources import (
     pod_requests,
     resource_amounts,
 )
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
+from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import Namespaces, sort_by_priority_low_to_high
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 LOW: Final = "LowNodeUtilization"
 HIGH: Final = "HighNodeUtilization"
@@ -292,13 +292,12 @@ def total_usage(node: NodeUsage) -> int:
     return sum(node.usage.values())
 
 
-def tolerates_some(pod: Pod, taints_of: Mapping[str, Sequence[object]]) -> bool:
+def tolerates_some(pod: Pod, taints_of: Mapping[str, Sequence[Taint]]) -> bool:
     """``utils.PodToleratesTaints``: the pod tolerates every taint of one of the nodes."""
     tolerations = tolerations_of(pod.spec.tolerations)
     for taints in taints_of.values():
         if len(pod.spec.tolerations) >= len(taints) and all(
-            tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))  # type: ignore[attr-defined]
-            for t in taints
+            tolerations_tolerate(tolerations, taint_key(t)) for t in taints
         ):
             return True
     return False
@@ -347,13 +346,12 @@ def evict_from(
             usage = pod_usage(pod)
             if usage is None:
                 continue
-            try:
-                evictor.evict(pod, EvictOptions(plugin))
-            except NodeLimitError:
+            outcome = evict(handle, pod, plugin)
+            if outcome is Outcome.NODE_LIMIT:
                 break
-            except TotalLimitError:
+            if outcome is Outcome.TOTAL_LIMIT:
                 return
-            except Exception:
+            if outcome is Outcome.FAILED:
                 continue
             evicted += 1
             for name in available:
@@ -368,7 +366,9 @@ def _resources(thresholds: Thresholds) -> list[str]:
     return list(dict.fromkeys([*thresholds, *BASIC]))
 
 
-class LowNodeUtilization:
+class LowNodeUtilization(BalancePlugin):
+    name: Final = LOW
+
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -377,10 +377,6 @@ class LowNodeUtilization:
         """Node → ``underutilized``, ``overutilized`` or ``appropriately utilized``
         (for the deschedule table)."""
         self.usage_percent: dict[str, Thresholds] = {}
-
-    @property
-    def name(self) -> str:
-        return LOW
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         args = self.args
@@ -456,7 +452,9 @@ class LowNodeUtilization:
         return None
 
 
-class HighNodeUtilization:
+class HighNodeUtilization(BalancePlugin):
+    name: Final = HIGH
+
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
@@ -475,10 +473,6 @@ class HighNodeUtilization:
             return True
 
         self.keep = keep
-
-    @property
-    def name(self) -> str:
-        return HIGH
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         args = self.args
@@ -520,3 +514,7 @@ def new_low(args: LowNodeUtilizationArgs | None, handle: Handle) -> LowNodeUtili
 
 def new_high(args: HighNodeUtilizationArgs | None, handle: Handle) -> HighNodeUtilization:
     return HighNodeUtilization(args or HighNodeUtilizationArgs(), handle)
+
+
+LOW_ENTRY: Final = PluginEntry(LOW, LowNodeUtilizationArgs, new_low, LowNodeUtilization)
+HIGH_ENTRY: Final = PluginEntry(HIGH, HighNodeUtilizationArgs, new_high, HighNodeUtilization)

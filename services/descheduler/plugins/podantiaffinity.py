@@ -11,15 +11,15 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
+from services.common.k8s.labels import matches_label_selector
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
+from services.descheduler.plugins.base import Outcome, evict
 from services.descheduler.podutil import (
     Namespaces,
-    check_selector,
+    check_pod_selection,
     pod_filter,
     sort_by_priority_low_to_high,
 )
-from services.framework.api.registry import join_path
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "RemovePodsViolatingInterPodAntiAffinity"
 
@@ -34,9 +34,7 @@ class RemovePodsViolatingInterPodAntiAffinityArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def same_domain(a: Node, b: Node, key: str) -> bool:
@@ -69,15 +67,13 @@ def violates(candidate: Pod, by_namespace: dict[str, list[Pod]], nodes: dict[str
     return False
 
 
-class RemovePodsViolatingInterPodAntiAffinity:
+class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.keep = pod_filter(None, args.namespaces, args.label_selector)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def deschedule(self, nodes: Sequence[Node]) -> str | None:
         cluster, evictor = self.handle.cluster, self.handle.evictor
@@ -97,13 +93,12 @@ class RemovePodsViolatingInterPodAntiAffinity:
                     continue
                 if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
                     continue
-                try:
-                    evictor.evict(pod, EvictOptions(NAME))
-                except NodeLimitError:
+                outcome = evict(self.handle, pod, NAME)
+                if outcome is Outcome.NODE_LIMIT:
                     break
-                except TotalLimitError:
+                if outcome is Outcome.TOTAL_LIMIT:
                     return None
-                except Exception:
+                if outcome is Outcome.FAILED:
                     continue
                 peers = by_namespace[pod.metadata.namespace or "default"]
                 for i, other in enumerate(peers):
@@ -119,3 +114,8 @@ def new(
     return RemovePodsViolatingInterPodAntiAffinity(
         args or RemovePodsViolatingInterPodAntiAffinityArgs(), handle
     )
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsViolatingInterPodAntiAffinityArgs, new, RemovePodsViolatingInterPodAntiAffinity
+)

@@ -10,7 +10,7 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle, parse_time
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry, parse_time
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import (
     Namespaces,
@@ -107,15 +107,13 @@ def _reasons(statuses: Sequence[object], which: str) -> set[str]:
     return {s.get("reason", "") for s in container_states(statuses, which)} - {""}
 
 
-class PodLifeTime:
+class PodLifeTime(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
-
-    @property
-    def name(self) -> str:
-        return NAME
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     def keep(self, pod: Pod) -> bool:
         args, now = self.args, self.handle.cluster.now
@@ -185,3 +183,6 @@ class PodLifeTime:
 
 def new(args: PodLifeTimeArgs | None, handle: Handle) -> PodLifeTime:
     return PodLifeTime(args or PodLifeTimeArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(NAME, PodLifeTimeArgs, new, PodLifeTime)

@@ -13,13 +13,17 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import Node, Pod
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
-from services.descheduler.plugins.base import evictable_filter
-from services.descheduler.plugins.nodeaffinity import matches_node_selector
+from services.common.k8s.nodeaffinity import get_required_node_affinity
+from services.common.k8s.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_of,
+)
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
+from services.descheduler.plugins.base import Outcome, evict, evictable_filter
 from services.descheduler.podutil import Namespaces
 from services.framework.api.registry import join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
 
 NAME: Final = "RemoveDuplicates"
 
@@ -43,12 +47,12 @@ class RemoveDuplicatesArgs(
 
 def tolerates_node(pod: Pod, node: Node) -> bool:
     """Its NoSchedule and NoExecute taints are all tolerated."""
-    tolerations = tolerations_of(pod.spec.tolerations)
-    return all(
-        tolerations_tolerate(tolerations, TaintKey(t.key, t.value or "", t.effect))
-        for t in node.spec.taints
-        if t.effect in ("NoSchedule", "NoExecute")
+    untolerated = find_matching_untolerated_taint(
+        node.spec.taints,
+        tolerations_of(pod.spec.tolerations),
+        lambda t: t.effect in (NO_SCHEDULE, NO_EXECUTE),
     )
+    return untolerated is None
 
 
 def _placement(pod: Pod) -> bytes:
@@ -89,22 +93,20 @@ def target_nodes(
             matching = memo[placement] = frozenset(
                 n.metadata.name
                 for n in nodes
-                if tolerates_node(pod, n) and matches_node_selector(pod, n)
+                if tolerates_node(pod, n) and get_required_node_affinity(pod).matches(n)
             )
         if len(matching) > 1:
             targets |= matching
     return targets
 
 
-class RemoveDuplicates:
+class RemoveDuplicates(BalancePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.keep = evictable_filter(handle, args)
-
-    @property
-    def name(self) -> str:
-        return NAME
+        self.keep = evictable_filter(handle, args.namespaces)
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}
@@ -144,16 +146,16 @@ class RemoveDuplicates:
                 if len(pods) + 1 <= upper:
                     continue
                 for pod in pods[upper - 1 :]:
-                    try:
-                        self.handle.evictor.evict(pod, EvictOptions(NAME))
-                    except NodeLimitError:
+                    outcome = evict(self.handle, pod, NAME)
+                    if outcome is Outcome.NODE_LIMIT:
                         break
-                    except TotalLimitError:
+                    if outcome is Outcome.TOTAL_LIMIT:
                         return None
-                    except Exception:
-                        continue
         return None
 
 
 def new(args: RemoveDuplicatesArgs | None, handle: Handle) -> RemoveDuplicates:
     return RemoveDuplicates(args or RemoveDuplicatesArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(NAME, RemoveDuplicatesArgs, new, RemoveDuplicates)

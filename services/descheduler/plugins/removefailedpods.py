@@ -10,16 +10,15 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import (
     Namespaces,
-    check_selector,
+    check_pod_selection,
     container_states,
     creation,
     owner_kinds,
 )
-from services.framework.api.registry import join_path
 
 NAME: Final = "RemoveFailedPods"
 
@@ -41,9 +40,7 @@ class RemoveFailedPodsArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
 
 
 def failed_reasons(statuses: Sequence[object]) -> list[str]:
@@ -59,16 +56,14 @@ def exit_codes(statuses: Sequence[object]) -> list[int]:
     return [int(s.get("exitCode", 0)) for s in container_states(statuses, "terminated")]
 
 
-class RemoveFailedPods:
+class RemoveFailedPods(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        base = evictable_filter(handle, self.args)
+        base = evictable_filter(handle, self.args.namespaces, self.args.label_selector)
         self.keep = lambda p: p.status.phase == "Failed" and base(p) and self.can_evict(p)
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def can_evict(self, pod: Pod) -> bool:
         """``validateCanEvict``."""
@@ -104,3 +99,6 @@ class RemoveFailedPods:
 
 def new(args: RemoveFailedPodsArgs | None, handle: Handle) -> RemoveFailedPods:
     return RemoveFailedPods(args or RemoveFailedPodsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(NAME, RemoveFailedPodsArgs, new, RemoveFailedPods)

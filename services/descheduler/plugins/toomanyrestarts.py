@@ -10,9 +10,9 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import Handle
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
-from services.descheduler.podutil import Namespaces, check_selector, container_states
+from services.descheduler.podutil import Namespaces, check_pod_selection, container_states
 from services.framework.api.registry import ConfigError, join_path
 
 NAME: Final = "RemovePodsHavingTooManyRestarts"
@@ -32,9 +32,7 @@ class RemovePodsHavingTooManyRestartsArgs(
         return self
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
         if self.pod_restart_threshold < 1:
             raise ConfigError(
                 join_path(path, "podRestartThreshold"),
@@ -53,15 +51,13 @@ def restarts(pod: Pod, init: bool) -> int:
     return total
 
 
-class RemovePodsHavingTooManyRestarts:
+class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
+    name: Final = NAME
+
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.base = evictable_filter(handle, args)
-
-    @property
-    def name(self) -> str:
-        return NAME
+        self.base = evictable_filter(handle, args.namespaces, args.label_selector)
 
     def keep(self, pod: Pod) -> bool:
         args = self.args
@@ -98,3 +94,8 @@ def new(
     args: RemovePodsHavingTooManyRestartsArgs | None, handle: Handle
 ) -> RemovePodsHavingTooManyRestarts:
     return RemovePodsHavingTooManyRestarts(args or RemovePodsHavingTooManyRestartsArgs(), handle)
+
+
+ENTRY: Final = PluginEntry(
+    NAME, RemovePodsHavingTooManyRestartsArgs, new, RemovePodsHavingTooManyRestarts
+)

@@ -23,13 +23,18 @@ import msgspec
 
 from contracts.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod
 from contracts.k8s.pod import TopologySpreadConstraint
-from services.descheduler.api import EvictOptions, Handle, NodeLimitError, TotalLimitError
-from services.descheduler.plugins.nodeaffinity import matches_node_selector
-from services.descheduler.podutil import Namespaces, check_selector, is_terminating, pod_filter
+from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.nodeaffinity import get_required_node_affinity
+from services.common.k8s.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_of,
+)
+from services.descheduler.api import BalancePlugin, Handle, PluginEntry
+from services.descheduler.plugins.base import Outcome, evict
+from services.descheduler.podutil import Namespaces, check_pod_selection, is_terminating, pod_filter
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.cache.attributes import TaintKey
-from services.framework.plugins.helper.taints import tolerations_of, tolerations_tolerate
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "RemovePodsViolatingTopologySpreadConstraint"
 ACTIONS: Final = ("DoNotSchedule", "ScheduleAnyway")
@@ -53,9 +58,7 @@ class RemovePodsViolatingTopologySpreadConstraintArgs(
         )
 
     def validate(self, path: str) -> None:
-        if self.namespaces is not None:
-            self.namespaces.check(join_path(path, "namespaces"))
-        check_selector(self.label_selector, join_path(path, "labelSelector"))
+        check_pod_selection(self.namespaces, self.label_selector, path)
         for i, action in enumerate(self.constraints):
             if action not in ACTIONS:
                 raise ConfigError(
@@ -101,15 +104,16 @@ class Constraint:
 
     def admits(self, node: Node) -> bool:
         """``matchNodeInclusionPolicies``."""
-        if self.affinity_honored and not matches_node_selector(self.owner, node):
+        if self.affinity_honored and not get_required_node_affinity(self.owner).matches(node):
             return False
         if self.taints_honored:
-            tolerations = tolerations_of(self.owner.spec.tolerations)
-            for taint in node.spec.taints:
-                if taint.effect in ("NoSchedule", "NoExecute") and not tolerations_tolerate(
-                    tolerations, TaintKey(taint.key, taint.value or "", taint.effect)
-                ):
-                    return False
+            untolerated = find_matching_untolerated_taint(
+                node.spec.taints,
+                tolerations_of(self.owner.spec.tolerations),
+                lambda t: t.effect in (NO_SCHEDULE, NO_EXECUTE),
+            )
+            if untolerated is not None:
+                return False
         return True
 
 
@@ -157,7 +161,9 @@ class Domain:
     pods: list[Pod]
 
 
-class RemovePodsViolatingTopologySpreadConstraint:
+class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
+    name: Final = NAME
+
     def __init__(
         self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle
     ) -> None:
@@ -166,10 +172,6 @@ class RemovePodsViolatingTopologySpreadConstraint:
         self.keep = pod_filter(
             handle.evictor.filter, self.args.namespaces, self.args.label_selector
         )
-
-    @property
-    def name(self) -> str:
-        return NAME
 
     def balance(self, nodes: Sequence[Node]) -> str | None:
         node_map = {n.metadata.name: n for n in nodes}
@@ -217,14 +219,11 @@ class RemovePodsViolatingTopologySpreadConstraint:
             where = pod.spec.node_name or ""
             if where in limited or not self.keep(pod) or not evictor.pre_eviction_filter(pod):
                 continue
-            try:
-                evictor.evict(pod, EvictOptions(NAME))
-            except NodeLimitError:
-                limited.add(where)
-            except TotalLimitError:
-                return None
-            except Exception:
-                continue
+            match evict(self.handle, pod, NAME):
+                case Outcome.NODE_LIMIT:
+                    limited.add(where)
+                case Outcome.TOTAL_LIMIT:
+                    return None
         return None
 
     def _balance_domains(
@@ -301,3 +300,11 @@ def new(
     return RemovePodsViolatingTopologySpreadConstraint(
         args or RemovePodsViolatingTopologySpreadConstraintArgs(), handle
     )
+
+
+ENTRY: Final = PluginEntry(
+    NAME,
+    RemovePodsViolatingTopologySpreadConstraintArgs,
+    new,
+    RemovePodsViolatingTopologySpreadConstraint,
+)

@@ -14,6 +14,7 @@ from typing import Any, Final, Protocol, Self, TypeVar
 
 import msgspec
 
+from services.common.k8s.validation import join_path as join_path
 from services.framework.api.interface import Handle, Plugin
 
 T = TypeVar("T")
@@ -55,15 +56,6 @@ class ConfigError(ValueError):
     def located(self, file: str | None, line: int | None, column: int | None = None) -> ConfigError:
         """The same error, placed at ``file:line[:column]``."""
         return ConfigError(self.field, self.reason, file=file, line=line, column=column)
-
-
-def join_path(prefix: str, child: str) -> str:
-    """``join_path("a", "b") == "a.b"``, ``join_path("a", "[0]") == "a[0]"``."""
-    if not prefix:
-        return child.lstrip(".")
-    if not child or child.startswith("["):
-        return prefix + child
-    return f"{prefix}.{child.lstrip('.')}"
 
 
 def convert_strict(raw: object, kind: type[T], path: str) -> T:

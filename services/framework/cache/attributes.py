@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from contracts.k8s import Node
+from services.common.k8s.taints import TaintKey, taint_key
 
 Int32Array = npt.NDArray[np.int32]
 Int64Array = npt.NDArray[np.int64]
@@ -77,14 +78,6 @@ class LabelColumn:
     def value(self, row: int) -> str | None:
         code = int(self.codes[row])
         return self.values[code] if code >= 0 else None
-
-
-class TaintKey(NamedTuple):
-    """A taint as the scheduler compares it (``timeAdded`` plays no part)."""
-
-    key: str
-    value: str
-    effect: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +153,7 @@ class NodeAttributes:
             ids: list[int] = []
             for row, node in enumerate(self._nodes):
                 for taint in node.spec.taints:
-                    key = TaintKey(taint.key, taint.value or "", taint.effect)
+                    key = taint_key(taint)
                     rows.append(row)
                     ids.append(distinct.setdefault(key, len(distinct)))
             self._taints = TaintIndex(

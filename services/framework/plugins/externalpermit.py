@@ -20,11 +20,11 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector
+from services.common.k8s.labels import matches_label_selector
 from services.framework.api.interface import CycleState, Handle, PermitPlugin
 from services.framework.api.registry import ConfigError, PluginEntry, join_path
 from services.framework.api.status import SUCCESS, Code, Status
 from services.framework.api.types import PodInfo
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "ExternalPermit"
 DEFAULT_TIMEOUT_SECONDS: Final = 60

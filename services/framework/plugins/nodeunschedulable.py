@@ -11,6 +11,13 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.taints import (
+    NO_SCHEDULE,
+    TAINT_NODE_UNSCHEDULABLE,
+    TaintKey,
+    tolerations_of,
+    tolerations_tolerate,
+)
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -28,14 +35,7 @@ from services.framework.api.interface import (
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
-from services.framework.cache.attributes import TaintKey
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.helper.taints import (
-    NO_SCHEDULE,
-    TAINT_NODE_UNSCHEDULABLE,
-    tolerations_of,
-    tolerations_tolerate,
-)
 
 NAME: Final = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"

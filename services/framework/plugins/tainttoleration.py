@@ -22,6 +22,14 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.taints import (
+    PREFER_NO_SCHEDULE,
+    TaintKey,
+    TolerationKey,
+    taint_key,
+    tolerations_of,
+    tolerations_tolerate,
+)
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -43,17 +51,9 @@ from services.framework.api.interface import (
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status, StatusError
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
-from services.framework.cache.attributes import TaintKey
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.normalize_score import default_normalize_score
-from services.framework.plugins.helper.taints import (
-    DO_NOT_SCHEDULE,
-    PREFER_NO_SCHEDULE,
-    TolerationKey,
-    tolerations_of,
-    tolerations_tolerate,
-    untolerated_rows,
-)
+from services.framework.plugins.helper.taints import DO_NOT_SCHEDULE, untolerated_rows
 
 NAME: Final = "TaintToleration"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
@@ -139,7 +139,7 @@ class TaintToleration(
 
 
 def _node_taints(node: Node) -> list[TaintKey]:
-    return [TaintKey(t.key, t.value or "", t.effect) for t in node.spec.taints]
+    return [taint_key(t) for t in node.spec.taints]
 
 
 def after_node_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:

@@ -15,7 +15,7 @@ import yaml
 
 from services.cli.main import main, parser
 from services.cli.output import render_object
-from tests.unit.cli.test_simulate import EXAMPLE, EXPECTED_BINDINGS, EXPECTED_FAILURE
+from tests.unit.cli.support import EXAMPLE, EXPECTED_BINDINGS, EXPECTED_FAILURE
 
 NO_BROKER = "amqp://guest:guest@127.0.0.1:1/"
 

@@ -21,13 +21,13 @@ from contracts.k8s import (
     Taint,
 )
 from contracts.k8s.pod import Volume
+from tests.unit.descheduler.nodeutilization_support import pod_metrics
 from tests.unit.descheduler.support import (
     RS_OWNER,
     build_node,
     build_pod,
     with_,
 )
-from tests.unit.descheduler.test_metrics_utilization import pod_metrics
 
 LOW_PRIORITY = 0
 HIGH_PRIORITY = 10000

@@ -25,10 +25,11 @@ from services.descheduler.api import (
     EvictOptions,
     NamespaceLimitError,
     NodeLimitError,
+    PluginEntry,
     TotalLimitError,
 )
 from services.descheduler.evictions import Limits, PodEvictor
-from services.descheduler.policy import PluginEntry, load_policy
+from services.descheduler.policy import load_policy
 from services.descheduler.profile import run_cycle
 from services.descheduler.registry import in_tree_registry
 from tests.unit.descheduler.support import NOW, build_node, build_pod, with_

@@ -12,7 +12,6 @@ import pytest
 
 from contracts.k8s import NodeMetrics, ObjectMeta, Pod, PodMetrics
 from contracts.k8s.base import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from contracts.k8s.metrics import ContainerMetrics
 from contracts.k8s.pod import Affinity, NodeAffinity
 from services.descheduler.api import ClusterView
 from services.descheduler.evictions import PodEvictor
@@ -26,35 +25,18 @@ from services.descheduler.plugins.nodeutilization import (
 )
 from services.descheduler.profile import PluginHandle, ProfileEvictor
 from services.descheduler.usage import NodeUsageCollector, weighted_average
-from tests.unit.descheduler.support import build_node, run_plugin, with_
-from tests.unit.descheduler.test_nodeutilization import (
+from tests.unit.descheduler.nodeutilization_support import (
     FIVE,
     NORMAL,
     P9,
     STATIC,
+    node_metrics,
     nodes,
     pod,
+    pod_metrics,
     unevictable,
 )
-
-
-def node_metrics(name: str, millicpu: int, memory: int = 0) -> NodeMetrics:
-    """``test.BuildNodeMetrics``."""
-    return NodeMetrics(
-        metadata=ObjectMeta(name=name), usage={"cpu": f"{millicpu}m", "memory": str(memory)}
-    )
-
-
-def pod_metrics(name: str, millicpu: int, memory: int = 0) -> PodMetrics:
-    """``test.BuildPodMetrics``: one container."""
-    return PodMetrics(
-        metadata=ObjectMeta(name=name, namespace="default"),
-        containers=[
-            ContainerMetrics(
-                name="container-1", usage={"cpu": f"{millicpu}m", "memory": str(memory)}
-            )
-        ],
-    )
+from tests.unit.descheduler.support import build_node, run_plugin, with_
 
 
 def west_only(p: Pod) -> Pod:

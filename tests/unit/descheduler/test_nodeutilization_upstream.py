@@ -35,6 +35,7 @@ from services.descheduler.plugins.nodeutilization import (
 )
 from services.descheduler.podutil import Namespaces
 from services.descheduler.usage import NodeUsageCollector
+from tests.unit.descheduler.nodeutilization_support import node_metrics, pod_metrics
 from tests.unit.descheduler.nodeutilization_upstream_support import (
     HIGH_PRIORITY,
     KEY_TAINT,
@@ -56,7 +57,6 @@ from tests.unit.descheduler.support import (
     evicted_names,
     run_plugin,
 )
-from tests.unit.descheduler.test_metrics_utilization import node_metrics, pod_metrics
 
 STATIC = {"cpu": 30.0, "pods": 30.0}
 TARGET = {"cpu": 50.0, "pods": 50.0}

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from contracts.k8s import LabelSelector, LabelSelectorRequirement
 from services.descheduler.plugins.defaultevictor import DefaultEvictorArgs
+from services.descheduler.podutil import check_selector
 from services.descheduler.policy import load_policy
 from services.descheduler.registry import in_tree_registry
 from services.framework.api.registry import ConfigError
+from tests.builders.selectors import exists
 
 REGISTRY = in_tree_registry()
 
@@ -199,3 +202,38 @@ def test_pre_eviction_filter_is_accepted_as_documented() -> None:
         policy(profiles=[profile({"preEvictionFilter": {"enabled": ["DefaultEvictor"]}})]), REGISTRY
     )
     assert loaded.profiles[0].plugins["preEvictionFilter"] == ("DefaultEvictor",)
+
+
+GT_B = LabelSelectorRequirement(key="b", operator="Gt")
+
+
+@pytest.mark.parametrize(
+    ("selector", "where", "error"),
+    [
+        (
+            LabelSelector(match_expressions=[LabelSelectorRequirement(key="a", operator="In")]),
+            "matchExpressions[0]",
+            "values: Invalid value: []string(nil): "
+            "for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            LabelSelector(
+                match_expressions=[exists("a"), LabelSelectorRequirement(key="b", operator="Gt")]
+            ),
+            "matchExpressions[1]",
+            '"Gt" is not a valid label selector operator',
+        ),
+        (
+            LabelSelector(match_labels={"a": "x" * 64}),
+            "matchLabels",
+            f'values[0][a]: Invalid value: "{"x" * 64}": must be no more than 63 characters',
+        ),
+    ],
+)
+def test_a_label_selector_upstream_refuses_is_a_config_error(selector, where, error):
+    with pytest.raises(ConfigError) as refused:
+        check_selector(selector, "args.labelSelector")
+    assert str(refused.value) == (
+        f"args.labelSelector.{where}: failed to get label selectors from strategy's params: {error}"
+    )
+    check_selector(LabelSelector(match_labels={"a": "b"}, match_expressions=[exists("c")]), "")

@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 
 from contracts.k8s import (
-    LabelSelector,
     Node,
-    OwnerReference,
     Pod,
     Taint,
     TopologySpreadConstraint,
@@ -22,22 +20,8 @@ from services.descheduler.plugins.topologyspread import (
     RemovePodsViolatingTopologySpreadConstraintArgs as Args,
 )
 from services.descheduler.plugins.topologyspread import new
-from tests.unit.descheduler.support import build_node, build_pod, evicted_names, run_plugin, with_
-
-RS = [OwnerReference(kind="ReplicaSet", api_version="v1", name="replicaset-1")]
-FOO = {"foo": "bar"}
-
-
-def spread(max_skew: int, action: str = "DoNotSchedule") -> list[TopologySpreadConstraint]:
-    """``getDefaultTopologyConstraints``."""
-    return [
-        TopologySpreadConstraint(
-            max_skew=max_skew,
-            topology_key="zone",
-            when_unsatisfiable=action,
-            label_selector=LabelSelector(match_labels=FOO),
-        )
-    ]
+from tests.unit.descheduler.support import build_pod, evicted_names, run_plugin, with_
+from tests.unit.descheduler.topologyspread_support import FOO, RS, spread, zone
 
 
 @dataclass
@@ -67,10 +51,6 @@ def create(*groups: Group) -> list[Pod]:
             )
             n += 1
     return pods
-
-
-def zone(name: str, value: str, cpu: int = 2000, **kw: Any) -> Node:
-    return build_node(name, cpu, 3000, 10, labels={"zone": value}, **kw)
 
 
 AB = [zone("n1", "zoneA"), zone("n2", "zoneB")]

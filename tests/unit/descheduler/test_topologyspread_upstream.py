@@ -43,7 +43,7 @@ from tests.unit.descheduler.support import (
     run_plugin,
     with_,
 )
-from tests.unit.descheduler.test_topologyspread import FOO, RS, spread, zone
+from tests.unit.descheduler.topologyspread_support import FOO, RS, spread, zone
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 """``appsv1.DefaultDeploymentUniqueLabelKey``."""

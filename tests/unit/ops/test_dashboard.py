@@ -128,6 +128,7 @@ def test_the_dashboard_is_a_grafana_dashboard() -> None:
     assert DASHBOARD["uid"] and DASHBOARD["title"]
     assert DASHBOARD["editable"] is False, "provisioned: changes belong in the JSON file"
     panels = list(all_panels(DASHBOARD["panels"]))
+    assert panels, "the dashboard has no panel"
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids)), "panel ids repeat"
     for panel in panels:
@@ -146,12 +147,14 @@ def test_no_two_panels_overlap() -> None:
             for y in range(pos["y"], pos["y"] + pos["h"]):
                 assert (x, y) not in cells, f"{panel['title']} overlaps {cells[(x, y)]}"
                 cells[(x, y)] = panel["title"]
+    assert cells, "the dashboard has no panel"
 
 
 def test_every_panel_queries_the_provisioned_prometheus() -> None:
     datasource = provisioned_datasource()
     uid = datasource["uid"]
     assert DASHBOARD["templating"]["list"] == [], "no datasource variable: the uid is fixed"
+    assert graphs(), "the dashboard has no graph"
     for panel in graphs():
         assert panel["datasource"] == {"type": "prometheus", "uid": uid}, panel["title"]
         assert panel["targets"], f"{panel['title']} has no query"
@@ -233,6 +236,7 @@ def test_promtool_parses_every_query(tmp_path: Path) -> None:
         for variable, value in GRAFANA_INTERVALS.items():
             expr = expr.replace(variable, value)
         rules.append({"record": f"ksched_dashboard_query_{number}", "expr": expr})
+    assert rules, "the dashboard has no query"
     path = tmp_path / "dashboard-queries.yml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     result = subprocess.run(

@@ -14,7 +14,7 @@ from services.common.bus import Delivery
 from services.common.podgroups import pod_group_status
 from tests.builders import make_pod
 from tests.unit.queue.helpers import with_
-from tests.unit.queue.test_service import Harness
+from tests.unit.queue.service_support import Harness
 
 WATCH = topology.QueueSpec(
     "test.podgroups",

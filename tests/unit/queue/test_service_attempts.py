@@ -15,9 +15,7 @@ from services.common.bus import Message
 from services.common.store import WaitingRecord
 from tests.builders import make_node, make_pod
 from tests.unit.queue.helpers import with_
-from tests.unit.queue.test_service import Harness, harness
-
-__all__ = ["harness"]  # the fixture, shared with test_service
+from tests.unit.queue.service_support import Harness
 
 
 async def preempted(harness: Harness, request: ScheduleRequest, victims: list[Any]) -> None:

@@ -23,7 +23,7 @@ from services.framework.cache.cache import Cache
 from services.scheduler.nominated import PendingPods, nominated_pods
 from services.scheduler.service import SchedulerService
 from tests.builders import make_node, make_pod
-from tests.unit.scheduler.test_service import Harness
+from tests.unit.scheduler.service_support import Harness
 
 
 class CountingStore(MemoryStore):

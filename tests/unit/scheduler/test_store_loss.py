@@ -13,7 +13,7 @@ import pytest
 from services.common.resources import node_allocatable
 from services.common.store import ProjectedEntry
 from tests.builders import make_node, make_pod
-from tests.unit.scheduler.test_service import Harness
+from tests.unit.scheduler.service_support import Harness
 
 NODES = [make_node(f"n{i}", allocatable={"cpu": "2", "pods": 110}) for i in (1, 2)]
 LOG = [

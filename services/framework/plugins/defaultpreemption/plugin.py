@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
+from services.common.k8s.labels import matches_label_selector
 from services.framework.api.diagnosis import Diagnosis, FitError
 from services.framework.api.events import (
     ActionType,
@@ -60,7 +61,6 @@ from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 
 NAME: Final = "DefaultPreemption"
 

@@ -1,2 +1,3 @@
-"""Helpers shared by the in-tree plugins (upstream's ``plugins/helper`` and the
-toleration rules of ``component-helpers/scheduling/corev1``)."""
+"""Helpers shared by the in-tree plugins (upstream's ``plugins/helper``): score
+normalization, integer division as Go rounds it, and taints over every node at once
+(the per-taint rules are :mod:`services.common.k8s.taints`)."""

@@ -29,13 +29,13 @@ from contracts.k8s import (
     PodAffinityTerm,
     WeightedPodAffinityTerm,
 )
-from services.framework.plugins.interpodaffinity.selectors import (
+from services.common.k8s.labels import (
     IN,
     NOT_IN,
     NOTHING,
     Selector,
     SelectorError,
-    compile_selector,
+    label_selector_as_selector,
 )
 
 _CACHE_LIMIT: Final = 4096
@@ -63,7 +63,7 @@ class AffinityTerm:
         """``mergeAffinityTermNamespacesIfNotEmpty`` for an incoming pod's term: the
         namespaces the selector picks join ``namespaces`` and the selector becomes
         Nothing; an empty selector (all namespaces) stays as it is."""
-        if self.namespace_selector.empty:
+        if self.namespace_selector.empty():
             return self
         picked = {
             name
@@ -204,7 +204,7 @@ def _parse(affinity: Affinity, namespace: str, labels: Mapping[str, str]) -> Pod
 
 def new_term(term: PodAffinityTerm, namespace: str, labels: Mapping[str, str]) -> AffinityTerm:
     """``newAffinityTerm`` for a term of a pod in ``namespace`` with ``labels``."""
-    selector = compile_selector(merge_label_keys(term, labels))
+    selector = label_selector_as_selector(merge_label_keys(term, labels))
     if not term.namespaces and term.namespace_selector is None:
         namespaces = frozenset((namespace,))
     else:
@@ -213,7 +213,7 @@ def new_term(term: PodAffinityTerm, namespace: str, labels: Mapping[str, str]) -
         namespaces=namespaces,
         selector=selector,
         topology_key=term.topology_key,
-        namespace_selector=compile_selector(term.namespace_selector),
+        namespace_selector=label_selector_as_selector(term.namespace_selector),
     )
 
 

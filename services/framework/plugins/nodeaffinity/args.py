@@ -8,8 +8,8 @@ from typing import Self
 import msgspec
 
 from contracts.k8s import NodeAffinity
+from services.common.k8s.nodeaffinity import compile_preferred, compile_terms
 from services.framework.api.registry import ConfigError, join_path
-from services.framework.plugins.nodeaffinity.selector import compile_preferred, compile_terms
 
 
 class _Strict(

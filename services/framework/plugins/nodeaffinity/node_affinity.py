@@ -23,6 +23,17 @@ import msgspec
 import numpy as np
 
 from contracts.k8s import Node, NodeSelector, Pod, PreferredSchedulingTerm
+from services.common.k8s.nodeaffinity import (
+    OBJECT_NAME_FIELD,
+    PreferredTerm,
+    RequiredNodeAffinity,
+    compile_preferred,
+    compile_terms,
+    get_required_node_affinity,
+    required_terms,
+    terms_match,
+)
+from services.common.k8s.validation import FieldError, aggregate
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -47,21 +58,14 @@ from services.framework.api.interface import (
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import MAX_NODE_SCORE, Int64Array, PodInfo
-from services.framework.cache.attributes import BoolArray
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.helper.normalize_score import default_normalize_score
 from services.framework.plugins.nodeaffinity.args import NodeAffinityArgs
 from services.framework.plugins.nodeaffinity.selector import (
-    OBJECT_NAME_FIELD,
-    PreferredTerm,
-    Term,
-    compile_preferred,
-    compile_terms,
     preferred_scores,
+    required_mask,
     terms_mask,
-    terms_match,
 )
-from services.framework.plugins.nodeaffinity.validation import FieldError, aggregate
 
 NAME: Final = "NodeAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -91,13 +95,6 @@ def _compiled(cache: dict[bytes, T], source: object, compile_: Callable[[], T]) 
     return found
 
 
-def _required_of(pod: Pod) -> NodeSelector | None:
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return None
-    return affinity.node_affinity.required_during_scheduling_ignored_during_execution
-
-
 def _preferred_of(pod: Pod) -> list[PreferredSchedulingTerm]:
     affinity = pod.spec.affinity
     if affinity is None or affinity.node_affinity is None:
@@ -105,48 +102,10 @@ def _preferred_of(pod: Pod) -> list[PreferredSchedulingTerm]:
     return affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
 
 
-@dataclass(frozen=True, slots=True)
-class RequiredNodeAffinity:
-    """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector AND its required
-    terms; ``terms`` is None when the pod has no required node affinity."""
-
-    node_selector: tuple[tuple[str, str], ...]
-    terms: tuple[Term, ...] | None
-
-    @classmethod
-    def of(cls, pod: Pod) -> RequiredNodeAffinity:
-        """``GetRequiredNodeAffinity``."""
-        required = _required_of(pod)
-        selector = pod.spec.node_selector
-
-        def compile_() -> RequiredNodeAffinity:
-            terms = None if required is None else compile_terms(required.node_selector_terms, "")
-            return cls(tuple(sorted(selector.items())), terms)
-
-        return _compiled(_REQUIRED, (selector, required), compile_)
-
-    def clone(self) -> RequiredNodeAffinity:
-        return self
-
-    def mask(self, nodes: Snapshot) -> BoolArray:
-        """Per row: does the node match? Memoized for as long as the nodes stay."""
-        return nodes.attributes.memo((NAME, "required", self), lambda: self._mask(nodes))
-
-    def _mask(self, nodes: Snapshot) -> BoolArray:
-        mask = np.ones(nodes.num_nodes, dtype=np.bool_)
-        for key, value in self.node_selector:
-            column = nodes.attributes.label(key)
-            code = column.code_of(value)
-            mask &= column.codes == code if code >= 0 else False
-        if self.terms is not None:
-            mask &= terms_mask(self.terms, nodes)
-        return mask
-
-    def matches(self, node: Node) -> bool:
-        labels = node.metadata.labels
-        if any(labels.get(key) != value for key, value in self.node_selector):
-            return False
-        return self.terms is None or terms_match(self.terms, node)
+def _required(pod: Pod) -> RequiredNodeAffinity:
+    """``GetRequiredNodeAffinity``, compiled once per distinct nodeSelector and terms."""
+    source = (pod.spec.node_selector, required_terms(pod))
+    return _compiled(_REQUIRED, source, lambda: get_required_node_affinity(pod))
 
 
 _REQUIRED: dict[bytes, RequiredNodeAffinity] = {}
@@ -205,10 +164,10 @@ class NodeAffinity(
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        required = _required_of(pod.pod)
+        required = required_terms(pod.pod)
         if required is None and self._added_required is None and not pod.pod.spec.node_selector:
             return None, SKIP
-        state.write(PRE_FILTER_STATE_KEY, RequiredNodeAffinity.of(pod.pod))
+        state.write(PRE_FILTER_STATE_KEY, _required(pod.pod))
         if required is None or not required.node_selector_terms:
             return None, SUCCESS
         names = _pinned_node_names(required)
@@ -223,8 +182,8 @@ class NodeAffinity(
         try:
             required = state.read(PRE_FILTER_STATE_KEY, RequiredNodeAffinity)
         except StatusError:  # PreFilter disabled: compute here, as upstream falls back
-            required = RequiredNodeAffinity.of(pod.pod)
-        pod_ok = required.mask(nodes)  # memoized: never handed out to be modified
+            required = _required(pod.pod)
+        pod_ok = required_mask(required, nodes)  # memoized: never handed out to be modified
         codes = np.where(pod_ok, 0, _POD).astype(np.int64)
         passed = pod_ok.copy()
         if self._added_required is not None:
@@ -279,7 +238,7 @@ class NodeAffinity(
             return QueueingHint.Queue
         if self._added_required is not None and not terms_match(self._added_required, new):
             return QueueingHint.QueueSkip
-        required = RequiredNodeAffinity.of(pod)
+        required = _required(pod)
         if not required.matches(new):
             return QueueingHint.QueueSkip
         if old is None:

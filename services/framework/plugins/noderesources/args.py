@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Final, Self
 
 import msgspec
 
+from contracts.k8s.names import qualified_name_errors
 from services.framework.api.registry import ConfigError, join_path
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
 SUPPORTED_STRATEGIES: Final = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
-_LABEL_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
-)
 
 
 class _Args(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True, rename="camel"):
@@ -169,5 +165,5 @@ class NodeResourcesBalancedAllocationArgs(_Args, kw_only=True, frozen=True):
 
 
 def _label_name(name: str, field: str) -> None:
-    if len(name.rpartition("/")[2]) > 63 or not _LABEL_NAME.match(name):
+    if qualified_name_errors(name):
         raise ConfigError(field, f"Invalid value: {name!r}: must be a qualified name")

@@ -15,15 +15,15 @@ from typing import Final
 import numpy as np
 
 from contracts.k8s import Pod, TopologySpreadConstraint
+from services.common.k8s.labels import Selector, label_selector_as_selector
+from services.common.k8s.taints import tolerations_of
 from services.framework.api.listers import Listers
 from services.framework.cache.attributes import BoolArray
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.helper.taints import tolerations_of, untolerated_rows
+from services.framework.plugins.helper.taints import untolerated_rows
 from services.framework.plugins.podtopologyspread.nodeaffinity import required_affinity_rows
 from services.framework.plugins.podtopologyspread.selector import (
-    Selector,
     default_selector,
-    from_label_selector,
     with_match_labels,
 )
 
@@ -81,7 +81,7 @@ def filter_constraints(
     for c in constraints:
         if c.when_unsatisfiable != action:
             continue
-        selector = from_label_selector(c.label_selector)
+        selector = label_selector_as_selector(c.label_selector)
         keyed = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
         if keyed:
             selector = with_match_labels(selector, keyed)

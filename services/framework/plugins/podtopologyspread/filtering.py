@@ -120,7 +120,7 @@ def filter_nodes(state: PreFilterState, pod: PodInfo, nodes: Snapshot) -> Filter
         codes[undecided & ~has_key] = _MISSING_LABEL
         undecided &= has_key
         matching = np.append(spread.counts, 0)[spread.domains_of(column)]
-        self_match = 1 if c.selector.matches(pod.pod.metadata) else 0
+        self_match = 1 if c.selector.matches(pod.pod.metadata.labels) else 0
         skew = matching + self_match - spread.min_match(c.min_domains)
         over = undecided & (skew > c.max_skew)
         codes[over] = _SKEW
@@ -139,7 +139,7 @@ def update_with_pod(
     if namespace_of(pod) != namespace_of(preemptor):
         return
     for c, spread in zip(state.constraints, state.spreads, strict=True):
-        if not c.selector.matches(pod.pod.metadata) or not spread.eligible[row]:
+        if not c.selector.matches(pod.pod.metadata.labels) or not spread.eligible[row]:
             continue
         domain = int(spread.column.codes[row])
         spread.counts[domain] += delta

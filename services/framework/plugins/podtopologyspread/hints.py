@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.labels import SelectorError
 from services.framework.api.events import QueueingHint
 from services.framework.plugins.podtopologyspread.common import HONOR, Constraint, node_has_keys
-from services.framework.plugins.podtopologyspread.selector import SelectorError
 
 ConstraintsOf = Callable[[Pod], list[Constraint]]
 """The rejected pod's DoNotSchedule constraints (raises SelectorError)."""
@@ -32,7 +32,7 @@ def _involved(incoming: Pod, target: Pod) -> bool:
 
 def _any_selects(constraints: Sequence[Constraint], pod: Pod) -> bool:
     """``podLabelsMatchSpreadConstraints``."""
-    return any(c.selector.matches(pod.metadata) for c in constraints)
+    return any(c.selector.matches(pod.metadata.labels) for c in constraints)
 
 
 class Hints:
@@ -92,7 +92,7 @@ def _after_update(
     if after.metadata.labels == before.metadata.labels:
         return QueueSkip
     for c in constraints:
-        if c.selector.matches(before.metadata) != c.selector.matches(after.metadata):
+        if c.selector.matches(before.metadata.labels) != c.selector.matches(after.metadata.labels):
             return Queue
     return QueueSkip
 

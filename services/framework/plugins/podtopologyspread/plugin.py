@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Pod
+from services.common.k8s.labels import SelectorError
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -44,7 +45,6 @@ from services.framework.plugins.podtopologyspread.common import (
 )
 from services.framework.plugins.podtopologyspread.hints import Hints
 from services.framework.plugins.podtopologyspread.podindex import PodIndex
-from services.framework.plugins.podtopologyspread.selector import SelectorError
 
 _POD_EVENTS: Final = ActionType.Add | ActionType.UpdatePodLabel | ActionType.UpdatePodToleration
 _NODE_EVENTS: Final = ActionType.Add | ActionType.UpdateNodeLabel | ActionType.UpdateNodeTaint

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from services.common.k8s.labels import Selector
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.podtopologyspread.selector import Selector
 
 PodMatcher = tuple[str, Selector]
 """(namespace, selector): what ``countPodsMatchSelector`` is called with."""
@@ -44,7 +44,7 @@ def counts(pod: PodInfo, namespace: str, selector: Selector) -> bool:
     return (
         meta.deletion_timestamp is None
         and (meta.namespace or "default") == namespace
-        and selector.matches(meta)
+        and selector.matches(meta.labels)
     )
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contracts.k8s import PersistentVolume, PersistentVolumeClaim
+from services.common.k8s.labels import matches_label_selector
 from services.framework.api.listers import Listers
 from services.framework.api.status import StatusError
 from services.framework.cache.attributes import BoolArray, NodeAttributes
@@ -49,7 +50,6 @@ from services.framework.plugins.volumehelpers.claims import (
     volume_class,
     volume_phase,
 )
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 from services.framework.plugins.volumehelpers.nodeselector import node_selector_mask, topology_mask
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"

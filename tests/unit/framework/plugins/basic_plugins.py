@@ -10,14 +10,8 @@ from typing import Any
 import numpy as np
 
 from contracts.k8s import (
-    Affinity,
     Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     Pod,
-    PreferredSchedulingTerm,
     Toleration,
 )
 from services.framework.api.interface import CycleState
@@ -133,33 +127,6 @@ def scores(
     if normalize and hasattr(plugin, "normalize_score"):
         raw = plugin.normalize_score(state, info, raw)
     return [int(s) for s in raw]
-
-
-def req(key: str, operator: str, *values: str) -> NodeSelectorRequirement:
-    return NodeSelectorRequirement(key=key, operator=operator, values=list(values))
-
-
-def term(
-    *expressions: NodeSelectorRequirement, fields: Sequence[NodeSelectorRequirement] = ()
-) -> NodeSelectorTerm:
-    return NodeSelectorTerm(match_expressions=list(expressions), match_fields=list(fields))
-
-
-def affinity(
-    required: Sequence[NodeSelectorTerm] | None = None,
-    preferred: Sequence[tuple[int, NodeSelectorTerm]] = (),
-) -> Affinity:
-    """Node affinity with ``required`` terms (None: no required affinity) and
-    ``(weight, term)`` preferred terms."""
-    selector = None if required is None else NodeSelector(node_selector_terms=list(required))
-    return Affinity(
-        node_affinity=NodeAffinity(
-            required_during_scheduling_ignored_during_execution=selector,
-            preferred_during_scheduling_ignored_during_execution=[
-                PreferredSchedulingTerm(weight=w, preference=t) for w, t in preferred
-            ],
-        )
-    )
 
 
 def tol(key: str = "", operator: str = "", value: str = "", effect: str = "") -> Toleration:

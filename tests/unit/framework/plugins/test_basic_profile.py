@@ -7,8 +7,9 @@ from services.framework.api.interface import ExtensionPoint
 from services.framework.api.status import Code
 from services.framework.api.types import PodInfo
 from tests.builders import container, host_port, make_node, make_pod
+from tests.builders.selectors import affinity, req, term
 from tests.unit.framework.helpers import snapshot_of
-from tests.unit.framework.plugins.basic_plugins import affinity, framework, req, term, tol
+from tests.unit.framework.plugins.basic_plugins import framework, tol
 
 
 def test_upstream_order_and_weights():

@@ -19,14 +19,9 @@ from services.framework.plugins.nodeaffinity.node_affinity import (
     NodeAffinity,
 )
 from tests.builders import make_node, make_pod
+from tests.builders.selectors import affinity, req, term
 from tests.unit.framework.helpers import snapshot_of
-from tests.unit.framework.plugins.basic_plugins import (
-    affinity,
-    filter_statuses,
-    req,
-    scores,
-    term,
-)
+from tests.unit.framework.plugins.basic_plugins import filter_statuses, scores
 
 POD_MISMATCH = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON_POD,))
 ENFORCED = Status(Code.UnschedulableAndUnresolvable, (ERR_REASON_ENFORCED,))

@@ -2,49 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from services.framework.api.types import PodInfo, QueuedPodInfo
-from services.framework.plugins.queuesort.qos_sort import QOSSort, pod_qos
+from services.framework.plugins.queuesort.qos_sort import QOSSort
 from tests.builders import container, make_pod
 
 GUARANTEED = container({"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1000m", "memory": "1Gi"})
 BURSTABLE = container({"cpu": "1"})
-
-
-@pytest.mark.parametrize(
-    ("pod", "qos"),
-    [
-        pytest.param(make_pod(), "BestEffort", id="no containers"),
-        pytest.param(make_pod(containers=2), "BestEffort", id="no requests or limits"),
-        pytest.param(make_pod(requests=[GUARANTEED]), "Guaranteed", id="equal requests and limits"),
-        pytest.param(make_pod(requests=[BURSTABLE]), "Burstable", id="requests only"),
-        pytest.param(
-            make_pod(requests=[container(limits={"cpu": "1", "memory": "1Gi"})]),
-            "Burstable",
-            id="limits only (not defaulted)",
-        ),
-        pytest.param(
-            make_pod(requests=[container({"cpu": "1"}, limits={"cpu": "1"})]),
-            "Burstable",
-            id="cpu only",
-        ),
-        pytest.param(
-            make_pod(requests=[GUARANTEED], containers=1), "Burstable", id="mixed containers"
-        ),
-        pytest.param(
-            make_pod(requests=[GUARANTEED], init=[GUARANTEED]), "Guaranteed", id="init too"
-        ),
-        pytest.param(
-            make_pod(requests=[container({"example.com/gpu": "1"})]),
-            "BestEffort",
-            id="only cpu and memory count",
-        ),
-        pytest.param(make_pod(qos_class="Guaranteed"), "Guaranteed", id="status.qosClass wins"),
-    ],
-)
-def test_pod_qos(pod, qos):
-    assert pod_qos(pod) == qos
 
 
 def queued(name, priority=0, qos=None, timestamp=0.0) -> QueuedPodInfo:

@@ -27,6 +27,10 @@ from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from tests.builders import make_pod
+from tests.builders.selectors import does_not_exist as does_not_exist
+from tests.builders.selectors import exists as exists
+from tests.builders.selectors import in_ as in_
+from tests.builders.selectors import not_in as not_in
 
 _names = itertools.count()
 
@@ -39,22 +43,6 @@ NAMESPACES = (
     Namespace(metadata=ObjectMeta(name="subteam2.team2", labels=NS_LABEL_T2)),
 )
 """The namespaces upstream's scoring_test.go sets up."""
-
-
-def in_(key: str, *values: str) -> LabelSelectorRequirement:
-    return LabelSelectorRequirement(key=key, operator="In", values=list(values))
-
-
-def not_in(key: str, *values: str) -> LabelSelectorRequirement:
-    return LabelSelectorRequirement(key=key, operator="NotIn", values=list(values))
-
-
-def exists(key: str) -> LabelSelectorRequirement:
-    return LabelSelectorRequirement(key=key, operator="Exists")
-
-
-def does_not_exist(key: str) -> LabelSelectorRequirement:
-    return LabelSelectorRequirement(key=key, operator="DoesNotExist")
 
 
 def term(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import msgspec
 
 from contracts.k8s import LabelSelector, Namespace, ObjectMeta
+from services.common.k8s.labels import label_selector_as_selector
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
-from services.framework.plugins.interpodaffinity.selectors import compile_selector
 from services.framework.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
 from tests.builders import make_node
 from tests.unit.framework.plugins.interpodaffinity.support import (
@@ -33,7 +33,7 @@ def test_match_label_keys_become_in_requirements_of_the_pods_own_labels():
     t = term("host", exists("app"), match_label_keys=["version", "absent"])
     merged = merge_label_keys(t, {"app": "web", "version": "v2"})
     assert merged is not None
-    selector = compile_selector(merged)
+    selector = label_selector_as_selector(merged)
     assert selector.matches({"app": "web", "version": "v2"})
     assert not selector.matches({"app": "web", "version": "v1"})
     assert not selector.matches({"app": "web"})
@@ -41,7 +41,7 @@ def test_match_label_keys_become_in_requirements_of_the_pods_own_labels():
 
 def test_mismatch_label_keys_become_not_in_requirements():
     t = term("host", exists("app"), mismatch_label_keys=["tenant"])
-    selector = compile_selector(merge_label_keys(t, {"app": "x", "tenant": "a"}))
+    selector = label_selector_as_selector(merge_label_keys(t, {"app": "x", "tenant": "a"}))
     assert selector.matches({"app": "x", "tenant": "b"})
     assert selector.matches({"app": "x"})
     assert not selector.matches({"app": "x", "tenant": "a"})
@@ -140,6 +140,6 @@ def test_preferred_terms_use_match_label_keys_too():
 
 
 def test_in_requirement_from_match_labels():
-    selector = compile_selector(LabelSelector(match_labels={"a": "b"}))
+    selector = label_selector_as_selector(LabelSelector(match_labels={"a": "b"}))
     assert selector.matches({"a": "b"}) and not selector.matches({"a": "c"})
     assert in_("a", "b").operator == "In"

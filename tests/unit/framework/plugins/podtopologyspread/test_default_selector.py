@@ -6,13 +6,8 @@ from __future__ import annotations
 import pytest
 
 from contracts.k8s import LabelSelector, LabelSelectorRequirement
-from services.framework.plugins.podtopologyspread.selector import (
-    EQUALS,
-    Requirement,
-    Selector,
-    default_selector,
-    pod_services,
-)
+from services.common.k8s.labels import EQUALS, Requirement, Selector
+from services.framework.plugins.podtopologyspread.selector import default_selector, pod_services
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,

@@ -7,21 +7,21 @@ import random
 
 import msgspec
 
+from services.common.k8s.labels import (
+    EVERYTHING,
+    NOTHING,
+    Selector,
+    label_selector_as_selector,
+)
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.podindex import PodIndex, count_in
-from services.framework.plugins.podtopologyspread.selector import (
-    EVERYTHING,
-    NOTHING,
-    Selector,
-    from_label_selector,
-)
 from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.podtopologyspread.helpers import FOO, labels, pod
 
-FOO_SEL = from_label_selector(FOO)
-BLUE = from_label_selector(labels(color="blue"))
+FOO_SEL = label_selector_as_selector(FOO)
+BLUE = label_selector_as_selector(labels(color="blue"))
 
 
 def fresh(nodes: Snapshot, namespace: str, selector: Selector) -> list[int]:
@@ -95,7 +95,7 @@ def test_another_snapshot_starts_over():
 def test_least_recently_used_selectors_are_dropped():
     snapshot, index = cluster(), PodIndex(max_selectors=2)
     snapshot.add_pod(pod("a", "n0", foo="", color="blue"))
-    others = [from_label_selector(labels(k="v")), FOO_SEL, BLUE]
+    others = [label_selector_as_selector(labels(k="v")), FOO_SEL, BLUE]
     for selector in others:
         check(index, snapshot, selector)
     snapshot.add_pod(pod("b", "n2", foo="", color="blue"))
@@ -105,7 +105,7 @@ def test_least_recently_used_selectors_are_dropped():
 def test_random_changes():
     rng = random.Random(7)
     snapshot, index = cluster(6), PodIndex(max_selectors=3)
-    selectors = [FOO_SEL, BLUE, from_label_selector(labels(color="red"))]
+    selectors = [FOO_SEL, BLUE, label_selector_as_selector(labels(color="red"))]
     live: dict[str, str] = {}
     for step in range(400):
         name = f"p{rng.randrange(30)}"

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from services.common.k8s.labels import label_selector_as_selector
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code
 from services.framework.api.types import PodInfo
@@ -16,7 +17,6 @@ from services.framework.plugins.podtopologyspread.scoring import (
     PreScoreState,
     go_round,
 )
-from services.framework.plugins.podtopologyspread.selector import from_label_selector
 from tests.builders import make_node
 from tests.builders.workloads import make_replica_set, make_service
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
@@ -372,7 +372,7 @@ def test_system_defaults_count_nodes_without_a_zone_as_one_more_zone():
     ]
     built = pre_score_state(plugin("System", objects=[RS1_FOO]), incoming, nodes)
     assert [(c.topology_key, c.max_skew) for c in built.constraints] == [(HOSTNAME, 3), (ZONE, 5)]
-    assert {c.selector for c in built.constraints} == {from_label_selector(FOO)}
+    assert {c.selector for c in built.constraints} == {label_selector_as_selector(FOO)}
     assert built.ignored.tolist() == [False] * 4
     assert [p.weight for p in built.parts] == [weight(4), weight(2)]
 

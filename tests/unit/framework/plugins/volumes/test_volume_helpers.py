@@ -13,10 +13,10 @@ from contracts.k8s import (
     NodeSelectorTerm,
 )
 from contracts.k8s.storage import TopologySelectorLabelRequirement, TopologySelectorTerm
+from services.common.k8s.labels import matches_label_selector
 from services.framework.cache.attributes import NodeAttributes
 from services.framework.plugins.volumebinding.prebind import bind_volume_to_claim
 from services.framework.plugins.volumehelpers.claims import claim_class, is_fully_bound
-from services.framework.plugins.volumehelpers.labelselector import matches_label_selector
 from services.framework.plugins.volumehelpers.nodeselector import node_selector_mask, topology_mask
 from tests.builders import make_node
 from tests.builders.volumes import make_pv, make_pvc

@@ -1,4 +1,6 @@
-"""Parse-time checks of node selector requirements, as ``labels.NewRequirement`` and
+"""Field errors as apimachinery's ``util/validation/field`` words them (a path built
+with :func:`join_path`, :class:`FieldError`, :func:`aggregate`), and the parse-time
+checks of node selector requirements, as ``labels.NewRequirement`` and
 ``nodeSelectorRequirementsAsFieldSelector`` make them. A term with any error matches
 no node; the errors are reported where upstream reports them (preferred terms, args).
 """
@@ -10,12 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from contracts.k8s.names import label_value_errors, qualified_name_errors
+
 LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_OPERATORS: Final = ("In", "NotIn")
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def join_path(prefix: str, child: str) -> str:
+    """``join_path("a", "b") == "a.b"``, ``join_path("a", "[0]") == "a[0]"``."""
+    if not prefix:
+        return child.lstrip(".")
+    if not child or child.startswith("["):
+        return prefix + child
+    return f"{prefix}.{child.lstrip('.')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +58,6 @@ def _go_list(values: Sequence[str]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
-def is_qualified_name(name: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, prefix a DNS subdomain."""
-    prefix, slash, local = name.rpartition("/")
-    if slash:
-        if not prefix or len(prefix) > 253:
-            return False
-        if not all(_DNS_LABEL.match(part) for part in prefix.split(".")):
-            return False
-    return 0 < len(local) <= 63 and _NAME.match(local) is not None
-
-
-def is_valid_label_value(value: str) -> bool:
-    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
-
-
 def check_label_requirement(
     key: str, operator: str, values: Sequence[str], path: str
 ) -> list[FieldError]:
@@ -72,10 +67,10 @@ def check_label_requirement(
         detail = f'Unsupported value: "{operator}": supported values: {supported}'
         return [FieldError(f"{path}.operator", detail)]
     errors: list[FieldError] = []
-    if not is_qualified_name(key):
-        errors.append(
-            FieldError(f"{path}.key", f'Invalid value: "{key}": must be a qualified name')
-        )
+    key_problems = qualified_name_errors(key)
+    if key_problems:
+        detail = "; ".join(key_problems)
+        errors.append(FieldError(f"{path}.key", f'Invalid value: "{key}": {detail}'))
     vpath = f"{path}.values"
     if operator in ("In", "NotIn") and not values:
         detail = "for 'in', 'notin' operators, values set can't be empty"
@@ -92,9 +87,10 @@ def check_label_requirement(
                 detail = "for 'Gt', 'Lt' operators, the value must be an integer"
                 errors.append(FieldError(f"{vpath}[{i}]", f'Invalid value: "{value}": {detail}'))
     for i, value in enumerate(values):
-        if not is_valid_label_value(value):
-            detail = "a valid label must be an empty string or consist of alphanumeric characters"
-            errors.append(FieldError(f"{vpath}[{i}]", f'Invalid value: "{value}": {detail}'))
+        value_problems = label_value_errors(value)
+        if value_problems:
+            detail = "; ".join(value_problems)
+            errors.append(FieldError(f"{vpath}[{i}][{key}]", f'Invalid value: "{value}": {detail}'))
     return errors
 
 

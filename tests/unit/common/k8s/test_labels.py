@@ -1,29 +1,29 @@
-"""Label selectors: nil / empty, the four operators, and upstream's error messages."""
+"""Label selectors: nil / empty, the four operators, upstream's error messages, and
+``labels.Parse`` + ``Matches`` (upstream's ``TestSelectorMatches`` in
+apimachinery/pkg/labels/selector_test.go, without its ``>`` / ``<`` rows: the string
+syntax here serves the descheduler's nodeSelector, which never uses them)."""
 
 from __future__ import annotations
 
 import pytest
 
 from contracts.k8s import LabelSelector, LabelSelectorRequirement
-from services.framework.plugins.interpodaffinity.selectors import (
+from services.common.k8s.labels import (
     EVERYTHING,
     NOTHING,
     SelectorError,
-    compile_selector,
+    label_selector_as_selector,
+    matches_label_selector,
+    parse,
 )
-from tests.unit.framework.plugins.interpodaffinity.support import (
-    does_not_exist,
-    exists,
-    in_,
-    not_in,
-)
+from tests.builders.selectors import does_not_exist, exists, in_, not_in
 
 
 def test_nil_selects_nothing_and_empty_selects_everything():
-    assert compile_selector(None) == NOTHING
-    assert not NOTHING.matches({}) and not NOTHING.empty
-    assert compile_selector(LabelSelector()) == EVERYTHING
-    assert EVERYTHING.matches(None) and EVERYTHING.empty
+    assert label_selector_as_selector(None) == NOTHING
+    assert not NOTHING.matches({}) and not NOTHING.empty()
+    assert label_selector_as_selector(LabelSelector()) == EVERYTHING
+    assert EVERYTHING.matches(None) and EVERYTHING.empty()
 
 
 @pytest.mark.parametrize(
@@ -42,12 +42,12 @@ def test_nil_selects_nothing_and_empty_selects_everything():
     ],
 )
 def test_operators(requirement, labels, want):
-    selector = compile_selector(LabelSelector(match_expressions=[requirement]))
+    selector = label_selector_as_selector(LabelSelector(match_expressions=[requirement]))
     assert selector.matches(labels) is want
 
 
 def test_requirements_are_anded_with_match_labels():
-    selector = compile_selector(
+    selector = label_selector_as_selector(
         LabelSelector(match_labels={"app": "web"}, match_expressions=[exists("tier")])
     )
     assert selector.matches({"app": "web", "tier": "x"})
@@ -94,10 +94,56 @@ def test_requirements_are_anded_with_match_labels():
 )
 def test_invalid_selectors_fail_with_upstreams_message(requirement, message):
     with pytest.raises(SelectorError) as err:
-        compile_selector(LabelSelector(match_expressions=[requirement]))
+        label_selector_as_selector(LabelSelector(match_expressions=[requirement]))
     assert str(err.value) == message
 
 
 def test_prefixed_keys_are_valid():
-    selector = compile_selector(LabelSelector(match_expressions=[exists("example.com/app")]))
+    selector = label_selector_as_selector(
+        LabelSelector(match_expressions=[exists("example.com/app")])
+    )
     assert selector.matches({"example.com/app": "1"})
+
+
+def test_a_selector_that_does_not_build_matches_nothing():
+    bad = LabelSelector(match_expressions=[LabelSelectorRequirement(key="a", operator="In")])
+    assert not matches_label_selector(bad, {"a": "1"})
+    assert not matches_label_selector(None, {"a": "1"})
+    assert matches_label_selector(LabelSelector(), {"a": "1"})
+
+
+LABELSET = {"foo": "bar", "baz": "blah"}
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "want"),
+    [
+        ("", {"x": "y"}, True),
+        ("x=y", {"x": "y"}, True),
+        ("x=y,z=w", {"x": "y", "z": "w"}, True),
+        ("x!=y,z!=w", {"x": "z", "z": "a"}, True),
+        ("notin=in", {"notin": "in"}, True),
+        ("x", {"x": "z"}, True),
+        ("!x", {"y": "z"}, True),
+        ("x=z", {}, False),
+        ("x=y", {"x": "z"}, False),
+        ("x=y,z=w", {"x": "w", "z": "w"}, False),
+        ("x!=y,z!=w", {"x": "z", "z": "w"}, False),
+        ("x", {"y": "z"}, False),
+        ("!x", {"x": "z"}, False),
+        ("foo=bar", LABELSET, True),
+        ("baz=blah", LABELSET, True),
+        ("foo=bar,baz=blah", LABELSET, True),
+        ("foo=blah", LABELSET, False),
+        ("baz=bar", LABELSET, False),
+        ("foo=bar,foobar=bar,baz=blah", LABELSET, False),
+    ],
+)
+def test_selector_matches(text, labels, want):
+    assert parse(text).matches(labels) is want
+
+
+@pytest.mark.parametrize("text", ["!x=a", "x in a", "x in (a", "a b"])
+def test_parse_refuses(text):
+    with pytest.raises(SelectorError):
+        parse(text)
