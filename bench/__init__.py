@@ -1,4 +1,8 @@
-"""The benchmark harness of ``ksched bench``, outside the services it measures.
+"""The benchmark harness of ``ksched bench``, outside the services it measures; workloads
+in ``ops/bench/workloads``.
+
+Not here: anything a service needs at run time (no service imports the harness; the CLI
+loads it through the ``ksched.commands`` entry point).
 
 - :mod:`bench.command`: the ``ksched bench`` command (the CLI loads it through the
   ``ksched.commands`` entry point group; no service imports the harness).

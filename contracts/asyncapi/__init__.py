@@ -1,9 +1,10 @@
-"""The AsyncAPI 3.0.0 document of ksched, generated from the contracts.
+"""The AsyncAPI 3.0.0 document of ksched (``ksched asyncapi``), generated from the
+contracts: what it adds is the part the code cannot say by itself, which message travels
+where and who publishes or consumes it.
 
-Nothing here is written by hand twice: channels come from :mod:`contracts.topology`
-(exchanges, queues, routing-key functions), schemas from the msgspec Structs via
-:func:`msgspec.json.schema_components`. What this module adds is the part the code
-cannot say by itself: which message travels where and who publishes or consumes it.
+Not here: a channel or a schema written by hand: channels come from
+:mod:`contracts.topology` (exchanges, queues, routing-key functions), schemas from the
+msgspec Structs via :func:`msgspec.json.schema_components`.
 
 Reading the document:
 

@@ -1,4 +1,10 @@
-"""Kubernetes API objects as msgspec Structs (see contracts.k8s.base for the rules)."""
+"""Kubernetes API objects as msgspec Structs, named and shaped as the API's (Pod, Node,
+storage, workloads, policy, PodGroup, metrics) and the decisions users receive (Binding,
+Event); :mod:`contracts.k8s.base` gives the rules.
+
+Not here: ksched's own messages (:mod:`contracts.messages`, :mod:`contracts.events`), and
+what a field means to scheduling (selectors, taints, affinity: :mod:`services.common.k8s`).
+"""
 
 from contracts.k8s.base import (
     LabelSelector,

@@ -1,4 +1,10 @@
-"""The scheduling framework, in upstream's layers (high → low, checked by import-linter):
+"""The scheduling framework (upstream's ``pkg/scheduler/framework`` and its config), in
+upstream's layers, high to low: config, runtime, plugins, cache, api (import-linter
+enforces it: each imports only the layers below it).
+
+Not here: a service's loop, bus or store I/O (:mod:`services.scheduler`,
+:mod:`services.queue`, :mod:`services.binder`); the framework imports no service, and
+what the descheduler shares with it lives in :mod:`services.common.k8s`.
 
 - :mod:`~services.framework.config`: KubeSchedulerConfiguration decoding and defaults, and
   the in-tree registry (``pkg/scheduler/apis/config``, ``plugins/registry.go``);

@@ -1,4 +1,9 @@
-"""The queue service: kube-scheduler's scheduling queue (``PriorityQueue``) over the bus.
+"""The queue service: kube-scheduler's scheduling queue (``PriorityQueue``: activeQ,
+backoffQ, unschedulablePods, gated pods) over the bus, its queueing hints and
+credit-bounded dispatch.
+
+Not here: the scheduling cycle (:mod:`services.scheduler`), what a plugin's queueing hint
+decides (the plugin declares it; ``hints`` only evaluates it).
 
 - ``scheduling_queue``: the core, no I/O (activeQ, backoffQ, unschedulablePods, gated
   pods, attempts in flight), with its state machine; ``heap``, ``backoff_queue``,

@@ -1,4 +1,11 @@
-"""The bus edge. ``open_bus(url)`` picks the implementation: ``memory://`` or ``amqp://``."""
+"""The bus edge: the Bus Protocol, MemoryBus and RabbitBus, typed consumers
+(``Received[T]``) and their tracing. ``open_bus(url)`` picks the implementation:
+``memory://`` or ``amqp://``.
+
+Not here: what travels on the bus (:mod:`contracts.topology`, :mod:`contracts.messages`)
+or what a consumer does with it (the services). aio-pika is imported nowhere else
+(import-linter checks it).
+"""
 
 from services.common.bus.base import (
     BatchHandler,

@@ -1,6 +1,8 @@
-"""The sequenced event log (file-backed, or in memory for tests).
-
+"""The informer's append-only, sequenced event log (file-backed, or in memory for tests).
 ``open_event_log(spec)`` picks the implementation: ``memory://`` or a file path.
+
+Not here: what goes into the log (the informer) or following it
+(:mod:`services.common.projection`).
 """
 
 from services.common.eventlog.base import EventLog, LogSequenceError, LogWriteError

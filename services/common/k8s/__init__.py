@@ -1,5 +1,11 @@
 """Kubernetes helpers that the scheduler framework and the descheduler both need, once,
-below both, under upstream's names: label selectors (``apimachinery/pkg/labels``),
-taints and tolerations, node affinity (``component-helpers/scheduling/corev1``) and a
-pod's QoS class (``GetPodQOS``). Pure functions of Kubernetes objects: nothing here
-knows the framework, a plugin or a service."""
+below both, under upstream's names: label selectors (labels: ``LabelSelectorAsSelector``,
+``Parse``), taints and tolerations (taints: ``TolerationsTolerateTaint``,
+``FindMatchingUntoleratedTaint``), node affinity (nodeaffinity:
+``GetRequiredNodeAffinity``, ``LazyErrorNodeSelector``), a pod's QoS class (qos:
+``GetPodQOS``) and field paths and errors (validation).
+
+Not here: anything that knows the framework, a plugin or a service (these are pure
+functions of Kubernetes objects); evaluating a helper over every node at once (the
+plugins' columnar masks, e.g. :mod:`services.framework.plugins.helper`).
+"""

@@ -1,7 +1,11 @@
 """What the API server refuses in an object, checked per kind (see the modules here):
 names, labels, annotations, counts against :mod:`services.informer.limits`, quantities,
 PriorityClass values. Each check returns ``(field path, reason)`` pairs; the informer
-reports the first one, so a malformed event yields exactly one report."""
+reports the first one, so a malformed event yields exactly one report.
+
+Not here: field paths and errors the framework shares (:mod:`services.common.k8s.validation`),
+what the informer does with an accepted object (:mod:`services.informer.state`).
+"""
 
 from __future__ import annotations
 

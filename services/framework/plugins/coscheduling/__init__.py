@@ -1,5 +1,9 @@
 """Coscheduling: gang scheduling with PodGroups, after kubernetes-sigs/scheduler-plugins
-``pkg/coscheduling`` (see :mod:`.plugin`)."""
+``pkg/coscheduling`` (see :mod:`.plugin`).
+
+Not here: the waiting-pods map the gang waits in (:mod:`services.framework.runtime`),
+a PodGroup's status as its controller derives it (:mod:`services.common.podgroups`).
+"""
 
 from __future__ import annotations
 

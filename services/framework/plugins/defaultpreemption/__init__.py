@@ -1,4 +1,8 @@
-"""DefaultPreemption (PostFilter): upstream's preemption; see :mod:`.plugin`."""
+"""DefaultPreemption (PostFilter): upstream's preemption; see :mod:`.plugin`.
+
+Not here: the preemption types other code reads (:mod:`services.framework.api.preemption`),
+nominations (the queue's nominator and the store).
+"""
 
 from __future__ import annotations
 

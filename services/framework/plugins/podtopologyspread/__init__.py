@@ -1,5 +1,8 @@
 """PodTopologySpread: spread matching pods evenly over topology domains.
 
+Not here: label selectors (:mod:`services.common.k8s.labels`) and the descheduler's
+RemovePodsViolatingTopologySpreadConstraint (:mod:`services.descheduler.plugins.topologyspread`).
+
 Upstream's plugin (``pkg/scheduler/framework/plugins/podtopologyspread``), with its
 extension points, reasons and arithmetic:
 

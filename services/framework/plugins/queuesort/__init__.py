@@ -1,1 +1,4 @@
-"""QueueSort plugins."""
+"""QueueSort plugins.
+
+Not here: the queue that sorts with them (:mod:`services.queue`).
+"""

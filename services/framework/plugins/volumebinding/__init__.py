@@ -1,5 +1,8 @@
 """VolumeBinding: binds (or provisions) the pod's claims as part of scheduling it.
 
+Not here: claim, class and node-selector lookups other volume plugins share
+(:mod:`..volumehelpers`).
+
 The plugin is :mod:`.plugin`; :func:`claim_bindings` hands Reserve's decisions to the
 BindRequest, which the binder applies before the Binding (see :mod:`.prebind`).
 """
