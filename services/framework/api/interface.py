@@ -459,7 +459,9 @@ class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        """Undo :meth:`reserve`; must be idempotent and never fail."""
+        """Undo :meth:`reserve`; must be idempotent and never fail. When the binding
+        cycle fails it runs in the binder, on the reference pod PreBind sees (metadata
+        and schedulerName only, see :class:`PreBindPlugin`)."""
         ...
 
 
@@ -486,16 +488,49 @@ class PermitPlugin(Plugin, Protocol):
 
 
 class PreBindPlugin(Plugin, Protocol):
-    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+    """Runs in the binder, another process than the scheduler, after WaitOnPermit and
+    before Bind.
+
+    **The pod is a reference, not the scheduled pod.** The binder holds no copy of the
+    cluster: ``pod.pod`` is built from the BindRequest (the binder's ``pod_reference``)
+    and carries only ``metadata.namespace``, ``name``, ``uid``, ``resource_version`` (as
+    the scheduler scheduled it), the ``ksched.io/explain`` annotation when the scheduler
+    explained the decision, and ``spec.scheduler_name`` (the profile). Labels, owner
+    references, other annotations, containers, volumes, affinity, priority and status
+    are empty: ``pod.requests`` is zero and ``pod.priority`` 0. What a plugin needs of
+    the pod or of its own decisions it hands on from the scheduling cycle through
+    :class:`BindingState` (VolumeBinding hands its claim decisions so); it is restored
+    into ``state`` before PreBind.
+
+    PreBind and Bind plugins do not publish: they leave effects in ``state.effects``
+    (watch events, :class:`BindEffect`), which the binder publishes once the pod is
+    bound."""
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Success or Skip continues with the next PreBind plugin, then Bind. Anything
+        else, or a raise, ends the binding cycle: Unreserve runs and the pod goes back to
+        the queue, unschedulable with the status message when rejected, else as an
+        error."""
+        ...
 
 
 class BindPlugin(Plugin, Protocol):
+    """Runs in the binder after PreBind; ``pod`` is the same reference as PreBind's
+    (metadata and schedulerName only, see :class:`PreBindPlugin`)."""
+
     async def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Skip passes the pod to the next Bind plugin."""
+        """Success: this plugin bound the pod, and the remaining Bind plugins do not
+        run; the binder publishes a Binding only from a :class:`BindEffect` the plugin
+        left in ``state.effects``. Skip passes the pod to the next Bind plugin;
+        when every one skips, the cycle fails with Error. Anything else fails the cycle
+        as PreBind's failures do."""
         ...
 
 
 class PostBindPlugin(Plugin, Protocol):
+    """Runs in the binder once the pod is bound; ``pod`` is the same reference as
+    PreBind's (see :class:`PreBindPlugin`)."""
+
     def post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
 
 
