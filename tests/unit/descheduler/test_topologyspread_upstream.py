@@ -43,6 +43,7 @@ from tests.unit.descheduler.support import (
     run_plugin,
     with_,
 )
+from tests.unit.descheduler.topologyspread_cases import CASES as PORTED
 from tests.unit.descheduler.topologyspread_support import FOO, RS, spread, zone
 
 POD_TEMPLATE_HASH = "pod-template-hash"
@@ -573,10 +574,8 @@ def test_topology_spread_constraint(case: Case) -> None:
 
 
 def test_cases_are_upstreams_remaining() -> None:
-    """With test_topologyspread.py, upstream's 38 cases; two of its ports are ported
-    again here with upstream's exact setup (args, nodeFit)."""
-    from tests.unit.descheduler.test_topologyspread import CASES as PORTED
-
+    """With test_topologyspread.py's (topologyspread_cases.py), upstream's 38 cases; two
+    of its ports are ported again here with upstream's exact setup (args, nodeFit)."""
     again = set(CASES) & set(PORTED)
     assert again == {
         "2 domains, sizes [3,1], maxSkew=1, move 1 pod to achieve [2,2] (soft constraints)",
