@@ -8,11 +8,9 @@ from typing import Any
 from contracts.k8s import Node, NodeMetrics, ObjectMeta, OwnerReference, Pod, PodMetrics
 from contracts.k8s.metrics import ContainerMetrics
 from contracts.k8s.pod import Volume
-from tests.unit.descheduler.support import build_node, build_pod, with_
+from tests.unit.descheduler.support import DS, NORMAL, build_node, build_pod, with_
 
 RS = [OwnerReference(kind="ReplicaSet", api_version="v1", name="rs", uid="rs")]
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
-DS = [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")]
 LOCAL = [Volume(name="s", host_path={"path": "p"}, empty_dir={})]
 
 

@@ -57,6 +57,10 @@ def build_node(
 
 
 RS_OWNER = [OwnerReference(kind="ReplicaSet", api_version="v1", name="replicaset-1")]
+NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
+"""``test.GetNormalPodOwnerRefList``."""
+DS = [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")]
+"""A DaemonSet owner (``test.GetDaemonSetOwnerRefList``, named)."""
 
 
 def build_pod(
@@ -78,6 +82,14 @@ def build_pod(
     )
     pod = msgspec.structs.replace(pod, metadata=meta)
     return with_(pod, **changes) if changes else pod
+
+
+def owned_pod(
+    name: str, node: str = "n1", owners: Sequence[OwnerReference] = NORMAL, **changes: Any
+) -> Pod:
+    """``test.BuildTestPod(name, 100, 0, node)`` with the normal owner (``owners``) and
+    ``changes`` as :func:`with_` takes them: most plugin tables' pod."""
+    return build_pod(name, 100, 0, node, owners=owners, **changes)
 
 
 def with_(pod: Pod, **changes: Any) -> Pod:

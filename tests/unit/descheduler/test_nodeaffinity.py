@@ -14,7 +14,6 @@ from contracts.k8s import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
-    OwnerReference,
     Pod,
     PreferredSchedulingTerm,
 )
@@ -24,9 +23,8 @@ from services.descheduler.plugins.nodeaffinity import (
     RemovePodsViolatingNodeAffinityArgs as Args,
 )
 from services.descheduler.plugins.nodeaffinity import new
-from tests.unit.descheduler.support import build_node, build_pod, run_plugin, with_
+from tests.unit.descheduler.support import NORMAL, build_node, build_pod, run_plugin, with_
 
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
 KEY, VALUE = "kubernetes.io/desiredNode", "yes"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -12,7 +12,6 @@ from contracts.k8s import (
     LabelSelector,
     LabelSelectorRequirement,
     Node,
-    OwnerReference,
     Pod,
     PodAffinity,
     PodAffinityTerm,
@@ -23,9 +22,8 @@ from services.descheduler.plugins.podantiaffinity import (
     RemovePodsViolatingInterPodAntiAffinityArgs as Args,
 )
 from services.descheduler.plugins.podantiaffinity import new
-from tests.unit.descheduler.support import build_node, build_pod, run_plugin, with_
+from tests.unit.descheduler.support import build_node, owned_pod, run_plugin
 
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
 REGION = {"region": "main-region"}
 
 
@@ -40,23 +38,18 @@ def anti(key: str, value: str) -> Affinity:
     )
 
 
-def pod(
-    name: str, node: str = "n1", owners: list[OwnerReference] | None = None, **changes: Any
-) -> Pod:
-    base = build_pod(name, 100, 0, node, owners=NORMAL if owners is None else owners)
-    return with_(base, **changes) if changes else base
-
-
 def with_anti(name: str) -> Pod:
     """``buildTestPodWithAntiAffinityForNode1``."""
-    return pod(name, spec_affinity=anti("foo", "bar"))
+    return owned_pod(name, spec_affinity=anti("foo", "bar"))
 
 
-P2 = pod("p2", meta_labels={"foo": "bar"})
-NON_EVICT = pod("non-evict", owners=[], spec_priority=2_000_000_000, meta_labels={"foo": "bar"})
+P2 = owned_pod("p2", meta_labels={"foo": "bar"})
+NON_EVICT = owned_pod(
+    "non-evict", owners=[], spec_priority=2_000_000_000, meta_labels={"foo": "bar"}
+)
 N1 = build_node("n1", 2000, 3000, 10, labels=REGION)
 FOUR = [with_anti("p1"), P2, with_anti("p3"), with_anti("p4")]
-P8 = pod("p8", spec_node_selector={"datacenter": "west"}, spec_affinity=anti("foo", "bar"))
+P8 = owned_pod("p8", spec_node_selector={"datacenter": "west"}, spec_affinity=anti("foo", "bar"))
 CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
     "Maximum pods to evict - 0": (FOUR, [N1], 3, {}),
     "Maximum pods to evict - 3": (FOUR, [N1], 3, {"limits": Limits(per_node=3)}),
@@ -74,19 +67,19 @@ CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
     ),
     "Evict only 1 pod after sorting": (
         [
-            pod(
+            owned_pod(
                 "p5",
                 meta_labels={"foo": "bar"},
                 spec_affinity=anti("foo1", "bar1"),
                 spec_priority=100,
             ),
-            pod(
+            owned_pod(
                 "p6",
                 meta_labels={"foo": "bar"},
                 spec_affinity=anti("foo1", "bar1"),
                 spec_priority=50,
             ),
-            pod(
+            owned_pod(
                 "p7",
                 meta_labels={"foo1": "bar1"},
                 spec_affinity=anti("foo", "bar"),
@@ -117,12 +110,12 @@ CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
     ),
     "No pod to evicted since all pod terminating": (
         [
-            pod(
+            owned_pod(
                 "p9",
                 spec_affinity=anti("foo", "bar"),
                 meta_deletion_timestamp="1970-01-01T00:00:00Z",
             ),
-            pod(
+            owned_pod(
                 "p10",
                 spec_affinity=anti("foo", "bar"),
                 meta_deletion_timestamp="1970-01-01T00:00:00Z",
@@ -139,7 +132,7 @@ CASES: dict[str, tuple[list[Pod], list[Node], int, dict[str, Any]]] = {
         {"limits": Limits(per_node=3), "fit": True},
     ),
     "Evict pod violating anti-affinity among different node (all pods have anti-affinity)": (
-        [with_anti("p1"), pod("p11", "n5", meta_labels={"foo": "bar"})],
+        [with_anti("p1"), owned_pod("p11", "n5", meta_labels={"foo": "bar"})],
         [N1, build_node("n5", 200, 3000, 10, labels=REGION)],
         1,
         {},

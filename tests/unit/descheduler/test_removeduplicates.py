@@ -7,14 +7,20 @@ from typing import Any
 
 import pytest
 
-from contracts.k8s import Container, Node, OwnerReference, Pod, Taint
+from contracts.k8s import Container, Node, Pod, Taint
 from contracts.k8s.pod import Volume
 from services.descheduler.plugins.defaultevictor import DefaultEvictorArgs
 from services.descheduler.plugins.removeduplicates import RemoveDuplicatesArgs, new
-from tests.unit.descheduler.support import RS_OWNER, build_node, build_pod, run_plugin, with_
+from tests.unit.descheduler.support import (
+    DS,
+    NORMAL,
+    RS_OWNER,
+    build_node,
+    build_pod,
+    run_plugin,
+    with_,
+)
 
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
-DS = [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")]
 LOCAL = [Volume(name="sample", host_path={"path": "somePath"}, empty_dir={"medium": ""})]
 
 
@@ -35,11 +41,7 @@ def plus_container(pod: Pod) -> Pod:
     return with_(pod, spec_containers=[*pod.spec.containers, Container(name="foo", image="foo")])
 
 
-def node(name: str, **kw: Any) -> Node:
-    return build_node(name, 2000, 3000, 10, **kw)
-
-
-TWO = [node("node1"), node("node2")]
+TWO = [build_node("node1"), build_node("node2")]
 DEV = [rs("p1", "dev"), rs("p2", "dev"), rs("p3", "dev")]
 TEST = [rs("p8", "test"), rs("p9", "test"), rs("p10", "test")]
 PROTECTED = [
@@ -105,7 +107,7 @@ CASES = {
     "Three pods in the `dev` Namespace, bound to same ReplicaSet. Only node available has a "
     "taint, and nodeFit set to true. 0 should be evicted.": (
         DEV,
-        [node("node1"), node("node3", taints=[GPU])],
+        [build_node("node1"), build_node("node3", taints=[GPU])],
         0,
         [],
         True,

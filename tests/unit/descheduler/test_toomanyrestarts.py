@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contracts.k8s import Node, OwnerReference, Pod, Taint
+from contracts.k8s import Node, Pod, Taint
 from contracts.k8s.pod import ContainerStatus, Volume
 from services.descheduler.evictions import Limits
 from services.descheduler.plugins.defaultevictor import DefaultEvictorArgs
@@ -16,10 +16,8 @@ from services.descheduler.plugins.toomanyrestarts import (
     RemovePodsHavingTooManyRestartsArgs as Args,
 )
 from services.descheduler.plugins.toomanyrestarts import new
-from tests.unit.descheduler.support import build_node, build_pod, with_
+from tests.unit.descheduler.support import DS, NORMAL, build_node, build_pod, with_
 
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner")]
-DS = [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")]
 LOCAL = [Volume(name="sample", host_path={"path": "somePath"}, empty_dir={"medium": ""})]
 MIRROR = {"kubernetes.io/config.mirror": "mirror"}
 
@@ -74,12 +72,8 @@ def running(pod: Pod) -> Pod:
     return with_(pod, status_phase="Running")
 
 
-def node(name: str, **kw: Any) -> Node:
-    return build_node(name, 2000, 3000, 10, **kw)
-
-
 GPU = Taint(key="hardware", value="gpu", effect="NoSchedule")
-N1 = [node("node1")]
+N1 = [build_node("node1")]
 CASES = {
     "All pods have total restarts under threshold, no pod evictions": (
         Args(pod_restart_threshold=10000, including_init_containers=True),
@@ -144,7 +138,7 @@ CASES = {
     "node is tainted, 0 pod evictions": (
         Args(pod_restart_threshold=1, including_init_containers=True),
         init_pods(),
-        [node("node1"), node("node2", taints=[GPU])],
+        [build_node("node1"), build_node("node2", taints=[GPU])],
         0,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
@@ -152,7 +146,7 @@ CASES = {
     "node is not schedulable, 0 pod evictions": (
         Args(pod_restart_threshold=1, including_init_containers=True),
         init_pods(),
-        [node("node1"), node("node3", unschedulable=True)],
+        [build_node("node1"), build_node("node3", unschedulable=True)],
         0,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
@@ -160,7 +154,7 @@ CASES = {
     "node does not have enough CPU, 0 pod evictions": (
         Args(pod_restart_threshold=1, including_init_containers=True),
         init_pods(),
-        [node("node1"), build_node("node4", 200, 3000, 10)],
+        [build_node("node1"), build_node("node4", 200, 3000, 10)],
         0,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
@@ -168,28 +162,28 @@ CASES = {
     "node has enough CPU, 3 pod evictions": (
         Args(pod_restart_threshold=1, including_init_containers=True),
         init_pods(),
-        [node("node1"), node("node5")],
+        [build_node("node1"), build_node("node5")],
         3,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
     "pods are in CrashLoopBackOff with states=CrashLoopBackOff, 3 pod evictions": (
         Args(pod_restart_threshold=1, states=["CrashLoopBackOff"]),
         init_pods(crashing),
-        [node("node1"), node("node5")],
+        [build_node("node1"), build_node("node5")],
         3,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
     "pods without CrashLoopBackOff with states=CrashLoopBackOff, 0 pod evictions": (
         Args(pod_restart_threshold=1, states=["CrashLoopBackOff"]),
         init_pods(),
-        [node("node1"), node("node5")],
+        [build_node("node1"), build_node("node5")],
         0,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
     "pods running with state=Running, 3 pod evictions": (
         Args(pod_restart_threshold=1, states=["Running"]),
         init_pods(running),
-        [node("node1"), node("node5")],
+        [build_node("node1"), build_node("node5")],
         3,
         {"limits": Limits(per_node=3), "node_fit": True},
     ),
