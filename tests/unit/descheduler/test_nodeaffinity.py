@@ -62,13 +62,9 @@ def add_pods(node: str, kind: str, terminating: bool = False) -> list[Pod]:
     return pods
 
 
-def node(name: str, labelled: bool = False, unschedulable: bool = False) -> Node:
-    labels = {KEY: VALUE} if labelled else {}
-    return build_node(name, 2000, 3000, 10, labels=labels, unschedulable=unschedulable)
-
-
-WITHOUT, WITH = node("nodeWithoutLabels"), node("nodeWithLabels", labelled=True)
-UNSCHEDULABLE = node("unschedulableNodeWithLabels", labelled=True, unschedulable=True)
+WITHOUT = build_node("nodeWithoutLabels")
+WITH = build_node("nodeWithLabels", labels={KEY: VALUE})
+UNSCHEDULABLE = build_node("unschedulableNodeWithLabels", labels={KEY: VALUE}, unschedulable=True)
 CASES: dict[str, tuple[str, list[Pod], list[Node], int, dict[str, Any]]] = {
     "Invalid Affinity type, should not evict any pods": (
         "requiredDuringSchedulingRequiredDuringExecution",
