@@ -11,7 +11,6 @@ import msgspec
 import pytest
 
 from contracts.events import LogEntry, NodeEntry, PodEntry
-from contracts.k8s import Node, ObjectMeta, Pod
 from services.common.eventlog import (
     EventLog,
     FileEventLog,
@@ -20,14 +19,15 @@ from services.common.eventlog import (
     MemoryEventLog,
     open_event_log,
 )
+from tests.builders import make_node, make_pod
 
 
 def event(seq: int) -> LogEntry:
     """Alternating node and pod events, so both union members round-trip."""
     if seq % 2:
-        return NodeEntry(seq=seq, type="ADDED", object=Node(metadata=ObjectMeta(name=f"n{seq}")))
-    meta = ObjectMeta(name=f"p{seq}", namespace="default", uid=f"uid-{seq}")
-    return PodEntry(seq=seq, type="MODIFIED", at=float(seq), object=Pod(metadata=meta))
+        return NodeEntry(seq=seq, type="ADDED", object=make_node(f"n{seq}"))
+    pod = make_pod(f"p{seq}", uid=f"uid-{seq}")
+    return PodEntry(seq=seq, type="MODIFIED", at=float(seq), object=pod)
 
 
 def events(first: int, last: int) -> list[LogEntry]:
