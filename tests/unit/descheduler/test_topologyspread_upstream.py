@@ -130,34 +130,29 @@ def create(*groups: Pods) -> list[Pod]:
     return pods
 
 
-def node(name: str, cpu: int = 2000, memory: int = 3000, pods: int = 10, /, **labels: str) -> Node:
-    """``test.BuildTestNode`` with ``labels``."""
-    return build_node(name, cpu, memory, pods, labels=labels)
-
-
-def tainted(node: Node, *taints: Taint) -> Node:
-    return msgspec.structs.replace(
-        node, spec=msgspec.structs.replace(node.spec, taints=list(taints))
-    )
-
-
 def os_nodes(*extra: Node) -> list[Node]:
     """n1-n3 linux (node linNodeA-C), n4-n6 windows (node winNodeA-C)."""
     return [
-        *(node(f"n{i + 1}", node=f"linNode{c}", os="linux") for i, c in enumerate("ABC")),
-        *(node(f"n{i + 4}", node=f"winNode{c}", os="windows") for i, c in enumerate("ABC")),
+        *(
+            build_node(f"n{i + 1}", labels={"node": f"linNode{c}", "os": "linux"})
+            for i, c in enumerate("ABC")
+        ),
+        *(
+            build_node(f"n{i + 4}", labels={"node": f"winNode{c}", "os": "windows"})
+            for i, c in enumerate("ABC")
+        ),
         *extra,
     ]
 
 
 def zoned(*names: tuple[str, str], cpu: dict[str, int] | None = None) -> list[Node]:
     """``BuildTestNode(name, cpu, 2000, 9)`` with a zone label."""
-    return [node(n, (cpu or {}).get(n, 1000), 2000, 9, zone=z) for n, z in names]
+    return [build_node(n, (cpu or {}).get(n, 1000), 2000, 9, labels={"zone": z}) for n, z in names]
 
 
 AB = [zone("n1", "zoneA"), zone("n2", "zoneB")]
 TAINT_TEST = Taint(key="taint-test", value="test", effect="NoSchedule")
-TAINTED_B = [zone("n1", "zoneA"), tainted(zone("n2", "zoneB"), TAINT_TEST)]
+TAINTED_B = [zone("n1", "zoneA"), zone("n2", "zoneB", taints=[TAINT_TEST])]
 ZONE_A = {"zone": "zoneA"}
 WHOAMI = {"app": "whoami"}
 WHOAMI_SPREAD = [
@@ -264,7 +259,7 @@ CASES: dict[str, Case] = {
     ),
     "7 domains, sizes [0,0,0,3,3,2], maxSkew=1, two pods are evicted and moved to new "
     "node added": Case(
-        os_nodes(node("n7", node="winNodeD", os="windows")),
+        os_nodes(build_node("n7", labels={"node": "winNodeD", "os": "windows"})),
         create(
             Pods(3, "n4", constraints=node_constraints(1), node_selector={"os": "windows"}),
             Pods(3, "n5", constraints=node_constraints(1), node_selector={"os": "windows"}),
@@ -293,7 +288,10 @@ CASES: dict[str, Case] = {
         node_fit=True,
     ),
     "2 domains, sizes [4,0], maxSkew=1, move 2 pods since selector matches multiple nodes": Case(
-        [node("n1", zone="zoneA", region="boston"), node("n2", zone="zoneB", region="boston")],
+        [
+            build_node("n1", labels={"zone": "zoneA", "region": "boston"}),
+            build_node("n2", labels={"zone": "zoneB", "region": "boston"}),
+        ],
         create(
             Pods(1, "n1", constraints=constraints(1), node_selector={"region": "boston"}),
             Pods(1, "n1", node_selector={"region": "boston"}),
@@ -351,9 +349,10 @@ CASES: dict[str, Case] = {
     "2 domains, sizes [2,0], maxSkew=1, move 1 pod for node with PreferNoSchedule Taint": Case(
         [
             zone("n1", "zoneA"),
-            tainted(
-                zone("n2", "zoneB"),
-                Taint(key="taint-test", value="test", effect="PreferNoSchedule"),
+            zone(
+                "n2",
+                "zoneB",
+                taints=[Taint(key="taint-test", value="test", effect="PreferNoSchedule")],
             ),
         ],
         create(Pods(1, "n1", constraints=constraints(1)), Pods(1, "n1", node_selector=ZONE_A)),
@@ -474,24 +473,35 @@ CASES: dict[str, Case] = {
     ),
     "2 domains, sizes [3, 1], maxSkew=1, Tainted nodes; nothing should be moved": Case(
         [
-            tainted(
-                node("controlplane1", zone="zoneA", **{"kubernetes.io/hostname": "cp-1"}),
-                Taint(
-                    effect="NoSchedule", key="node-role.kubernetes.io/controlplane", value="true"
-                ),
-                Taint(effect="NoSchedule", key="node-role.kubernetes.io/etcd", value="true"),
+            build_node(
+                "controlplane1",
+                labels={"zone": "zoneA", "kubernetes.io/hostname": "cp-1"},
+                taints=[
+                    Taint(
+                        effect="NoSchedule",
+                        key="node-role.kubernetes.io/controlplane",
+                        value="true",
+                    ),
+                    Taint(effect="NoSchedule", key="node-role.kubernetes.io/etcd", value="true"),
+                ],
             ),
-            tainted(
-                node(
-                    "infraservices1",
-                    zone="zoneA",
-                    infra_service="true",
-                    **{"kubernetes.io/hostname": "infra-1"},
-                ),
-                Taint(effect="NoSchedule", key="infra_service"),
+            build_node(
+                "infraservices1",
+                labels={
+                    "zone": "zoneA",
+                    "infra_service": "true",
+                    "kubernetes.io/hostname": "infra-1",
+                },
+                taints=[Taint(effect="NoSchedule", key="infra_service")],
             ),
-            node("app1", zone="zoneA", app_service="true", **{"kubernetes.io/hostname": "app-1"}),
-            node("app2", zone="zoneB", app_service="true", **{"kubernetes.io/hostname": "app-2"}),
+            build_node(
+                "app1",
+                labels={"zone": "zoneA", "app_service": "true", "kubernetes.io/hostname": "app-1"},
+            ),
+            build_node(
+                "app2",
+                labels={"zone": "zoneB", "app_service": "true", "kubernetes.io/hostname": "app-2"},
+            ),
         ],
         create(
             Pods(
@@ -515,9 +525,9 @@ CASES: dict[str, Case] = {
     "3 domains, sizes [2, 1, 0] with selectors, maxSkew=1, nodeTaintsPolicy=Ignore, "
     "should move 1 for [1, 1, 1]": Case(
         [
-            node("A1", 1000, 2000, 9, zone="zoneA", **{ARCH: "arm64"}),
-            node("B1", 1000, 2000, 9, zone="zoneB", **{ARCH: "arm64"}),
-            node("C1", 1000, 2000, 9, zone="zoneC", **{ARCH: "arm64"}),
+            build_node("A1", 1000, 2000, 9, labels={"zone": "zoneA", ARCH: "arm64"}),
+            build_node("B1", 1000, 2000, 9, labels={"zone": "zoneB", ARCH: "arm64"}),
+            build_node("C1", 1000, 2000, 9, labels={"zone": "zoneC", ARCH: "arm64"}),
         ],
         create(
             Pods(
