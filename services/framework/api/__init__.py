@@ -4,5 +4,5 @@ FitError, the listers plugins read, and the registry types a plugin registers wi
 
 Not here: implementations (running plugins is :mod:`..runtime`, the Cache and Snapshot
 are :mod:`..cache`, every plugin is in :mod:`..plugins`); api imports nothing else of the
-framework.
+framework (the Snapshot it names in signatures is imported for annotations only).
 """
