@@ -277,11 +277,28 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
   return {'assumed', '', {}, {}}
 end
 
+-- A refusal voids every later decision of the call that read a domain: it was taken
+-- with the refused pod in its snapshot (and its expected versions count it).
+local function voided(node, reads)
+  local flat, now_at = {}, redis.call('HGETALL', P .. 'usage:' .. node)
+  for d in string.gmatch(reads, '([^\\n]+)\\n[^\\n]+') do
+    table.insert(flat, d)
+    table.insert(flat, redis.call('HGET', P .. 'domains', d) or '0')
+  end
+  return {'conflict', 'an earlier reservation of the same call was refused', now_at, flat}
+end
+
 local out = {}
 local i = 5
+local refused = false
 for k = 1, tonumber(ARGV[4]) do
-  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-                  ARGV[i + 6], ARGV[i + 7])
+  if refused and ARGV[i + 6] ~= '' then
+    out[k] = voided(ARGV[i + 1], ARGV[i + 6])
+  else
+    out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+                    ARGV[i + 6], ARGV[i + 7])
+    refused = refused or out[k][1] ~= 'assumed'
+  end
   i = i + 8
 end
 return out

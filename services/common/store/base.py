@@ -121,6 +121,9 @@ class Reservation:
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
 
+VOIDED = "an earlier reservation of the same call was refused"
+"""The reason of a reservation refused for another's refusal (``ClusterStore.assume``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class AssumeResult:
@@ -281,7 +284,11 @@ class ClusterStore(Protocol):
         ``Reservation.checked`` no longer fits (``usage``), or a domain of
         ``Reservation.reads`` has another version (``versions``; reason
         ``placements changed in <domain>``), else the whole request is charged and
-        every domain of ``Reservation.touches`` raised by one.
+        every domain of ``Reservation.touches`` raised by one. Once one reservation of
+        the call is refused (``conflict`` or ``stale``), every later one that reads a
+        domain is refused too (``conflict``, reason :data:`VOIDED`, the current
+        ``versions`` of its reads): its decision was taken with the refused pod in its
+        snapshot, and its expected versions count that pod's placement.
         Re-assuming the same (uid, node, attempt) returns ``assumed`` again without
         charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from services.common.store._charges import fit_reasons, normalize
 from services.common.store._waiting import WAITING_REMOVED, first_due, resolve
 from services.common.store.base import (
+    VOIDED,
     Assumed,
     AssumeResult,
     BindClaim,
@@ -200,7 +201,18 @@ class MemoryStore:
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         self._guard()
         swept: set[str] = set()
-        return [self._assume_one(r, now, swept) for r in reservations]
+        results: list[AssumeResult] = []
+        refused = False
+        for r in reservations:
+            if refused and r.reads:  # decided with the refused pod in its snapshot
+                domains = self._d.domains
+                usage = dict(self._d.usage.get(r.node, {}))
+                versions = {d: domains.get(d, 0) for d in r.reads}
+                results.append(AssumeResult("conflict", usage, VOIDED, versions))
+                continue
+            results.append(self._assume_one(r, now, swept))
+            refused = refused or results[-1].status != "assumed"
+        return results
 
     def _assume_one(self, r: Reservation, now: float, swept: set[str]) -> AssumeResult:
         if self._d.leases.get(r.uid) != r.attempt:
