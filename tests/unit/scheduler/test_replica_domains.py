@@ -13,85 +13,17 @@ from dataclasses import dataclass
 import msgspec
 import pytest
 
-from contracts.k8s import (
-    Affinity,
-    LabelSelector,
-    Node,
-    Pod,
-    PodAffinity,
-    PodAffinityTerm,
-    TopologySpreadConstraint,
-)
+from contracts.k8s import Node, Pod
 from contracts.messages import ScheduleRequest
 from services.common.store import MemoryStore, ProjectedEntry
 from services.framework.api.listers import Listers
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
-from tests.builders import container, host_port, make_node, make_pod
+from tests.builders.constraints import anti_affine, grouped, ported, rwop, rwop_objects, spread
+from tests.builders.constraints import zoned_node as node
 from tests.builders.scheduling import batch_scheduler, loaded_cache
-from tests.builders.volumes import make_pv, make_pvc
 
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
-APP = {"app": "web"}
-
-
-def node(name: str, zone: str = "z1", *, tainted: bool = False) -> Node:
-    labels = {HOSTNAME: name, ZONE: zone}
-    taints = [("dedicated", "other", "NoSchedule")] if tainted else []
-    return make_node(name, labels=labels, taints=taints)
-
-
-def with_spec(pod: Pod, **fields: object) -> Pod:
-    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, **fields))
-
-
-def anti_affine(name: str) -> Pod:
-    term = PodAffinityTerm(label_selector=LabelSelector(match_labels=APP), topology_key=HOSTNAME)
-    anti = PodAffinity(required_during_scheduling_ignored_during_execution=[term])
-    return make_pod(name, labels=APP, affinity=Affinity(pod_anti_affinity=anti))
-
-
-def spread(name: str, node_name: str | None = None) -> Pod:
-    constraint = TopologySpreadConstraint(
-        max_skew=1,
-        topology_key=ZONE,
-        when_unsatisfiable="DoNotSchedule",
-        label_selector=LabelSelector(match_labels=APP),
-    )
-    pod = make_pod(name, labels=APP, node_name=node_name)
-    return with_spec(pod, topology_spread_constraints=[constraint])
-
-
-def grouped(name: str, node_name: str) -> Pod:
-    """Required affinity to its own group in its zone (it matches it itself), and a
-    node selector: ``a`` can only go to n1 (z1), ``b`` only to n2 (z2)."""
-    term = PodAffinityTerm(label_selector=LabelSelector(match_labels=APP), topology_key=ZONE)
-    affinity = PodAffinity(required_during_scheduling_ignored_during_execution=[term])
-    return make_pod(
-        name,
-        labels=APP,
-        affinity=Affinity(pod_affinity=affinity),
-        node_selector={HOSTNAME: node_name},
-    )
-
-
-def ported(name: str) -> Pod:
-    return make_pod(name, requests=[container({"cpu": "100m"}, ports=[host_port(8080)])])
-
-
-def rwop(name: str) -> Pod:
-    return make_pod(name, claims=["data"])
-
-
-RWOP_OBJECTS = {
-    "persistentvolumeclaim": [
-        make_pvc("data", access_modes=["ReadWriteOncePod"], volume_name="pv-data", bound=True)
-    ],
-    "persistentvolume": [
-        make_pv("pv-data", access_modes=["ReadWriteOncePod"], claim=("default", "data"))
-    ],
-}
+RWOP_OBJECTS = rwop_objects()
 
 
 class Blind(PlacementVersions):
@@ -127,7 +59,8 @@ CASES = {
     # No pod of the group anywhere: each replica's first pod may go to any zone. Once
     # a is in z1, b must follow it there, and n2 is in z2.
     "required pod affinity, first pod of the group": Case(
-        [node("n1", "z1"), node("n2", "z2")], (grouped("a", "n1"), grouped("b", "n2"))
+        [node("n1", "z1"), node("n2", "z2")],
+        (grouped("a", only_on="n1"), grouped("b", only_on="n2")),
     ),
     "a ReadWriteOncePod claim": Case(
         [node("n1"), node("n2")], (rwop("a"), rwop("b")), objects=RWOP_OBJECTS
