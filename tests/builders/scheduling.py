@@ -3,7 +3,7 @@ would hand it over, and a BatchScheduler over it (default profile unless given).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import msgspec
 
@@ -43,9 +43,11 @@ def batch_scheduler(
     *,
     framework: Framework | None = None,
     retries: int = 2,
+    catch_up: Callable[[int], Awaitable[bool]] | None = None,
 ) -> tuple[BatchScheduler, PendingPods]:
     """A BatchScheduler of the ``default-scheduler`` profile (``framework``, else the
-    default profile over ``snapshot``'s listers) with ``pending`` as its pending pods."""
+    default profile over ``snapshot``'s listers) with ``pending`` as its pending pods;
+    ``catch_up`` as BatchScheduler takes it."""
     pods = PendingPods()
     pods.load(pending)
     framework = framework or Framework(
@@ -59,5 +61,6 @@ def batch_scheduler(
         pending=pods,
         assume_ttl=30.0,
         max_conflict_retries=retries,
+        catch_up=catch_up,
     )
     return scheduler, pods
