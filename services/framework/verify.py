@@ -20,9 +20,15 @@ a node the cluster does not have is a violation of its own.
 The verdict is the state's, not the history's: what upstream lets change after a pod
 is bound (``IgnoredDuringExecution``: a taint or label added later, a node cordoned)
 is reported too, so callers judge a state that had no such change (a scheduling run).
-A state every pod of which was placed by a correct sequence of decisions, with no pod
-removed since, has no violation: each filter passes for a pod with the pods placed
-after it too (they respected it), and for spread the minimum only rose.
+A state reached by correct decisions, with no pod removed since, has no violation
+where the later pods had to respect the earlier ones: resources, ports, claims and
+anti-affinity are checked both ways, and a required affinity stays met as pods are
+added. Spread is the exception upstream makes: only the incoming pod's constraints
+are checked, never those of the pods already placed. So the final state keeps a
+spread constraint for the pods that share it with every pod its selector counts (a
+Deployment's pods, the usual case, where the minimum only rises); pods of one
+selector with different constraints (another maxSkew or minDomains) can reach, one
+correct decision at a time, a state in which the stricter ones are reported.
 """
 
 from __future__ import annotations
