@@ -365,14 +365,24 @@ class BatchScheduler:
             )
         return reservations
 
-    async def _refresh(self, versions: Mapping[str, int]) -> None:
+    async def expire(self, now: float) -> None:
+        """Forget the assumptions past their deadline the way the store does: one the
+        store holds as binding stays (until its Binding is in the log), one it no
+        longer holds or holds past its deadline goes (no binder may claim it any more).
+        A deadline alone never removes a pod the placement versions count."""
+        if self._snapshot.has_expired(now):
+            await self._refresh({}, now)
+
+    async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
         """Bring the snapshot up to what the store holds, then expect ``versions`` (read
-        by the store before this): every replica's assumptions, and the log up to the
-        store's applied seq (read after them, so a pod bound in between is in one or
-        the other). Assumptions this snapshot holds that the store no longer does are
-        dropped. If the snapshot cannot catch up in time, nothing is expected: the
+        by the store before this): every replica's live assumptions, and the log up to
+        the store's applied seq (read after them, so a pod bound in between is in one or
+        the other). Assumptions this snapshot holds that the store no longer does (or
+        holds past their deadline at ``now``, default the clock's) are dropped. If the
+        snapshot cannot catch up in time, nothing changes and nothing is expected: the
         next reservation reading those domains is refused again."""
-        assumed = await self._store.assumed()
+        now = self._clock.now() if now is None else now
+        assumed = {u: a for u, a in (await self._store.assumed()).items() if a.deadline >= now}
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
@@ -420,7 +430,7 @@ class BatchScheduler:
         waiting = {b.uid: b for b in outcome.binds if b.permit}
         outcome.binds = [b for b in outcome.binds if not b.permit]
         claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
-        granted = await self._store.begin_bind(claims) if claims else []
+        granted = await self._store.begin_bind(claims, self._clock.now()) if claims else []
         lost = [c.uid for c, ok in zip(claims, granted, strict=True) if not ok]
         if lost:
             self._waiting.discard(lost)

@@ -330,12 +330,14 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
     await store.apply([node(1, "n1", cpu=1000, pods=2)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(store, res("p", "n1", cpu=600, ttl=5))).status == "assumed"
-    assert await store.begin_bind([claim("p", "n1", 2), claim("p", "n2"), claim("q", "n1")]) == [
+    assert await store.begin_bind(
+        [claim("p", "n1", 2), claim("p", "n2"), claim("q", "n1")], NOW
+    ) == [
         False,
         False,
         False,
     ]
-    assert await store.begin_bind([claim("p", "n1"), claim("p", "n1")]) == [True, True]
+    assert await store.begin_bind([claim("p", "n1"), claim("p", "n1")], NOW) == [True, True]
     assert (await store.assumed())["uid-p"].deadline == float("inf")
     later = NOW + 3600
     assert (await assume_one(store, res("q", "n1", cpu=600), later)).reason == "Insufficient cpu"
@@ -345,17 +347,29 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
     assert await usage(store, "n1") == {"cpu": 600, "pods": 1}
     assert await store.assumed() == {}
     assert "uid-p" not in await store.leases()
-    assert await store.begin_bind([claim("p", "n1")]) == [False]
+    assert await store.begin_bind([claim("p", "n1")], NOW) == [False]
     assert (await assume_one(store, res("p", "n1"))).reason == "attempt is not the pod's lease"
     await store.set_leases({"uid-p": 1})
     assert (await assume_one(store, res("p", "n1"))).reason == "pod is bound"
+
+
+async def test_begin_bind_never_claims_an_expired_assumption(store: ClusterStore) -> None:
+    """Every replica's snapshot forgets an assumption at its deadline: a binder that
+    claimed it later would bind a pod the others no longer count."""
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    await store.assume([res("p", "n1", cpu=600, ttl=5), res("q", "n1", cpu=100, ttl=5)], NOW)
+    assert await store.begin_bind([claim("q", "n1")], NOW + 5) == [True]  # at the deadline
+    assert await store.begin_bind([claim("p", "n1"), claim("q", "n1")], NOW + 6) == [False, True]
+    assert set(await store.assumed()) == {"uid-q"}
+    assert await usage(store, "n1") == {"cpu": 100, "pods": 1}
 
 
 async def test_bound_elsewhere_releases_the_assumption(store: ClusterStore) -> None:
     await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 1})
     await store.assume([res("p", "n1", cpu=600)], NOW)
-    assert await store.begin_bind([claim("p", "n1")]) == [True]
+    assert await store.begin_bind([claim("p", "n1")], NOW) == [True]
     await store.apply([pod(3, "p", "n2", cpu=600)])
     assert await store.node_usage() == {"n1": {}, "n2": {"cpu": 600, "pods": 1}}
     assert await store.assumed() == {}
@@ -448,7 +462,7 @@ async def test_forget_releases_only_that_assumption(store: ClusterStore) -> None
     await store.assume([res("p", "n1", attempt=2, cpu=600)], NOW)
     await store.forget([claim("p", "n1", attempt=1), claim("p", "n2", attempt=2)])
     assert set(await store.assumed()) == {"uid-p"}
-    assert await store.begin_bind([claim("p", "n1", 2)]) == [True]
+    assert await store.begin_bind([claim("p", "n1", 2)], NOW) == [True]
     await store.forget([claim("p", "n1", attempt=2)])
     await store.forget([claim("p", "n1", attempt=2)])
     assert await store.assumed() == {}

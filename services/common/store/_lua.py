@@ -308,18 +308,23 @@ return out
 BEGIN_BIND = (
     _HELPERS
     + """
--- ARGV: P, expected, count, then per claim: uid, node, attempt. Returns 1/0 per claim.
+-- ARGV: P, expected, now, count, then per claim: uid, node, attempt. Returns 1/0 per
+-- claim. An assumption past its deadline is released, not claimed.
 guard()
+local now = tonumber(ARGV[3])
 local out = {}
-local i = 4
-for k = 1, tonumber(ARGV[3]) do
+local i = 5
+for k = 1, tonumber(ARGV[4]) do
   local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   i = i + 3
   out[k] = 0
   local v = redis.call('HGET', P .. 'assumed', uid)
   if v then
     local anode, aattempt, deadline, reqs = parse_assumed(v)
-    if anode == node and aattempt == attempt then
+    if anode == node and aattempt == attempt and deadline ~= 'inf'
+        and tonumber(deadline) < now then
+      release(uid)
+    elseif anode == node and aattempt == attempt then
       if deadline ~= 'inf' then
         redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, 'inf', reqs}, '|'))
         redis.call('SREM', P .. 'assumed:' .. node, uid)

@@ -293,10 +293,13 @@ class ClusterStore(Protocol):
         charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""
 
-    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+    async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         """For each claim: True if the pod is assumed (or already binding) on that node
         by that attempt, in which case it is now binding and never expires; False if
-        the binder must not bind (expired, moved, bound elsewhere, deleted)."""
+        the binder must not bind (moved, bound elsewhere, deleted, or expired: past its
+        deadline at ``now``, when it is released). Every scheduler replica's snapshot
+        forgets an assumption at its deadline while the placement versions still count
+        it (scheduler.domains): binding it after that could break what they guard."""
 
     async def forget(self, claims: Sequence[BindClaim]) -> None:
         """Release the assumption of each (uid, node, attempt) if it is still that one."""

@@ -260,12 +260,15 @@ class MemoryStore:
         self._guard()
         return dict(self._d.domains)
 
-    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+    async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         self._guard()
         results = []
         for c in claims:
             a = self._d.assumed.get(c.uid)
             ok = a is not None and (a.node, a.attempt) == (c.node, c.attempt)
+            if a is not None and ok and a.deadline < now:
+                self._release(c.uid)
+                ok = False
             if a is not None and ok:
                 self._d.assumed[c.uid] = Assumed(a.node, a.attempt, math.inf, a.requests)
             results.append(ok)

@@ -4,8 +4,9 @@ A :class:`Race` holds one event log and a MemoryStore that projects it; each rep
 is a BatchScheduler over its own Cache, fed the log when it asks to catch up (as the
 service's projection does before a batch and after a domain conflict). The race plays
 the other services: the queue (a lease per attempt, the pending pods split at random
-into batches for the replicas), the binder (claims reservations and has Bindings
-recorded at random moments) and the informer (the log, the store's projection).
+into batches for the replicas), the binder (claims reservations at the replicas' fake
+time and has Bindings recorded at random moments) and the informer (the log, the
+store's projection).
 Every store call of a replica or the binder first yields to the loop 0-3 times, so
 decisions, commits and bindings interleave differently for each ``random.Random``.
 """
@@ -21,7 +22,7 @@ import msgspec
 
 from contracts.events import PodEntry
 from contracts.k8s import Node, Pod
-from contracts.messages import ScheduleRequest
+from services.common.clock import FakeClock
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, BindClaim, MemoryStore, PodCharge, ProjectedEntry
 from services.framework.config import default_profile
@@ -30,7 +31,7 @@ from services.framework.runtime.framework import Framework
 from services.framework.verify import Violation, store_violations
 from services.informer.validate import object_key
 from services.scheduler.cycle import BatchScheduler
-from tests.builders.scheduling import batch_scheduler, loaded_cache
+from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request
 
 
 class Interleaved:
@@ -126,7 +127,7 @@ class Race:
             for uid, a in assumed.items()
             if self.rng.random() < share
         ]
-        granted = await self.shared.begin_bind(claims) if claims else []
+        granted = await self.shared.begin_bind(claims, FakeClock().now()) if claims else []
         for claim, ok in zip(claims, granted, strict=True):
             if ok:
                 pod = self.pods[claim.uid]
@@ -150,7 +151,8 @@ class Race:
         async def serve(scheduler: BatchScheduler, mine: list[list[str]]) -> None:
             for batch in mine:
                 seq = len(self._log)
-                outcome = await scheduler.run([self._request(uid, seq) for uid in batch])
+                requests = [schedule_request(self.pods[u], self._attempts[u], seq) for u in batch]
+                outcome = await scheduler.run(requests)
                 self.pending.difference_update(b.uid for b in outcome.binds)
 
         async def binder() -> None:
@@ -158,17 +160,6 @@ class Race:
                 await self.bind(self.rng.random())
 
         await asyncio.gather(*map(serve, self.replicas, batches), binder())
-
-    def _request(self, uid: str, seq: int) -> ScheduleRequest:
-        meta = self.pods[uid].metadata
-        return ScheduleRequest(
-            uid=uid,
-            namespace=meta.namespace,
-            name=meta.name,
-            attempt=self._attempts[uid],
-            profile="default-scheduler",
-            seq=seq,
-        )
 
     async def run(self, rounds: int = 3) -> list[Violation]:
         """Race ``rounds`` rounds, bind what is left reserved, and judge the store."""

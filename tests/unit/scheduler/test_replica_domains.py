@@ -10,18 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import msgspec
 import pytest
 
 from contracts.k8s import Node, Pod
-from contracts.messages import ScheduleRequest
-from services.common.store import MemoryStore, ProjectedEntry
+from services.common.store import MemoryStore
 from services.framework.api.listers import Listers
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
 from tests.builders.constraints import anti_affine, grouped, ported, rwop, rwop_objects, spread
 from tests.builders.constraints import zoned_node as node
-from tests.builders.scheduling import batch_scheduler, loaded_cache
+from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
 
 RWOP_OBJECTS = rwop_objects()
 
@@ -76,33 +74,15 @@ def replica(store: MemoryStore, case: Case, *, guarded: bool) -> BatchScheduler:
     return scheduler
 
 
-def request(pod: Pod) -> ScheduleRequest:
-    return ScheduleRequest(
-        uid=pod.metadata.uid or "",
-        namespace="default",
-        name=pod.metadata.name,
-        attempt=1,
-        profile="default-scheduler",
-        seq=0,
-    )
-
-
 async def race(case: Case, *, guarded: bool) -> tuple[BatchOutcome, BatchOutcome]:
     store = MemoryStore()
     for n in case.nodes:
         await store_node(store, n)
     await store.set_leases({p.metadata.uid or "": 1 for p in case.pending})
     first, second = (replica(store, case, guarded=guarded) for _ in range(2))
-    won = await first.run([request(case.pending[0])])
-    raced = await second.run([request(case.pending[1])])
+    won = await first.run([schedule_request(case.pending[0])])
+    raced = await second.run([schedule_request(case.pending[1])])
     return won, raced
-
-
-async def store_node(store: MemoryStore, n: Node) -> None:
-    seq = await store.applied_seq() + 1
-    allocatable = {"cpu": 4000, "memory": 32 << 30, "pods": 110}
-    body = msgspec.json.encode(n)
-    await store.apply([ProjectedEntry(seq, "node", n.metadata.name, body, None, allocatable)])
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
@@ -130,8 +110,8 @@ async def test_one_replica_alone_is_never_refused() -> None:
         await store_node(store, n)
     await store.set_leases({p.metadata.uid or "": 1 for p in case.pending})
     alone = replica(store, case, guarded=True)
-    first = await alone.run([request(case.pending[0])])
-    second = await alone.run([request(case.pending[1])])
+    first = await alone.run([schedule_request(case.pending[0])])
+    second = await alone.run([schedule_request(case.pending[1])])
     assert (first.domain_conflicts, second.domain_conflicts) == (0, 0)
     nodes = {b.node for b in first.binds + second.binds}
     assert len(nodes) == 2
