@@ -105,6 +105,23 @@ def uses_host_ports(pod: Pod) -> bool:
     )
 
 
+def uses_node_volumes(pod: Pod) -> bool:
+    """Whether the pod has a volume the node counts or shares out: attachable volumes
+    (NodeVolumeLimits: claims, ephemeral, CSI, in-tree disks) or disks two pods on one
+    node may not both mount (VolumeRestrictions)."""
+    return any(
+        v.persistent_volume_claim is not None
+        or v.ephemeral is not None
+        or v.csi is not None
+        or v.gce_persistent_disk is not None
+        or v.aws_elastic_block_store is not None
+        or v.azure_disk is not None
+        or v.rbd is not None
+        or v.iscsi is not None
+        for v in pod.spec.volumes
+    )
+
+
 def exclusive_claims(pod: Pod, listers: Listers) -> list[str]:
     """The domains of the pod's ReadWriteOncePod claims (as the lister knows them)."""
     namespace = pod.metadata.namespace or "default"
@@ -154,7 +171,7 @@ class PlacementVersions:
             for key in sorted((pod_topology_keys(pod) | self.watched) & labels.keys())
             if "\n" not in key + labels[key]
         ]
-        if uses_host_ports(pod):
+        if uses_host_ports(pod) or uses_node_volumes(pod):
             domains.append(node_domain(node.metadata.name))
         domains += exclusive_claims(pod, listers)
         if first_of_group:

@@ -17,11 +17,17 @@ from services.common.store import MemoryStore
 from services.framework.api.listers import Listers
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
+from tests.builders import make_pod
 from tests.builders.constraints import anti_affine, grouped, ported, rwop, rwop_objects, spread
 from tests.builders.constraints import zoned_node as node
 from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
+from tests.builders.volumes import inline_volume
 
 RWOP_OBJECTS = rwop_objects()
+
+
+def with_disk(name: str) -> Pod:
+    return make_pod(name, volumes=[inline_volume("gce_persistent_disk", pdName="disk-1")])
 
 
 class Blind(PlacementVersions):
@@ -59,6 +65,11 @@ CASES = {
     "required pod affinity, first pod of the group": Case(
         [node("n1", "z1"), node("n2", "z2")],
         (grouped("a", only_on="n1"), grouped("b", only_on="n2")),
+    ),
+    # VolumeRestrictions: one node may not mount the same disk for two pods (and
+    # NodeVolumeLimits counts a node's attachable volumes the same way).
+    "a disk two pods may not share on a node": Case(
+        [node("n1")], (with_disk("a"), with_disk("b"))
     ),
     "a ReadWriteOncePod claim": Case(
         [node("n1"), node("n2")], (rwop("a"), rwop("b")), objects=RWOP_OBJECTS

@@ -5,7 +5,8 @@ which the checker (services.framework.verify) finds no violated hard constraint.
 Random small clusters (2-5 nodes in 1-3 zones, 1-4 cpu) and random mixes of the
 constraints another replica's placement can break: required anti-affinity (hostname
 or zone), DoNotSchedule spread (maxSkew 1-2, with and without minDomains), required
-pod affinity groups, host ports, a ReadWriteOncePod claim, and plain pods that fill
+pod affinity groups, host ports, a ReadWriteOncePod claim, a disk a node mounts for one
+pod only, and plain pods that fill
 the nodes. Deterministic (Hypothesis, derandomized, bounded examples)."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.builders.constraints import (
     spread,
     zoned_node,
 )
+from tests.builders.volumes import inline_volume
 from tests.unit.scheduler.replica_race import Race
 
 RACES = settings(
@@ -56,7 +58,7 @@ def mix(rng: random.Random) -> list[Pod]:
     """Pods of 2-3 constraint kinds (each kind its own app label and, as a Deployment's
     pods, one constraint: see services.framework.verify on spread), 4-12 in all."""
     kinds = rng.sample(
-        ["anti", "anti-zone", "spread", "spread-host", "group", "port", "rwop", "plain"],
+        ["anti", "anti-zone", "spread", "spread-host", "group", "port", "rwop", "disk", "plain"],
         rng.randint(2, 3),
     )
     skew, minimum = rng.randint(1, 2), rng.choice([None, 2, 3])
@@ -80,6 +82,9 @@ def mix(rng: random.Random) -> list[Pod]:
                 pods.append(ported(name))
             case "rwop":
                 pods.append(rwop(name))
+            case "disk":
+                disk = inline_volume("gce_persistent_disk", pdName="disk-1")
+                pods.append(make_pod(name, volumes=[disk]))
             case _:
                 pods.append(make_pod(name, requests={"cpu": f"{rng.choice([500, 1000, 1500])}m"}))
     return pods
