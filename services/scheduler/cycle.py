@@ -70,7 +70,7 @@ from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
-from services.scheduler.domains import PlacementVersions
+from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
     PendingPods,
     hold_assumptions,
@@ -300,7 +300,9 @@ class BatchScheduler:
                 continue
             attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
-            if answer.versions:
+            if answer.keys:  # pods it knew nothing of: read their keys' domains too
+                self.versions.watched.update(answer.keys)
+            if answer.versions or answer.keys:
                 outcome.domain_conflicts += 1
                 moved.update(answer.versions)
             elif answer.status == "conflict":
@@ -312,7 +314,7 @@ class BatchScheduler:
             elif attempt.conflicts < self._max_retries:
                 attempt.conflicts += 1
                 attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
-                if not answer.versions:  # a refresh follows a domain conflict
+                if not (answer.versions or answer.keys):  # a refresh follows a domain conflict
                     self._snapshot.correct_usage(attempt.node, answer.usage)
                 retry.append(attempt)
             else:
@@ -339,6 +341,7 @@ class BatchScheduler:
         before it in the same call) and those its placement touches."""
         listers = self._snapshot.listers
         versions = self.versions
+        watched = frozenset(versions.watched)
         ahead: dict[str, int] = {}
         reservations = []
         for a in reserving:
@@ -361,6 +364,8 @@ class BatchScheduler:
                     checked=a.framework.checked_resources(a.pod),
                     reads=reads,
                     touches=a.touches,
+                    watched=watched,
+                    keys=tuple(anti_affinity_keys(a.pod.pod)),
                 )
             )
         return reservations

@@ -65,6 +65,7 @@ def batch_scheduler(
         max_conflict_retries=retries,
         catch_up=catch_up,
     )
+    scheduler.versions.watch(pending)  # as the service's load does
     return scheduler, pods
 
 

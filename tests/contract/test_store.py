@@ -281,6 +281,29 @@ async def test_placement_versions(
     assert await store.domain_versions() == after
 
 
+async def test_a_decision_that_knew_no_placed_anti_affinity_key_is_refused(
+    store: ClusterStore,
+) -> None:
+    """A pod with required anti-affinity on ``zone`` was placed: a decision whose
+    replica knew of no such key read no zone domain, so it may break that pod's terms."""
+    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.set_leases({f"uid-{n}": 1 for n in "pqr"})
+    anti = dataclasses.replace(placed("p", "n1", touches=(ZONE_A,)), keys=("zone",))
+    assert (await assume_one(store, anti)).status == "assumed"
+    blind = dataclasses.replace(placed("q", "n2", {N1: 0}), watched=frozenset({"host"}))
+    refused = await assume_one(store, blind)
+    assert (refused.status, refused.keys, dict(refused.versions)) == (
+        "conflict",
+        ("zone",),
+        {N1: 0},
+    )
+    assert refused.reason == "pods with required anti-affinity on zone placed"
+    knowing = dataclasses.replace(blind, watched=frozenset({"host", "zone"}))
+    assert (await assume_one(store, knowing)).status == "assumed"
+    unchecked = placed("r", "n2")  # watched None: not checked
+    assert (await assume_one(store, unchecked)).status == "assumed"
+
+
 async def test_placement_versions_are_shared_by_every_client(clients: Clients) -> None:
     one, two = clients.open(), clients.open()
     await one.apply([node(1, "n1", cpu=1000, pods=10)])

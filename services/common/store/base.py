@@ -117,6 +117,12 @@ class Reservation:
     touches: tuple[str, ...] = ()
     """Domains whose version the placement raises by one (also when the same
     reservation is assumed again)."""
+    watched: frozenset[str] | None = None
+    """The topology keys of required anti-affinity the decision knew of (the keys its
+    reads cover for the pods already placed): the store refuses the reservation when
+    a pod with required anti-affinity on another key was placed. None: unchecked."""
+    keys: tuple[str, ...] = ()
+    """The topology keys of the pod's own required anti-affinity, recorded on assume."""
 
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
@@ -134,8 +140,11 @@ class AssumeResult:
     usage: Mapping[str, int] = field(default_factory=dict)
     reason: str = ""
     versions: Mapping[str, int] = field(default_factory=dict)
-    """For a conflict on ``Reservation.reads``: every read domain's current version
-    (the caller may expect them once its snapshot holds what the store holds)."""
+    """For a conflict on ``Reservation.reads`` (or ``watched``): every read domain's
+    current version (the caller may expect them once its snapshot holds what the
+    store holds)."""
+    keys: tuple[str, ...] = ()
+    """For a conflict on ``Reservation.watched``: the keys placed it did not know of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,12 +292,15 @@ class ClusterStore(Protocol):
         in order: ``conflict`` when the node is gone, a resource of
         ``Reservation.checked`` no longer fits (``usage``), or a domain of
         ``Reservation.reads`` has another version (``versions``; reason
-        ``placements changed in <domain>``), else the whole request is charged and
-        every domain of ``Reservation.touches`` raised by one. Once one reservation of
-        the call is refused (``conflict`` or ``stale``), every later one that reads a
-        domain is refused too (``conflict``, reason :data:`VOIDED`, the current
-        ``versions`` of its reads): its decision was taken with the refused pod in its
-        snapshot, and its expected versions count that pod's placement.
+        ``placements changed in <domain>``), or a pod with required anti-affinity on a
+        topology key not in ``Reservation.watched`` was placed (``keys``, and the
+        ``versions`` of the reads), else the whole request is charged, every domain
+        of ``Reservation.touches`` raised by one and ``Reservation.keys`` recorded.
+        Once one reservation of the call is refused (``conflict`` or ``stale``), every
+        later one that reads a domain is refused too (``conflict``, reason
+        :data:`VOIDED`, the current ``versions`` of its reads): its decision was taken
+        with the refused pod in its snapshot, and its expected versions count that
+        pod's placement.
         Re-assuming the same (uid, node, attempt) returns ``assumed`` again without
         charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""

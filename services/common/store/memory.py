@@ -58,6 +58,8 @@ class _Data:
         self.assumed: dict[str, Assumed] = {}
         self.domains: dict[str, int] = {}
         """Placement versions (Reservation.reads and touches)."""
+        self.anti_keys: set[str] = set()
+        """Topology keys of the placed pods' required anti-affinity (Reservation.keys)."""
         self.leases: dict[str, int] = {}
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
@@ -225,6 +227,7 @@ class MemoryStore:
                 return AssumeResult("stale", reason="pod is binding")
             if (current.node, current.attempt) == (r.node, r.attempt) and current.deadline >= now:
                 self._touch(r.touches)
+                self._d.anti_keys.update(r.keys)
                 return AssumeResult("assumed")
             self._release(r.uid)
         if r.node not in swept:  # ``now`` is fixed for the call: one sweep per node is enough
@@ -245,7 +248,13 @@ class MemoryStore:
             versions = {d: domains.get(d, 0) for d in r.reads}
             reason = f"placements changed in {', '.join(sorted(moved))}"
             return AssumeResult("conflict", dict(usage), reason, versions)
+        missing = tuple(sorted(self._d.anti_keys - r.watched)) if r.watched is not None else ()
+        if missing:
+            versions = {d: domains.get(d, 0) for d in r.reads}
+            reason = f"pods with required anti-affinity on {', '.join(missing)} placed"
+            return AssumeResult("conflict", dict(usage), reason, versions, missing)
         self._touch(r.touches)
+        self._d.anti_keys.update(r.keys)
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding
         self._d.assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
         self._charge(r.node, requests, +1)

@@ -283,12 +283,19 @@ class RedisStore:
             checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
             reads = "\n".join(f"{_domain(d)}\n{v}" for d, v in r.reads.items())
             touches = "\n".join(map(_domain, r.touches))
+            watched = "*" if r.watched is None else "\n".join(sorted(r.watched))
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
-            args += [reads, touches]
+            args += [reads, touches, watched, "\n".join(r.keys)]
         replies = await self._run(self._assume, *args)
         return [
-            AssumeResult(_STATUSES[status], _pairs(usage), reason.decode(), _pairs(versions))
-            for status, reason, usage, versions in replies
+            AssumeResult(
+                _STATUSES[status],
+                _pairs(usage),
+                reason.decode(),
+                _pairs(versions),
+                tuple(k.decode() for k in keys),
+            )
+            for status, reason, usage, versions, keys in replies
         ]
 
     @_traced("EVALSHA", "read_hash")

@@ -7,18 +7,19 @@ the pod again, now honouring the constraint. Without the domains the reservation
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
 
 from contracts.k8s import Node, Pod
-from services.common.store import MemoryStore
+from services.common.store import AssumeResult, MemoryStore, Reservation
 from services.framework.api.listers import Listers
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
 from tests.builders import make_pod
-from tests.builders.constraints import anti_affine, grouped, ported, rwop, rwop_objects, spread
+from tests.builders.constraints import WEB, anti_affine, grouped, ported, rwop, rwop_objects, spread
 from tests.builders.constraints import zoned_node as node
 from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
 from tests.builders.volumes import inline_volume
@@ -82,6 +83,7 @@ def replica(store: MemoryStore, case: Case, *, guarded: bool) -> BatchScheduler:
     scheduler, _ = batch_scheduler(snapshot, store, case.pending)
     if not guarded:  # the mutation: decisions read no domain
         scheduler.versions = Blind()
+        scheduler.versions.watch(case.pending)
     return scheduler
 
 
@@ -126,3 +128,35 @@ async def test_one_replica_alone_is_never_refused() -> None:
     assert (first.domain_conflicts, second.domain_conflicts) == (0, 0)
     nodes = {b.node for b in first.binds + second.binds}
     assert len(nodes) == 2
+
+
+class Unchecked(MemoryStore):
+    """The mutation: the store is not told which anti-affinity keys a decision knew."""
+
+    async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
+        unchecked = [dataclasses.replace(r, watched=None) for r in reservations]
+        return await super().assume(unchecked, now)
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+async def test_a_replica_that_never_saw_an_anti_affine_pod_learns_its_key(guarded: bool) -> None:
+    """The second replica's feed is behind: it has not watched ``a`` (required
+    anti-affinity to app=web on the hostname), so its decision for ``b`` (app=web, no
+    constraint of its own) reads no hostname domain. The store knows a pod with
+    anti-affinity on the hostname was placed: the reservation is refused, the replica
+    reads that key from then on and finds ``a`` on the only node."""
+    case = Case([node("n1")], (anti_affine("a"), make_pod("b", labels=WEB)))
+    store = MemoryStore() if guarded else Unchecked()
+    await store_node(store, case.nodes[0])
+    await store.set_leases({p.metadata.uid or "": 1 for p in case.pending})
+    first, second = (replica(store, case, guarded=True) for _ in range(2))
+    second.versions.watched.clear()  # a's entry not applied yet: its key unknown
+    won = await first.run([schedule_request(case.pending[0])])
+    raced = await second.run([schedule_request(case.pending[1])])
+    assert [b.name for b in won.binds] == ["a"]
+    if guarded:
+        assert (raced.binds, raced.domain_conflicts) == ([], 2)  # the key, then hostname=n1
+        [failure] = raced.failures
+        assert failure.result.outcome == "unschedulable", failure.result.message
+    else:
+        assert [b.name for b in raced.binds] == ["b"]  # a violation the store let through
