@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
+from contracts.k8s import Node
 from contracts.messages import (
     AttemptResult,
     BindRequest,
@@ -343,17 +344,19 @@ class BatchScheduler:
         versions = self.versions
         watched = frozenset(versions.watched)
         ahead: dict[str, int] = {}
+        before: list[Node] = []
         reservations = []
         for a in reserving:
             node = self._snapshot.node(a.node)
             reads: dict[str, int] = {}
             if node is not None:
                 first = a.state.first_of_group
-                read = versions.reads(a.pod.pod, node, listers, first_of_group=first)
+                read = versions.reads(a.pod.pod, node, listers, first_of_group=first, before=before)
                 reads = versions.expected(read, ahead)
                 a.touches = versions.touches(a.pod.pod, node, listers)
                 for domain in a.touches:
                     ahead[domain] = ahead.get(domain, 0) + 1
+                before.append(node)
             reservations.append(
                 Reservation(
                     uid=a.pod.uid,

@@ -31,11 +31,12 @@ placement the store counted in ``d``:
   placements the store committed, nothing else: versions only grow, so any placement
   of another replica leaves ``known`` behind and the next read of that domain is
   refused. Reservations of one ``assume`` call expect the touches of those before them
-  in the call; the store refuses every later one that read a domain once one is
-  refused (``VOIDED``), so no expected touch is one that never happened (it could
+  in the call; the store refuses every later one that read a domain a refused one
+  touched (``VOIDED``), so no expected touch is one that never happened (it could
   otherwise stand in for another replica's placement: issue 27), and no decision
-  taken with a refused pod in its snapshot (a spread minimum, a group's first pod)
-  commits.
+  that counted a refused pod (a group it joined, a first pod of a group, a spread
+  minimum) commits. A decision the refused pod only made stricter (anti-affinity,
+  ports, volumes, resources) stands.
 - *Hold until the store lets go.* A snapshot drops an assumption (its own or another
   replica's) only when the store no longer holds it live: on its deadline the replica
   asks the store (``BatchScheduler.expire``), which keeps binding pods, and a binder
@@ -66,7 +67,9 @@ What a pod's decision reads (:meth:`PlacementVersions.reads`), constraint by con
   symmetric), so nothing to read.
 - ``DoNotSchedule`` spread: the node's domain of each constraint's key. The skew is the
   chosen domain's count plus one minus the minimum: a placement in the chosen domain
-  raises it (read), one elsewhere can only raise the minimum. ``minDomains`` (fewer
+  raises it (read), one elsewhere can only raise the minimum. Only a pod taken away
+  lowers it: one reserved before it in the same call and refused, so it also reads
+  the domains of those pods' nodes (the store voids it with them). ``minDomains`` (fewer
   eligible domains than it asks: the minimum is 0) and the node inclusion policies
   (which nodes' domains count) depend on nodes, not on placements.
 - Resources and the pod count (NodeResourcesFit): checked by the store itself, for the
@@ -137,6 +140,15 @@ def pod_topology_keys(pod: Pod) -> set[str]:
     )
     keys.discard("")
     return keys
+
+
+def spread_keys(pod: Pod) -> set[str]:
+    """The topology keys of the pod's ``DoNotSchedule`` spread constraints."""
+    return {
+        c.topology_key
+        for c in pod.spec.topology_spread_constraints
+        if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key
+    }
 
 
 def anti_affinity_keys(pod: Pod) -> Iterable[str]:
@@ -213,16 +225,28 @@ class PlacementVersions:
                 self.watched.update(anti_affinity_keys(pod))
 
     def reads(
-        self, pod: Pod, node: Node, listers: Listers, *, first_of_group: bool = False
+        self,
+        pod: Pod,
+        node: Node,
+        listers: Listers,
+        *,
+        first_of_group: bool = False,
+        before: Iterable[Node] = (),
     ) -> list[str]:
         """The domains the decision to place ``pod`` on ``node`` depended on;
-        ``first_of_group``: its required pod affinity was waived (see the module)."""
+        ``first_of_group``: its required pod affinity was waived (see the module);
+        ``before``: the nodes of the pods reserved before it in the same store call
+        (each in its snapshot: one refused would lower a spread minimum it counted)."""
         labels = node.metadata.labels
-        domains = [
+        read = {
             label_domain(key, labels[key])
-            for key in sorted((pod_topology_keys(pod) | self.watched) & labels.keys())
-            if "\n" not in key + labels[key]
-        ]
+            for key in (pod_topology_keys(pod) | self.watched) & labels.keys()
+        }
+        spread = spread_keys(pod)
+        for other in before if spread else ():
+            theirs = other.metadata.labels
+            read.update(label_domain(key, theirs[key]) for key in spread & theirs.keys())
+        domains = sorted(d for d in read if "\n" not in d)
         if uses_host_ports(pod) or uses_node_volumes(pod):
             domains.append(node_domain(node.metadata.name))
         domains += exclusive_claims(pod, listers)

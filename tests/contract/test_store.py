@@ -238,17 +238,19 @@ PLACEMENT_VERSIONS: dict[
     ),
     # Another replica placed r; p counted nothing there, q counted p: were q checked
     # alone, r would stand in for the refused p.
-    "a refusal voids the later reservations of the call that read a domain": (
+    "a refusal voids the later reservations of the call that read a domain it touched": (
         [[placed("r", "n1", touches=(ZONE_A,))],
          [placed("p", "n2", {ZONE_A: 0}, (ZONE_A,)), placed("q", "n2", {ZONE_A: 1}, (ZONE_A,))]],
         ["assumed", "conflict", "conflict"], VOIDED, {ZONE_A: 1}, {ZONE_A: 1},
     ),
-    "a refusal leaves the later reservations that read nothing": (
-        [[placed("p", "n1", {ZONE_A: 5}, (ZONE_A,)), placed("q", "n2", touches=(ZONE_B,))]],
-        ["conflict", "assumed"], "", {}, {ZONE_B: 1},
+    "a refusal leaves the later reservations that read nothing it touched": (
+        [[placed("p", "n1", {ZONE_A: 5}, (ZONE_A,)), placed("q", "n2", touches=(ZONE_B,)),
+          placed("r", "n2", {ZONE_B: 1, N1: 0})]],
+        ["conflict", "assumed", "assumed"], "", {}, {ZONE_B: 1},
     ),
     "a stale reservation voids the later ones too": (
-        [[dataclasses.replace(placed("p", "n1"), attempt=9), placed("q", "n2", {ZONE_B: 0})]],
+        [[dataclasses.replace(placed("p", "n1", touches=(ZONE_B,)), attempt=9),
+          placed("q", "n2", {ZONE_B: 0})]],
         ["stale", "conflict"], VOIDED, {ZONE_B: 0}, {},
     ),
     "resources are checked first": (

@@ -313,24 +313,33 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
   return {'assumed', '', {}, {}, {}}
 end
 
--- A refusal voids every later decision of the call that read a domain: it was taken
--- with the refused pod in its snapshot (and its expected versions count it).
+-- A refusal voids every later decision of the call that read a domain it touched: it
+-- was taken with the refused pod in its snapshot, and its expected versions count it.
 local function voided(node, reads)
   local usage = redis.call('HGETALL', P .. 'usage:' .. node)
   return {'conflict', 'an earlier reservation of the same call was refused', usage,
           current(reads), {}}
 end
 
+local function depends(reads, gone)
+  for d in string.gmatch(reads, '([^\\n]+)\\n[^\\n]+') do
+    if gone[d] then return true end
+  end
+  return false
+end
+
 local out = {}
 local i = 5
-local refused = false
+local gone = {}
 for k = 1, tonumber(ARGV[4]) do
-  if refused and ARGV[i + 6] ~= '' then
+  if depends(ARGV[i + 6], gone) then
     out[k] = voided(ARGV[i + 1], ARGV[i + 6])
   else
     out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
                     ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9])
-    refused = refused or out[k][1] ~= 'assumed'
+  end
+  if out[k][1] ~= 'assumed' then
+    for d in string.gmatch(ARGV[i + 7], '[^\\n]+') do gone[d] = true end
   end
   i = i + 10
 end

@@ -297,7 +297,7 @@ class ClusterStore(Protocol):
         ``versions`` of the reads), else the whole request is charged, every domain
         of ``Reservation.touches`` raised by one and ``Reservation.keys`` recorded.
         Once one reservation of the call is refused (``conflict`` or ``stale``), every
-        later one that reads a domain is refused too (``conflict``, reason
+        later one that reads a domain it touches is refused too (``conflict``, reason
         :data:`VOIDED`, the current ``versions`` of its reads): its decision was taken
         with the refused pod in its snapshot, and its expected versions count that
         pod's placement.

@@ -204,16 +204,18 @@ class MemoryStore:
         self._guard()
         swept: set[str] = set()
         results: list[AssumeResult] = []
-        refused = False
+        gone: set[str] = set()
+        """Domains touched by the refused reservations of this call."""
         for r in reservations:
-            if refused and r.reads:  # decided with the refused pod in its snapshot
+            if gone.intersection(r.reads):  # decided with a refused pod in its snapshot
                 domains = self._d.domains
                 usage = dict(self._d.usage.get(r.node, {}))
                 versions = {d: domains.get(d, 0) for d in r.reads}
                 results.append(AssumeResult("conflict", usage, VOIDED, versions))
-                continue
-            results.append(self._assume_one(r, now, swept))
-            refused = refused or results[-1].status != "assumed"
+            else:
+                results.append(self._assume_one(r, now, swept))
+            if results[-1].status != "assumed":
+                gone.update(r.touches)
         return results
 
     def _assume_one(self, r: Reservation, now: float, swept: set[str]) -> AssumeResult:

@@ -10,16 +10,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from contracts.k8s import Node, Pod
+from contracts.k8s import Node, Pod, Toleration
 from services.common.store import AssumeResult, MemoryStore, Reservation
-from services.framework.api.listers import Listers
 from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.domains import PlacementVersions
 from tests.builders import make_pod
-from tests.builders.constraints import WEB, anti_affine, grouped, ported, rwop, rwop_objects, spread
+from tests.builders.constraints import (
+    WEB,
+    anti_affine,
+    grouped,
+    ported,
+    rwop,
+    rwop_objects,
+    spread,
+    with_spec,
+)
 from tests.builders.constraints import zoned_node as node
 from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
 from tests.builders.volumes import inline_volume
@@ -34,9 +43,7 @@ def with_disk(name: str) -> Pod:
 class Blind(PlacementVersions):
     """Decisions that read no domain: the store checks resources only."""
 
-    def reads(
-        self, pod: Pod, node: Node, listers: Listers, *, first_of_group: bool = False
-    ) -> list[str]:
+    def reads(self, *args: Any, **kwargs: Any) -> list[str]:
         return []
 
 
@@ -160,3 +167,25 @@ async def test_a_replica_that_never_saw_an_anti_affine_pod_learns_its_key(guarde
         assert failure.result.outcome == "unschedulable", failure.result.message
     else:
         assert [b.name for b in raced.binds] == ["b"]  # a violation the store let through
+
+
+async def test_a_spread_decision_that_counted_a_refused_pod_of_its_batch_is_voided() -> None:
+    """Zones z1 (empty), z2 and z3 (one pod each), maxSkew 1. In one batch ``j`` goes to
+    z1, then ``k`` (n1 and n3 are tainted for it, still counted) to z2: skew 1 with
+    ``j`` counted. ``j``'s reservation is refused (its lease is stale), so z1 stays
+    empty and ``k`` in z2 would make the skew 2: ``k`` read z1 (its batch-mate's
+    domain), so the store voids it with ``j``, and scheduled again it fits nowhere."""
+    nodes = [node("n1", "z1", tainted=True), node("n2", "z2"), node("n3", "z3", tainted=True)]
+    tolerates = Toleration(key="dedicated", operator="Equal", value="other", effect="NoSchedule")
+    j = with_spec(spread("j"), tolerations=[tolerates])
+    k = spread("k")
+    cache = loaded_cache(nodes, [spread("old2", "n2"), spread("old3", "n3")])
+    store = MemoryStore()
+    for n in nodes:
+        await store_node(store, n)
+    await store.set_leases({"default-j-uid": 2, "default-k-uid": 1})  # j's attempt 1: stale
+    scheduler, _ = batch_scheduler(cache, store, [j, k])
+    outcome = await scheduler.run([schedule_request(j), schedule_request(k)])
+    assert outcome.binds == []
+    results = {f.request.name: f.result.outcome for f in outcome.failures}
+    assert results == {"j": "stale", "k": "unschedulable"}
