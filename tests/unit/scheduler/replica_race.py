@@ -8,7 +8,8 @@ into batches for the replicas), the binder (claims reservations at the replicas'
 time and has Bindings recorded at random moments) and the informer (the log, the
 store's projection).
 Every store call of a replica or the binder first yields to the loop 0-3 times, so
-decisions, commits and bindings interleave differently for each ``random.Random``.
+decisions, commits and bindings interleave differently for each ``random.Random``; now
+and then time jumps (one fake clock for all), past some reservations' deadlines.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class Race:
         rng: random.Random,
     ) -> None:
         self.rng = rng
+        self.clock = FakeClock()
+        """Every replica's and the binder's."""
         self.store = MemoryStore()
         self.shared = Interleaved(self.store, rng)
         self._nodes, self._objects = nodes, objects
@@ -106,6 +109,7 @@ class Race:
             framework=framework,
             retries=3,
             catch_up=caught_up,
+            clock=self.clock,
         )
         return scheduler
 
@@ -127,9 +131,15 @@ class Race:
             for uid, a in assumed.items()
             if self.rng.random() < share
         ]
-        granted = await self.shared.begin_bind(claims, FakeClock().now()) if claims else []
+        for _ in range(self.rng.randrange(4)):
+            await asyncio.sleep(0)
+        # Read the clock in the same step as the claim, as a binder does within its
+        # call (a jump of the fake clock meanwhile would be a skew of 30 s).
+        granted = await self.store.begin_bind(claims, self.clock.now()) if claims else []
         for claim, ok in zip(claims, granted, strict=True):
-            if ok:
+            if not ok:  # expired before the binder came: the queue tries it again
+                self.pending.add(claim.uid)
+            else:
                 pod = self.pods[claim.uid]
                 spec = msgspec.structs.replace(pod.spec, node_name=claim.node)
                 await self._record(msgspec.structs.replace(pod, spec=spec))
@@ -150,6 +160,9 @@ class Race:
 
         async def serve(scheduler: BatchScheduler, mine: list[list[str]]) -> None:
             for batch in mine:
+                if self.rng.random() < 0.2:  # a slow moment: past the 30 s of some
+                    self.clock.step(self.rng.choice([5.0, 20.0, 31.0]))
+                await scheduler.expire(self.clock.now())  # as the service does first
                 seq = len(self._log)
                 requests = [schedule_request(self.pods[u], self._attempts[u], seq) for u in batch]
                 outcome = await scheduler.run(requests)
