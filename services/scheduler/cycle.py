@@ -89,6 +89,11 @@ from services.scheduler.outcome import (
 )
 
 PREEMPTION = "DefaultPreemption"
+EXPIRY_GRACE = 5.0
+"""Seconds a replica keeps an assumption past its deadline before it asks the store
+whether it is gone: a binder's claim (``begin_bind``, refused past the deadline) reads
+the binder's clock a little before the store runs it, and the processes' clocks may
+differ by as much."""
 
 
 @dataclass(slots=True)
@@ -374,11 +379,12 @@ class BatchScheduler:
         return reservations
 
     async def expire(self, now: float) -> None:
-        """Forget the assumptions past their deadline the way the store does: one the
-        store holds as binding stays (until its Binding is in the log), one it no
-        longer holds or holds past its deadline goes (no binder may claim it any more).
-        A deadline alone never removes a pod the placement versions count."""
-        if self._snapshot.has_expired(now):
+        """Forget the assumptions past their deadline (and :data:`EXPIRY_GRACE`) the way
+        the store does: one the store holds as binding stays (until its Binding is in
+        the log), one it no longer holds or holds past its deadline goes (no binder may
+        claim it any more). A deadline alone never removes a pod the placement
+        versions count."""
+        if self._snapshot.has_expired(now - EXPIRY_GRACE):
             await self._refresh({}, now)
 
     async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
@@ -386,11 +392,12 @@ class BatchScheduler:
         by the store before this): every replica's live assumptions, and the log up to
         the store's applied seq (read after them, so a pod bound in between is in one or
         the other). Assumptions this snapshot holds that the store no longer does (or
-        holds past their deadline at ``now``, default the clock's) are dropped. If the
-        snapshot cannot catch up in time, nothing changes and nothing is expected: the
-        next reservation reading those domains is refused again."""
-        now = self._clock.now() if now is None else now
-        assumed = {u: a for u, a in (await self._store.assumed()).items() if a.deadline >= now}
+        holds past their deadline and the grace at ``now``, default the clock's) are
+        dropped. If the snapshot cannot catch up in time, nothing changes and nothing
+        is expected: the next reservation reading those domains is refused again."""
+        held_since = (self._clock.now() if now is None else now) - EXPIRY_GRACE
+        stored = await self._store.assumed()
+        assumed = {u: a for u, a in stored.items() if a.deadline >= held_since}
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return

@@ -38,10 +38,19 @@ placement the store counted in ``d``:
   minimum) commits. A decision the refused pod only made stricter (anti-affinity,
   ports, volumes, resources) stands.
 - *Hold until the store lets go.* A snapshot drops an assumption (its own or another
-  replica's) only when the store no longer holds it live: on its deadline the replica
-  asks the store (``BatchScheduler.expire``), which keeps binding pods, and a binder
-  never claims an assumption past its deadline (``begin_bind``). Replicas and binders
-  read wall clocks; they must agree to well within the assumption TTL.
+  replica's) only when the store no longer holds it live: some seconds past its
+  deadline (``EXPIRY_GRACE``) the replica asks the store (``BatchScheduler.expire``),
+  which keeps binding pods, and a binder never claims an assumption past its deadline
+  (``begin_bind``). Replicas and binders read wall clocks; they must agree to within
+  that grace.
+
+A placement that never happens is another matter, for one replica as for upstream's
+scheduler: a decision that counted an assumed pod whose Permit was then rejected,
+whose binding failed or whose reservation expired before a binder claimed it
+stands. Where the verdict only got stricter for that pod (anti-affinity, ports,
+volumes, resources) nothing is lost; a spread minimum or a group it counted may not
+hold in the end. Reservations expire only when no binder claims them for their TTL
+(30 s): a binder down or far behind.
 - *Know the keys.* The symmetric anti-affinity check reads the domains of the topology
   keys of every pod this replica has seen (``watched``). A reservation names those keys;
   the store refuses it when a pod with required anti-affinity on another key was placed

@@ -59,8 +59,13 @@ class Race:
         pods: Sequence[Pod],
         objects: Mapping[str, Sequence[Any]],
         rng: random.Random,
+        *,
+        jumps: Sequence[float] = (5.0, 20.0),
     ) -> None:
+        """``jumps``: how far the clock may jump between two batches of a replica
+        (reservations live 30 s)."""
         self.rng = rng
+        self._jumps = jumps
         self.clock = FakeClock()
         """Every replica's and the binder's."""
         self.store = MemoryStore()
@@ -72,6 +77,8 @@ class Race:
         self._log: list[PodEntry | None] = []
         """Entry seq - 1 (None: a node or another object, loaded with each snapshot)."""
         self.replicas: list[BatchScheduler] = []
+        self.expired = 0
+        """Reservations the binder found expired (their pods went back to the queue)."""
 
     async def start(self, replicas: int) -> None:
         kinds = [("node", n) for n in self._nodes]
@@ -139,6 +146,7 @@ class Race:
         for claim, ok in zip(claims, granted, strict=True):
             if not ok:  # expired before the binder came: the queue tries it again
                 self.pending.add(claim.uid)
+                self.expired += 1
             else:
                 pod = self.pods[claim.uid]
                 spec = msgspec.structs.replace(pod.spec, node_name=claim.node)
@@ -160,8 +168,8 @@ class Race:
 
         async def serve(scheduler: BatchScheduler, mine: list[list[str]]) -> None:
             for batch in mine:
-                if self.rng.random() < 0.2:  # a slow moment: past the 30 s of some
-                    self.clock.step(self.rng.choice([5.0, 20.0, 31.0]))
+                if self._jumps and self.rng.random() < 0.2:  # a slow moment
+                    self.clock.step(self.rng.choice(self._jumps))
                 await scheduler.expire(self.clock.now())  # as the service does first
                 seq = len(self._log)
                 requests = [schedule_request(self.pods[u], self._attempts[u], seq) for u in batch]

@@ -1,12 +1,14 @@
 """An assumption leaves a replica's snapshot when it leaves the store, never on its
 deadline alone: the placement versions count it until then (scheduler.domains). A
 pod the binder began binding before the deadline stays until its Binding is in the
-log; one nobody claimed goes, and no binder may claim it any more."""
+log; one nobody claimed goes (a grace later: a binder's claim reads its clock a little
+before the store runs it), and no binder may claim it any more."""
 
 from __future__ import annotations
 
 from services.common.clock import FakeClock
 from services.common.store import BindClaim, MemoryStore
+from services.scheduler.cycle import EXPIRY_GRACE
 from tests.builders import make_pod
 from tests.builders.constraints import zoned_node
 from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
@@ -25,8 +27,12 @@ async def test_a_binding_pod_outlives_its_deadline_and_an_unclaimed_one_does_not
     binding, unclaimed = (p.metadata.uid or "" for p in pods)
     assert await store.begin_bind([BindClaim(binding, "n1", 1)], clock.now()) == [True]
 
-    clock.step(31)  # past both deadlines (30 s); the Binding is not in the log yet
+    clock.step(31)  # past both deadlines (30 s), within the grace
     await scheduler.expire(clock.now())
-    assert (cache.assumed_node(binding), cache.assumed_node(unclaimed)) == ("n1", None)
+    assert (cache.assumed_node(binding), cache.assumed_node(unclaimed)) == ("n1", "n1")
     assert await store.begin_bind([BindClaim(unclaimed, "n1", 1)], clock.now()) == [False]
     assert set(await store.assumed()) == {binding}
+
+    clock.step(EXPIRY_GRACE)  # the Binding is not in the log yet
+    await scheduler.expire(clock.now())
+    assert (cache.assumed_node(binding), cache.assumed_node(unclaimed)) == ("n1", None)
