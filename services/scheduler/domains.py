@@ -50,7 +50,9 @@ whose binding failed or whose reservation expired before a binder claimed it
 stands. Where the verdict only got stricter for that pod (anti-affinity, ports,
 volumes, resources) nothing is lost; a spread minimum or a group it counted may not
 hold in the end. Reservations expire only when no binder claims them for their TTL
-(30 s): a binder down or far behind.
+(30 s): a binder down or far behind. Nor are pods bound outside ksched (published with
+``spec.nodeName``) placements of a replica: they raise no version, and a decision taken
+before the feed shows one races with it as upstream's races with another scheduler.
 - *Know the keys.* The symmetric anti-affinity check reads the domains of the topology
   keys of every pod this replica has seen (``watched``). A reservation names those keys;
   the store refuses it when a pod with required anti-affinity on another key was placed
