@@ -26,7 +26,8 @@ plus ``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
 modes, ``"peak_rss_mb"``: each process's peak resident memory (``VmHWM``, read from
 ``/proc`` just before it is stopped; also printed one line per process; ``bench`` is the
 client), ``"messages_published"`` and ``"deliveries_per_pod"`` (bench.services), plus
-in services mode ``"replicas"``, ``"assume_conflicts"`` and ``"domain_conflicts"``,
+in services mode ``"replicas"``, ``"assume_conflicts"``, ``"domain_conflicts"`` and
+``"violations"`` (hard constraints broken in the final state, each also on stderr),
 plus ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn objects
 created) and ``"churn_events"`` (churn watch events published) for a workload with
 churn. ``ksched bench QueueOps [--pods N]`` prints instead what the

@@ -194,7 +194,8 @@ def _notes(entry: Entry, report: dict[str, Any]) -> str:
     if report.get("replicas", 1) != 1:
         notes.append(
             f"{report['replicas']} replicas: {report.get('assume_conflicts', 0)} assume, "
-            f"{report.get('domain_conflicts', 0)} domain conflicts"
+            f"{report.get('domain_conflicts', 0)} domain conflicts, "
+            f"{report.get('violations', '?')} violations"
         )
     if "churn_events" in report:
         notes.append(f"{report['churn_events']} churn events")

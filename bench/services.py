@@ -9,6 +9,9 @@ the messages published to the broker during it are the growth of every process's
 after: bench.scrape) plus the bench client's own publishes. ``replicas``: that many
 scheduler processes, ``--replica sched-<i>``; their ``ksched_store_assume_conflicts_total``
 and ``ksched_store_domain_conflicts_total`` are read just before they are stopped.
+Before that, the final state the store holds is judged (:func:`final_violations`):
+``violations`` counts the broken hard constraints, each printed on stderr; 0 is the only
+passing answer.
 
 SIGTERM stops a run as it stops a service: the processes are stopped, the namespace is
 removed, and the command ends with exit 143 and one line (:class:`SigtermStop`); a
@@ -53,7 +56,9 @@ from services.cli.errors import Terminated
 from services.cli.manifests import Document
 from services.common.bus import Delivery, Message, open_bus
 from services.common.settings import ENV, Settings
-from services.common.store import open_store
+from services.common.store import ClusterStore, open_store
+from services.framework.config.load import load_config
+from services.framework.verify import Violation, store_violations
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
 READY_WITHIN = 300.0
@@ -172,6 +177,8 @@ async def bench_services(
         started = await measure(timings, publish, workload, pods, churn, rate)
         after = await endpoints.settled()
         client_sent = client_published - client_before
+        if not passthrough:
+            found = await final_violations(store, workload)
         peaks = {name: peak_rss_mb(c.pid) for name, c in children.items()}
     except asyncio.CancelledError:
         if not stop.received:
@@ -204,6 +211,13 @@ async def bench_services(
         report["replicas"] = replicas
         report["assume_conflicts"] = int(total(after, ASSUME_CONFLICTS))
         report["domain_conflicts"] = int(total(after, DOMAIN_CONFLICTS))
+        report["violations"] = len(found)
+        for violation in found[:SHOWN_VIOLATIONS]:
+            print(f"violation: {violation}", file=sys.stderr)
+        print(
+            f"violations: {len(found)} (the final state, services.framework.verify)",
+            file=sys.stderr,
+        )
     peaks["bench"] = peak_rss_mb(os.getpid())
     report["peak_rss_mb"] = peaks
     if not settings.binder.scheduled_events and not passthrough:
@@ -212,6 +226,22 @@ async def bench_services(
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)
     return with_churn(report, churn)
+
+
+SHOWN_VIOLATIONS = 20
+"""Violations printed one per line on stderr (all are counted in the report)."""
+
+
+async def final_violations(store: ClusterStore, workload: Workload) -> list[Violation]:
+    """Every hard constraint broken in the final state: once no reservation is left
+    (every Binding is in the store's projection), the bound pods judged by the
+    workload's profiles (services.framework.verify)."""
+    async with asyncio.timeout(READY_WITHIN):
+        while await store.assumed():  # noqa: ASYNC110 (a Redis state, not an event)
+            await asyncio.sleep(0.05)
+    config = workload.scheduler_config
+    profiles = None if config is None else load_config(config).profiles
+    return await store_violations(store, profiles)
 
 
 class SigtermStop:

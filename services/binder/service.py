@@ -230,7 +230,7 @@ class BinderService:
                 failing.append((cycle, _permit_status(record)))
         claims = [BindClaim(c.request.uid, c.request.node, c.request.attempt) for c in binding]
         try:
-            granted = await self._store.begin_bind(claims) if claims else []
+            granted = await self._store.begin_bind(claims, self._clock.now()) if claims else []
         except StoreLost as lost:  # the reservations went with the store: retried
             log.warning("not binding %d pods: %s", len(claims), lost)
             granted = [False] * len(claims)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
+from contracts.k8s import Node
 from contracts.messages import (
     AttemptResult,
     BindRequest,
@@ -70,7 +71,7 @@ from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.result import ScheduleResult
-from services.scheduler.domains import PlacementVersions
+from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
     PendingPods,
     hold_assumptions,
@@ -88,6 +89,11 @@ from services.scheduler.outcome import (
 )
 
 PREEMPTION = "DefaultPreemption"
+EXPIRY_GRACE = 5.0
+"""Seconds a replica keeps an assumption past its deadline before it asks the store
+whether it is gone: a binder's claim (``begin_bind``, refused past the deadline) reads
+the binder's clock a little before the store runs it, and the processes' clocks may
+differ by as much."""
 
 
 @dataclass(slots=True)
@@ -300,7 +306,9 @@ class BatchScheduler:
                 continue
             attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
             self._snapshot.forget(attempt.pod.uid)
-            if answer.versions:
+            if answer.keys:  # pods it knew nothing of: read their keys' domains too
+                self.versions.watched.update(answer.keys)
+            if answer.versions or answer.keys:
                 outcome.domain_conflicts += 1
                 moved.update(answer.versions)
             elif answer.status == "conflict":
@@ -312,7 +320,7 @@ class BatchScheduler:
             elif attempt.conflicts < self._max_retries:
                 attempt.conflicts += 1
                 attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
-                if not answer.versions:  # a refresh follows a domain conflict
+                if not (answer.versions or answer.keys):  # a refresh follows a domain conflict
                     self._snapshot.correct_usage(attempt.node, answer.usage)
                 retry.append(attempt)
             else:
@@ -339,18 +347,21 @@ class BatchScheduler:
         before it in the same call) and those its placement touches."""
         listers = self._snapshot.listers
         versions = self.versions
+        watched = frozenset(versions.watched)
         ahead: dict[str, int] = {}
+        before: list[Node] = []
         reservations = []
         for a in reserving:
             node = self._snapshot.node(a.node)
             reads: dict[str, int] = {}
             if node is not None:
                 first = a.state.first_of_group
-                read = versions.reads(a.pod.pod, node, listers, first_of_group=first)
+                read = versions.reads(a.pod.pod, node, listers, first_of_group=first, before=before)
                 reads = versions.expected(read, ahead)
                 a.touches = versions.touches(a.pod.pod, node, listers)
                 for domain in a.touches:
                     ahead[domain] = ahead.get(domain, 0) + 1
+                before.append(node)
             reservations.append(
                 Reservation(
                     uid=a.pod.uid,
@@ -361,18 +372,32 @@ class BatchScheduler:
                     checked=a.framework.checked_resources(a.pod),
                     reads=reads,
                     touches=a.touches,
+                    watched=watched,
+                    keys=tuple(anti_affinity_keys(a.pod.pod)),
                 )
             )
         return reservations
 
-    async def _refresh(self, versions: Mapping[str, int]) -> None:
+    async def expire(self, now: float) -> None:
+        """Forget the assumptions past their deadline (and :data:`EXPIRY_GRACE`) the way
+        the store does: one the store holds as binding stays (until its Binding is in
+        the log), one it no longer holds or holds past its deadline goes (no binder may
+        claim it any more). A deadline alone never removes a pod the placement
+        versions count."""
+        if self._snapshot.has_expired(now - EXPIRY_GRACE):
+            await self._refresh({}, now)
+
+    async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
         """Bring the snapshot up to what the store holds, then expect ``versions`` (read
-        by the store before this): every replica's assumptions, and the log up to the
-        store's applied seq (read after them, so a pod bound in between is in one or
-        the other). Assumptions this snapshot holds that the store no longer does are
-        dropped. If the snapshot cannot catch up in time, nothing is expected: the
-        next reservation reading those domains is refused again."""
-        assumed = await self._store.assumed()
+        by the store before this): every replica's live assumptions, and the log up to
+        the store's applied seq (read after them, so a pod bound in between is in one or
+        the other). Assumptions this snapshot holds that the store no longer does (or
+        holds past their deadline and the grace at ``now``, default the clock's) are
+        dropped. If the snapshot cannot catch up in time, nothing changes and nothing
+        is expected: the next reservation reading those domains is refused again."""
+        held_since = (self._clock.now() if now is None else now) - EXPIRY_GRACE
+        stored = await self._store.assumed()
+        assumed = {u: a for u, a in stored.items() if a.deadline >= held_since}
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
@@ -420,7 +445,7 @@ class BatchScheduler:
         waiting = {b.uid: b for b in outcome.binds if b.permit}
         outcome.binds = [b for b in outcome.binds if not b.permit]
         claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
-        granted = await self._store.begin_bind(claims) if claims else []
+        granted = await self._store.begin_bind(claims, self._clock.now()) if claims else []
         lost = [c.uid for c, ok in zip(claims, granted, strict=True) if not ok]
         if lost:
             self._waiting.discard(lost)

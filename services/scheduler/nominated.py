@@ -125,9 +125,9 @@ __all__ = ["PendingPods", "is_pending", "nominated_pods"]
 
 def hold_assumptions(snapshot: Cache, pending: PendingPods, assumed: Mapping[str, Assumed]) -> None:
     """Count in ``snapshot`` the store's assumptions (any replica's) of pending pods it
-    does not hold bound, or assumed on that node, already (at the store's deadline)."""
+    does not hold bound, at the store's node and deadline (``inf`` once binding)."""
     for uid, held in assumed.items():
-        if snapshot.is_bound(uid) or snapshot.assumed_node(uid) == held.node:
+        if snapshot.is_bound(uid) or snapshot.assumed(uid) == (held.node, held.deadline):
             continue
         info = pending.info(uid)
         if info is not None:

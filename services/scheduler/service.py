@@ -232,11 +232,11 @@ class SchedulerService:
         if not requests:
             return
         began = time.perf_counter()
-        self.cache.expire_assumed(self._clock.now())
         await self._projection.wait_for(max(r.seq for r in requests), within=self._catch_up_timeout)
         applied = self._projection.applied_seq
         ready = [r for r in requests if r.seq <= applied]
         try:
+            await self._cycle.expire(self._clock.now())
             nominated = None
             nominations: dict[str, Nomination] = {}
             if ready:

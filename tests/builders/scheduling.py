@@ -3,13 +3,14 @@ would hand it over, and a BatchScheduler over it (default profile unless given).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import msgspec
 
 from contracts.k8s import Node, Pod
+from contracts.messages import ScheduleRequest
 from services.common.clock import FakeClock
-from services.common.store import ClusterStore
+from services.common.store import ClusterStore, ProjectedEntry
 from services.framework.cache.cache import Cache
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
@@ -43,9 +44,12 @@ def batch_scheduler(
     *,
     framework: Framework | None = None,
     retries: int = 2,
+    catch_up: Callable[[int], Awaitable[bool]] | None = None,
+    clock: FakeClock | None = None,
 ) -> tuple[BatchScheduler, PendingPods]:
     """A BatchScheduler of the ``default-scheduler`` profile (``framework``, else the
-    default profile over ``snapshot``'s listers) with ``pending`` as its pending pods."""
+    default profile over ``snapshot``'s listers) with ``pending`` as its pending pods;
+    ``catch_up`` as BatchScheduler takes it; ``clock`` (default: a FakeClock)."""
     pods = PendingPods()
     pods.load(pending)
     framework = framework or Framework(
@@ -55,9 +59,31 @@ def batch_scheduler(
         snapshot,
         {"default-scheduler": framework},
         store,
-        FakeClock(),
+        clock or FakeClock(),
         pending=pods,
         assume_ttl=30.0,
         max_conflict_retries=retries,
+        catch_up=catch_up,
     )
+    scheduler.versions.watch(pending)  # as the service's load does
     return scheduler, pods
+
+
+def schedule_request(pod: Pod, attempt: int = 1, seq: int = 0) -> ScheduleRequest:
+    """The queue's request to schedule ``pod`` (default profile)."""
+    return ScheduleRequest(
+        uid=pod.metadata.uid or "",
+        namespace=pod.metadata.namespace or "default",
+        name=pod.metadata.name,
+        attempt=attempt,
+        profile="default-scheduler",
+        seq=seq,
+    )
+
+
+async def store_node(store: ClusterStore, n: Node) -> None:
+    """Record ``n`` in the store's projection at the next seq (4 cpu, 32Gi, 110 pods)."""
+    seq = await store.applied_seq() + 1
+    allocatable = {"cpu": 4000, "memory": 32 << 30, "pods": 110}
+    body = msgspec.json.encode(n)
+    await store.apply([ProjectedEntry(seq, "node", n.metadata.name, body, None, allocatable)])

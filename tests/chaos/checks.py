@@ -15,6 +15,9 @@ violation and the run exits non-zero.
   that disagrees with the node the store has.
 - **nodes over allocatable**: the pods the store has on a node request more of a
   resource than the node allows.
+- **hard constraints broken**: what the final-state checker
+  (services.framework.verify) reports: every bound pod judged by the default
+  profile's filters with all the others in place.
 - **left behind**: reservations (assumed pods), leases and waiting pods still in the
   store once every pod is bound.
 - **services exited on their own**: a crash, not a kill of the run's.
@@ -60,6 +63,8 @@ class Observed:
     store_seq: int
     crashed: Sequence[str] = ()
     """Services that exited without being killed by the run."""
+    violations: Sequence[str] = ()
+    """The final-state checker's report, one line per violation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,7 @@ def evaluate(o: Observed) -> list[Row]:
         _count("duplicate events recorded (log)", o.log_repeats),
         _count("pods bound to two nodes", _two_nodes(o)),
         _count("nodes over allocatable", _overcommitted(o)),
+        _count("hard constraints broken (final state)", o.violations),
         _count("reservations left behind", o.reservations),
         _count("leases left behind", o.leases),
         _waiting(o.waiting),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common.store.redis import RedisStore
+from services.framework.verify import store_violations
 from tests.chaos.checks import Observed
 from tests.chaos.workload import REQUESTS, Workload
 
@@ -95,4 +96,5 @@ async def observe(
         log_seq=contents.seq,
         store_seq=await store.applied_seq(),
         crashed=crashed,
+        violations=[str(v) for v in await store_violations(store)],
     )

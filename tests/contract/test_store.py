@@ -10,6 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from services.common.store import (
+    VOIDED,
     Assumed,
     AssumeResult,
     ClusterStore,
@@ -235,6 +236,23 @@ PLACEMENT_VERSIONS: dict[
         [[placed("p", "n1", touches=(N1,))], [placed("p", "n1", {N1: 7}, (N1,))]],
         ["assumed", "assumed"], "", {}, {N1: 2},
     ),
+    # Another replica placed r; p counted nothing there, q counted p: were q checked
+    # alone, r would stand in for the refused p.
+    "a refusal voids the later reservations of the call that read a domain it touched": (
+        [[placed("r", "n1", touches=(ZONE_A,))],
+         [placed("p", "n2", {ZONE_A: 0}, (ZONE_A,)), placed("q", "n2", {ZONE_A: 1}, (ZONE_A,))]],
+        ["assumed", "conflict", "conflict"], VOIDED, {ZONE_A: 1}, {ZONE_A: 1},
+    ),
+    "a refusal leaves the later reservations that read nothing it touched": (
+        [[placed("p", "n1", {ZONE_A: 5}, (ZONE_A,)), placed("q", "n2", touches=(ZONE_B,)),
+          placed("r", "n2", {ZONE_B: 1, N1: 0})]],
+        ["conflict", "assumed", "assumed"], "", {}, {ZONE_B: 1},
+    ),
+    "a stale reservation voids the later ones too": (
+        [[dataclasses.replace(placed("p", "n1", touches=(ZONE_B,)), attempt=9),
+          placed("q", "n2", {ZONE_B: 0})]],
+        ["stale", "conflict"], VOIDED, {ZONE_B: 0}, {},
+    ),
     "resources are checked first": (
         [[dataclasses.replace(placed("p", "n1", {ZONE_A: 3}), requests={"cpu": 5000})]],
         ["conflict"], "Insufficient cpu", {}, {},
@@ -263,6 +281,29 @@ async def test_placement_versions(
     assert [a.status for a in answers] == statuses
     assert (answers[-1].reason, dict(answers[-1].versions)) == (reason, versions)
     assert await store.domain_versions() == after
+
+
+async def test_a_decision_that_knew_no_placed_anti_affinity_key_is_refused(
+    store: ClusterStore,
+) -> None:
+    """A pod with required anti-affinity on ``zone`` was placed: a decision whose
+    replica knew of no such key read no zone domain, so it may break that pod's terms."""
+    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.set_leases({f"uid-{n}": 1 for n in "pqr"})
+    anti = dataclasses.replace(placed("p", "n1", touches=(ZONE_A,)), keys=("zone",))
+    assert (await assume_one(store, anti)).status == "assumed"
+    blind = dataclasses.replace(placed("q", "n2", {N1: 0}), watched=frozenset({"host"}))
+    refused = await assume_one(store, blind)
+    assert (refused.status, refused.keys, dict(refused.versions)) == (
+        "conflict",
+        ("zone",),
+        {N1: 0},
+    )
+    assert refused.reason == "pods with required anti-affinity on zone placed"
+    knowing = dataclasses.replace(blind, watched=frozenset({"host", "zone"}))
+    assert (await assume_one(store, knowing)).status == "assumed"
+    unchecked = placed("r", "n2")  # watched None: not checked
+    assert (await assume_one(store, unchecked)).status == "assumed"
 
 
 async def test_placement_versions_are_shared_by_every_client(clients: Clients) -> None:
@@ -314,12 +355,14 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
     await store.apply([node(1, "n1", cpu=1000, pods=2)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(store, res("p", "n1", cpu=600, ttl=5))).status == "assumed"
-    assert await store.begin_bind([claim("p", "n1", 2), claim("p", "n2"), claim("q", "n1")]) == [
+    assert await store.begin_bind(
+        [claim("p", "n1", 2), claim("p", "n2"), claim("q", "n1")], NOW
+    ) == [
         False,
         False,
         False,
     ]
-    assert await store.begin_bind([claim("p", "n1"), claim("p", "n1")]) == [True, True]
+    assert await store.begin_bind([claim("p", "n1"), claim("p", "n1")], NOW) == [True, True]
     assert (await store.assumed())["uid-p"].deadline == float("inf")
     later = NOW + 3600
     assert (await assume_one(store, res("q", "n1", cpu=600), later)).reason == "Insufficient cpu"
@@ -329,17 +372,29 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
     assert await usage(store, "n1") == {"cpu": 600, "pods": 1}
     assert await store.assumed() == {}
     assert "uid-p" not in await store.leases()
-    assert await store.begin_bind([claim("p", "n1")]) == [False]
+    assert await store.begin_bind([claim("p", "n1")], NOW) == [False]
     assert (await assume_one(store, res("p", "n1"))).reason == "attempt is not the pod's lease"
     await store.set_leases({"uid-p": 1})
     assert (await assume_one(store, res("p", "n1"))).reason == "pod is bound"
+
+
+async def test_begin_bind_never_claims_an_expired_assumption(store: ClusterStore) -> None:
+    """Every replica's snapshot forgets an assumption at its deadline: a binder that
+    claimed it later would bind a pod the others no longer count."""
+    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.set_leases({"uid-p": 1, "uid-q": 1})
+    await store.assume([res("p", "n1", cpu=600, ttl=5), res("q", "n1", cpu=100, ttl=5)], NOW)
+    assert await store.begin_bind([claim("q", "n1")], NOW + 5) == [True]  # at the deadline
+    assert await store.begin_bind([claim("p", "n1"), claim("q", "n1")], NOW + 6) == [False, True]
+    assert set(await store.assumed()) == {"uid-q"}
+    assert await usage(store, "n1") == {"cpu": 100, "pods": 1}
 
 
 async def test_bound_elsewhere_releases_the_assumption(store: ClusterStore) -> None:
     await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 1})
     await store.assume([res("p", "n1", cpu=600)], NOW)
-    assert await store.begin_bind([claim("p", "n1")]) == [True]
+    assert await store.begin_bind([claim("p", "n1")], NOW) == [True]
     await store.apply([pod(3, "p", "n2", cpu=600)])
     assert await store.node_usage() == {"n1": {}, "n2": {"cpu": 600, "pods": 1}}
     assert await store.assumed() == {}
@@ -432,7 +487,7 @@ async def test_forget_releases_only_that_assumption(store: ClusterStore) -> None
     await store.assume([res("p", "n1", attempt=2, cpu=600)], NOW)
     await store.forget([claim("p", "n1", attempt=1), claim("p", "n2", attempt=2)])
     assert set(await store.assumed()) == {"uid-p"}
-    assert await store.begin_bind([claim("p", "n1", 2)]) == [True]
+    assert await store.begin_bind([claim("p", "n1", 2)], NOW) == [True]
     await store.forget([claim("p", "n1", attempt=2)])
     await store.forget([claim("p", "n1", attempt=2)])
     assert await store.assumed() == {}

@@ -17,7 +17,7 @@ GUARDED_CALLS: dict[str, Any] = {
     "node_usage": lambda s: s.node_usage(),
     "allocatable": lambda s: s.allocatable(["n1"]),
     "assume": lambda s: s.assume([res("a", "n1")], NOW),
-    "begin_bind": lambda s: s.begin_bind([claim("a", "n1")]),
+    "begin_bind": lambda s: s.begin_bind([claim("a", "n1")], NOW),
     "forget": lambda s: s.forget([claim("a", "n1")]),
     "assumed": lambda s: s.assumed(),
     "set_leases": lambda s: s.set_leases({"uid-a": 2}),
@@ -118,5 +118,5 @@ async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
     await clients.open().apply([node(1, "n1", cpu=1000, pods=10)])
     binder = clients.open()
     await clients.lose()
-    assert await binder.begin_bind([claim("a", "n1")]) == [False]
+    assert await binder.begin_bind([claim("a", "n1")], NOW) == [False]
     assert await binder.objects("node") == {}

@@ -13,13 +13,15 @@ import signal
 import sys
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aio_pika
+import msgspec
 
 from contracts import topology
+from contracts.queueview import QueueView
 from services.common.store.redis import RedisStore
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -285,11 +287,12 @@ async def delete_namespace(
 
 
 async def running_cluster(
-    tmp_path: Path, prefix: str, *flags: str, replicas: int = 1
+    tmp_path: Path, prefix: str, *flags: str, replicas: int = 1, binders: int | None = None
 ) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
     """The four services under a fresh namespace (``prefix`` + 8 hex digits) with
     ``flags``: one informer and one queue (the only dispatcher), ``replicas`` schedulers
-    and binders; a client; the store. Everything is stopped and deleted afterwards."""
+    and ``binders`` binders (default: as many); a client; the store. Everything is
+    stopped and deleted afterwards."""
     namespace = f"{prefix}{uuid.uuid4().hex[:8]}"
     processes = Processes(namespace, tmp_path)
     connection = await aio_pika.connect_robust(AMQP_URL)
@@ -298,9 +301,10 @@ async def running_cluster(
     try:
         await processes.start("informer", *flags)
         await processes.start("queue", *flags)
-        for name in ("scheduler", "binder"):
+        counts = {"scheduler": replicas, "binder": replicas if binders is None else binders}
+        for name, count in counts.items():
             await processes.start(name, *flags)
-            for i in range(2, replicas + 1):
+            for i in range(2, count + 1):
                 await processes.start(name, *flags, key=f"{name}-{i}")
         await client.open()
         yield processes, client, store
@@ -312,3 +316,29 @@ async def running_cluster(
             await connection.close()
             await store.flush_namespace()
             await store.close()
+
+
+async def until_true(check: Callable[[], Awaitable[bool]], within: float = 30.0) -> None:
+    """Poll a store condition for at most ``within`` s: no message announces a state of
+    the store (the queue dropped its last lease, the last reservation was recorded)."""
+    async with asyncio.timeout(within):
+        while not await check():  # noqa: ASYNC110 (a Redis state, not an event)
+            await asyncio.sleep(0.1)
+
+
+async def quiet(store: RedisStore, within: float = 120.0) -> None:
+    """Wait until nothing is in flight: no lease, no reservation, and the queue's view
+    (taken after the last entry the store applied) has no pod active, backing off or
+    in flight. Raises TimeoutError after ``within`` s."""
+
+    async def idle() -> bool:
+        if await store.leases() or await store.assumed():
+            return False
+        raw = await store.queue_view()
+        if raw is None:
+            return False
+        view = msgspec.json.decode(raw, type=QueueView)
+        busy = sum(view.counts.get(q, 0) for q in ("active", "backoff", "inflight"))
+        return busy == 0 and view.applied_seq >= await store.applied_seq()
+
+    await until_true(idle, within)

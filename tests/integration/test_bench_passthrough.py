@@ -61,6 +61,7 @@ async def test_two_scheduler_replicas_bind_every_pod_and_report_their_conflicts(
     }  # fmt: skip
     assert isinstance(report["assume_conflicts"], int) and report["assume_conflicts"] >= 0
     assert isinstance(report["domain_conflicts"], int)
+    assert report["violations"] == 0
     by_process: dict[str, int] = report["messages_by_process"]  # type: ignore[assignment]
     assert by_process["bench"] == 100 and by_process["binder"] >= 100  # a Binding each
     assert report["messages_per_pod"] == round(sum(by_process.values()) / 100, 2)

@@ -6,16 +6,14 @@ once, no node is overcommitted and no decision is made on the empty store."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable
 
 import pytest
 import redis.asyncio as aioredis
 
 from services.common.store.redis import RedisStore
-from tests.integration.harness import REDIS_URL, Client, Processes, node, pod
+from tests.integration.harness import REDIS_URL, Client, Processes, node, pod, until_true
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,14 +21,6 @@ NODES = 20
 PODS = 200
 """20 nodes of 1 cpu and 200 pods of 100m: the pods fill every node exactly, so a
 decision taken on a store that lost its charges would overcommit one."""
-
-
-async def until_true(check: Callable[[], Awaitable[bool]], within: float = 30.0) -> None:
-    """Poll a store condition for at most ``within`` s: no message announces that the
-    queue dropped its last lease."""
-    async with asyncio.timeout(within):
-        while not await check():  # noqa: ASYNC110 (a Redis state, not an event)
-            await asyncio.sleep(0.1)
 
 
 _LOSE = """

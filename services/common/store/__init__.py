@@ -8,6 +8,7 @@ load it.
 from services.common.redact import redact
 from services.common.store.base import (
     PODS,
+    VOIDED,
     Assumed,
     AssumeResult,
     AssumeStatus,
@@ -49,6 +50,7 @@ def open_store(
 
 __all__ = [
     "PODS",
+    "VOIDED",
     "AssumeResult",
     "AssumeStatus",
     "Assumed",

@@ -16,6 +16,8 @@ before anything is read or written when the marker is not what the client may us
 - ``assumed``: hash uid → ``node|attempt|deadline|res=amt,...``; deadline ``inf`` = binding.
 - ``assumed:{node}``: uids assumed, not yet binding, on the node (the expiry sweep).
 - ``lease``: hash uid → attempt.       ``nominated``: hash uid → ``node|priority``.
+- ``domains``: hash placement domain → version (scheduler.domains).
+- ``antikeys``: set of the topology keys of the placed pods' required anti-affinity.
 - ``wait:*``: the pods waiting at Permit (see :mod:`services.common.store._lua_waiting`).
 - ``evicting``: hash uid → ``namespace/name`` of pods being evicted (the descheduler).
 - ``svclease:{name}``: a service's lease (holder, with a TTL).
@@ -178,11 +180,14 @@ ASSUME = (
     _HELPERS
     + """
 -- ARGV: P, expected, now, count, then per reservation:
---   uid, node, attempt, deadline, reqs, checked, reads, touches
+--   uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys
 -- (checked: '*' for every resource, else the comma-separated resources to check;
--- reads: newline-separated domain, version pairs; touches: newline-separated domains).
+-- reads: newline-separated domain, version pairs; touches: newline-separated domains;
+-- watched: '*' for unchecked, else the newline-separated anti-affinity topology keys
+-- the decision knew of; keys: the pod's own, newline-separated).
 -- Returns per reservation {status, reason, usage as a flat field/value list,
--- versions of the reads as a flat list on a conflict of the reads}.
+-- versions of the reads as a flat list on a conflict of the reads, anti-affinity
+-- keys placed that the decision did not know of}.
 guard()
 local now = tonumber(ARGV[3])
 local swept = {}
@@ -217,6 +222,30 @@ local function touch(touches)
   end
 end
 
+local function current(reads)
+  local flat = {}
+  for d in string.gmatch(reads, '([^\\n]+)\\n[^\\n]+') do
+    table.insert(flat, d)
+    table.insert(flat, redis.call('HGET', P .. 'domains', d) or '0')
+  end
+  return flat
+end
+
+local function unknown(watched)
+  if watched == '*' then return {} end
+  local known, missing = {}, {}
+  for k in string.gmatch(watched, '[^\\n]+') do known[k] = true end
+  for _, k in ipairs(redis.call('SMEMBERS', P .. 'antikeys')) do
+    if not known[k] then table.insert(missing, k) end
+  end
+  table.sort(missing)
+  return missing
+end
+
+local function record(keys)
+  for k in string.gmatch(keys, '[^\\n]+') do redis.call('SADD', P .. 'antikeys', k) end
+end
+
 local function moved(reads)
   local names, flat, changed = {}, {}, {}
   for d, v in string.gmatch(reads, '([^\\n]+)\\n([^\\n]+)') do
@@ -230,20 +259,21 @@ local function moved(reads)
   return {table.concat(changed, ', '), flat}
 end
 
-local function assume(uid, node, attempt, deadline, reqs, checked, reads, touches)
+local function assume(uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys)
   if redis.call('HGET', P .. 'lease', uid) ~= attempt then
-    return {'stale', "attempt is not the pod's lease", {}, {}}
+    return {'stale', "attempt is not the pod's lease", {}, {}, {}}
   end
   if redis.call('HEXISTS', P .. 'charge', uid) == 1 then
-    return {'stale', 'pod is bound', {}, {}}
+    return {'stale', 'pod is bound', {}, {}, {}}
   end
   local cur = redis.call('HGET', P .. 'assumed', uid)
   if cur then
     local cnode, cattempt, cdeadline = parse_assumed(cur)
-    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}, {}} end
+    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}, {}, {}} end
     if cnode == node and cattempt == attempt and tonumber(cdeadline) >= now then
       touch(touches)
-      return {'assumed', '', {}, {}}
+      record(keys)
+      return {'assumed', '', {}, {}, {}}
     end
     release(uid)
   end
@@ -253,7 +283,7 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
   end
   local flat = redis.call('HGETALL', P .. 'usage:' .. node)
   if redis.call('SISMEMBER', P .. 'nodes', node) == 0 then
-    return {'conflict', 'node not found', flat, {}}
+    return {'conflict', 'node not found', flat, {}, {}}
   end
   local usage = tomap(flat)
   local alloc = tomap(redis.call('HGETALL', P .. 'alloc:' .. node))
@@ -267,22 +297,51 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
       table.insert(reasons, 'Insufficient ' .. name)
     end
   end
-  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat, {}} end
+  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat, {}, {}} end
   local m = moved(reads)
-  if m then return {'conflict', 'placements changed in ' .. m[1], flat, m[2]} end
+  if m then return {'conflict', 'placements changed in ' .. m[1], flat, m[2], {}} end
+  local missing = unknown(watched)
+  if #missing > 0 then
+    local why = 'pods with required anti-affinity on ' .. table.concat(missing, ', ') .. ' placed'
+    return {'conflict', why, flat, current(reads), missing}
+  end
   redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, deadline, reqs}, '|'))
   redis.call('SADD', P .. 'assumed:' .. node, uid)
   incr(node, reqs, 1)
   touch(touches)
-  return {'assumed', '', {}, {}}
+  record(keys)
+  return {'assumed', '', {}, {}, {}}
+end
+
+-- A refusal voids every later decision of the call that read a domain it touched: it
+-- was taken with the refused pod in its snapshot, and its expected versions count it.
+local function voided(node, reads)
+  local usage = redis.call('HGETALL', P .. 'usage:' .. node)
+  return {'conflict', 'an earlier reservation of the same call was refused', usage,
+          current(reads), {}}
+end
+
+local function depends(reads, gone)
+  for d in string.gmatch(reads, '([^\\n]+)\\n[^\\n]+') do
+    if gone[d] then return true end
+  end
+  return false
 end
 
 local out = {}
 local i = 5
+local gone = {}
 for k = 1, tonumber(ARGV[4]) do
-  out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-                  ARGV[i + 6], ARGV[i + 7])
-  i = i + 8
+  if depends(ARGV[i + 6], gone) then
+    out[k] = voided(ARGV[i + 1], ARGV[i + 6])
+  else
+    out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+                    ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9])
+  end
+  if out[k][1] ~= 'assumed' then
+    for d in string.gmatch(ARGV[i + 7], '[^\\n]+') do gone[d] = true end
+  end
+  i = i + 10
 end
 return out
 """
@@ -291,18 +350,23 @@ return out
 BEGIN_BIND = (
     _HELPERS
     + """
--- ARGV: P, expected, count, then per claim: uid, node, attempt. Returns 1/0 per claim.
+-- ARGV: P, expected, now, count, then per claim: uid, node, attempt. Returns 1/0 per
+-- claim. An assumption past its deadline is released, not claimed.
 guard()
+local now = tonumber(ARGV[3])
 local out = {}
-local i = 4
-for k = 1, tonumber(ARGV[3]) do
+local i = 5
+for k = 1, tonumber(ARGV[4]) do
   local uid, node, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   i = i + 3
   out[k] = 0
   local v = redis.call('HGET', P .. 'assumed', uid)
   if v then
     local anode, aattempt, deadline, reqs = parse_assumed(v)
-    if anode == node and aattempt == attempt then
+    if anode == node and aattempt == attempt and deadline ~= 'inf'
+        and tonumber(deadline) < now then
+      release(uid)
+    elseif anode == node and aattempt == attempt then
       if deadline ~= 'inf' then
         redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, 'inf', reqs}, '|'))
         redis.call('SREM', P .. 'assumed:' .. node, uid)

@@ -117,9 +117,18 @@ class Reservation:
     touches: tuple[str, ...] = ()
     """Domains whose version the placement raises by one (also when the same
     reservation is assumed again)."""
+    watched: frozenset[str] | None = None
+    """The topology keys of required anti-affinity the decision knew of (the keys its
+    reads cover for the pods already placed): the store refuses the reservation when
+    a pod with required anti-affinity on another key was placed. None: unchecked."""
+    keys: tuple[str, ...] = ()
+    """The topology keys of the pod's own required anti-affinity, recorded on assume."""
 
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
+
+VOIDED = "an earlier reservation of the same call was refused"
+"""The reason of a reservation refused for another's refusal (``ClusterStore.assume``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +140,11 @@ class AssumeResult:
     usage: Mapping[str, int] = field(default_factory=dict)
     reason: str = ""
     versions: Mapping[str, int] = field(default_factory=dict)
-    """For a conflict on ``Reservation.reads``: every read domain's current version
-    (the caller may expect them once its snapshot holds what the store holds)."""
+    """For a conflict on ``Reservation.reads`` (or ``watched``): every read domain's
+    current version (the caller may expect them once its snapshot holds what the
+    store holds)."""
+    keys: tuple[str, ...] = ()
+    """For a conflict on ``Reservation.watched``: the keys placed it did not know of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,16 +292,26 @@ class ClusterStore(Protocol):
         in order: ``conflict`` when the node is gone, a resource of
         ``Reservation.checked`` no longer fits (``usage``), or a domain of
         ``Reservation.reads`` has another version (``versions``; reason
-        ``placements changed in <domain>``), else the whole request is charged and
-        every domain of ``Reservation.touches`` raised by one.
+        ``placements changed in <domain>``), or a pod with required anti-affinity on a
+        topology key not in ``Reservation.watched`` was placed (``keys``, and the
+        ``versions`` of the reads), else the whole request is charged, every domain
+        of ``Reservation.touches`` raised by one and ``Reservation.keys`` recorded.
+        Once one reservation of the call is refused (``conflict`` or ``stale``), every
+        later one that reads a domain it touches is refused too (``conflict``, reason
+        :data:`VOIDED`, the current ``versions`` of its reads): its decision was taken
+        with the refused pod in its snapshot, and its expected versions count that
+        pod's placement.
         Re-assuming the same (uid, node, attempt) returns ``assumed`` again without
         charging twice; a pod assumed elsewhere by an older attempt is moved.
         Expired assumptions on the node are released before the check."""
 
-    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+    async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         """For each claim: True if the pod is assumed (or already binding) on that node
         by that attempt, in which case it is now binding and never expires; False if
-        the binder must not bind (expired, moved, bound elsewhere, deleted)."""
+        the binder must not bind (moved, bound elsewhere, deleted, or expired: past its
+        deadline at ``now``, when it is released). Every scheduler replica's snapshot
+        forgets an assumption at its deadline while the placement versions still count
+        it (scheduler.domains): binding it after that could break what they guard."""
 
     async def forget(self, claims: Sequence[BindClaim]) -> None:
         """Release the assumption of each (uid, node, attempt) if it is still that one."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from services.common.store._charges import fit_reasons, normalize
 from services.common.store._waiting import WAITING_REMOVED, first_due, resolve
 from services.common.store.base import (
+    VOIDED,
     Assumed,
     AssumeResult,
     BindClaim,
@@ -57,6 +58,8 @@ class _Data:
         self.assumed: dict[str, Assumed] = {}
         self.domains: dict[str, int] = {}
         """Placement versions (Reservation.reads and touches)."""
+        self.anti_keys: set[str] = set()
+        """Topology keys of the placed pods' required anti-affinity (Reservation.keys)."""
         self.leases: dict[str, int] = {}
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
@@ -200,7 +203,20 @@ class MemoryStore:
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
         self._guard()
         swept: set[str] = set()
-        return [self._assume_one(r, now, swept) for r in reservations]
+        results: list[AssumeResult] = []
+        gone: set[str] = set()
+        """Domains touched by the refused reservations of this call."""
+        for r in reservations:
+            if gone.intersection(r.reads):  # decided with a refused pod in its snapshot
+                domains = self._d.domains
+                usage = dict(self._d.usage.get(r.node, {}))
+                versions = {d: domains.get(d, 0) for d in r.reads}
+                results.append(AssumeResult("conflict", usage, VOIDED, versions))
+            else:
+                results.append(self._assume_one(r, now, swept))
+            if results[-1].status != "assumed":
+                gone.update(r.touches)
+        return results
 
     def _assume_one(self, r: Reservation, now: float, swept: set[str]) -> AssumeResult:
         if self._d.leases.get(r.uid) != r.attempt:
@@ -213,6 +229,7 @@ class MemoryStore:
                 return AssumeResult("stale", reason="pod is binding")
             if (current.node, current.attempt) == (r.node, r.attempt) and current.deadline >= now:
                 self._touch(r.touches)
+                self._d.anti_keys.update(r.keys)
                 return AssumeResult("assumed")
             self._release(r.uid)
         if r.node not in swept:  # ``now`` is fixed for the call: one sweep per node is enough
@@ -233,7 +250,13 @@ class MemoryStore:
             versions = {d: domains.get(d, 0) for d in r.reads}
             reason = f"placements changed in {', '.join(sorted(moved))}"
             return AssumeResult("conflict", dict(usage), reason, versions)
+        missing = tuple(sorted(self._d.anti_keys - r.watched)) if r.watched is not None else ()
+        if missing:
+            versions = {d: domains.get(d, 0) for d in r.reads}
+            reason = f"pods with required anti-affinity on {', '.join(missing)} placed"
+            return AssumeResult("conflict", dict(usage), reason, versions, missing)
         self._touch(r.touches)
+        self._d.anti_keys.update(r.keys)
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding
         self._d.assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
         self._charge(r.node, requests, +1)
@@ -248,12 +271,15 @@ class MemoryStore:
         self._guard()
         return dict(self._d.domains)
 
-    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+    async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         self._guard()
         results = []
         for c in claims:
             a = self._d.assumed.get(c.uid)
             ok = a is not None and (a.node, a.attempt) == (c.node, c.attempt)
+            if a is not None and ok and a.deadline < now:
+                self._release(c.uid)
+                ok = False
             if a is not None and ok:
                 self._d.assumed[c.uid] = Assumed(a.node, a.attempt, math.inf, a.requests)
             results.append(ok)

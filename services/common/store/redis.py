@@ -17,8 +17,9 @@ Details the Protocol leaves open (the in-memory store behaves the same):
   ``node_usage()`` covers every node in the log plus any node still charged.
   ``allocatable(nodes)`` leaves out nodes that are not in the log.
 - Expiry is lazy: an assumption past its deadline is released by the next ``assume`` that
-  targets its node. Until then it still holds its capacity, so ``begin_bind`` may claim it
-  and ``assumed()`` lists it: nothing else can have been given that capacity.
+  targets its node, or by ``begin_bind``, which never claims it. Until then it still
+  holds its capacity and ``assumed()`` lists it: nothing else can have been given that
+  capacity.
 - A pending pod (``node=None``, body present) loses its bound charge only; a bound or
   deleted pod also loses its assumption, lease and nomination.
 
@@ -282,12 +283,19 @@ class RedisStore:
             checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
             reads = "\n".join(f"{_domain(d)}\n{v}" for d, v in r.reads.items())
             touches = "\n".join(map(_domain, r.touches))
+            watched = "*" if r.watched is None else "\n".join(sorted(r.watched))
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
-            args += [reads, touches]
+            args += [reads, touches, watched, "\n".join(r.keys)]
         replies = await self._run(self._assume, *args)
         return [
-            AssumeResult(_STATUSES[status], _pairs(usage), reason.decode(), _pairs(versions))
-            for status, reason, usage, versions in replies
+            AssumeResult(
+                _STATUSES[status],
+                _pairs(usage),
+                reason.decode(),
+                _pairs(versions),
+                tuple(k.decode() for k in keys),
+            )
+            for status, reason, usage, versions, keys in replies
         ]
 
     @_traced("EVALSHA", "read_hash")
@@ -296,10 +304,10 @@ class RedisStore:
         return {name.decode(): int(version) for name, version in raw.items()}
 
     @_traced("EVALSHA", "begin_bind")
-    async def begin_bind(self, claims: Sequence[BindClaim]) -> list[bool]:
+    async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         if not claims:
             return []
-        replies = await self._run(self._begin_bind, *self._claim_args(claims))
+        replies = await self._run(self._begin_bind, repr(float(now)), *self._claim_args(claims))
         return [bool(reply) for reply in replies]
 
     @_traced("EVALSHA", "forget")

@@ -237,8 +237,16 @@ class Cache:
         assumed = self._assumed.get(uid)
         return assumed[0] if assumed else None
 
+    def assumed(self, uid: str) -> tuple[str, float] | None:
+        """The pod's assumption: (node, deadline), or None."""
+        return self._assumed.get(uid)
+
     def assumed_uids(self) -> set[str]:
         return set(self._assumed)
+
+    def has_expired(self, now: float) -> bool:
+        """Whether an assumption's deadline is before ``now``."""
+        return any(deadline < now for _, deadline in self._assumed.values())
 
     def expire_assumed(self, now: float) -> list[str]:
         """Forget assumptions whose deadline is before ``now``; returns their UIDs."""

@@ -73,12 +73,12 @@ def report(**fields: Any) -> dict[str, Any]:
         ),
         pytest.param(
             REPLICAS,
-            report(replicas=2, assume_conflicts=7, domain_conflicts=0,
+            report(replicas=2, assume_conflicts=7, domain_conflicts=0, violations=0,
                    peak_rss_mb={"scheduler-sched-0": 200.0, "scheduler-sched-1": 210.0}),
             None,
             ["Basic2", "5,000", "10,000", "700.0", "680", "yes", "12.3", "45.6", "3.10",
-             "210.0 (scheduler-sched-1)", "2 replicas: 7 assume, 0 domain conflicts",
-             "abc1234"],
+             "210.0 (scheduler-sched-1)",
+             "2 replicas: 7 assume, 0 domain conflicts, 0 violations", "abc1234"],
             id="replicas-and-conflicts",
         ),
         pytest.param(

@@ -4,6 +4,8 @@ informer records them (in-memory bus, store and event log)."""
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 import pytest
 
@@ -41,7 +43,7 @@ async def test_one_bound_batch_per_binder_batch_and_the_informer_records_it(pods
         reservations = [
             Reservation(uid=u, node="n1", attempt=1, requests={"pods": 1}, ttl=30) for u in uids
         ]
-        assert {a.status for a in await store.assume(reservations, 0.0)} == {"assumed"}
+        assert {a.status for a in await store.assume(reservations, time.time())} == {"assumed"}
         bus.published.clear()
         requests = [
             BindRequest(uid=u, namespace="default", name=p.metadata.name, node="n1", attempt=1,

@@ -105,7 +105,7 @@ async def test_volume_updates_go_out_with_the_binding(cluster):
         uid=pod.metadata.uid, node="n1", attempt=1, requests={"pods": 1}, ttl=30
     )
     await store.set_leases({pod.metadata.uid: 1})
-    assert [a.status for a in await store.assume([reservation], 0.0)] == ["assumed"]
+    assert [a.status for a in await store.assume([reservation], FakeClock().now())] == ["assumed"]
     bus.batches.clear()
 
     body = msgspec.json.encode(BindBatch(requests=[request]))
@@ -162,7 +162,8 @@ async def test_no_volume_events_without_bindings(cluster):
     )
     await store.set_leases({pod.metadata.uid: 1})
     await store.assume(
-        [Reservation(uid=pod.metadata.uid, node="n1", attempt=1, requests={}, ttl=30)], 0.0
+        [Reservation(uid=pod.metadata.uid, node="n1", attempt=1, requests={}, ttl=30)],
+        FakeClock().now(),
     )
     bus.batches.clear()
     body = msgspec.json.encode(BindBatch(requests=[request]))

@@ -4,6 +4,7 @@ records the Event (in-memory bus, store and event log)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import msgspec
@@ -57,7 +58,7 @@ async def _decisions_of_one_binding(scheduled_events: bool | None) -> list[str]:
         uid = pod.metadata.uid or ""
         await store.set_leases({uid: 1})
         reservation = Reservation(uid=uid, node="n1", attempt=1, requests={"pods": 1}, ttl=30)
-        assert [a.status for a in await store.assume([reservation], 0.0)] == ["assumed"]
+        assert [a.status for a in await store.assume([reservation], time.time())] == ["assumed"]
         bus.published.clear()
         request = BindRequest(
             uid=uid, namespace=pod.metadata.namespace, name="web", node="n1", attempt=1,

@@ -74,6 +74,11 @@ def test_a_clean_run_passes_every_check() -> None:
             id="a duplicate recorded",
         ),
         pytest.param(
+            {"violations": ["ns/a on n1: NodePorts: node(s) didn't have free ports"]},
+            {"hard constraints broken (final state)": "1"},
+            id="a hard constraint broken",
+        ),
+        pytest.param(
             {"decisions": {**{k: [v] for k, v in PLACED.items()}, "ns/a": ["n1", "n2"]}},
             {"pods bound to two nodes": "1"},
             id="Bindings to two nodes",

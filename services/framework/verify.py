@@ -1,0 +1,177 @@
+"""The checker of a final state: every hard constraint a bound pod breaks.
+
+Given the cluster as the store finally holds it (nodes, pods, the listers' objects),
+:func:`violations` re-runs the profile's own PreFilter and Filter plugins for every
+bound pod against its node, with every other bound pod in place: the pod is taken
+out of the Cache, judged as if it were being scheduled onto the node it holds, and
+put back. That is upstream's filters as a judge of the whole state, so what it
+checks is what the profile filters on: resources and pod count (NodeResourcesFit),
+host ports (NodePorts), required pod affinity and anti-affinity in both directions
+(InterPodAffinity), ``DoNotSchedule`` spread with minDomains and the node inclusion
+policies (PodTopologySpread), taints (TaintToleration), node affinity and selectors
+(NodeAffinity), node name, cordons, volume restrictions, limits, binding and zones.
+
+Only plugins that have a Filter judge: a PreFilter of a plugin without one (the
+Coscheduling group's admission) is a check on the attempt, not on a placement.
+A pod is judged by the profile of its ``schedulerName`` (the first profile when none
+matches: a pod placed by someone else is held to the default rules). A pod bound to
+a node the cluster does not have is a violation of its own.
+
+The verdict is the state's, not the history's: what upstream lets change after a pod
+is bound (``IgnoredDuringExecution``: a taint or label added later, a node cordoned)
+is reported too, so callers judge a state that had no such change (a scheduling run).
+A state reached by correct decisions, with no pod removed since, has no violation
+where the later pods had to respect the earlier ones: resources, ports, claims and
+anti-affinity are checked both ways, and a required affinity stays met as pods are
+added. Spread is the exception upstream makes: only the incoming pod's constraints
+are checked, never those of the pods already placed. So the final state keeps a
+spread constraint for the pods that share it with every pod its selector counts (a
+Deployment's pods, the usual case, where the minimum only rises); pods of one
+selector with different constraints (another maxSkew or minDomains) can reach, one
+correct decision at a time, a state in which the stricter ones are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from contracts.k8s import TERMINAL_PHASES, Node, Pod, namespaced_name
+from services.common.resources import ResourceError
+from services.common.store import ClusterStore
+from services.framework.api.interface import CycleState, FilterPlugin, PreFilterPlugin
+from services.framework.api.listers import KINDS as LISTED_KINDS
+from services.framework.api.status import StatusError
+from services.framework.api.types import PodInfo
+from services.framework.cache.cache import Cache
+from services.framework.config import Profile, default_profile
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime import filtering
+from services.framework.runtime.framework import Framework
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Violation:
+    """A bound pod its node should not hold: ``plugin`` (the Filter that rejects it,
+    empty for a node the cluster lacks) and its reasons."""
+
+    pod: str
+    """``namespace/name``."""
+    node: str
+    plugin: str
+    reason: str
+
+    def __str__(self) -> str:
+        by = f"{self.plugin}: " if self.plugin else ""
+        return f"{self.pod} on {self.node}: {by}{self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """A profile's plugins that judge placements."""
+
+    pre_filters: Sequence[PreFilterPlugin]
+    filters: Sequence[FilterPlugin]
+
+    @classmethod
+    def of(cls, framework: Framework) -> _Judge:
+        filters = framework.filter_plugins
+        names = {p.name for p in filters}
+        return cls([p for p in framework.pre_filter_plugins if p.name in names], filters)
+
+    def verdict(self, pod: PodInfo, node: str, cache: Cache) -> tuple[str, str] | None:
+        """(plugin, reason) if ``pod`` may not go to ``node`` of ``cache`` now."""
+        nodes = cache.snapshot()
+        row = nodes.index.get(node)
+        if row is None:
+            return "", "the node is not in the cluster"
+        state = CycleState()
+        try:
+            narrowed, status, plugins = filtering.run_pre_filter(
+                self.pre_filters, state, pod, nodes
+            )
+            if not status.is_success():
+                return status.plugin or " ".join(sorted(plugins)), status.message()
+            if narrowed.node_names is not None and node not in narrowed.node_names:
+                return " ".join(sorted(plugins)), "the node is not among the PreFilter's nodes"
+            view = nodes.with_pods([row], {})
+            verdicts = filtering.run_filters(self.filters, state, pod, view, np.ones(1, np.bool_))
+        except StatusError as err:
+            return "", f"the filters failed: {err.status.message()}"
+        rejection = filtering.status_of(verdicts, self.filters, 0)
+        if rejection is None:
+            return None
+        return rejection.plugin or "", rejection.message()
+
+
+def violations(
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    objects: Mapping[str, Iterable[object]] | None = None,
+    profiles: Sequence[Profile] | None = None,
+) -> list[Violation]:
+    """Every hard constraint a bound pod breaks in the cluster of ``nodes``, ``pods``
+    and ``objects`` (listers' kind → objects: claims, volumes, namespaces, …), judged
+    by ``profiles`` (default: the default profile); sorted, empty when none."""
+    encode = msgspec.json.encode
+    others = {
+        kind: {str(i): encode(o) for i, o in enumerate(items)}
+        for kind, items in (objects or {}).items()
+    }
+    return _judge_all(
+        {n.metadata.name: encode(n) for n in nodes},
+        {str(i): encode(p) for i, p in enumerate(pods)},
+        others,
+        profiles,
+    )
+
+
+async def store_violations(
+    store: ClusterStore, profiles: Sequence[Profile] | None = None
+) -> list[Violation]:
+    """:func:`violations` of the cluster the store holds (its projection of the log)."""
+    nodes = await store.objects("node")
+    pods = await store.objects("pod")
+    others = {kind: await store.objects(kind) for kind in LISTED_KINDS}
+    return _judge_all(nodes, pods, others, profiles)
+
+
+def _judge_all(
+    nodes: Mapping[str, bytes],
+    pods: Mapping[str, bytes],
+    others: Mapping[str, Mapping[str, bytes]],
+    profiles: Sequence[Profile] | None,
+) -> list[Violation]:
+    cache = Cache()
+    by_uid = cache.load(nodes, pods, 0, others)
+    judges = {
+        p.scheduler_name: _Judge.of(Framework(p, in_tree_registry(), listers=cache.listers))
+        for p in profiles or (default_profile(),)
+    }
+    fallback = next(iter(judges.values()))
+    found = []
+    for uid, pod in by_uid.items():
+        node = pod.spec.node_name
+        if not node or pod.status.phase in TERMINAL_PHASES:
+            continue
+        key = namespaced_name(pod.metadata)
+        try:
+            info = PodInfo.of(pod)
+        except ResourceError as err:
+            found.append(Violation(key, node, "", f"invalid requests: {err}"))
+            continue
+        judge = judges.get(pod.spec.scheduler_name, fallback)
+        cache.remove_pod(uid)
+        try:
+            verdict = judge.verdict(info, node, cache)
+        finally:
+            cache.add_pod(pod)
+        if verdict is not None:
+            found.append(Violation(key, node, *verdict))
+    return sorted(found)
+
+
+__all__ = ["Violation", "store_violations", "violations"]
