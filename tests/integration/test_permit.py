@@ -239,7 +239,7 @@ async def test_a_gang_of_8_across_two_schedulers_and_two_binders_binds_fully(
 async def test_two_gangs_competing_for_room_for_one_end_with_exactly_one_bound(
     gangs: tuple[Processes, Client, RedisStore, Permits],
 ) -> None:
-    _processes, client, store, _permits = gangs
+    processes, client, store, _permits = gangs
     for n in ("node-a", "node-b"):
         await client.publish("node", node(n, cpu="2"))
     for group in ("red", "blue"):
@@ -255,7 +255,14 @@ async def test_two_gangs_competing_for_room_for_one_end_with_exactly_one_bound(
         other_failed = sum(1 for name in failed(client) if name.startswith(("red", "blue"))) >= 1
         return one_whole and other_failed
 
-    await client.wait_for(settled, within=90)
+    try:
+        await client.wait_for(settled, within=90)
+    except TimeoutError:
+        raise AssertionError(
+            f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
+            f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
+            + "\n".join(f"--- {n}:\n{processes.log(n)[-6000:]}" for n in ("scheduler", "binder"))
+        ) from None
     bound = set(client.bindings())
     red = {f"e2e/red-{i}" for i in range(3)}
     blue = {f"e2e/blue-{i}" for i in range(3)}

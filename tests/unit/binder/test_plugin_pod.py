@@ -120,7 +120,7 @@ async def test_binding_cycle_plugins_receive_the_pod_by_reference() -> None:
     )
     await store.set_leases({uid: 1})
     reservation = Reservation(uid=uid, node="n1", attempt=1, requests={}, ttl=30)
-    assert [a.status for a in await store.assume([reservation], 0.0)] == ["assumed"]
+    assert [a.status for a in await store.assume([reservation], clock.now())] == ["assumed"]
     body = msgspec.json.encode(BindBatch(requests=[request]))
     await bus.publish([Message(topology.BIND.name, topology.BIND_KEY, body)])
     await bus.wait_idle()
