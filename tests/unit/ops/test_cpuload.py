@@ -126,5 +126,5 @@ def test_ops_test_refuses_a_load_that_is_not_a_fraction() -> None:
         env={**os.environ, "KSCHED_SKIP_BROKERS": "1"},
     )
     assert done.returncode == 2
-    assert "--busy: lots is not a fraction in (0, 1]" in done.stderr
+    assert done.stderr == "ops/test: --under-load=lots: lots is not a fraction in (0, 1]\n"
     assert "ruff" not in done.stdout
