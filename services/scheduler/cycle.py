@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 import msgspec
 from opentelemetry import trace
 
-from contracts.k8s import Node
 from contracts.messages import (
     AttemptResult,
     BindRequest,
@@ -51,10 +50,9 @@ from contracts.messages import (
     ScheduleRequest,
     attempt_result,
 )
-from contracts.permit import PendingPlugin, WaitingPod
 from services.common import telemetry
 from services.common.clock import Clock
-from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested, rfc3339_precise
+from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
 from services.common.resources import ResourceError
 from services.common.store import (
     BindClaim,
@@ -64,12 +62,12 @@ from services.common.store import (
     Reservation,
 )
 from services.framework.api.interface import CycleState, ExtensionPoint
-from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
+from services.framework.runtime.instrument import record_point
 from services.framework.runtime.result import ScheduleResult
 from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
@@ -82,6 +80,7 @@ from services.scheduler.outcome import (
     BatchOutcome,
     Failure,
     Preempted,
+    announcement,
     charged_requests,
     explanation_json,
     request_of,
@@ -342,26 +341,15 @@ class BatchScheduler:
         return retry
 
     def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
-        """One reservation per attempt, with the domains its decision read at the
-        versions this snapshot reflects (counting the placements of the attempts
-        before it in the same call) and those its placement touches."""
-        listers = self._snapshot.listers
-        versions = self.versions
-        watched = frozenset(versions.watched)
-        ahead: dict[str, int] = {}
-        before: list[Node] = []
+        """One reservation per attempt, with the domains its decision read and those
+        its placement touches (PlacementVersions.call)."""
+        snapshot = self._snapshot
+        placed = [(a.pod.pod, snapshot.node(a.node), a.state.first_of_group) for a in reserving]
+        domains = self.versions.call(placed, snapshot.listers)
+        watched = frozenset(self.versions.watched)
         reservations = []
-        for a in reserving:
-            node = self._snapshot.node(a.node)
-            reads: dict[str, int] = {}
-            if node is not None:
-                first = a.state.first_of_group
-                read = versions.reads(a.pod.pod, node, listers, first_of_group=first, before=before)
-                reads = versions.expected(read, ahead)
-                a.touches = versions.touches(a.pod.pod, node, listers)
-                for domain in a.touches:
-                    ahead[domain] = ahead.get(domain, 0) + 1
-                before.append(node)
+        for a, (reads, touches) in zip(reserving, domains, strict=True):
+            a.touches = touches or a.touches  # a node the snapshot lost touches nothing new
             reservations.append(
                 Reservation(
                     uid=a.pod.uid,
@@ -418,7 +406,9 @@ class BatchScheduler:
             with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
                 began = time.perf_counter()
                 status = framework.run_permit(attempt.state, pod, node)
-                _record(framework, "Permit", status, began)
+                record_point(
+                    framework.recorder, framework.profile_name, "Permit", status.code.name, began
+                )
                 span.set_attribute("ksched.status", status.code.name)
         if status.is_success():
             self._reserved(attempt, outcome)
@@ -477,7 +467,9 @@ class BatchScheduler:
         with trace.use_span(attempt.span, end_on_exit=False):
             began = time.perf_counter()
             status = framework.run_reserve(attempt.state, pod, node)
-            _record(framework, "Reserve", status, began)
+            record_point(
+                framework.recorder, framework.profile_name, "Reserve", status.code.name, began
+            )
         if not status.is_success():
             framework.run_unreserve(attempt.state, pod, node)
             self._snapshot.forget(pod.uid)
@@ -498,7 +490,13 @@ class BatchScheduler:
         framework = attempt.framework
         state = framework.binding_state(attempt.state)
         if permit:
-            outcome.waiting.append(self._announcement(attempt))
+            waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
+            pending = (
+                waiting.pending_deadlines()
+                if isinstance(waiting, waiting_pods.SharedWaitingPod)
+                else {}
+            )
+            outcome.waiting.append(announcement(attempt.pod, node, pending))
             outcome.waiting_results.append(attempt_result(request, "waiting", node=node))
         outcome.binds.append(
             BindRequest(
@@ -519,25 +517,6 @@ class BatchScheduler:
         )
         attempt.span.set_attribute("ksched.node", node)
         attempt.span.end()
-
-    def _announcement(self, attempt: _Attempt) -> WaitingPod:
-        waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
-        meta = attempt.pod.pod.metadata
-        pending = (
-            waiting.pending_deadlines()
-            if isinstance(waiting, waiting_pods.SharedWaitingPod)
-            else {}
-        )
-        return WaitingPod(
-            namespace=meta.namespace or "default",
-            name=meta.name,
-            uid=attempt.pod.uid,
-            node=attempt.node,
-            pending_plugins=[
-                PendingPlugin(name=name, deadline=rfc3339_precise(deadline))
-                for name, deadline in sorted(pending.items())
-            ],
-        )
 
     def _fail(self, attempt: _Attempt, result: ScheduleResult, outcome: BatchOutcome) -> None:
         error = result.fit_error
@@ -618,11 +597,3 @@ class BatchScheduler:
 
 
 __all__ = ["BatchScheduler"]
-
-
-def _record(framework: Framework, point: str, status: Status, began: float) -> None:
-    """An extension point's duration and status, when the framework is measured."""
-    recorder = framework.recorder
-    if recorder is not None:
-        elapsed = time.perf_counter() - began
-        recorder.point(point, status.code.name, framework.profile_name, elapsed)

@@ -107,7 +107,7 @@ touches, whatever it read, because another replica may read what it did not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contracts.k8s import Node, Pod
@@ -281,6 +281,28 @@ class PlacementVersions:
         the same store call before this one."""
         known = self.known
         return {d: known.get(d, 0) + pending.get(d, 0) for d in domains}
+
+    def call(
+        self, placements: Sequence[tuple[Pod, Node | None, bool]], listers: Listers
+    ) -> list[tuple[dict[str, int], tuple[str, ...]]]:
+        """For each placement of one store call, in order (pod, node — None when the
+        snapshot lost it — and whether it was placed as the first of its group): the
+        domains its decision read, at the versions to expect (counting the touches of
+        the placements before it in the call), and the domains it touches."""
+        ahead: dict[str, int] = {}
+        before: list[Node] = []
+        out: list[tuple[dict[str, int], tuple[str, ...]]] = []
+        for pod, node, first in placements:
+            if node is None:
+                out.append(({}, ()))
+                continue
+            read = self.reads(pod, node, listers, first_of_group=first, before=before)
+            touches = self.touches(pod, node, listers)
+            out.append((self.expected(read, ahead), touches))
+            for domain in touches:
+                ahead[domain] = ahead.get(domain, 0) + 1
+            before.append(node)
+        return out
 
     def placed(self, touches: Iterable[str]) -> None:
         """One of this replica's placements was committed."""

@@ -12,7 +12,8 @@ import msgspec
 
 from contracts.k8s import Pod
 from contracts.messages import AttemptResult, BindRequest, ScheduleRequest
-from contracts.permit import WaitingPod
+from contracts.permit import PendingPlugin, WaitingPod
+from services.common.decisions import rfc3339_precise
 from services.common.store import PODS, WaitingRecord
 from services.framework.api.interface import PostFilterResult
 from services.framework.api.types import PodInfo
@@ -108,3 +109,19 @@ def charged_requests(pod: PodInfo) -> dict[str, int]:
     charged = {name: amount for name, amount in pod.requests.items() if amount > 0}
     charged[PODS] = 1
     return charged
+
+
+def announcement(pod: PodInfo, node: str, pending: dict[str, float]) -> WaitingPod:
+    """What ``ksched.decisions`` says of a pod that started waiting at Permit on
+    ``node``: the plugins it waits for (``pending``: plugin → deadline)."""
+    meta = pod.pod.metadata
+    return WaitingPod(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        uid=pod.uid,
+        node=node,
+        pending_plugins=[
+            PendingPlugin(name=name, deadline=rfc3339_precise(deadline))
+            for name, deadline in sorted(pending.items())
+        ],
+    )
