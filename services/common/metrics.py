@@ -1,5 +1,6 @@
 """Prometheus plumbing every service shares: a per-service registry served over HTTP
-(:class:`MetricsEndpoint`), and kube-scheduler's histogram buckets.
+(:class:`MetricsEndpoint`; its server thread, :class:`ServedEndpoint`, also runs the
+health endpoints), and kube-scheduler's histogram buckets.
 
 Each service owns its registry (no global state), so several services in one process
 (the embedded cluster, the tests) never mix their series.
@@ -76,13 +77,13 @@ class Children(Generic[M]):
         return child
 
 
-class MetricsEndpoint:
-    """``/metrics`` on ``port`` (0: any free port) in a daemon thread."""
+class ServedEndpoint:
+    """An HTTP server that a daemon thread runs: the port it listens on, and
+    :meth:`close` (the server stops, then the thread, within 5 seconds)."""
 
-    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
-        self._server: WSGIServer
-        self._thread: Thread
-        self._server, self._thread = start_http_server(port, addr=addr, registry=registry)
+    def __init__(self, server: WSGIServer, thread: Thread) -> None:
+        self._server = server
+        self._thread = thread
 
     @property
     def port(self) -> int:
@@ -94,10 +95,18 @@ class MetricsEndpoint:
         self._thread.join(timeout=5)
 
 
+class MetricsEndpoint(ServedEndpoint):
+    """``/metrics`` on ``port`` (0: any free port) in a daemon thread."""
+
+    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
+        super().__init__(*start_http_server(port, addr=addr, registry=registry))
+
+
 __all__ = [
     "ATTEMPT_BUCKETS",
     "Children",
     "MetricsEndpoint",
+    "ServedEndpoint",
     "exponential_buckets",
     "goroutines",
     "schedule_attempts",

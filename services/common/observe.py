@@ -51,13 +51,11 @@ from services.common.bus.base import (
     Bus,
     Consumer,
     Delivery,
-    Handler,
     Message,
     Rejection,
-    decoding,
     unavailable,
 )
-from services.common.metrics import exponential_buckets
+from services.common.metrics import ServedEndpoint, exponential_buckets
 
 log = logging.getLogger("ksched.observe")
 
@@ -133,7 +131,8 @@ class EdgeMetrics:
 
 
 class MeteredBus(Bus):
-    """``inner`` with every publish and consume counted in ``metrics``."""
+    """``inner`` with every publish and consume counted in ``metrics`` (``consume`` is
+    :class:`Bus`'s, over the counted :meth:`consume_raw`)."""
 
     def __init__(self, inner: Bus, metrics: EdgeMetrics) -> None:
         self.inner = inner
@@ -154,19 +153,6 @@ class MeteredBus(Bus):
             counts[message.exchange] = counts.get(message.exchange, 0) + 1
         for exchange, count in counts.items():
             self.metrics.published.labels(exchange).inc(count)
-
-    async def consume(
-        self,
-        queue: Any,
-        handler: Handler[Any],
-        *,
-        decode: type[Any],
-        max_batch: int = 256,
-        prefetch: int | None = None,
-    ) -> Consumer:
-        return await self.consume_raw(
-            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
-        )
 
     async def consume_raw(
         self,
@@ -381,7 +367,7 @@ class _ThreadingServer(WSGIServer):
     daemon_threads = True
 
 
-class ServiceEndpoint:
+class ServiceEndpoint(ServedEndpoint):
     """``/metrics``, ``/healthz``, ``/livez``, ``/readyz`` on ``port`` (0: any free one),
     served by a daemon thread; ``registries``: every registry to expose."""
 
@@ -422,22 +408,10 @@ class ServiceEndpoint:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found: /metrics, /healthz, /livez, /readyz\n"]
 
-        self._server = make_server(
-            addr, port, app, server_class=_ThreadingServer, handler_class=_Quiet
-        )
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="metrics-endpoint", daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_port)
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        server = make_server(addr, port, app, server_class=_ThreadingServer, handler_class=_Quiet)
+        thread = threading.Thread(target=server.serve_forever, name="metrics-endpoint", daemon=True)
+        thread.start()
+        super().__init__(server, thread)
 
 
 class _Forward(Collector):
