@@ -28,7 +28,7 @@ import msgspec
 from services.common.k8s.labels import SelectorError, parse
 from services.descheduler.api import Registry
 from services.framework.api.registry import ConfigError, convert_strict, decode_args, join_path
-from services.framework.config.source import Source, read_source
+from services.framework.config.source import Source, check_type_meta, read_source
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerPolicy"
@@ -154,13 +154,7 @@ def _policy(raw: object, registry: Registry) -> Policy:
     if not isinstance(raw, Mapping):
         raise ConfigError("", "the policy must be a mapping")
     policy = convert_strict(raw, DeschedulerPolicyV1Alpha2, "")
-    if policy.api_version != API_VERSION:
-        raise ConfigError(
-            "apiVersion",
-            f'Unsupported value: "{policy.api_version}": supported values: "{API_VERSION}"',
-        )
-    if policy.kind != KIND:
-        raise ConfigError("kind", f'Unsupported value: "{policy.kind}": supported values: "{KIND}"')
+    check_type_meta(policy.api_version, policy.kind, want_version=API_VERSION, want_kind=KIND)
     for field, value in (
         ("maxNoOfPodsToEvictPerNode", policy.max_no_of_pods_to_evict_per_node),
         ("maxNoOfPodsToEvictPerNamespace", policy.max_no_of_pods_to_evict_per_namespace),

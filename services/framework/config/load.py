@@ -35,7 +35,7 @@ from services.framework.api.registry import (
 from services.framework.config.defaults import DEFAULT_PLUGINS, default_profile
 from services.framework.config.ignored import WHY_IGNORED, check_ignored
 from services.framework.config.in_tree import in_tree_registry
-from services.framework.config.source import Source, read_source
+from services.framework.config.source import Source, check_type_meta, read_source
 from services.framework.config.v1 import (
     API_VERSION,
     KIND,
@@ -105,13 +105,7 @@ def _config(raw: object, registry: Registry, notes: list[tuple[str, str]]) -> Sc
     if not isinstance(raw, Mapping):
         raise ConfigError("", "the configuration must be a mapping")
     config = convert_strict(raw, KubeSchedulerConfigurationV1, "")
-    if config.api_version != API_VERSION:
-        raise ConfigError(
-            "apiVersion",
-            f'Unsupported value: "{config.api_version}": supported values: "{API_VERSION}"',
-        )
-    if config.kind != KIND:
-        raise ConfigError("kind", f'Unsupported value: "{config.kind}": supported values: "{KIND}"')
+    check_type_meta(config.api_version, config.kind, want_version=API_VERSION, want_kind=KIND)
     notes += check_ignored(config)
     _check_percentage(config.percentage_of_nodes_to_score, "percentageOfNodesToScore")
     initial = (

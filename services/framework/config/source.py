@@ -4,6 +4,7 @@ Decoding errors name fields by path (``profiles[0].pluginConfig[1].args.foo``);
 :class:`Source` turns such a path back into ``config.yaml:12`` using the YAML node
 marks, so every message names the file and the line. A field the file does not
 spell out (a defaulted one) takes the line of its closest enclosing field.
+:func:`check_type_meta` checks a document's ``apiVersion`` and ``kind``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ class Source:
         if error.file is not None or self.name is None:
             return error
         return error.located(self.name, self.line_of(error.field))
+
+
+def check_type_meta(api_version: str, kind: str, *, want_version: str, want_kind: str) -> None:
+    """A document's ``apiVersion`` and ``kind`` must be the ones its loader reads:
+    ConfigError (``apiVersion`` first) with the API's "Unsupported value" text."""
+    if api_version != want_version:
+        raise ConfigError(
+            "apiVersion",
+            f'Unsupported value: "{api_version}": supported values: "{want_version}"',
+        )
+    if kind != want_kind:
+        raise ConfigError("kind", f'Unsupported value: "{kind}": supported values: "{want_kind}"')
 
 
 def read_source(path: str | Path) -> tuple[object, Source]:
