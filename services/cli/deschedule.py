@@ -33,6 +33,7 @@ from contracts.k8s import (
 from contracts.kinds import KINDS
 from services.cli.errors import InputError
 from services.cli.manifests import Document
+from services.common.k8s.timestamps import parse_time
 from services.descheduler.api import ClusterView
 from services.descheduler.evictions import Evicted
 from services.descheduler.nodefit import SchedulerFit
@@ -101,12 +102,10 @@ def parse_now(text: str | None) -> float:
     """``--now`` (RFC 3339), else the wall clock."""
     if text is None:
         return datetime.now().timestamp()
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise InputError(
-            f'--now: "{text}" is not an RFC 3339 time (2024-05-01T12:00:00Z)'
-        ) from None
+    now = parse_time(text)
+    if now is None:
+        raise InputError(f'--now: "{text}" is not an RFC 3339 time (2024-05-01T12:00:00Z)')
+    return now
 
 
 @dataclass(frozen=True, slots=True)

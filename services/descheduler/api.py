@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from contracts.k8s import (
@@ -81,16 +80,6 @@ class Evictor(Protocol):
     def evict(self, pod: Pod, options: EvictOptions) -> None:
         """Evict within the limits, or raise an :class:`EvictionError`."""
         ...
-
-
-def parse_time(stamp: str | None) -> float | None:
-    """An RFC 3339 timestamp in seconds, or None when absent or unreadable."""
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass
@@ -241,5 +230,4 @@ __all__ = [
     "PluginFactory",
     "Registry",
     "TotalLimitError",
-    "parse_time",
 ]

@@ -16,7 +16,7 @@ from services.common.k8s.labels import (
     matches_label_selector,
 )
 from services.common.k8s.qos import get_pod_qos
-from services.descheduler.api import parse_time
+from services.common.k8s.timestamps import parse_time
 from services.framework.api.registry import ConfigError, join_path
 
 SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000

@@ -20,8 +20,9 @@ import msgspec
 
 from contracts.k8s import LabelSelector, Pod
 from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.timestamps import parse_time
 from services.descheduler import podutil
-from services.descheduler.api import ClusterView, EvictorPlugin, Handle, PluginEntry, parse_time
+from services.descheduler.api import ClusterView, EvictorPlugin, Handle, PluginEntry
 from services.descheduler.nodes import ready_nodes
 from services.framework.api.registry import ConfigError, join_path
 

@@ -10,7 +10,8 @@ from typing import Final, Self
 import msgspec
 
 from contracts.k8s import LabelSelector, Node, Pod
-from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry, parse_time
+from services.common.k8s.timestamps import parse_time
+from services.descheduler.api import DeschedulePlugin, Handle, PluginEntry
 from services.descheduler.plugins.base import evict_all, evictable_filter
 from services.descheduler.podutil import (
     Namespaces,

@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.common.k8s.labels import matches_label_selector
+from services.common.k8s.timestamps import parse_time
 from services.framework.api.diagnosis import Diagnosis, FitError
 from services.framework.api.events import (
     ActionType,
@@ -86,13 +86,8 @@ class Candidate:
 
 def start_time(pod: Pod, now: float) -> float:
     """``GetPodStartTime``: ``status.startTime``, else now (not started yet)."""
-    stamp = pod.status.start_time
-    if not stamp:
-        return now
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return now
+    started = parse_time(pod.status.start_time)
+    return now if started is None else started
 
 
 def more_important(a: PodInfo, b: PodInfo, now: float) -> bool:
