@@ -126,20 +126,17 @@ class DefaultEvictorArgs(
                 "cannot use Deprecated fields alongside PodProtections.ExtraEnabled or "
                 "PodProtections.DefaultDisabled",
             )
-        for name in protections.extra_enabled:
-            if name not in EXTRA_PROTECTIONS:
-                raise ConfigError(
-                    join_path(where, "extraEnabled"),
-                    f'invalid pod protection policy in ExtraEnabled: "{name}". Valid options '
-                    f"are: [{' '.join(EXTRA_PROTECTIONS)}]",
-                )
-        for name in protections.default_disabled:
-            if name not in DEFAULT_PROTECTIONS:
-                raise ConfigError(
-                    join_path(where, "defaultDisabled"),
-                    f'invalid pod protection policy in DefaultDisabled: "{name}". Valid '
-                    f"options are: [{' '.join(DEFAULT_PROTECTIONS)}]",
-                )
+        for field, names, valid in (
+            ("extraEnabled", protections.extra_enabled, EXTRA_PROTECTIONS),
+            ("defaultDisabled", protections.default_disabled, DEFAULT_PROTECTIONS),
+        ):
+            for name in names:
+                if name not in valid:
+                    raise ConfigError(
+                        join_path(where, field),
+                        f"invalid pod protection policy in {field[0].upper()}{field[1:]}: "
+                        f'"{name}". Valid options are: [{" ".join(valid)}]',
+                    )
         for field, names in (
             ("defaultDisabled", protections.default_disabled),
             ("extraEnabled", protections.extra_enabled),
