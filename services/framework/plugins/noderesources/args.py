@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Final, Self
 
 import msgspec
@@ -63,8 +64,7 @@ class NodeResourcesFitArgs(_Args, kw_only=True, frozen=True):
         strategy = self.scoring_strategy or ScoringStrategy(
             type=LEAST_ALLOCATED, resources=DEFAULT_RESOURCES
         )
-        resources = strategy.resources or DEFAULT_RESOURCES
-        resources = tuple(r if r.weight else ResourceSpec(name=r.name, weight=1) for r in resources)
+        resources = _defaulted_resources(strategy.resources)
         return msgspec.structs.replace(
             self, scoring_strategy=msgspec.structs.replace(strategy, resources=resources)
         )
@@ -90,12 +90,7 @@ class NodeResourcesFitArgs(_Args, kw_only=True, frozen=True):
                 join_path(spath, "type"),
                 f'Unsupported value: "{strategy.type}": supported values: {supported}',
             )
-        seen: set[str] = set()
-        for i, resource in enumerate(strategy.resources):
-            rpath = join_path(spath, f"resources[{i}]")
-            if resource.name in seen:
-                raise ConfigError(join_path(rpath, "name"), f'Duplicate value: "{resource.name}"')
-            seen.add(resource.name)
+        for resource, rpath in _unique_resources(strategy.resources, spath):
             if not 1 <= resource.weight <= 100:
                 raise ConfigError(
                     join_path(rpath, "weight"),
@@ -146,22 +141,37 @@ class NodeResourcesBalancedAllocationArgs(_Args, kw_only=True, frozen=True):
     def defaulted(self) -> Self:
         """``SetDefaults_NodeResourcesBalancedAllocationArgs``: cpu and memory when
         empty; a weight of 0 means 1."""
-        resources = self.resources or DEFAULT_RESOURCES
-        resources = tuple(r if r.weight else ResourceSpec(name=r.name, weight=1) for r in resources)
-        return msgspec.structs.replace(self, resources=resources)
+        return msgspec.structs.replace(self, resources=_defaulted_resources(self.resources))
 
     def validate(self, path: str) -> None:
         """``ValidateNodeResourcesBalancedAllocationArgs``: names unique, weights 1."""
-        seen: set[str] = set()
-        for i, resource in enumerate(self.resources):
-            rpath = join_path(path, f"resources[{i}]")
-            if resource.name in seen:
-                raise ConfigError(join_path(rpath, "name"), f'Duplicate value: "{resource.name}"')
-            seen.add(resource.name)
+        for resource, rpath in _unique_resources(self.resources, path):
             if resource.weight != 1:
                 raise ConfigError(
                     join_path(rpath, "weight"), f"Invalid value: {resource.weight}: must be 1"
                 )
+
+
+def _defaulted_resources(resources: tuple[ResourceSpec, ...]) -> tuple[ResourceSpec, ...]:
+    """``resources``, cpu and memory when empty; a weight of 0 means 1."""
+    return tuple(
+        r if r.weight else ResourceSpec(name=r.name, weight=1)
+        for r in resources or DEFAULT_RESOURCES
+    )
+
+
+def _unique_resources(
+    resources: Sequence[ResourceSpec], path: str
+) -> Iterator[tuple[ResourceSpec, str]]:
+    """Each of ``resources`` with its field path (``<path>.resources[i]``), in order;
+    ConfigError "Duplicate value" at the first name seen before."""
+    seen: set[str] = set()
+    for i, resource in enumerate(resources):
+        rpath = join_path(path, f"resources[{i}]")
+        if resource.name in seen:
+            raise ConfigError(join_path(rpath, "name"), f'Duplicate value: "{resource.name}"')
+        seen.add(resource.name)
+        yield resource, rpath
 
 
 def _label_name(name: str, field: str) -> None:
