@@ -80,8 +80,20 @@ class _PreFilterState:
         self.conflicting_claim_refs += multiplier * refs
 
 
-def _flag(source: dict[str, Any], key: str) -> bool:
-    return bool(source.get(key, False))
+def _both_read_only(source: dict[str, Any], other: dict[str, Any]) -> bool:
+    return bool(source.get("readOnly", False)) and bool(other.get("readOnly", False))
+
+
+def _same_disk_written(
+    source: dict[str, Any] | None, other: dict[str, Any] | None, key: str
+) -> bool:
+    """Both volumes name one disk (the same ``key``) and not both only read it."""
+    return (
+        source is not None
+        and other is not None
+        and source.get(key) == other.get(key)
+        and not _both_read_only(source, other)
+    )
 
 
 def _rbd_key(rbd: dict[str, Any]) -> tuple[frozenset[str], str, str]:
@@ -92,21 +104,13 @@ def _rbd_key(rbd: dict[str, Any]) -> tuple[frozenset[str], str, str]:
 def is_volume_conflict(volume: Volume, pod: Pod) -> bool:
     """``isVolumeConflict``: does ``volume`` conflict with one of ``pod``'s volumes?"""
     for existing in pod.spec.volumes:
-        disk, other = volume.gce_persistent_disk, existing.gce_persistent_disk
-        if disk is not None and other is not None:
-            if disk.get("pdName") == other.get("pdName") and not (
-                _flag(disk, "readOnly") and _flag(other, "readOnly")
-            ):
-                return True
+        if _same_disk_written(volume.gce_persistent_disk, existing.gce_persistent_disk, "pdName"):
+            return True
         ebs, other = volume.aws_elastic_block_store, existing.aws_elastic_block_store
         if ebs is not None and other is not None and ebs.get("volumeID") == other.get("volumeID"):
             return True
-        iscsi, other = volume.iscsi, existing.iscsi
-        if iscsi is not None and other is not None:
-            if iscsi.get("iqn") == other.get("iqn") and not (
-                _flag(iscsi, "readOnly") and _flag(other, "readOnly")
-            ):
-                return True
+        if _same_disk_written(volume.iscsi, existing.iscsi, "iqn"):
+            return True
         rbd, other = volume.rbd, existing.rbd
         if rbd is not None and other is not None:
             monitors, pool, image = _rbd_key(rbd)
@@ -114,7 +118,7 @@ def is_volume_conflict(volume: Volume, pod: Pod) -> bool:
             if (
                 monitors & other_monitors
                 and (pool, image) == (other_pool, other_image)
-                and not (_flag(rbd, "readOnly") and _flag(other, "readOnly"))
+                and not _both_read_only(rbd, other)
             ):
                 return True
     return False
