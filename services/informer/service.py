@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -72,6 +72,12 @@ FSYNC_BUCKETS = exponential_buckets(0.0001, 2, 16)
 """0.1 ms to ~3 s."""
 LOG_RETRY_MAX = 30.0
 """Longest wait, in seconds, between two attempts to write to a refusing event log."""
+
+
+_Changes = list[tuple[Change, dict[str, str]]]
+"""Staged changes, each with the trace carrier of the delivery that made it."""
+_Stage = Callable[[Staged, Delivery, _Changes, list[ErrorReport]], None]
+"""Stages what one delivery changes and reports (:meth:`InformerService._apply`)."""
 
 
 class InformerService:
@@ -248,28 +254,48 @@ class InformerService:
         self._catch_up_due = False
 
     async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
+        await self._apply(deliveries, self._stage_event, origin="user")
+
+    async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
+        await self._apply(deliveries, _stage_bindings, origin="binding")
+
+    async def _apply(
+        self, deliveries: Sequence[Delivery], stage: _Stage, *, origin: Origin
+    ) -> None:
+        """One batch: under the lock, after a due catch-up, ``stage`` adds each
+        delivery's changes and reports to the staged objects; then one commit."""
         async with self._lock:
             await self._catch_up_if_due()
             staged = self._objects.stage()
-            changes: list[tuple[Change, dict[str, str]]] = []
+            changes: _Changes = []
             reports: list[ErrorReport] = []
             for delivery in deliveries:
-                with telemetry.continuing(tracer, "ingest", delivery.headers) as continued:
-                    span = continued.span
-                    span.set_attribute("ksched.routing_key", delivery.routing_key)
-                    try:
-                        outcome = self._ingest(staged, delivery)
-                    except Exception as error:  # one bad message never fails its batch
-                        log.exception("validating a %s message failed", delivery.routing_key)
-                        outcome = _internal_report(delivery, error)
-                    if isinstance(outcome, ErrorReport):
-                        span.set_status(trace.StatusCode.ERROR, outcome.reason)
-                        reports.append(outcome)
-                        continue
-                    span.set_attribute("ksched.duplicate", outcome is None)
-                    if outcome is not None:
-                        changes.append((outcome, continued.carrier()))
-            await self._commit(staged, changes, reports, origin="user")
+                stage(staged, delivery, changes, reports)
+            await self._commit(staged, changes, reports, origin=origin)
+
+    def _stage_event(
+        self,
+        staged: Staged,
+        delivery: Delivery,
+        changes: _Changes,
+        reports: list[ErrorReport],
+    ) -> None:
+        """A user's watch event, in its ``ingest`` span (continuing the publisher's)."""
+        with telemetry.continuing(tracer, "ingest", delivery.headers) as continued:
+            span = continued.span
+            span.set_attribute("ksched.routing_key", delivery.routing_key)
+            try:
+                outcome = self._ingest(staged, delivery)
+            except Exception as error:  # one bad message never fails its batch
+                log.exception("validating a %s message failed", delivery.routing_key)
+                outcome = _internal_report(delivery, error)
+            if isinstance(outcome, ErrorReport):
+                span.set_status(trace.StatusCode.ERROR, outcome.reason)
+                reports.append(outcome)
+                return
+            span.set_attribute("ksched.duplicate", outcome is None)
+            if outcome is not None:
+                changes.append((outcome, continued.carrier()))
 
     def _ingest(self, staged: Staged, delivery: Delivery) -> Change | ErrorReport | None:
         """The change one watch event makes (staged), its report, or None (a duplicate)."""
@@ -283,26 +309,6 @@ class InformerService:
         if isinstance(obj, Pod) and result.type != "DELETED":
             obj = admitted_priority(staged, obj)
         return staged.reconcile(result.kind, result.key, result.type, obj)
-
-    async def _on_bindings(self, deliveries: Sequence[Delivery]) -> None:
-        async with self._lock:
-            await self._catch_up_if_due()
-            staged = self._objects.stage()
-            changes: list[tuple[Change, dict[str, str]]] = []
-            reports: list[ErrorReport] = []
-            for delivery in deliveries:
-                try:
-                    bound = _bound(delivery)
-                except msgspec.DecodeError as error:
-                    reports.append(_binding_report(None, "", f"malformed Binding: {error}"))
-                    continue
-                for binding, carrier in bound:
-                    change, problem = _bind(staged, binding)
-                    if problem is not None:
-                        reports.append(problem)
-                    if change is not None:
-                        changes.append((change, carrier))
-            await self._commit(staged, changes, reports, origin="binding")
 
     async def _commit(
         self,
@@ -408,6 +414,26 @@ def _projected(event: LogEntry) -> ProjectedEntry:
         allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
         return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
     return ProjectedEntry(event.seq, kind, key, body)
+
+
+def _stage_bindings(
+    staged: Staged,
+    delivery: Delivery,
+    changes: _Changes,
+    reports: list[ErrorReport],
+) -> None:
+    """The Bindings a binder published: each binds its pod, or is reported."""
+    try:
+        bound = _bound(delivery)
+    except msgspec.DecodeError as error:
+        reports.append(_binding_report(None, "", f"malformed Binding: {error}"))
+        return
+    for binding, carrier in bound:
+        change, problem = _bind(staged, binding)
+        if problem is not None:
+            reports.append(problem)
+        if change is not None:
+            changes.append((change, carrier))
 
 
 def _bound(delivery: Delivery) -> list[tuple[Binding, dict[str, str]]]:
