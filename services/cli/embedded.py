@@ -208,6 +208,15 @@ class EmbeddedCluster:
                 ]
             )
 
+    async def publish_and_schedule(self, documents: Sequence[Document]) -> None:
+        """Publish ``documents`` with the queue held and let them settle, then release
+        the queue and settle again: every object is in place before the first attempt."""
+        self.hold()
+        await self.publish(documents)
+        await self.settle()
+        self.release()
+        await self.settle()
+
     def hold(self) -> None:
         self.queue.hold()
 

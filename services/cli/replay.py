@@ -70,11 +70,7 @@ async def replay(
     await cluster.start()
     try:
         for part in parts:
-            cluster.hold()
-            await cluster.publish(part)
-            await cluster.settle()
-            cluster.release()
-            await cluster.settle()
+            await cluster.publish_and_schedule(part)
     finally:
         await cluster.stop()
     return ReplayResult(cluster.decisions, recorded)

@@ -81,10 +81,7 @@ async def simulate(
     )
     await cluster.start()
     try:
-        await cluster.publish(documents)
-        await cluster.settle()
-        cluster.release()
-        await cluster.settle()
+        await cluster.publish_and_schedule(documents)
     finally:
         await cluster.stop()
     return cluster.decisions
