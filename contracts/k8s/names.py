@@ -72,6 +72,20 @@ def _max_len(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
+def _checked(
+    value: str, limit: int, pattern: re.Pattern[str], msg: str, *examples: str
+) -> list[str]:
+    """The problems of ``value`` under a length ``limit`` and a whole-string
+    ``pattern``, in upstream's order: too long, then not matching (``msg``, the
+    ``examples`` and the pattern)."""
+    errors: list[str] = []
+    if len(value) > limit:
+        errors.append(_max_len(limit))
+    if not pattern.fullmatch(value):
+        errors.append(_regex_error(msg, pattern.pattern, *examples))
+    return errors
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: an optional DNS subdomain prefix and ``/``, then a name."""
     parts = value.split("/")
@@ -101,39 +115,21 @@ def qualified_name_errors(value: str) -> list[str]:
 
 def label_value_errors(value: str) -> list[str]:
     """``IsValidLabelValue``."""
-    errors: list[str] = []
-    if len(value) > LABEL_VALUE_MAX_LENGTH:
-        errors.append(_max_len(LABEL_VALUE_MAX_LENGTH))
-    if not _VALUE.fullmatch(value):
-        errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errors
+    return _checked(
+        value, LABEL_VALUE_MAX_LENGTH, _VALUE, _VALUE_MSG, "MyValue", "my_value", "12345"
+    )
 
 
 def dns1123_label_errors(value: str) -> list[str]:
     """``IsDNS1123Label``: namespace names, container names."""
-    errors: list[str] = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
-        errors.append(_max_len(DNS1123_LABEL_MAX_LENGTH))
-    if not _LABEL.fullmatch(value):
-        errors.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
-    return errors
+    return _checked(value, DNS1123_LABEL_MAX_LENGTH, _LABEL, _LABEL_MSG, "my-name", "123-abc")
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """``IsDNS1123Subdomain``: pod, node and most other object names."""
-    errors: list[str] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errors.append(_max_len(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if not _SUBDOMAIN.fullmatch(value):
-        errors.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
-    return errors
+    return _checked(value, DNS1123_SUBDOMAIN_MAX_LENGTH, _SUBDOMAIN, _SUBDOMAIN_MSG, "example.com")
 
 
 def dns1035_label_errors(value: str) -> list[str]:
     """``IsDNS1035Label``: Service names."""
-    errors: list[str] = []
-    if len(value) > DNS1035_LABEL_MAX_LENGTH:
-        errors.append(_max_len(DNS1035_LABEL_MAX_LENGTH))
-    if not _DNS1035.fullmatch(value):
-        errors.append(_regex_error(_DNS1035_MSG, _DNS1035_FMT, "my-name", "abc-123"))
-    return errors
+    return _checked(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035, _DNS1035_MSG, "my-name", "abc-123")
