@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import aio_pika
 import msgspec
 
 from contracts import topology
+from contracts.quantity import resource_amount
 from contracts.queueview import QueueView
 from services.common.store.redis import RedisStore
 
@@ -273,6 +274,40 @@ def pod(
             ]
         },
     }
+
+
+async def assert_store_within_allocatable(store: RedisStore) -> None:
+    """The store's usage of every node is within its allocatable."""
+    usage, allocatable = await store.node_usage(), await store.allocatable()
+    for name, used in usage.items():
+        for resource, amount in used.items():
+            assert amount <= allocatable[name].get(resource, 0), (name, resource)
+
+
+async def assert_no_overcommit(
+    client: Client, store: RedisStore, *, cpu_per_pod: str = "100m", node_cpu: str = "8"
+) -> None:
+    """Neither the bindings the user saw (pods of ``cpu_per_pod`` on nodes of
+    ``node_cpu``, the defaults of :func:`pod` and :func:`node`) nor the store's usage
+    exceed any node."""
+    per_node = Counter(nodes[0] for nodes in client.bindings().values())
+    capacity = resource_amount("cpu", node_cpu)
+    for name, count in per_node.items():
+        assert count * resource_amount("cpu", cpu_per_pod) <= capacity, name
+    await assert_store_within_allocatable(store)
+
+
+async def assert_bound_exactly_once(client: Client, store: RedisStore, pods: int) -> None:
+    """``pods`` pods were bound, each to one node, which the store and the user's
+    Binding name alike."""
+    await client.wait_for(lambda: len(client.recorded) >= pods)
+    bindings = client.bindings()
+    assert len(bindings) == pods
+    for name, targets in bindings.items():
+        assert len(set(targets)) == 1, f"{name} bound to {targets}"
+    stored = {k: json.loads(v) for k, v in (await store.objects("pod")).items()}
+    for name, targets in bindings.items():
+        assert stored[name]["spec"]["nodeName"] == targets[0] == client.recorded[name]
 
 
 async def delete_namespace(
