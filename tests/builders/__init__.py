@@ -40,6 +40,8 @@ from contracts.k8s import (
 from tests.builders.volumes import claim_volume
 
 Requests = Mapping[str, Quantity]
+TERMINATING = "2024-01-01T00:00:00Z"
+"""The deletion timestamp of a ``make_pod(terminating=True)`` pod."""
 ContainerSpec = Requests | Container
 
 
@@ -102,6 +104,7 @@ def make_pod(
     phase: str | None = None,
     nominated_node_name: str | None = None,
     deletion_timestamp: str | None = None,
+    terminating: bool = False,
     volumes: Sequence[Volume] = (),
     claims: Sequence[str] = (),
     tolerations: Sequence[Toleration] = (),
@@ -112,8 +115,9 @@ def make_pod(
 ) -> Pod:
     """A pod. ``requests``: one container's requests, or one entry per container;
     ``containers=n`` adds n containers without requests; ``claims``: a volume per named
-    PVC after ``volumes`` (upstream's ``.PVC(name)``). ``uid`` defaults to
-    ``<namespace>-<name>-uid``."""
+    PVC after ``volumes`` (upstream's ``.PVC(name)``); ``terminating``: a deletion
+    timestamp (:data:`TERMINATING`) unless one is given (upstream's ``.Terminating()``).
+    ``uid`` defaults to ``<namespace>-<name>-uid``."""
     specs: list[ContainerSpec]
     if requests is None:
         specs = []
@@ -129,7 +133,7 @@ def make_pod(
             uid=uid if uid is not None else f"{namespace}-{name}-uid",
             labels=dict(labels or {}),
             resource_version=resource_version,
-            deletion_timestamp=deletion_timestamp,
+            deletion_timestamp=deletion_timestamp or (TERMINATING if terminating else None),
         ),
         spec=PodSpec(
             node_name=node_name,
