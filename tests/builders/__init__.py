@@ -7,6 +7,7 @@ Quantities are given as Kubernetes strings (or numbers) exactly as in a manifest
     make_pod(init=[sidecar({"cpu": "1"}), {"cpu": "2"}])      # a sidecar, then an init
     make_pod(containers=1)                                     # one container, no requests
     make_node("n1", allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
+    manifest(make_node("n1"), make_pod("web"))                 # a file for ksched simulate
 
 Like upstream's builder, a pod has no container unless asked for one. Storage objects are
 built by :mod:`tests.builders.volumes`, Services and controllers by
@@ -16,6 +17,8 @@ built by :mod:`tests.builders.volumes`, Services and controllers by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+import msgspec
 
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
@@ -79,12 +82,8 @@ def _containers(specs: Sequence[ContainerSpec], prefix: str) -> list[Container]:
     out = []
     for i, spec in enumerate(specs):
         c = spec if isinstance(spec, Container) else container(spec)
-        out.append(c if c.name else Container(**{**_fields(c), "name": f"{prefix}{i}"}))
+        out.append(c if c.name else msgspec.structs.replace(c, name=f"{prefix}{i}"))
     return out
-
-
-def _fields(c: Container) -> dict[str, object]:
-    return {f: getattr(c, f) for f in c.__struct_fields__}
 
 
 def make_pod(
@@ -98,6 +97,8 @@ def make_pod(
     init: Sequence[ContainerSpec] = (),
     overhead: Requests | None = None,
     priority: int | None = None,
+    priority_class_name: str | None = None,
+    preemption_policy: str | None = None,
     node_name: str | None = None,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     labels: Mapping[str, str] | None = None,
@@ -139,6 +140,8 @@ def make_pod(
             node_name=node_name,
             scheduler_name=scheduler_name,
             priority=priority,
+            priority_class_name=priority_class_name,
+            preemption_policy=preemption_policy,
             containers=_containers(specs, "c"),
             init_containers=_containers(init, "i"),
             overhead=dict(overhead or {}),
@@ -183,3 +186,10 @@ def make_node(
             images=[ContainerImage(names=list(n), size_bytes=size) for n, size in images],
         ),
     )
+
+
+def manifest(*documents: object) -> str:
+    """A cluster file as ``ksched simulate`` reads it: each built object as a JSON
+    document (a string as written), ``---`` between them."""
+    texts = [d if isinstance(d, str) else msgspec.json.encode(d).decode() for d in documents]
+    return "\n---\n".join(t.strip() for t in texts) + "\n"
