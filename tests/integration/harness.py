@@ -21,9 +21,11 @@ import aio_pika
 import msgspec
 
 from contracts import topology
+from contracts.k8s import Node, Pod
 from contracts.quantity import resource_amount
 from contracts.queueview import QueueView
 from services.common.store.redis import RedisStore
+from tests.builders import container, make_node, make_pod
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REDIS_URL = os.environ.get("KSCHED_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -248,32 +250,27 @@ class Client:
 
 
 def node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110") -> dict[str, Any]:
-    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
+    """``make_node`` labelled with its hostname, as the wire carries it: a JSON object
+    the test may still change before publishing it."""
+    built = make_node(
+        name,
+        allocatable={"cpu": cpu, "memory": memory, "pods": pods},
+        labels={"kubernetes.io/hostname": name},
+    )
+    return _wire(built)
 
 
 def pod(
     name: str, cpu: str = "100m", memory: str = "128Mi", namespace: str = "e2e"
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-        "spec": {
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "nginx",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ]
-        },
-    }
+    """``make_pod`` with one nginx container requesting ``cpu`` and ``memory``, uid
+    ``uid-<name>``, as the wire carries it (see :func:`node`)."""
+    app = container({"cpu": cpu, "memory": memory}, name="app", image="nginx")
+    return _wire(make_pod(name, namespace, uid=f"uid-{name}", requests=[app]))
+
+
+def _wire(obj: Node | Pod) -> dict[str, Any]:
+    return {"apiVersion": "v1", **msgspec.to_builtins(obj)}
 
 
 async def assert_store_within_allocatable(store: RedisStore) -> None:
