@@ -7,6 +7,7 @@ Quantities are given as Kubernetes strings (or numbers) exactly as in a manifest
     make_pod(init=[sidecar({"cpu": "1"}), {"cpu": "2"}])      # a sidecar, then an init
     make_pod(containers=1)                                     # one container, no requests
     make_node("n1", allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
+    manifest(make_node("n1"), make_pod("web"))                 # a file for ksched simulate
 
 Like upstream's builder, a pod has no container unless asked for one. Storage objects are
 built by :mod:`tests.builders.volumes`, Services and controllers by
@@ -16,6 +17,8 @@ built by :mod:`tests.builders.volumes`, Services and controllers by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+import msgspec
 
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
@@ -40,6 +43,8 @@ from contracts.k8s import (
 from tests.builders.volumes import claim_volume
 
 Requests = Mapping[str, Quantity]
+TERMINATING = "2024-01-01T00:00:00Z"
+"""The deletion timestamp of a ``make_pod(terminating=True)`` pod."""
 ContainerSpec = Requests | Container
 
 
@@ -77,12 +82,8 @@ def _containers(specs: Sequence[ContainerSpec], prefix: str) -> list[Container]:
     out = []
     for i, spec in enumerate(specs):
         c = spec if isinstance(spec, Container) else container(spec)
-        out.append(c if c.name else Container(**{**_fields(c), "name": f"{prefix}{i}"}))
+        out.append(c if c.name else msgspec.structs.replace(c, name=f"{prefix}{i}"))
     return out
-
-
-def _fields(c: Container) -> dict[str, object]:
-    return {f: getattr(c, f) for f in c.__struct_fields__}
 
 
 def make_pod(
@@ -96,12 +97,15 @@ def make_pod(
     init: Sequence[ContainerSpec] = (),
     overhead: Requests | None = None,
     priority: int | None = None,
+    priority_class_name: str | None = None,
+    preemption_policy: str | None = None,
     node_name: str | None = None,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     labels: Mapping[str, str] | None = None,
     phase: str | None = None,
     nominated_node_name: str | None = None,
     deletion_timestamp: str | None = None,
+    terminating: bool = False,
     volumes: Sequence[Volume] = (),
     claims: Sequence[str] = (),
     tolerations: Sequence[Toleration] = (),
@@ -112,8 +116,9 @@ def make_pod(
 ) -> Pod:
     """A pod. ``requests``: one container's requests, or one entry per container;
     ``containers=n`` adds n containers without requests; ``claims``: a volume per named
-    PVC after ``volumes`` (upstream's ``.PVC(name)``). ``uid`` defaults to
-    ``<namespace>-<name>-uid``."""
+    PVC after ``volumes`` (upstream's ``.PVC(name)``); ``terminating``: a deletion
+    timestamp (:data:`TERMINATING`) unless one is given (upstream's ``.Terminating()``).
+    ``uid`` defaults to ``<namespace>-<name>-uid``."""
     specs: list[ContainerSpec]
     if requests is None:
         specs = []
@@ -129,12 +134,14 @@ def make_pod(
             uid=uid if uid is not None else f"{namespace}-{name}-uid",
             labels=dict(labels or {}),
             resource_version=resource_version,
-            deletion_timestamp=deletion_timestamp,
+            deletion_timestamp=deletion_timestamp or (TERMINATING if terminating else None),
         ),
         spec=PodSpec(
             node_name=node_name,
             scheduler_name=scheduler_name,
             priority=priority,
+            priority_class_name=priority_class_name,
+            preemption_policy=preemption_policy,
             containers=_containers(specs, "c"),
             init_containers=_containers(init, "i"),
             overhead=dict(overhead or {}),
@@ -179,3 +186,10 @@ def make_node(
             images=[ContainerImage(names=list(n), size_bytes=size) for n, size in images],
         ),
     )
+
+
+def manifest(*documents: object) -> str:
+    """A cluster file as ``ksched simulate`` reads it: each built object as a JSON
+    document (a string as written), ``---`` between them."""
+    texts = [d if isinstance(d, str) else msgspec.json.encode(d).decode() for d in documents]
+    return "\n---\n".join(t.strip() for t in texts) + "\n"

@@ -1,9 +1,10 @@
 """Selectors in a line: label selector requirements (``in_("app", "web")``,
-``exists("tier")``) and node affinity (``affinity([term(req("zone", "In", "a"))])``)."""
+``exists("tier")``), node affinity (``affinity([term(req("zone", "In", "a"))])``) and
+inter-pod affinity (``pod_affinity([t1], anti=[t2], preferred=[(5, t3)])``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from contracts.k8s import (
     Affinity,
@@ -12,7 +13,10 @@ from contracts.k8s import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodAffinity,
+    PodAffinityTerm,
     PreferredSchedulingTerm,
+    WeightedPodAffinityTerm,
 )
 
 
@@ -56,4 +60,37 @@ def affinity(
                 PreferredSchedulingTerm(weight=w, preference=t) for w, t in preferred
             ],
         )
+    )
+
+
+def pod_affinity(
+    required: Iterable[PodAffinityTerm] = (),
+    *,
+    anti: Iterable[PodAffinityTerm] = (),
+    preferred: Iterable[tuple[int, PodAffinityTerm]] = (),
+    preferred_anti: Iterable[tuple[int, PodAffinityTerm]] = (),
+) -> Affinity | None:
+    """Inter-pod affinity (upstream's ``.PodAffinity`` / ``.PodAntiAffinity``):
+    ``required`` and ``anti`` terms, ``(weight, term)`` ``preferred`` and
+    ``preferred_anti`` ones; None when there is no term at all."""
+    required, anti = list(required), list(anti)
+    weighted = [WeightedPodAffinityTerm(weight=w, pod_affinity_term=t) for w, t in preferred]
+    weighted_anti = [
+        WeightedPodAffinityTerm(weight=w, pod_affinity_term=t) for w, t in preferred_anti
+    ]
+    if not (required or anti or weighted or weighted_anti):
+        return None
+    return Affinity(
+        pod_affinity=PodAffinity(
+            required_during_scheduling_ignored_during_execution=required,
+            preferred_during_scheduling_ignored_during_execution=weighted,
+        )
+        if required or weighted
+        else None,
+        pod_anti_affinity=PodAffinity(
+            required_during_scheduling_ignored_during_execution=anti,
+            preferred_during_scheduling_ignored_during_execution=weighted_anti,
+        )
+        if anti or weighted_anti
+        else None,
     )

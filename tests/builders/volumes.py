@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from contracts.k8s import (
     NodeSelector,
     NodeSelectorRequirement,
@@ -46,7 +48,7 @@ def claim_volume(claim: str, name: str | None = None, *, read_only: bool = False
 
 def inline_volume(kind: str, name: str = "", **fields: Any) -> Volume:
     """An in-tree inline volume: ``inline_volume("gce_persistent_disk", pdName="foo")``."""
-    return Volume(name=name, **{kind: dict(fields)})
+    return msgspec.structs.replace(Volume(name=name), **{kind: dict(fields)})
 
 
 def make_storage_class(

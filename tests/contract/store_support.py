@@ -9,7 +9,6 @@ from uuid import uuid4
 
 import msgspec
 
-from contracts.k8s import Node, NodeStatus, ObjectMeta, Pod, PodSpec
 from services.common.store import (
     AssumeResult,
     BindClaim,
@@ -20,6 +19,7 @@ from services.common.store import (
     Reservation,
     open_store,
 )
+from tests.builders import make_node, make_pod
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 NOW = 1_700_000_000.0
@@ -63,9 +63,9 @@ class Clients:
             await store.close()
 
 
-def node(seq: int, name: str, **allocatable: int) -> ProjectedEntry:
-    status = NodeStatus(allocatable=dict(allocatable))
-    body = msgspec.json.encode(Node(metadata=ObjectMeta(name=name), status=status))
+def node_entry(seq: int, name: str, **allocatable: int) -> ProjectedEntry:
+    """The informer's entry for node ``name`` with ``allocatable`` (canonical units)."""
+    body = msgspec.json.encode(make_node(name, allocatable=allocatable))
     return ProjectedEntry(seq=seq, kind="node", key=name, body=body, allocatable=allocatable)
 
 
@@ -73,11 +73,13 @@ def node_deleted(seq: int, name: str) -> ProjectedEntry:
     return ProjectedEntry(seq=seq, kind="node", key=name, body=None)
 
 
-def pod(
+def pod_entry(
     seq: int, name: str, on: str | None, *, deleted: bool = False, **req: int
 ) -> ProjectedEntry:
-    meta = ObjectMeta(name=name, namespace="default", uid=f"uid-{name}")
-    body = None if deleted else msgspec.json.encode(Pod(metadata=meta, spec=PodSpec(node_name=on)))
+    """The informer's entry for pod ``default/name`` (uid ``uid-<name>``) bound to
+    ``on``, charging ``req`` and one pod; ``deleted``: its deletion."""
+    pod = make_pod(name, uid=f"uid-{name}", node_name=on)
+    body = None if deleted else msgspec.json.encode(pod)
     charge = PodCharge(uid=f"uid-{name}", node=None if deleted else on, requests={**req, "pods": 1})
     return ProjectedEntry(seq=seq, kind="pod", key=f"default/{name}", body=body, pod=charge)
 

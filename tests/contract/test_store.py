@@ -26,9 +26,9 @@ from tests.contract.store_support import (
     Clients,
     assume_one,
     claim,
-    node,
     node_deleted,
-    pod,
+    node_entry,
+    pod_entry,
     res,
     snapshot,
     usage,
@@ -42,17 +42,23 @@ async def test_empty_store(store: ClusterStore) -> None:
 
 
 async def test_apply_is_idempotent_and_skips_applied_seqs(store: ClusterStore) -> None:
-    batch = [node(1, "n1", cpu=4000, pods=10), pod(2, "a", "n1", cpu=500), pod(3, "b", None)]
+    batch = [
+        node_entry(1, "n1", cpu=4000, pods=10),
+        pod_entry(2, "a", "n1", cpu=500),
+        pod_entry(3, "b", None),
+    ]
     await store.apply(batch)
     first = await snapshot(store)
     assert first[0] == 3
     assert set(first[2]) == {"default/a", "default/b"}
 
     await store.apply(batch)
-    await store.apply([node_deleted(2, "n1"), pod(3, "a", None, deleted=True)])
+    await store.apply([node_deleted(2, "n1"), pod_entry(3, "a", None, deleted=True)])
     assert await snapshot(store) == first
 
-    await store.apply([pod(3, "x", "n1", cpu=1), pod(4, "b", "n1", cpu=100)])  # 3 skipped
+    await store.apply(
+        [pod_entry(3, "x", "n1", cpu=1), pod_entry(4, "b", "n1", cpu=100)]
+    )  # 3 skipped
     assert await store.applied_seq() == 4
     assert "default/x" not in await store.objects("pod")
     assert await usage(store, "n1") == {"cpu": 600, "pods": 2}
@@ -61,12 +67,12 @@ async def test_apply_is_idempotent_and_skips_applied_seqs(store: ClusterStore) -
 async def test_node_usage_sums_bound_pods(store: ClusterStore) -> None:
     await store.apply(
         [
-            node(1, "n1", cpu=4000, memory=8 << 30, pods=110),
-            node(2, "n2", cpu=2000, pods=110),
-            pod(3, "a", "n1", cpu=500, memory=1 << 30),
-            pod(4, "b", "n1", cpu=250),
-            pod(5, "c", None, cpu=9999),
-            pod(6, "b", "n1", cpu=300),  # updated requests replace the old charge
+            node_entry(1, "n1", cpu=4000, memory=8 << 30, pods=110),
+            node_entry(2, "n2", cpu=2000, pods=110),
+            pod_entry(3, "a", "n1", cpu=500, memory=1 << 30),
+            pod_entry(4, "b", "n1", cpu=250),
+            pod_entry(5, "c", None, cpu=9999),
+            pod_entry(6, "b", "n1", cpu=300),  # updated requests replace the old charge
         ]
     )
     assert await store.node_usage() == {
@@ -78,7 +84,7 @@ async def test_node_usage_sums_bound_pods(store: ClusterStore) -> None:
 
 
 async def test_assume_within_capacity(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=400)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=400)])
     await store.set_leases({"uid-p": 1})
     assert await assume_one(store, res("p", "n1", cpu=600)) == AssumeResult("assumed")
     assert await usage(store, "n1") == {"cpu": 1000, "pods": 2}
@@ -88,7 +94,9 @@ async def test_assume_within_capacity(store: ClusterStore) -> None:
 
 
 async def test_assume_conflict_returns_usage_and_reason(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, memory=100, pods=10), pod(2, "a", "n1", cpu=700)])
+    await store.apply(
+        [node_entry(1, "n1", cpu=1000, memory=100, pods=10), pod_entry(2, "a", "n1", cpu=700)]
+    )
     await store.set_leases({"uid-p": 1})
     cases = [
         ({"cpu": 400}, "Insufficient cpu"),
@@ -130,8 +138,11 @@ async def test_assume_vetoes_only_on_the_checked_resources(
 ) -> None:
     """The profile's filters decide what the reservation may refuse on: a resource they
     do not check is charged in full but never vetoes (upstream's AssumePod never does)."""
-    full = [node(1, "n1", cpu=1000, memory=100, pods=2), pod(2, "a", "n1", cpu=700, pods=1)]
-    await store.apply([*full, pod(3, "b", "n1")])
+    full = [
+        node_entry(1, "n1", cpu=1000, memory=100, pods=2),
+        pod_entry(2, "a", "n1", cpu=700, pods=1),
+    ]
+    await store.apply([*full, pod_entry(3, "b", "n1")])
     await store.set_leases({"uid-p": 1})
     result = await assume_one(store, res("p", "n1", checked=checked, **requests))
     before = {"cpu": 700, "pods": 2}
@@ -145,7 +156,9 @@ async def test_assume_vetoes_only_on_the_checked_resources(
 
 
 async def test_assume_on_unknown_or_deleted_node(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", pods=10), pod(2, "a", "n1"), node_deleted(3, "n1")])
+    await store.apply(
+        [node_entry(1, "n1", pods=10), pod_entry(2, "a", "n1"), node_deleted(3, "n1")]
+    )
     await store.set_leases({"uid-p": 1})
     for name in ("n1", "ghost"):
         result = await assume_one(store, res("p", name))
@@ -155,7 +168,7 @@ async def test_assume_on_unknown_or_deleted_node(store: ClusterStore) -> None:
 
 
 async def test_assume_pod_count_limit(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=10_000, pods=2), pod(2, "a", "n1", cpu=1)])
+    await store.apply([node_entry(1, "n1", cpu=10_000, pods=2), pod_entry(2, "a", "n1", cpu=1)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     no_pods_key = Reservation(uid="uid-p", node="n1", attempt=1, requests={"cpu": 1}, ttl=TTL)
     assert (await assume_one(store, no_pods_key)).status == "assumed"
@@ -164,7 +177,7 @@ async def test_assume_pod_count_limit(store: ClusterStore) -> None:
 
 
 async def test_assume_batch_is_checked_in_order(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     results = await store.assume([res("p", "n1", cpu=600), res("q", "n1", cpu=600)], NOW)
     assert [r.status for r in results] == ["assumed", "conflict"]
@@ -172,7 +185,7 @@ async def test_assume_batch_is_checked_in_order(store: ClusterStore) -> None:
 
 
 async def test_assume_stale_without_current_lease(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     assert (await assume_one(store, res("p", "n1"))).status == "stale"  # no lease at all
     await store.set_leases({"uid-p": 2})
     assert (await assume_one(store, res("p", "n1", attempt=1))).status == "stale"
@@ -181,7 +194,7 @@ async def test_assume_stale_without_current_lease(store: ClusterStore) -> None:
 
 
 async def test_reassume_same_attempt_is_idempotent(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 1})
     for now in (NOW, NOW + 1):
         assert (await assume_one(store, res("p", "n1", cpu=600), now)).status == "assumed"
@@ -275,7 +288,9 @@ async def test_placement_versions(
 ) -> None:
     """A reservation commits only if no pod was placed since in a domain its decision
     read (another replica's placement); every committed one raises what it touches."""
-    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.apply(
+        [node_entry(1, "n1", cpu=1000, pods=10), node_entry(2, "n2", cpu=1000, pods=10)]
+    )
     await store.set_leases({f"uid-{n}": 1 for n in "pqr"})
     answers = [a for call in calls for a in await store.assume(call, NOW)]
     assert [a.status for a in answers] == statuses
@@ -288,7 +303,9 @@ async def test_a_decision_that_knew_no_placed_anti_affinity_key_is_refused(
 ) -> None:
     """A pod with required anti-affinity on ``zone`` was placed: a decision whose
     replica knew of no such key read no zone domain, so it may break that pod's terms."""
-    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.apply(
+        [node_entry(1, "n1", cpu=1000, pods=10), node_entry(2, "n2", cpu=1000, pods=10)]
+    )
     await store.set_leases({f"uid-{n}": 1 for n in "pqr"})
     anti = dataclasses.replace(placed("p", "n1", touches=(ZONE_A,)), keys=("zone",))
     assert (await assume_one(store, anti)).status == "assumed"
@@ -308,7 +325,7 @@ async def test_a_decision_that_knew_no_placed_anti_affinity_key_is_refused(
 
 async def test_placement_versions_are_shared_by_every_client(clients: Clients) -> None:
     one, two = clients.open(), clients.open()
-    await one.apply([node(1, "n1", cpu=1000, pods=10)])
+    await one.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     await one.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(one, placed("p", "n1", touches=(N1,)))).status == "assumed"
     refused = await assume_one(two, placed("q", "n1", {N1: 0}, (N1,)))
@@ -319,7 +336,9 @@ async def test_placement_versions_are_shared_by_every_client(clients: Clients) -
 
 
 async def test_newer_attempt_moves_the_assumption(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.apply(
+        [node_entry(1, "n1", cpu=1000, pods=10), node_entry(2, "n2", cpu=1000, pods=10)]
+    )
     await store.set_leases({"uid-p": 1})
     assert (await assume_one(store, res("p", "n1", cpu=600))).status == "assumed"
     await store.set_leases({"uid-p": 2})
@@ -332,7 +351,7 @@ async def test_newer_attempt_moves_the_assumption(store: ClusterStore) -> None:
 
 
 async def test_expired_assumptions_are_released(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=1)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=1)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(store, res("p", "n1", ttl=10))).status == "assumed"
     assert (await assume_one(store, res("q", "n1"), NOW + 10)).reason == "Too many pods"
@@ -342,7 +361,7 @@ async def test_expired_assumptions_are_released(store: ClusterStore) -> None:
 
 
 async def test_expired_reassume_is_checked_and_charged_once(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=1)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=1)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(store, res("p", "n1", ttl=10))).status == "assumed"
     assert (await assume_one(store, res("p", "n1"), NOW + 11)).status == "assumed"
@@ -352,7 +371,7 @@ async def test_expired_reassume_is_checked_and_charged_once(store: ClusterStore)
 
 
 async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=2)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=2)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     assert (await assume_one(store, res("p", "n1", cpu=600, ttl=5))).status == "assumed"
     assert await store.begin_bind(
@@ -368,7 +387,7 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
     assert (await assume_one(store, res("q", "n1", cpu=600), later)).reason == "Insufficient cpu"
     assert (await assume_one(store, res("p", "n1", cpu=600), later)).status == "stale"
 
-    await store.apply([pod(2, "p", "n1", cpu=600)])
+    await store.apply([pod_entry(2, "p", "n1", cpu=600)])
     assert await usage(store, "n1") == {"cpu": 600, "pods": 1}
     assert await store.assumed() == {}
     assert "uid-p" not in await store.leases()
@@ -381,7 +400,7 @@ async def test_begin_bind_freezes_and_bound_pod_converts(store: ClusterStore) ->
 async def test_begin_bind_never_claims_an_expired_assumption(store: ClusterStore) -> None:
     """Every replica's snapshot forgets an assumption at its deadline: a binder that
     claimed it later would bind a pod the others no longer count."""
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 1, "uid-q": 1})
     await store.assume([res("p", "n1", cpu=600, ttl=5), res("q", "n1", cpu=100, ttl=5)], NOW)
     assert await store.begin_bind([claim("q", "n1")], NOW + 5) == [True]  # at the deadline
@@ -391,23 +410,27 @@ async def test_begin_bind_never_claims_an_expired_assumption(store: ClusterStore
 
 
 async def test_bound_elsewhere_releases_the_assumption(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), node(2, "n2", cpu=1000, pods=10)])
+    await store.apply(
+        [node_entry(1, "n1", cpu=1000, pods=10), node_entry(2, "n2", cpu=1000, pods=10)]
+    )
     await store.set_leases({"uid-p": 1})
     await store.assume([res("p", "n1", cpu=600)], NOW)
     assert await store.begin_bind([claim("p", "n1")], NOW) == [True]
-    await store.apply([pod(3, "p", "n2", cpu=600)])
+    await store.apply([pod_entry(3, "p", "n2", cpu=600)])
     assert await store.node_usage() == {"n1": {}, "n2": {"cpu": 600, "pods": 1}}
     assert await store.assumed() == {}
 
 
 async def test_pod_deletion_releases_everything(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=300)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=300)])
     await store.set_leases({"uid-a": 4, "uid-p": 1})
     await store.set_nominations({"uid-a": Nomination("n1", 10), "uid-p": Nomination("n1", 5)})
     await store.assume([res("p", "n1", cpu=200)], NOW)
     assert await usage(store, "n1") == {"cpu": 500, "pods": 2}
 
-    await store.apply([pod(3, "a", None, deleted=True), pod(4, "p", None, deleted=True)])
+    await store.apply(
+        [pod_entry(3, "a", None, deleted=True), pod_entry(4, "p", None, deleted=True)]
+    )
     assert await usage(store, "n1") == {}
     assert await store.assumed() == {}
     assert await store.leases() == {}
@@ -475,14 +498,14 @@ async def test_claim_nominations(
 
 
 async def test_terminal_pod_releases_its_charge(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=300)])
-    await store.apply([pod(3, "a", None, cpu=300)])  # Succeeded or Failed: no charge
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=300)])
+    await store.apply([pod_entry(3, "a", None, cpu=300)])  # Succeeded or Failed: no charge
     assert await usage(store, "n1") == {}
     assert "default/a" in await store.objects("pod")
 
 
 async def test_forget_releases_only_that_assumption(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     await store.set_leases({"uid-p": 2})
     await store.assume([res("p", "n1", attempt=2, cpu=600)], NOW)
     await store.forget([claim("p", "n1", attempt=1), claim("p", "n2", attempt=2)])
@@ -520,7 +543,7 @@ async def test_racing_clients_never_overcommit(
     """What the profile checks (cpu) is never overcommitted by racing replicas; memory,
     which the pods request but the profile does not check, is charged past the node's."""
     first, second = clients.open(), clients.open()
-    await first.apply([node(1, "n1", cpu=60_000, memory=10, pods=110)])
+    await first.apply([node_entry(1, "n1", cpu=60_000, memory=10, pods=110)])
     names = {c: [f"{c}{i}" for i in range(50)] for c in "ab"}
     await first.set_leases({f"uid-{n}": 1 for group in names.values() for n in group})
 
@@ -556,10 +579,10 @@ async def test_queue_view_is_replaced_and_read_back(store: ClusterStore) -> None
 
 
 async def test_evictions_are_recorded_until_the_pod_is_deleted(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=100)])
     await store.record_evictions({"uid-a": "default/a", "uid-b": "default/b"})
     assert await store.evictions() == {"uid-a": "default/a", "uid-b": "default/b"}
-    await store.apply([pod(3, "a", None, deleted=True)])
+    await store.apply([pod_entry(3, "a", None, deleted=True)])
     assert await store.evictions() == {"uid-b": "default/b"}
     await store.drop_evictions(["uid-b"])
     assert await store.evictions() == {}

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
-from tests.contract.store_support import NOW, Clients, claim, node, pod, res, snapshot
+from tests.contract.store_support import NOW, Clients, claim, node_entry, pod_entry, res, snapshot
 
 GUARDED_CALLS: dict[str, Any] = {
-    "apply": lambda s: s.apply([pod(3, "c", None)]),
+    "apply": lambda s: s.apply([pod_entry(3, "c", None)]),
     "objects": lambda s: s.objects("node"),
     "node_usage": lambda s: s.node_usage(),
     "allocatable": lambda s: s.allocatable(["n1"]),
@@ -32,7 +32,7 @@ GUARDED_CALLS: dict[str, Any] = {
 
 async def test_first_apply_makes_a_fresh_store_live(store: ClusterStore) -> None:
     assert (await store.epoch()).state == "blank"
-    await store.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=100)])
     epoch = await store.epoch()
     assert (epoch.state, epoch.seq) == ("live", 2)
     assert epoch.token
@@ -44,7 +44,7 @@ async def test_every_guarded_call_of_an_attached_client_raises_after_a_loss(
     clients: Clients, call: str
 ) -> None:
     writer = clients.open()
-    await writer.apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
+    await writer.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", None)])
     await writer.set_leases({"uid-a": 1})
     reader = clients.open()
     await reader.attach()
@@ -57,24 +57,30 @@ async def test_every_guarded_call_of_an_attached_client_raises_after_a_loss(
 
 async def test_apply_on_top_of_nothing_raises_even_for_a_new_client(clients: Clients) -> None:
     """An informer restarted after the loss must not apply the log's tail onto nothing."""
-    await clients.open().apply([node(1, "n1", cpu=1000, pods=10), pod(2, "a", None)])
+    await clients.open().apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", None)])
     await clients.lose()
     fresh = clients.open()
     with pytest.raises(StoreLost, match="applying seq 3 would leave a gap"):
-        await fresh.apply([pod(3, "b", None)])
+        await fresh.apply([pod_entry(3, "b", None)])
     assert await fresh.epoch() == Epoch("blank")
 
 
 async def test_apply_with_a_gap_raises_on_a_live_store(store: ClusterStore) -> None:
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     with pytest.raises(StoreLost, match="is at seq 1: applying seq 3"):
-        await store.apply([pod(2, "a", None), pod(3, "b", None)][1:])
-    await store.apply([pod(1, "x", None), pod(2, "a", None)])  # seq 1 skipped, 2 continues
+        await store.apply([pod_entry(2, "a", None), pod_entry(3, "b", None)][1:])
+    await store.apply(
+        [pod_entry(1, "x", None), pod_entry(2, "a", None)]
+    )  # seq 1 skipped, 2 continues
     assert await store.applied_seq() == 2
 
 
 async def test_restore_rebuilds_in_chunks_and_moves_to_a_new_epoch(clients: Clients) -> None:
-    log = [node(1, "n1", cpu=1000, pods=10), pod(2, "a", "n1", cpu=100), pod(3, "b", None)]
+    log = [
+        node_entry(1, "n1", cpu=1000, pods=10),
+        pod_entry(2, "a", "n1", cpu=100),
+        pod_entry(3, "b", None),
+    ]
     informer, scheduler = clients.open(), clients.open()
     await informer.apply(log)
     before = await snapshot(informer)
@@ -101,12 +107,12 @@ async def test_restore_rebuilds_in_chunks_and_moves_to_a_new_epoch(clients: Clie
 
 async def test_restore_refuses_a_live_store_and_a_gap(clients: Clients) -> None:
     store = clients.open()
-    await store.apply([node(1, "n1", cpu=1000, pods=10)])
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
     with pytest.raises(StoreLost, match="is live"):
-        await store.restore([pod(2, "a", None)], final=True)
+        await store.restore([pod_entry(2, "a", None)], final=True)
     await clients.lose()
     with pytest.raises(StoreLost, match="applying seq 2 would leave a gap"):
-        await store.restore([pod(2, "a", None)], final=False)
+        await store.restore([pod_entry(2, "a", None)], final=False)
     await store.restore([], final=True)  # an empty log: a live, empty store
     assert (await store.epoch()).state == "live"
 
@@ -115,7 +121,7 @@ async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
     clients: Clients,
 ) -> None:
     """The binder never attaches: after a loss it finds no assumption to bind."""
-    await clients.open().apply([node(1, "n1", cpu=1000, pods=10)])
+    await clients.open().apply([node_entry(1, "n1", cpu=1000, pods=10)])
     binder = clients.open()
     await clients.lose()
     assert await binder.begin_bind([claim("a", "n1")], NOW) == [False]

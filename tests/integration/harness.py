@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,11 @@ import aio_pika
 import msgspec
 
 from contracts import topology
+from contracts.k8s import Node, Pod
+from contracts.quantity import resource_amount
 from contracts.queueview import QueueView
 from services.common.store.redis import RedisStore
+from tests.builders import container, make_node, make_pod
 
 AMQP_URL = os.environ.get("KSCHED_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REDIS_URL = os.environ.get("KSCHED_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -247,32 +250,61 @@ class Client:
 
 
 def node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110") -> dict[str, Any]:
-    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
+    """``make_node`` labelled with its hostname, as the wire carries it: a JSON object
+    the test may still change before publishing it."""
+    built = make_node(
+        name,
+        allocatable={"cpu": cpu, "memory": memory, "pods": pods},
+        labels={"kubernetes.io/hostname": name},
+    )
+    return _wire(built)
 
 
 def pod(
     name: str, cpu: str = "100m", memory: str = "128Mi", namespace: str = "e2e"
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-        "spec": {
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "nginx",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ]
-        },
-    }
+    """``make_pod`` with one nginx container requesting ``cpu`` and ``memory``, uid
+    ``uid-<name>``, as the wire carries it (see :func:`node`)."""
+    app = container({"cpu": cpu, "memory": memory}, name="app", image="nginx")
+    return _wire(make_pod(name, namespace, uid=f"uid-{name}", requests=[app]))
+
+
+def _wire(obj: Node | Pod) -> dict[str, Any]:
+    return {"apiVersion": "v1", **msgspec.to_builtins(obj)}
+
+
+async def assert_store_within_allocatable(store: RedisStore) -> None:
+    """The store's usage of every node is within its allocatable."""
+    usage, allocatable = await store.node_usage(), await store.allocatable()
+    for name, used in usage.items():
+        for resource, amount in used.items():
+            assert amount <= allocatable[name].get(resource, 0), (name, resource)
+
+
+async def assert_no_overcommit(
+    client: Client, store: RedisStore, *, cpu_per_pod: str = "100m", node_cpu: str = "8"
+) -> None:
+    """Neither the bindings the user saw (pods of ``cpu_per_pod`` on nodes of
+    ``node_cpu``, the defaults of :func:`pod` and :func:`node`) nor the store's usage
+    exceed any node."""
+    per_node = Counter(nodes[0] for nodes in client.bindings().values())
+    capacity = resource_amount("cpu", node_cpu)
+    for name, count in per_node.items():
+        assert count * resource_amount("cpu", cpu_per_pod) <= capacity, name
+    await assert_store_within_allocatable(store)
+
+
+async def assert_bound_exactly_once(client: Client, store: RedisStore, pods: int) -> None:
+    """``pods`` pods were bound, each to one node, which the store and the user's
+    Binding name alike."""
+    await client.wait_for(lambda: len(client.recorded) >= pods)
+    bindings = client.bindings()
+    assert len(bindings) == pods
+    for name, targets in bindings.items():
+        assert len(set(targets)) == 1, f"{name} bound to {targets}"
+    stored = {k: json.loads(v) for k, v in (await store.objects("pod")).items()}
+    for name, targets in bindings.items():
+        assert stored[name]["spec"]["nodeName"] == targets[0] == client.recorded[name]
 
 
 async def delete_namespace(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -16,17 +15,16 @@ from pathlib import Path
 import pytest
 
 from bench.matrix import STOPPED
-from tests.integration.test_bench_sigterm import (
-    NAMESPACE,
+from tests.integration.bench_support import (
     assert_gone,
     leave_nothing,
     processes_naming,
+    under_way,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ops" / "bench" / "matrix.py"
-STARTED = re.compile(r"ksched INFO (informer|queue|scheduler|binder) started")
 
 
 def children_of(parent: int) -> list[int]:
@@ -52,20 +50,11 @@ async def test_sigterm_stops_the_run_and_still_writes_the_table(tmp_path: Path) 
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert process.stderr is not None
-    namespace, started, lines = "", set[str](), list[str]()
+    namespace = ""
     try:
-        async with asyncio.timeout(120):
-            while len(started) < 4:  # the run's services are up: it is under way
-                line = (await process.stderr.readline()).decode()
-                assert line, "the matrix ended before its first run:\n" + "".join(lines)
-                lines.append(line)
-                if found := NAMESPACE.search(line):
-                    namespace = found.group(1)
-                if found := re.search(
-                    r"ksched INFO (informer|queue|scheduler|binder) started", line
-                ):
-                    started.add(found.group(1))
-        assert namespace and processes_naming(namespace)
+        # the run's services are up: it is under way
+        namespace = await under_way(process.stderr, 120, "the matrix ended before its first run:")
+        assert processes_naming(namespace)
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(90):
             _, err = await process.communicate()

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from contracts.quantity import resource_amount
 from services.common.store.redis import RedisStore
-from tests.integration.harness import Client, Processes, node, pod
+from tests.integration.harness import (
+    Client,
+    Processes,
+    assert_bound_exactly_once,
+    assert_no_overcommit,
+    node,
+    pod,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,30 +31,6 @@ async def publish_cluster(client: Client, pods: int, prefix: str = "p") -> None:
         await client.publish("node", n)
     for i in range(pods):
         await client.publish("pod", pod(f"{prefix}-{i}", cpu=CPU_PER_POD))
-
-
-async def assert_no_overcommit(client: Client, store: RedisStore) -> None:
-    """Neither the bindings the user saw nor the store's usage exceed any node."""
-    per_node = Counter(nodes[0] for nodes in client.bindings().values())
-    capacity = resource_amount("cpu", "8")
-    for name, count in per_node.items():
-        assert count * resource_amount("cpu", CPU_PER_POD) <= capacity, name
-    usage = await store.node_usage()
-    allocatable = await store.allocatable()
-    for name, used in usage.items():
-        for resource, amount in used.items():
-            assert amount <= allocatable[name].get(resource, 0), (name, resource)
-
-
-async def assert_bound_exactly_once(client: Client, store: RedisStore, pods: int) -> None:
-    await client.wait_for(lambda: len(client.recorded) >= pods)
-    bindings = client.bindings()
-    assert len(bindings) == pods
-    for name, targets in bindings.items():
-        assert len(set(targets)) == 1, f"{name} bound to {targets}"
-    stored = {k: json.loads(v) for k, v in (await store.objects("pod")).items()}
-    for name, targets in bindings.items():
-        assert stored[name]["spec"]["nodeName"] == targets[0] == client.recorded[name]
 
 
 async def test_pods_published_on_rabbitmq_come_back_as_bindings(

@@ -11,8 +11,15 @@ import aio_pika
 import pytest
 
 from services.common.store.redis import RedisStore
-from tests.integration.harness import Client, Processes, node, pod
-from tests.integration.test_end_to_end import assert_bound_exactly_once, assert_no_overcommit
+from tests.integration.harness import (
+    Client,
+    Processes,
+    assert_bound_exactly_once,
+    assert_no_overcommit,
+    assert_store_within_allocatable,
+    node,
+    pod,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -41,13 +48,6 @@ def with_priority(obj: dict[str, Any], priority: int) -> dict[str, Any]:
 def failed_pods(client: Client) -> set[str]:
     """Names of the pods that got a FailedScheduling Event."""
     return {event["involvedObject"]["name"] for event in client.events_with("FailedScheduling")}
-
-
-async def assert_store_within_allocatable(store: RedisStore) -> None:
-    usage, allocatable = await store.node_usage(), await store.allocatable()
-    for name, used in usage.items():
-        for resource, amount in used.items():
-            assert amount <= allocatable[name].get(resource, 0), (name, resource)
 
 
 async def test_kill_9_the_queue_mid_run_loses_no_pod_and_binds_each_once(

@@ -16,8 +16,15 @@ from pathlib import Path
 import pytest
 
 from services.common.store.redis import RedisStore
-from tests.integration.harness import REDIS_URL, Client, Processes, node, pod
-from tests.integration.test_end_to_end import assert_bound_exactly_once, assert_no_overcommit
+from tests.integration.harness import (
+    REDIS_URL,
+    Client,
+    Processes,
+    assert_bound_exactly_once,
+    assert_no_overcommit,
+    node,
+    pod,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -15,22 +15,18 @@ import pytest
 
 from contracts import topology
 from contracts.errors import ErrorReport
+from contracts.k8s import Pod
 from contracts.permit import PermitDecision, WaitingPod, permit_key
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.simulate import load_cluster
 from services.common.bus import BusError, Delivery, Message
 from services.common.clock import FakeClock
 from services.framework.config import load_config
+from tests.builders import make_pod, manifest
 
 START = 1_700_000_000.0
 NODE = "kind: Node\nmetadata: {name: n%d}\nstatus: {allocatable: {cpu: '2', pods: '110'}}\n"
 BIG_NODE = "kind: Node\nmetadata: {name: n%d}\nstatus: {allocatable: {cpu: '8', pods: '110'}}\n"
-
-
-def pod(name: str, *, cpu: str = "1", labels: dict[str, str] | None = None) -> str:
-    meta = {"name": name, "namespace": "default", "labels": labels or {}}
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    return msgspec.json.encode({"kind": "Pod", "metadata": meta, "spec": spec}).decode()
 
 
 def group(name: str, min_member: int, created: str, timeout: int | None = None) -> str:
@@ -46,8 +42,10 @@ def group(name: str, min_member: int, created: str, timeout: int | None = None) 
     return msgspec.json.encode(obj).decode()
 
 
-def member(name: str, group_name: str, **labels: str) -> str:
-    return pod(name, labels={"scheduling.x-k8s.io/pod-group": group_name, **labels})
+def member(name: str, group_name: str, **labels: str) -> Pod:
+    return make_pod(
+        name, requests={"cpu": "1"}, labels={"scheduling.x-k8s.io/pod-group": group_name, **labels}
+    )
 
 
 def config(*, external: int | None = None, gang: int | None = None) -> Any:
@@ -91,7 +89,7 @@ class Run:
         self.waiting: list[WaitingPod] = []
         self.errors: list[ErrorReport] = []
 
-    async def start(self, *docs: str) -> None:
+    async def start(self, *docs: object) -> None:
         bus = self.cluster.bus
         await self.cluster.start()
         await bus.consume_raw(
@@ -100,8 +98,7 @@ class Run:
         await bus.consume_raw(
             _watch("test.errors", topology.ERRORS.name, "error.permit"), self._errs
         )
-        text = "\n---\n".join(d.strip() for d in docs) + "\n"
-        await self.cluster.publish(load_cluster(text, "test.yaml"))
+        await self.cluster.publish(load_cluster(manifest(*docs), "test.yaml"))
         self.cluster.release()
         await self.idle()
 
@@ -150,7 +147,10 @@ def _watch(name: str, exchange: str, key: str) -> topology.QueueSpec:
 async def external() -> Any:
     run = Run(config(external=30))
     await run.start(
-        BIG_NODE % 1, pod("free"), pod("a", labels={"gate": "on"}), pod("b", labels={"gate": "on"})
+        BIG_NODE % 1,
+        make_pod("free", requests={"cpu": "1"}),
+        make_pod("a", requests={"cpu": "1"}, labels={"gate": "on"}),
+        make_pod("b", requests={"cpu": "1"}, labels={"gate": "on"}),
     )
     yield run
     await run.stop()
@@ -288,8 +288,10 @@ async def test_two_gangs_that_fit_alone_but_not_together_end_one_bound() -> None
 
 async def test_waiting_pods_hold_no_dispatch_credit() -> None:
     run = Run(config(external=300), max_in_flight=4)
-    waiting = [pod(f"w{i}", cpu="10m", labels={"gate": "on"}) for i in range(20)]
-    await run.start(BIG_NODE % 1, *waiting, *[pod(f"p{i}", cpu="10m") for i in range(5)])
+    waiting = [make_pod(f"w{i}", requests={"cpu": "10m"}, labels={"gate": "on"}) for i in range(20)]
+    await run.start(
+        BIG_NODE % 1, *waiting, *[make_pod(f"p{i}", requests={"cpu": "10m"}) for i in range(5)]
+    )
     try:
         assert len(run.waiting) == 20
         bound = sorted(p for p, d in run.last().items() if d.kind == "Binding")

@@ -4,18 +4,17 @@ as the Binding, and the informer records them (in-memory bus, store and event lo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 import pytest
 
 from contracts import topology
 from contracts.events import WatchEvent
-from contracts.k8s import PersistentVolume, PersistentVolumeClaim
+from contracts.k8s import PersistentVolume, PersistentVolumeClaim, Pod
 from contracts.messages import BindBatch, BindRequest
 from services.binder.service import BinderService
 from services.common.bus import Message
-from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store import Reservation
@@ -27,27 +26,11 @@ from services.framework.plugins.volumebinding.prebind import ClaimBinding
 from services.informer.service import InformerService
 from tests.builders import make_pod
 from tests.builders.volumes import claim_volume, make_pv, make_pvc, make_storage_class
+from tests.unit.binder.support import RecordingBus, added
 from tests.unit.framework.plugins.volumes.helpers import host, listers_of, table_of
 
 
-class RecordingBus(MemoryBus):
-    """A MemoryBus that remembers every publish call (one confirmed batch each)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[list[Message]] = []
-
-    async def publish(self, messages: Sequence[Message]) -> None:
-        self.batches.append(list(messages))
-        await super().publish(messages)
-
-
-def publish_event(kind: str, obj: object) -> Message:
-    body = msgspec.json.encode({"type": "ADDED", "object": obj})
-    return Message(topology.EVENTS.name, topology.event_key(kind, "ADDED"), body)
-
-
-def decide(objects, pod, node):
+def decide(objects: Sequence[object], pod: Pod, node: str) -> BindRequest:
     """Run VolumeBinding up to Reserve; the BindRequest the scheduler would send."""
     plugin = VolumeBinding(VolumeBindingArgs().defaulted(), listers_of(*objects))
     table = table_of([host(node)])
@@ -71,7 +54,7 @@ def decide(objects, pod, node):
 
 
 @pytest.fixture
-async def cluster():
+async def cluster() -> AsyncIterator[tuple[RecordingBus, MemoryStore]]:
     bus, store, clock = RecordingBus(), MemoryStore(), FakeClock()
     informer = InformerService(bus, store, MemoryEventLog(), clock)
     binder = BinderService(bus, store, clock)
@@ -83,7 +66,9 @@ async def cluster():
     await bus.close()
 
 
-async def test_volume_updates_go_out_with_the_binding(cluster):
+async def test_volume_updates_go_out_with_the_binding(
+    cluster: tuple[RecordingBus, MemoryStore],
+) -> None:
     bus, store = cluster
     wait_sc = make_storage_class("wait-sc")
     claim = make_pvc("data", storage_class="wait-sc", request="1Gi")
@@ -92,11 +77,11 @@ async def test_volume_updates_go_out_with_the_binding(cluster):
     node = host("n1")
     await bus.publish(
         [
-            publish_event("node", node),
-            publish_event("storageclass", wait_sc),
-            publish_event("persistentvolumeclaim", claim),
-            publish_event("persistentvolume", volume),
-            publish_event("pod", pod),
+            added("node", node),
+            added("storageclass", wait_sc),
+            added("persistentvolumeclaim", claim),
+            added("persistentvolume", volume),
+            added("pod", pod),
         ]
     )
     await bus.wait_idle()
@@ -139,7 +124,7 @@ async def test_volume_updates_go_out_with_the_binding(cluster):
     assert b'"nodeName":"n1"' in recorded_pod
 
 
-async def test_provisioning_publishes_the_claim_only():
+async def test_provisioning_publishes_the_claim_only() -> None:
     claim = make_pvc("data", storage_class="fast")
     plugin = VolumeBinding(VolumeBindingArgs().defaulted(), listers_of())
     state = CycleState()
@@ -149,7 +134,7 @@ async def test_provisioning_publishes_the_claim_only():
     assert state.effects == [WatchEffect("persistentvolumeclaim", "MODIFIED", claim)]
 
 
-async def test_no_volume_events_without_bindings(cluster):
+async def test_no_volume_events_without_bindings(cluster: tuple[RecordingBus, MemoryStore]) -> None:
     bus, store = cluster
     pod = make_pod("web")
     request = BindRequest(

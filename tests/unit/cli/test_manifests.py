@@ -9,6 +9,7 @@ import pytest
 
 from services.cli.manifests import ManifestError, check, read_documents
 from services.cli.simulate import load_cluster, simulate
+from tests.builders import make_pod, manifest
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "demo"}}
@@ -153,37 +154,44 @@ async def test_simulate_warns_about_a_typo_on_stderr(capsys):
     assert [r.kind for r in records] == ["Binding"]
 
 
-def pod(name: str, uid: str, namespace: str = "demo", kind: str = "Pod") -> dict[str, object]:
-    return {"kind": kind, "metadata": {"name": name, "namespace": namespace, "uid": uid}}
-
-
 @pytest.mark.parametrize(
     ("objects", "error"),
     [
         pytest.param(
-            [pod("a", "u1"), pod("b", "u1")],
+            [make_pod("a", "demo", uid="u1"), make_pod("b", "demo", uid="u1")],
             "f.yaml: document 2 (pod demo/b): field metadata.uid: uid 'u1' is already used "
             "by document 1 (pod demo/a); uids must be unique",
             id="two pods",
         ),
         pytest.param(
-            [pod("a", "u1"), pod("a", "u1", namespace="other")],
+            [make_pod("a", "demo", uid="u1"), make_pod("a", "other", uid="u1")],
             "document 2 (pod other/a): field metadata.uid: uid 'u1' is already used "
             "by document 1 (pod demo/a)",
             id="same name in another namespace",
         ),
         pytest.param(
-            [pod("a", "u1"), {"kind": "Node", "metadata": {"name": "a", "uid": "u1"}}],
+            [
+                make_pod("a", "demo", uid="u1"),
+                {"kind": "Node", "metadata": {"name": "a", "uid": "u1"}},
+            ],
             "document 2 (node a): field metadata.uid: uid 'u1' is already used "
             "by document 1 (pod demo/a)",
             id="a node with a pod's uid",
         ),
-        pytest.param([pod("a", "u1"), pod("a", "u1")], None, id="the same object twice"),
-        pytest.param([pod("a", "u1"), pod("b", "u2")], None, id="different uids"),
+        pytest.param(
+            [make_pod("a", "demo", uid="u1"), make_pod("a", "demo", uid="u1")],
+            None,
+            id="the same object twice",
+        ),
+        pytest.param(
+            [make_pod("a", "demo", uid="u1"), make_pod("b", "demo", uid="u2")],
+            None,
+            id="different uids",
+        ),
     ],
 )
 def test_a_duplicate_uid_is_an_error_naming_both_documents(objects, error):
-    text = "\n---\n".join(json.dumps(o) for o in objects)
+    text = manifest(*objects)
     if error is None:
         assert len(read_documents(text, source="f.yaml")) == len(objects)
         return

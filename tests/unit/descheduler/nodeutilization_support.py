@@ -1,36 +1,34 @@
-"""Builders the NodeUtilization tests share: upstream's TestLowNodeUtilization pods and
-nodes (p1..p9, n1..n3) and ``test.BuildNodeMetrics`` / ``BuildPodMetrics``."""
+"""What the NodeUtilization tests share: upstream's TestLowNodeUtilization pods and
+nodes (p1..p9, n1..n3; each pod ``build_pod(name, 400, 0, node, owners=RS)`` unless
+said) and ``test.BuildNodeMetrics`` / ``BuildPodMetrics``."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from contracts.k8s import Node, NodeMetrics, ObjectMeta, OwnerReference, Pod, PodMetrics
 from contracts.k8s.metrics import ContainerMetrics
 from contracts.k8s.pod import Volume
-from tests.unit.descheduler.support import DS, NORMAL, build_node, build_pod, with_
+from tests.unit.descheduler.support import DS, NORMAL, build_node, build_pod
 
 RS = [OwnerReference(kind="ReplicaSet", api_version="v1", name="rs", uid="rs")]
 LOCAL = [Volume(name="s", host_path={"path": "p"}, empty_dir={})]
 
 
-def pod(name: str, node: str, owners: list[OwnerReference] = RS, **changes: Any) -> Pod:
-    base = build_pod(name, 400, 0, node, owners=owners)
-    return with_(base, **changes) if changes else base
-
-
 def unevictable(node: str = "n1") -> list[Pod]:
     """p6 (DaemonSet), p7 (local storage, mirror), p8 (critical, kube-system)."""
     return [
-        pod("p6", node, DS),
-        pod(
+        build_pod("p6", 400, 0, node, owners=DS),
+        build_pod(
             "p7",
+            400,
+            0,
             node,
-            NORMAL,
+            owners=NORMAL,
             spec_volumes=LOCAL,
             meta_annotations={"kubernetes.io/config.mirror": "m"},
         ),
-        pod("p8", node, [], meta_namespace="kube-system", spec_priority=2_000_000_000),
+        build_pod(
+            "p8", 400, 0, node, owners=[], meta_namespace="kube-system", spec_priority=2_000_000_000
+        ),
     ]
 
 
@@ -44,8 +42,8 @@ def nodes(*, n2_unschedulable: bool = False, n3: bool = True) -> list[Node]:
     return out
 
 
-FIVE = [pod(f"p{i}", "n1") for i in range(1, 6)]
-P9 = pod("p9", "n2")
+FIVE = [build_pod(f"p{i}", 400, 0, "n1", owners=RS) for i in range(1, 6)]
+P9 = build_pod("p9", 400, 0, "n2", owners=RS)
 STATIC = {"thresholds": {"cpu": 30, "pods": 30}, "target_thresholds": {"cpu": 50, "pods": 50}}
 
 

@@ -124,30 +124,13 @@ def west_affinity() -> Affinity:
     )
 
 
-def node(
-    name: str,
-    millicpu: int = 4000,
-    memory: int = 3000,
-    pods: int = 10,
-    *,
-    ext: int | None = None,
-    **kwargs: Any,
-) -> Node:
-    """``test.BuildTestNode``; ``ext``: ``test.SetNodeExtendedResource``."""
-    built = build_node(name, millicpu, memory, pods, **kwargs)
-    if ext is None:
-        return built
-    status = msgspec.structs.replace(
-        built.status,
-        capacity={**built.status.capacity, EXT: str(ext)},
-        allocatable={**built.status.allocatable, EXT: str(ext)},
-    )
-    return msgspec.structs.replace(built, status=status)
-
-
 def three_nodes() -> list[Node]:
     """n1 (9 pods), n2, n3 unschedulable: 4000m, 3000."""
-    return [node("n1", pods=9), node("n2"), node("n3", unschedulable=True)]
+    return [
+        build_node("n1", 4000, 3000, 9),
+        build_node("n2", 4000, 3000, 10),
+        build_node("n3", 4000, 3000, 10, unschedulable=True),
+    ]
 
 
 def five_metrics(millicpu: int = 401) -> list[PodMetrics]:

@@ -4,7 +4,7 @@ on an evictor (``frameworktesting.InitFrameworkHandle``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -41,10 +41,14 @@ def build_node(
     labels: dict[str, str] | None = None,
     taints: Sequence[Taint] = (),
     ready: bool = True,
+    extended: Mapping[str, int] | None = None,
 ) -> Node:
+    """``test.BuildTestNode(name, millicpu, memory, pods)``; ``extended``: extended
+    resources and their amounts (``test.SetNodeExtendedResource``)."""
+    extra = {resource: str(amount) for resource, amount in (extended or {}).items()}
     node = make_node(
         name,
-        allocatable={"cpu": f"{millicpu}m", "memory": str(memory), "pods": pods},
+        allocatable={"cpu": f"{millicpu}m", "memory": str(memory), "pods": pods, **extra},
         labels=labels or {},
         unschedulable=unschedulable,
     )

@@ -38,19 +38,11 @@ from services.descheduler.plugins.defaultevictor import (
     effective_protections,
 )
 from services.descheduler.profile import PluginHandle, ProfileEvictor
-from tests.unit.descheduler.support import NOW, build_node, build_pod, with_
+from tests.unit.descheduler.support import NORMAL, NOW, build_node, build_pod, owned_pod, with_
 
-NORMAL = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid="owner-uid")]
-"""``test.SetNormalOwnerRef``."""
 GPU = Taint(key="hardware", value="gpu", effect="NoSchedule")
 N1 = build_node("node1", 1000, 2000, 13)
 LOW, HIGH = 800, 900
-
-
-def pod(name: str = "p", owners: list[OwnerReference] | None = None, **changes: Any) -> Pod:
-    """``buildTestPod(name, node1, apply)``: 100m cpu, 0 memory."""
-    base = build_pod(name, 100, 0, "node1", owners=NORMAL if owners is None else owners)
-    return with_(base, **changes) if changes else base
 
 
 LOCAL = [Volume(name="sample", host_path={"path": "somePath"}, empty_dir={"medium": ""})]
@@ -105,77 +97,104 @@ def evictor(case: Case) -> DefaultEvictor:
 ONE = "owner-2"
 PAIR = [OwnerReference(kind="Pod", api_version="v1", name="pod-owner", uid=ONE)]
 FILTER = {
-    "Failed pod eviction with no ownerRefs": Case([pod("bare", owners=[], status_phase="Failed")]),
+    "Failed pod eviction with no ownerRefs": Case(
+        [owned_pod("bare", "node1", [], status_phase="Failed")]
+    ),
     "Normal pod eviction with no ownerRefs and evictFailedBarePods enabled": Case(
-        [pod("bare", owners=[])], args={"evict_failed_bare_pods": True}
+        [owned_pod("bare", "node1", [])], args={"evict_failed_bare_pods": True}
     ),
     "Failed pod eviction with no ownerRefs (evictFailedBarePods)": Case(
-        [pod("bare", owners=[], status_phase="Failed")],
+        [owned_pod("bare", "node1", [], status_phase="Failed")],
         True,
         {"evict_failed_bare_pods": True},
     ),
-    "Normal pod eviction with normal ownerRefs": Case([pod()], True),
+    "Normal pod eviction with normal ownerRefs": Case([owned_pod("p", "node1")], True),
     "Normal pod eviction with normal ownerRefs and the evict annotation": Case(
-        [pod(meta_annotations=EVICT)], True
+        [owned_pod("p", "node1", meta_annotations=EVICT)], True
     ),
     "Normal pod eviction with normal ownerRefs and the prefer-no-eviction annotation "
-    "(preference)": Case([pod(meta_annotations=SOFT)], True),
+    "(preference)": Case([owned_pod("p", "node1", meta_annotations=SOFT)], True),
     "Normal pod eviction with normal ownerRefs and the prefer-no-eviction annotation "
-    "(mandatory)": Case([pod(meta_annotations=SOFT)], args={"no_eviction_policy": "Mandatory"}),
+    "(mandatory)": Case(
+        [owned_pod("p", "node1", meta_annotations=SOFT)], args={"no_eviction_policy": "Mandatory"}
+    ),
     "Normal pod eviction with replicaSet ownerRefs": Case(
-        [pod(owners=[OwnerReference(kind="ReplicaSet", api_version="v1", name="rs")])], True
+        [owned_pod("p", "node1", [OwnerReference(kind="ReplicaSet", api_version="v1", name="rs")])],
+        True,
     ),
     "Normal pod eviction with statefulSet ownerRefs": Case(
-        [pod(owners=[OwnerReference(kind="StatefulSet", api_version="v1", name="ss")])], True
+        [
+            owned_pod(
+                "p", "node1", [OwnerReference(kind="StatefulSet", api_version="v1", name="ss")]
+            )
+        ],
+        True,
     ),
     "Pod not evicted because it is bound to a PV and evictLocalStoragePods = false": Case(
-        [pod(spec_volumes=LOCAL)]
+        [owned_pod("p", "node1", spec_volumes=LOCAL)]
     ),
     "Pod is evicted because it is bound to a PV and evictLocalStoragePods = true": Case(
-        [pod(spec_volumes=LOCAL)], True, {"evict_local_storage_pods": True}
+        [owned_pod("p", "node1", spec_volumes=LOCAL)], True, {"evict_local_storage_pods": True}
     ),
     "Pod is evicted because it is bound to a PV and evictLocalStoragePods = false, but it has "
-    "the evict annotation": Case([pod(spec_volumes=LOCAL, meta_annotations=EVICT)], True),
+    "the evict annotation": Case(
+        [owned_pod("p", "node1", spec_volumes=LOCAL, meta_annotations=EVICT)], True
+    ),
     "Pod not evicted because it is part of a daemonSet": Case(
-        [pod(owners=[OwnerReference(kind="DaemonSet", api_version="v1", name="ds")])]
+        [owned_pod("p", "node1", [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")])]
     ),
     "Pod is evicted because it is part of a daemonSet, but it has the evict annotation": Case(
         [
-            pod(
-                owners=[OwnerReference(kind="DaemonSet", api_version="v1", name="ds")],
+            owned_pod(
+                "p",
+                "node1",
+                [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")],
                 meta_annotations=EVICT,
             )
         ],
         True,
     ),
     "Pod not evicted because it is a mirror pod": Case(
-        [pod(meta_annotations={"kubernetes.io/config.mirror": "mirror"})]
+        [owned_pod("p", "node1", meta_annotations={"kubernetes.io/config.mirror": "mirror"})]
     ),
     "Pod is evicted because it is a mirror pod, but it has the evict annotation": Case(
-        [pod(meta_annotations={"kubernetes.io/config.mirror": "mirror", **EVICT})], True
+        [
+            owned_pod(
+                "p", "node1", meta_annotations={"kubernetes.io/config.mirror": "mirror", **EVICT}
+            )
+        ],
+        True,
     ),
     "Pod not evicted because it has system critical priority": Case(
-        [pod(spec_priority=2_000_000_000)]
+        [owned_pod("p", "node1", spec_priority=2_000_000_000)]
     ),
     "Pod is evicted because it has system critical priority, but it has the evict annotation": (
-        Case([pod(spec_priority=2_000_000_000, meta_annotations=EVICT)], True)
+        Case([owned_pod("p", "node1", spec_priority=2_000_000_000, meta_annotations=EVICT)], True)
     ),
     "Pod not evicted because it has a priority higher than the configured priority threshold": (
-        Case([pod(spec_priority=HIGH)], args={"threshold": LOW})
+        Case([owned_pod("p", "node1", spec_priority=HIGH)], args={"threshold": LOW})
     ),
     "Pod is evicted because it has a priority higher than the configured priority threshold, "
     "but it has the evict annotation": Case(
-        [pod(spec_priority=HIGH, meta_annotations=EVICT)], True, {"threshold": LOW}
+        [owned_pod("p", "node1", spec_priority=HIGH, meta_annotations=EVICT)],
+        True,
+        {"threshold": LOW},
     ),
     "Pod is evicted because it has system critical priority, but evictSystemCriticalPods = "
-    "true": Case([pod(spec_priority=2_000_000_000)], True, {"evict_system_critical_pods": True}),
+    "true": Case(
+        [owned_pod("p", "node1", spec_priority=2_000_000_000)],
+        True,
+        {"evict_system_critical_pods": True},
+    ),
     "Pod is evicted because it has a priority higher than the configured priority threshold, "
     "but evictSystemCriticalPods = true": Case(
-        [pod(spec_priority=HIGH)], True, {"evict_system_critical_pods": True, "threshold": LOW}
+        [owned_pod("p", "node1", spec_priority=HIGH)],
+        True,
+        {"evict_system_critical_pods": True, "threshold": LOW},
     ),
     "Pod with no tolerations running on normal node, all other nodes tainted, no "
     "PreEvictionFilter, should ignore nodeFit": Case(
-        [pod()],
+        [owned_pod("p", "node1")],
         True,
         {"node_fit": True},
         [
@@ -184,28 +203,31 @@ FILTER = {
         ],
     ),
     "minReplicas of 2, owner with 2 replicas, evicts": Case(
-        [pod("p1", PAIR), pod("p2", PAIR)], True, {"min_replicas": 2}
+        [owned_pod("p1", "node1", PAIR), owned_pod("p2", "node1", PAIR)], True, {"min_replicas": 2}
     ),
     "minReplicas of 3, owner with 2 replicas, no eviction": Case(
-        [pod("p1", PAIR), pod("p2", PAIR)], args={"min_replicas": 3}
+        [owned_pod("p1", "node1", PAIR), owned_pod("p2", "node1", PAIR)], args={"min_replicas": 3}
     ),
     "minReplicas of 2, multiple owners, no eviction": Case(
-        [pod("p1", PAIR + NORMAL), pod("p2")], True, {"min_replicas": 2}
+        [owned_pod("p1", "node1", PAIR + NORMAL), owned_pod("p2", "node1")],
+        True,
+        {"min_replicas": 2},
     ),
     "minPodAge of 50, pod created 10 minutes ago, no eviction": Case(
-        [pod(status_start_time=started(10))], args={"min_pod_age": "50m"}
+        [owned_pod("p", "node1", status_start_time=started(10))], args={"min_pod_age": "50m"}
     ),
     "minPodAge of 50, pod created 60 minutes ago, evicts": Case(
-        [pod(status_start_time=started(60))], True, {"min_pod_age": "50m"}
+        [owned_pod("p", "node1", status_start_time=started(60))], True, {"min_pod_age": "50m"}
     ),
     "nil minPodAge, pod created 60 minutes ago, evicts": Case(
-        [pod(status_start_time=started(60))], True
+        [owned_pod("p", "node1", status_start_time=started(60))], True
     ),
     "ignorePodsWithoutPDB, pod with no PDBs, no eviction": Case(
-        [pod(meta_labels={"app": "foo"})], args={"ignore_pods_without_pdb": True}
+        [owned_pod("p", "node1", meta_labels={"app": "foo"})],
+        args={"ignore_pods_without_pdb": True},
     ),
     "ignorePodsWithoutPDB, pod with PDBs, evicts": Case(
-        [pod(meta_labels={"app": "foo"})],
+        [owned_pod("p", "node1", meta_labels={"app": "foo"})],
         True,
         {"ignore_pods_without_pdb": True},
         pdbs=[
@@ -216,30 +238,33 @@ FILTER = {
         ],
     ),
     "ignorePvcPods is set, pod with PVC, not evicts": Case(
-        [pod(spec_volumes=FOO_CLAIM)], args={"ignore_pvc_pods": True}
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)], args={"ignore_pvc_pods": True}
     ),
-    "ignorePvcPods is not set, pod with PVC, evicts": Case([pod(spec_volumes=FOO_CLAIM)], True),
+    "ignorePvcPods is not set, pod with PVC, evicts": Case(
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)], True
+    ),
     "Pod with local storage is evicted because 'PodsWithLocalStorage' is in DefaultDisabled": (
         Case(
-            [pod(spec_volumes=LOCAL)],
+            [owned_pod("p", "node1", spec_volumes=LOCAL)],
             True,
             {"pod_protections": PodProtections(default_disabled=["PodsWithLocalStorage"])},
         )
     ),
     "DaemonSet pod is evicted because 'DaemonSetPods' is in DefaultDisabled": Case(
-        [pod(owners=[OwnerReference(kind="DaemonSet", api_version="v1", name="ds")])],
+        [owned_pod("p", "node1", [OwnerReference(kind="DaemonSet", api_version="v1", name="ds")])],
         True,
         {"pod_protections": PodProtections(default_disabled=["DaemonSetPods"])},
     ),
     "Pod with PVC is not evicted because 'PodsWithPVC' is in ExtraEnabled": Case(
-        [pod(spec_volumes=FOO_CLAIM)],
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)],
         args={"pod_protections": PodProtections(extra_enabled=["PodsWithPVC"])},
     ),
     "Pod without PDB is not evicted because 'PodsWithoutPDB' is in ExtraEnabled": Case(
-        [pod()], args={"pod_protections": PodProtections(extra_enabled=["PodsWithoutPDB"])}
+        [owned_pod("p", "node1")],
+        args={"pod_protections": PodProtections(extra_enabled=["PodsWithoutPDB"])},
     ),
     "Pod using StorageClass is not evicted because 'PodsWithPVC' is in ExtraEnabled": Case(
-        [pod(spec_volumes=FOO_CLAIM)],
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)],
         args={
             "pod_protections": PodProtections(
                 extra_enabled=["PodsWithPVC"],
@@ -256,7 +281,7 @@ FILTER = {
     ),
     "Pod using unprotected StorageClass is evicted even though 'PodsWithPVC' is in "
     "ExtraEnabled": Case(
-        [pod(spec_volumes=FOO_CLAIM)],
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)],
         True,
         {
             "pod_protections": PodProtections(
@@ -274,7 +299,7 @@ FILTER = {
     ),
     "Pod using unexisting PVC is not evicted because we cannot determine if storage class is "
     "protected or not": Case(
-        [pod(spec_volumes=FOO_CLAIM)],
+        [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)],
         args={
             "pod_protections": PodProtections(
                 extra_enabled=["PodsWithPVC"],
@@ -297,13 +322,13 @@ def test_filter(case: Case) -> None:
 
 
 def _selector_pod(**labels: str) -> Pod:
-    return pod(spec_node_selector=dict(labels))
+    return owned_pod("p", "node1", spec_node_selector=dict(labels))
 
 
 EAST = {"datacenter": "east"}
 PRE_EVICTION = {
     "Pod with no tolerations running on normal node, all other nodes tainted": Case(
-        [pod()],
+        [owned_pod("p", "node1")],
         args={"node_fit": True},
         nodes=[
             build_node("node2", 1000, 2000, 13, taints=[GPU]),
@@ -311,7 +336,13 @@ PRE_EVICTION = {
         ],
     ),
     "Pod with correct tolerations running on normal node, all other nodes tainted": Case(
-        [pod(spec_tolerations=[Toleration(key="hardware", value="gpu", effect="NoSchedule")])],
+        [
+            owned_pod(
+                "p",
+                "node1",
+                spec_tolerations=[Toleration(key="hardware", value="gpu", effect="NoSchedule")],
+            )
+        ],
         True,
         {"node_fit": True},
         [
@@ -353,7 +384,7 @@ PRE_EVICTION = {
         ],
     ),
     "Pod with namespace matched namespace selector, should be evicted": Case(
-        [pod()],
+        [owned_pod("p", "node1")],
         True,
         {
             "node_fit": True,
@@ -371,7 +402,7 @@ PRE_EVICTION = {
         ],
     ),
     "Pod with namespace does not matched namespace selector, should not be evicted": Case(
-        [pod()],
+        [owned_pod("p", "node1")],
         False,
         {
             "node_fit": True,

@@ -34,10 +34,10 @@ from tests.unit.descheduler.nodeutilization_upstream_support import (
     ds,
     extended,
     local_mirror,
-    node,
     rs,
 )
 from tests.unit.descheduler.support import (
+    build_node,
     evicted_names,
     run_plugin,
 )
@@ -55,15 +55,15 @@ class HighCase:
 
 def unschedulable_n3(millicpu: int = 4000) -> list[Node]:
     return [
-        node("n1", millicpu),
-        node("n2", millicpu),
-        node("n3", millicpu, unschedulable=True),
+        build_node("n1", millicpu, 3000, 10),
+        build_node("n2", millicpu, 3000, 10),
+        build_node("n3", millicpu, 3000, 10, unschedulable=True),
     ]
 
 
 NOT_ENOUGH_MEMORY = HighCase(
     {"cpu": 30, "pods": 30},
-    [node("n1", 4000, 200, 9), node("n2", 4000, 3000, 10)],
+    [build_node("n1", 4000, 200, 9), build_node("n2", 4000, 3000, 10)],
     [
         rs("p1", "n1", 400, 50),
         rs("p2", "n1", 400, 50),
@@ -78,7 +78,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "no node below threshold usage",
         HighCase(
             {"cpu": 20, "pods": 20},
-            [node("n1"), node("n2"), node("n3")],
+            [
+                build_node("n1", 4000, 3000, 10),
+                build_node("n2", 4000, 3000, 10),
+                build_node("n3", 4000, 3000, 10),
+            ],
             [rs(f"p{i}", f"n{(i - 1) // 3 + 1}") for i in range(1, 10)],
             0,
         ),
@@ -87,7 +91,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "no evictable pods",
         HighCase(
             {"cpu": 40, "pods": 40},
-            [node("n1", pods=9), node("n2"), node("n3")],
+            [
+                build_node("n1", 4000, 3000, 9),
+                build_node("n2", 4000, 3000, 10),
+                build_node("n3", 4000, 3000, 10),
+            ],
             [
                 local_mirror("p1", "n1"),
                 critical("p2", "n1"),
@@ -135,7 +143,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "with priorities",
         HighCase(
             {"cpu": 30},
-            [node("n1", 4000), node("n2", 2000), node("n3", 2000, unschedulable=True)],
+            [
+                build_node("n1", 4000, 3000, 10),
+                build_node("n2", 2000, 3000, 10),
+                build_node("n3", 2000, 3000, 10, unschedulable=True),
+            ],
             [
                 rs("p1", "n1", spec_priority=LOW_PRIORITY),
                 rs("p2", "n1", spec_priority=HIGH_PRIORITY),
@@ -150,7 +162,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "without priorities evicting best-effort pods only",
         HighCase(
             {"cpu": 30},
-            [node("n1", 3000), node("n2", 3000, pods=5), node("n3", 3000, unschedulable=True)],
+            [
+                build_node("n1", 3000, 3000, 10),
+                build_node("n2", 3000, 3000, 5),
+                build_node("n3", 3000, 3000, 10, unschedulable=True),
+            ],
             [
                 best_effort(rs("p1", "n1", 0, 0)),
                 rs("p2", "n1"),
@@ -164,7 +180,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "with extended resource",
         HighCase(
             {"cpu": 20, EXT: 40},
-            [node("n1", ext=8), node("n2", ext=8), node("n3", unschedulable=True)],
+            [
+                build_node("n1", 4000, 3000, 10, extended={EXT: 8}),
+                build_node("n2", 4000, 3000, 10, extended={EXT: 8}),
+                build_node("n3", 4000, 3000, 10, unschedulable=True),
+            ],
             [
                 extended(rs("p1", "n1", 100), 1),
                 extended(rs("p2", "n1", 100), 1),
@@ -178,7 +198,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "with extended resource in some of nodes",
         HighCase(
             {"cpu": 40, EXT: 40},
-            [node("n1", ext=8), node("n2"), node("n3", unschedulable=True)],
+            [
+                build_node("n1", 4000, 3000, 10, extended={EXT: 8}),
+                build_node("n2", 4000, 3000, 10),
+                build_node("n3", 4000, 3000, 10, unschedulable=True),
+            ],
             [
                 extended(rs("p1", "n1", 100), 1),
                 extended(rs("p2", "n1", 100), 1),
@@ -191,7 +215,10 @@ HIGH: list[tuple[str, HighCase]] = [
         "Other node match pod node selector",
         HighCase(
             {"cpu": 30, "pods": 30},
-            [node("n1", pods=9, labels={"datacenter": "west"}), node("n2")],
+            [
+                build_node("n1", 4000, 3000, 9, labels={"datacenter": "west"}),
+                build_node("n2", 4000, 3000, 10),
+            ],
             [
                 rs("p1", "n1"),
                 rs("p2", "n1"),
@@ -206,7 +233,7 @@ HIGH: list[tuple[str, HighCase]] = [
         "Other node does not match pod node selector",
         HighCase(
             {"cpu": 30, "pods": 30},
-            [node("n1", pods=9), node("n2")],
+            [build_node("n1", 4000, 3000, 9), build_node("n2", 4000, 3000, 10)],
             [
                 rs("p1", "n1"),
                 rs("p2", "n1"),
@@ -224,7 +251,11 @@ HIGH: list[tuple[str, HighCase]] = [
         "with extended resource threshold and no extended resource pods",
         HighCase(
             {EXT: 40},
-            [node("n1", ext=10), node("n2", ext=10), node("n3", ext=10)],
+            [
+                build_node("n1", 4000, 3000, 10, extended={EXT: 10}),
+                build_node("n2", 4000, 3000, 10, extended={EXT: 10}),
+                build_node("n3", 4000, 3000, 10, extended={EXT: 10}),
+            ],
             [
                 extended(rs("p1", "n1", 100), 3),
                 extended(rs("p2", "n1", 100), 3),
@@ -256,10 +287,10 @@ def test_high_node_utilization(case: HighCase) -> None:
 # TestHighNodeUtilizationWithTaints: thresholds cpu 40, DefaultEvictorArgs{} (no
 # NodeFit), a per-node limit of the number expected.
 
-H1 = node("n1", 1000, 3000, 10)
-H2 = node("n2", 1000, 3000, 10)
-H3 = node("n3", 1000, 3000, 10)
-H3_TAINTED = node("n3", 1000, 3000, 10, taints=[KEY_TAINT])
+H1 = build_node("n1", 1000, 3000, 10)
+H2 = build_node("n2", 1000, 3000, 10)
+H3 = build_node("n3", 1000, 3000, 10)
+H3_TAINTED = build_node("n3", 1000, 3000, 10, taints=[KEY_TAINT])
 H_TOLERATES = rs("tolerate_pod", "n1", 200, spec_tolerations=[Toleration(key="key", value="value")])
 HIGH_TAINTS: dict[str, tuple[list[Node], list[Pod], int]] = {
     "No taints": (

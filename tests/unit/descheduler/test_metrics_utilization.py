@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from contracts.k8s import NodeMetrics, ObjectMeta, Pod, PodMetrics
+from contracts.k8s import NodeMetrics, ObjectMeta, OwnerReference, Pod, PodMetrics
 from contracts.k8s.base import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from contracts.k8s.pod import Affinity, NodeAffinity
 from services.descheduler.api import ClusterView
@@ -29,14 +29,14 @@ from tests.unit.descheduler.nodeutilization_support import (
     FIVE,
     NORMAL,
     P9,
+    RS,
     STATIC,
     node_metrics,
     nodes,
-    pod,
     pod_metrics,
     unevictable,
 )
-from tests.unit.descheduler.support import build_node, run_plugin, with_
+from tests.unit.descheduler.support import build_node, build_pod, run_plugin, with_
 
 
 def west_only(p: Pod) -> Pod:
@@ -71,7 +71,7 @@ CASES: dict[str, tuple[dict[str, Any], list[Any], list[Pod], list[Any], list[Any
     "no evictable pods": (
         STATIC,
         nodes(),
-        [pod(f"p{i}", "n1", [], meta_owner_references=[]) for i in range(1, 5)]
+        [build_pod(f"p{i}", 400, 0, "n1", owners=[], meta_owner_references=[]) for i in range(1, 5)]
         + unevictable()
         + [P9],
         STANDARD_NODES,
@@ -116,10 +116,13 @@ CASES: dict[str, tuple[dict[str, Any], list[Any], list[Pod], list[Any], list[Any
             build_node("n1", 4000, 3000, 9),
             build_node("n2", 4000, 3000, 10, labels={"datacenter": "east"}),
         ],
-        [pod(f"p{i}", "n1") for i in range(1, 4)]
-        + [west_only(pod("p4", "n1")), west_only(pod("p5", "n1"))]
+        [build_pod(f"p{i}", 400, 0, "n1", owners=RS) for i in range(1, 4)]
+        + [
+            west_only(build_pod("p4", 400, 0, "n1", owners=RS)),
+            west_only(build_pod("p5", 400, 0, "n1", owners=RS)),
+        ]
         + unevictable()
-        + [with_(pod("p9", "n2"), spec_containers=[])],
+        + [with_(build_pod("p9", 400, 0, "n2", owners=RS), spec_containers=[])],
         [node_metrics("n1", 3201), node_metrics("n2", 401)],
         [pod_metrics(f"p{i}", 801) for i in range(1, 4)],
         3,
@@ -235,9 +238,11 @@ def test_collector_keeps_the_previous_value_of_an_unreadable_sample() -> None:
 EXT = "example.com/foo"
 
 
-def ext_pod(name: str, node: str, amount: int, **changes: Any) -> Pod:
+def ext_pod(
+    name: str, node: str, amount: int, owners: list[OwnerReference] = RS, **changes: Any
+) -> Pod:
     """``BuildTestPod(name, 0, 0, node)`` + ``SetPodExtendedResourceRequest``."""
-    base = pod(name, node, **changes)
+    base = build_pod(name, 400, 0, node, owners=owners, **changes)
     container = base.spec.containers[0]
     requests = {"cpu": "0m", "memory": "0", EXT: str(amount)}
     resources = msgspec.structs.replace(container.resources, requests=requests)
@@ -290,7 +295,7 @@ EXTENDED: dict[str, tuple[dict[str, Any], list[Any], list[Pod], int, int]] = {
     "with extended resource in some of nodes": (
         EXT_THRESHOLDS,
         [ext_node("n1", 9, 8), ext_node("n2", 10, None), N3],
-        [ext_pod("p1", "n1", 1), pod("p9", "n2")],
+        [ext_pod("p1", "n1", 1), build_pod("p9", 400, 0, "n2", owners=RS)],
         0,
         0,
     ),
@@ -317,10 +322,10 @@ EXTENDED: dict[str, tuple[dict[str, Any], list[Any], list[Pod], int, int]] = {
             build_node("n1", 4000, 3000, 9),
             build_node("n2", 4000, 3000, 10, labels={"datacenter": "east"}),
         ],
-        [pod(f"p{i}", "n1") for i in range(1, 4)]
+        [build_pod(f"p{i}", 400, 0, "n1", owners=RS) for i in range(1, 4)]
         + [
             with_(
-                pod(n, "n1"),
+                build_pod(n, 400, 0, "n1", owners=RS),
                 meta_owner_references=NORMAL,
                 spec_node_selector={"datacenter": "west"},
             )

@@ -22,18 +22,18 @@ from tests.unit.descheduler.nodeutilization_support import (
     FIVE,
     NORMAL,
     P9,
+    RS,
     STATIC,
     nodes,
-    pod,
     unevictable,
 )
-from tests.unit.descheduler.support import build_node, evicted_names, run_plugin, with_
+from tests.unit.descheduler.support import build_node, build_pod, evicted_names, run_plugin, with_
 
 CASES: dict[str, tuple[dict[str, Any], list[Node], list[Pod], int]] = {
     "no evictable pods": (
         STATIC,
         nodes(),
-        [pod(f"p{i}", "n1", DS) for i in range(1, 5)] + unevictable() + [P9],
+        [build_pod(f"p{i}", 400, 0, "n1", owners=DS) for i in range(1, 5)] + unevictable() + [P9],
         0,
     ),
     "without priorities": (STATIC, nodes(), FIVE + unevictable() + [P9], 4),
@@ -80,9 +80,9 @@ def test_low_node_utilization(
 
 def test_lowest_priority_first_from_the_most_used_node() -> None:
     pods = [
-        pod("high", "n1", spec_priority=100),
-        pod("low", "n1", spec_priority=0),
-        *[pod(f"f{i}", "n1", spec_priority=50) for i in range(6)],
+        build_pod("high", 400, 0, "n1", owners=RS, spec_priority=100),
+        build_pod("low", 400, 0, "n1", owners=RS, spec_priority=0),
+        *[build_pod(f"f{i}", 400, 0, "n1", owners=RS, spec_priority=50) for i in range(6)],
         P9,
     ]
     evictor = run_plugin(new_low, LowNodeUtilizationArgs(**STATIC), nodes(), pods, balance=True)
@@ -127,7 +127,13 @@ def test_low_node_utilization_args(args: LowNodeUtilizationArgs, message: str) -
 
 def test_high_node_utilization_empties_the_least_used_node() -> None:
     cluster = [build_node("n1", 4000, 3000, 10), build_node("n2", 4000, 3000, 10)]
-    pods = [pod("a", "n1"), pod("b", "n2"), pod("c", "n2"), pod("d", "n2"), pod("e", "n2")]
+    pods = [
+        build_pod("a", 400, 0, "n1", owners=RS),
+        build_pod("b", 400, 0, "n2", owners=RS),
+        build_pod("c", 400, 0, "n2", owners=RS),
+        build_pod("d", 400, 0, "n2", owners=RS),
+        build_pod("e", 400, 0, "n2", owners=RS),
+    ]
     args = HighNodeUtilizationArgs(thresholds={"cpu": 20, "pods": 20})
     evictor = run_plugin(new_high, args, cluster, pods, balance=True)
     assert evicted_names(evictor) == ["a"]

@@ -47,12 +47,12 @@ from tests.unit.descheduler.nodeutilization_upstream_support import (
     ds,
     five_metrics,
     local_mirror,
-    node,
     rs,
     three_nodes,
     west_affinity,
 )
 from tests.unit.descheduler.support import (
+    build_node,
     build_pod,
     evicted_names,
     run_plugin,
@@ -149,7 +149,10 @@ LOW: dict[str, LowCase] = {
     ),
     "without priorities, but only other node doesn't match pod node affinity for p4 and "
     "p5": LowCase(
-        [node("n1", pods=9), node("n2", labels={"datacenter": "east"})],
+        [
+            build_node("n1", 4000, 3000, 9),
+            build_node("n2", 4000, 3000, 10, labels={"datacenter": "east"}),
+        ],
         [
             rs("p1", "n1"),
             rs("p2", "n1"),
@@ -167,7 +170,11 @@ LOW: dict[str, LowCase] = {
         3,
     ),
     "deviation thresholds and overevicting memory": LowCase(
-        [node("n1"), node("n2"), node("n3", unschedulable=True)],
+        [
+            build_node("n1", 4000, 3000, 10),
+            build_node("n2", 4000, 3000, 10),
+            build_node("n3", 4000, 3000, 10, unschedulable=True),
+        ],
         [
             *(rs(f"p{i}", "n1", 400, 375) for i in range(1, 6)),
             ds("p6", "n1", 400, 375),
@@ -236,10 +243,10 @@ def test_low_node_utilization(case: LowCase, metrics: bool) -> None:
 # TestLowNodeUtilizationWithTaints: thresholds pods 20 / target pods 70, NodeFit, and
 # (as upstream's handle is built) a per-node limit of the number expected.
 
-T1 = node("n1", 2000, 3000, 10)
-T2 = node("n2", 1000, 3000, 10)
-T3 = node("n3", 1000, 3000, 10)
-T3_TAINTED = node("n3", 1000, 3000, 10, taints=[KEY_TAINT])
+T1 = build_node("n1", 2000, 3000, 10)
+T2 = build_node("n2", 1000, 3000, 10)
+T3 = build_node("n3", 1000, 3000, 10)
+T3_TAINTED = build_node("n3", 1000, 3000, 10, taints=[KEY_TAINT])
 TOLERATES = rs("tolerate_pod", "n1", 200, spec_tolerations=[Toleration(key="key", value="value")])
 
 

@@ -19,30 +19,12 @@ from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.simulate import load_cluster, print_table, simulate
 from services.common.bus import Delivery
 from services.common.clock import FakeClock
+from tests.builders import make_pod, manifest
 
 NODE = "kind: Node\nmetadata: {name: %s}\nstatus: {allocatable: {cpu: '4', pods: '110'}}\n"
 HIGH = (
     "kind: PriorityClass\napiVersion: scheduling.k8s.io/v1\nmetadata: {name: high}\nvalue: 1000\n"
 )
-
-
-def pod(
-    name: str, cpu: str, *, node: str | None = None, priority: int | None = None, **extra: Any
-) -> str:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    if node is not None:
-        spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
-    spec.update(extra)
-    meta = {"name": name, "namespace": "demo"}
-    return msgspec.json.encode(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    ).decode()
-
-
-def cluster(*docs: str) -> str:
-    return "\n---\n".join(d.strip() for d in docs) + "\n"
 
 
 async def run(text: str) -> list[dict[str, object]]:
@@ -51,14 +33,14 @@ async def run(text: str) -> list[dict[str, object]]:
 
 
 async def test_a_high_priority_pod_preempts_and_binds_on_its_nominated_node() -> None:
-    text = cluster(
+    text = manifest(
         NODE % "n1",
         NODE % "n2",
         HIGH,
-        pod("a", "3", node="n1", priority=10),
-        pod("b", "2", node="n2", priority=5),
-        pod("c", "2", node="n2", priority=0),
-        pod("urgent", "3", priorityClassName="high"),
+        make_pod("a", "demo", requests={"cpu": "3"}, node_name="n1", priority=10),
+        make_pod("b", "demo", requests={"cpu": "2"}, node_name="n2", priority=5),
+        make_pod("c", "demo", requests={"cpu": "2"}, node_name="n2", priority=0),
+        make_pod("urgent", "demo", requests={"cpu": "3"}, priority_class_name="high"),
     )
     lines = await run(text)
     assert lines == [
@@ -81,12 +63,14 @@ async def test_a_high_priority_pod_preempts_and_binds_on_its_nominated_node() ->
 
 
 async def test_no_victims_and_not_helpful_are_upstreams_words() -> None:
-    text = cluster(
+    text = manifest(
         NODE % "n1",
-        pod("a", "4", node="n1", priority=10),
-        pod("equal", "1", priority=10),
-        pod("never", "1", priority=100, preemptionPolicy="Never"),
-        pod("nowhere", "1", priority=100, nodeSelector={"disk": "ssd"}),
+        make_pod("a", "demo", requests={"cpu": "4"}, node_name="n1", priority=10),
+        make_pod("equal", "demo", requests={"cpu": "1"}, priority=10),
+        make_pod("never", "demo", requests={"cpu": "1"}, priority=100, preemption_policy="Never"),
+        make_pod(
+            "nowhere", "demo", requests={"cpu": "1"}, priority=100, node_selector={"disk": "ssd"}
+        ),
     )
     lines = {line["pod"]: line for line in await run(text)}
     assert lines["demo/equal"]["message"] == (
@@ -130,8 +114,12 @@ async def preempting() -> Any:
         dead_letter=False,
     )
     await embedded.bus.consume_raw(watch, decisions)
-    lower = pod("lower", "1", priority=50)
-    text = cluster(NODE % "n1", pod("victim", "4", node="n1", priority=0), lower)
+    lower = make_pod("lower", "demo", requests={"cpu": "1"}, priority=50)
+    text = manifest(
+        NODE % "n1",
+        make_pod("victim", "demo", requests={"cpu": "4"}, node_name="n1", priority=0),
+        lower,
+    )
     await embedded.publish(load_cluster(text, "test.yaml"))
     embedded.release()
     await embedded.settle()
@@ -169,8 +157,10 @@ async def test_a_nomination_is_in_the_store_until_the_pod_binds() -> None:
     embedded = EmbeddedCluster(clock=FakeClock(), seed=0)
     await embedded.start()
     # A victim nobody deletes: the preemptor stays nominated.
-    text = cluster(
-        NODE % "n1", pod("victim", "4", node="n1", priority=0), pod("p", "1", priority=9)
+    text = manifest(
+        NODE % "n1",
+        make_pod("victim", "demo", requests={"cpu": "4"}, node_name="n1", priority=0),
+        make_pod("p", "demo", requests={"cpu": "1"}, priority=9),
     )
     documents = load_cluster(text, "test.yaml")
     embedded._delete = _keep  # type: ignore[method-assign]
@@ -197,11 +187,11 @@ async def test_preemption_metrics_have_upstreams_names_and_buckets(preempting: A
 
 
 async def test_the_table_lists_each_preemption_apart() -> None:
-    text = cluster(
+    text = manifest(
         NODE % "n1",
-        pod("low-a", "2", node="n1", priority=0),
-        pod("low-b", "2", node="n1", priority=0),
-        pod("urgent", "3", priority=1000),
+        make_pod("low-a", "demo", requests={"cpu": "2"}, node_name="n1", priority=0),
+        make_pod("low-b", "demo", requests={"cpu": "2"}, node_name="n1", priority=0),
+        make_pod("urgent", "demo", requests={"cpu": "3"}, priority=1000),
     )
     records = await simulate(load_cluster(text, "test.yaml"), seed=0)
     out = io.StringIO()
@@ -217,12 +207,12 @@ async def test_the_table_lists_each_preemption_apart() -> None:
 
 
 async def test_explain_shows_the_preempting_attempts_candidates() -> None:
-    text = cluster(
+    text = manifest(
         NODE % "n1",
         NODE % "n2",
-        pod("a", "3", node="n1", priority=10),
-        pod("b", "3", node="n2", priority=5),
-        pod("urgent", "3", priority=1000),
+        make_pod("a", "demo", requests={"cpu": "3"}, node_name="n1", priority=10),
+        make_pod("b", "demo", requests={"cpu": "3"}, node_name="n2", priority=5),
+        make_pod("urgent", "demo", requests={"cpu": "3"}, priority=1000),
     )
     records = await simulate(load_cluster(text, "test.yaml"), seed=0, explain=True)
     out = io.StringIO()

@@ -19,9 +19,9 @@ from contracts.k8s import (
     PodDisruptionBudget,
 )
 from services.framework.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import exists, term
-from tests.unit.framework.plugins.interpodaffinity.support import pod as affinity_pod
 from tests.unit.framework.plugins.preemption_support import (
     HIGH,
     LARGE,
@@ -160,8 +160,11 @@ class DryRunCase:
     offsets: list[int] = field(default_factory=lambda: [0])
 
 
-ANTI_FOO = affinity_pod(
-    "p1.1", labels={"foo": ""}, node="node1", anti=[term("hostname", exists("foo"))]
+ANTI_FOO = make_pod(
+    "p1.1",
+    labels={"foo": ""},
+    node_name="node1",
+    affinity=pod_affinity(anti=[term("hostname", exists("foo"))]),
 )
 
 

@@ -17,16 +17,13 @@ from contracts.k8s import (
     Node,
     ObjectMeta,
     Pod,
-    PodAffinity,
     PodAffinityTerm,
-    WeightedPodAffinityTerm,
 )
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
-from tests.builders import make_pod
 from tests.builders.selectors import does_not_exist as does_not_exist
 from tests.builders.selectors import exists as exists
 from tests.builders.selectors import in_ as in_
@@ -71,43 +68,9 @@ def term(
     )
 
 
-def pod(
-    name: str | None = None,
-    namespace: str = "default",
-    *,
-    labels: Mapping[str, str] | None = None,
-    node: str | None = None,
-    affinity: Iterable[PodAffinityTerm] = (),
-    anti: Iterable[PodAffinityTerm] = (),
-    preferred: Iterable[tuple[int, PodAffinityTerm]] = (),
-    preferred_anti: Iterable[tuple[int, PodAffinityTerm]] = (),
-    uid: str | None = None,
-) -> Pod:
-    """A pod with the given required / preferred (anti-)affinity terms; a unique name
-    unless one is given."""
-    base = make_pod(name or f"p{next(_names)}", namespace, labels=labels, node_name=node, uid=uid)
-    required, required_anti = list(affinity), list(anti)
-    weighted = [WeightedPodAffinityTerm(weight=w, pod_affinity_term=t) for w, t in preferred]
-    weighted_anti = [
-        WeightedPodAffinityTerm(weight=w, pod_affinity_term=t) for w, t in preferred_anti
-    ]
-    if not (required or required_anti or weighted or weighted_anti):
-        return base
-    spec = Affinity(
-        pod_affinity=PodAffinity(
-            required_during_scheduling_ignored_during_execution=required,
-            preferred_during_scheduling_ignored_during_execution=weighted,
-        )
-        if required or weighted
-        else None,
-        pod_anti_affinity=PodAffinity(
-            required_during_scheduling_ignored_during_execution=required_anti,
-            preferred_during_scheduling_ignored_during_execution=weighted_anti,
-        )
-        if required_anti or weighted_anti
-        else None,
-    )
-    return msgspec.structs.replace(base, spec=msgspec.structs.replace(base.spec, affinity=spec))
+def fresh() -> str:
+    """A pod name no other pod of these tests has: p0, p1, …"""
+    return f"p{next(_names)}"
 
 
 def with_affinity(target: Pod, affinity: Affinity) -> Pod:

@@ -6,11 +6,12 @@ import pytest
 
 from contracts.k8s import Namespace, ObjectMeta
 from services.framework.api.status import SKIP, SUCCESS, Code, Status
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
+    fresh,
     in_,
-    pod,
     run_filter,
     term,
 )
@@ -31,8 +32,8 @@ def rzh(name: str, zone: str):
 CASES = [
     (
         "all nodes sharing the topology value of a matching pod pass",
-        pod(affinity=[term("region", in_("foo", "bar"))]),
-        [pod("p1", node="node1", labels={"foo": "bar"})],
+        make_pod(fresh(), affinity=pod_affinity([term("region", in_("foo", "bar"))])),
+        [make_pod("p1", labels={"foo": "bar"}, node_name="node1")],
         [
             make_node("node1", labels=RG_CHINA),
             make_node("node2", labels=RG_CHINA_AZ1),
@@ -43,14 +44,17 @@ CASES = [
     ),
     (
         "the first pod of a group is not blocked anywhere",
-        pod(
+        make_pod(
+            fresh(),
             labels={"foo": "bar", "service": "securityscan"},
-            affinity=[
-                term("zone", in_("foo", "bar")),
-                term("zone", in_("service", "securityscan")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("zone", in_("foo", "bar")),
+                    term("zone", in_("service", "securityscan")),
+                ]
+            ),
         ),
-        [pod("p1", node="nodeA", labels={"foo": "bar"})],
+        [make_pod("p1", labels={"foo": "bar"}, node_name="nodeA")],
         [
             make_node("nodeA", labels={"zone": "az1", "hostname": "h1"}),
             make_node("nodeB", labels={"zone": "az2", "hostname": "h2"}),
@@ -60,14 +64,17 @@ CASES = [
     ),
     (
         "the first pod of a group needs nodes with the topology keys",
-        pod(
+        make_pod(
+            fresh(),
             labels={"foo": "bar", "service": "securityscan"},
-            affinity=[
-                term("zone", in_("foo", "bar")),
-                term("zone", in_("service", "securityscan")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("zone", in_("foo", "bar")),
+                    term("zone", in_("service", "securityscan")),
+                ]
+            ),
         ),
-        [pod("p1", node="nodeA", labels={"foo": "bar"})],
+        [make_pod("p1", labels={"foo": "bar"}, node_name="nodeA")],
         [
             make_node("nodeA", labels={"zoneLabel": "az1", "hostname": "h1"}),
             make_node("nodeB", labels={"zoneLabel": "az2", "hostname": "h2"}),
@@ -77,8 +84,8 @@ CASES = [
     ),
     (
         "anti-affinity blocks every node of the matching pod's region",
-        pod(anti=[term("region", in_("foo", "abc"))]),
-        [pod(node="nodeA", labels={"foo": "abc"})],
+        make_pod(fresh(), affinity=pod_affinity(anti=[term("region", in_("foo", "abc"))])),
+        [make_pod(fresh(), labels={"foo": "abc"}, node_name="nodeA")],
         [
             make_node("nodeA", labels={"region": "r1", "hostname": "nodeA"}),
             make_node("nodeB", labels={"region": "r1", "hostname": "nodeB"}),
@@ -88,8 +95,16 @@ CASES = [
     ),
     (
         "anti-affinity matches when any term matches",
-        pod(anti=[term("region", in_("foo", "abc")), term("zone", in_("service", "securityscan"))]),
-        [pod(node="nodeA", labels={"foo": "abc", "service": "securityscan"})],
+        make_pod(
+            fresh(),
+            affinity=pod_affinity(
+                anti=[
+                    term("region", in_("foo", "abc")),
+                    term("zone", in_("service", "securityscan")),
+                ]
+            ),
+        ),
+        [make_pod(fresh(), labels={"foo": "abc", "service": "securityscan"}, node_name="nodeA")],
         [
             make_node("nodeA", labels={"region": "r1", "zone": "z1", "hostname": "nodeA"}),
             make_node("nodeB", labels={"region": "r1", "zone": "z2", "hostname": "nodeB"}),
@@ -99,8 +114,8 @@ CASES = [
     ),
     (
         "anti-affinity leaves the other region free",
-        pod(anti=[term("region", in_("foo", "abc"))]),
-        [pod(node="nodeA", labels={"foo": "abc"})],
+        make_pod(fresh(), affinity=pod_affinity(anti=[term("region", in_("foo", "abc"))])),
+        [make_pod(fresh(), labels={"foo": "abc"}, node_name="nodeA")],
         [
             make_node("nodeA", labels=RG_CHINA),
             make_node("nodeB", labels=RG_CHINA_AZ1),
@@ -111,10 +126,20 @@ CASES = [
     ),
     (
         "an anti-affinity match in another namespace does not count",
-        pod(namespace="NS1", labels={"foo": "123"}, anti=[term("region", in_("foo", "bar"))]),
+        make_pod(
+            fresh(),
+            "NS1",
+            labels={"foo": "123"},
+            affinity=pod_affinity(anti=[term("region", in_("foo", "bar"))]),
+        ),
         [
-            pod(node="nodeA", namespace="NS1", labels={"foo": "bar"}),
-            pod(node="nodeC", namespace="NS2", anti=[term("region", in_("foo", "123"))]),
+            make_pod(fresh(), "NS1", labels={"foo": "bar"}, node_name="nodeA"),
+            make_pod(
+                fresh(),
+                "NS2",
+                node_name="nodeC",
+                affinity=pod_affinity(anti=[term("region", in_("foo", "123"))]),
+            ),
         ],
         [
             make_node("nodeA", labels=RG_CHINA),
@@ -126,26 +151,44 @@ CASES = [
     ),
     (
         "existing anti-affinity with a topology key no node has: Skip",
-        pod(labels={"foo": ""}),
-        [pod(node="nodeA", anti=[term("invalid-node-label", exists("foo"))])],
+        make_pod(fresh(), labels={"foo": ""}),
+        [
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(anti=[term("invalid-node-label", exists("foo"))]),
+            )
+        ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z1")],
         SKIP,
         [None, None],
     ),
     (
         "incoming anti-affinity with a topology key no node has",
-        pod(node="nodeA", anti=[term("invalid-node-label", exists("foo"))]),
-        [pod(node="nodeA", labels={"foo": ""})],
+        make_pod(
+            fresh(),
+            node_name="nodeA",
+            affinity=pod_affinity(anti=[term("invalid-node-label", exists("foo"))]),
+        ),
+        [make_pod(fresh(), labels={"foo": ""}, node_name="nodeA")],
         [rzh("nodeA", "z1"), rzh("nodeB", "z1")],
         SUCCESS,
         [None, None],
     ),
     (
         "the pod violates each existing pod's anti-affinity on every node",
-        pod(labels={"foo": "", "bar": ""}),
+        make_pod(fresh(), labels={"foo": "", "bar": ""}),
         [
-            pod(node="nodeA", anti=[term("zone", exists("foo"))]),
-            pod(node="nodeA", anti=[term("region", exists("bar"))]),
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(anti=[term("zone", exists("foo"))]),
+            ),
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(anti=[term("region", exists("bar"))]),
+            ),
         ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,
@@ -153,19 +196,30 @@ CASES = [
     ),
     (
         "the pod's anti-affinity is violated by one term on every node",
-        pod(anti=[term("zone", exists("foo")), term("region", exists("bar"))]),
-        [pod(node="nodeA", labels={"foo": ""}), pod(node="nodeB", labels={"bar": ""})],
+        make_pod(
+            fresh(),
+            affinity=pod_affinity(
+                anti=[term("zone", exists("foo")), term("region", exists("bar"))]
+            ),
+        ),
+        [
+            make_pod(fresh(), labels={"foo": ""}, node_name="nodeA"),
+            make_pod(fresh(), labels={"bar": ""}, node_name="nodeB"),
+        ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,
         [ANTI, ANTI],
     ),
     (
         "existing anti-affinity: selector and topology key must both match (invalid key)",
-        pod(labels={"foo": "", "bar": ""}),
+        make_pod(fresh(), labels={"foo": "", "bar": ""}),
         [
-            pod(
-                node="nodeA",
-                anti=[term("invalid-node-label", exists("foo")), term("zone", exists("bar"))],
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(
+                    anti=[term("invalid-node-label", exists("foo")), term("zone", exists("bar"))]
+                ),
             )
         ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
@@ -174,34 +228,64 @@ CASES = [
     ),
     (
         "incoming anti-affinity: selector and topology key must both match (invalid key)",
-        pod(anti=[term("invalid-node-label", exists("foo")), term("zone", exists("bar"))]),
-        [pod("podA", node="nodeA", labels={"foo": "", "bar": ""})],
+        make_pod(
+            fresh(),
+            affinity=pod_affinity(
+                anti=[term("invalid-node-label", exists("foo")), term("zone", exists("bar"))]
+            ),
+        ),
+        [make_pod("podA", labels={"foo": "", "bar": ""}, node_name="nodeA")],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,
         [ANTI, None],
     ),
     (
         "existing anti-affinity: selector and topology key must both match (valid keys)",
-        pod(labels={"foo": "", "bar": ""}),
-        [pod(node="nodeA", anti=[term("region", exists("foo")), term("zone", exists("bar"))])],
+        make_pod(fresh(), labels={"foo": "", "bar": ""}),
+        [
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(
+                    anti=[term("region", exists("foo")), term("zone", exists("bar"))]
+                ),
+            )
+        ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,
         [EXISTING, EXISTING],
     ),
     (
         "incoming anti-affinity: selector and topology key must both match (valid keys)",
-        pod(anti=[term("region", exists("foo")), term("zone", exists("bar"))]),
-        [pod(node="nodeA", labels={"foo": "", "bar": ""})],
+        make_pod(
+            fresh(),
+            affinity=pod_affinity(
+                anti=[term("region", exists("foo")), term("zone", exists("bar"))]
+            ),
+        ),
+        [make_pod(fresh(), labels={"foo": "", "bar": ""}, node_name="nodeA")],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,
         [ANTI, ANTI],
     ),
     (
         "existing pods on two nodes each have a term selecting the pod",
-        pod(labels={"foo": "", "bar": ""}),
+        make_pod(fresh(), labels={"foo": "", "bar": ""}),
         [
-            pod(node="nodeA", anti=[term("zone", exists("foo")), term("zone", exists("labelA"))]),
-            pod(node="nodeB", anti=[term("zone", exists("bar")), term("zone", exists("labelB"))]),
+            make_pod(
+                fresh(),
+                node_name="nodeA",
+                affinity=pod_affinity(
+                    anti=[term("zone", exists("foo")), term("zone", exists("labelA"))]
+                ),
+            ),
+            make_pod(
+                fresh(),
+                node_name="nodeB",
+                affinity=pod_affinity(
+                    anti=[term("zone", exists("bar")), term("zone", exists("labelB"))]
+                ),
+            ),
         ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2"), rzh("nodeC", "z3")],
         SUCCESS,
@@ -209,18 +293,24 @@ CASES = [
     ),
     (
         "affinity: all terms match one pod, then all topology keys",
-        pod(affinity=[term("region", exists("foo")), term("zone", exists("bar"))]),
-        [pod("pod1", node="nodeA", labels={"foo": "", "bar": ""})],
+        make_pod(
+            fresh(),
+            affinity=pod_affinity([term("region", exists("foo")), term("zone", exists("bar"))]),
+        ),
+        [make_pod("pod1", labels={"foo": "", "bar": ""}, node_name="nodeA")],
         [rzh("nodeA", "z1"), rzh("nodeB", "z1")],
         SUCCESS,
         [None, None],
     ),
     (
         "affinity: the terms must be satisfied by the same pod",
-        pod(affinity=[term("region", exists("foo")), term("zone", exists("bar"))]),
+        make_pod(
+            fresh(),
+            affinity=pod_affinity([term("region", exists("foo")), term("zone", exists("bar"))]),
+        ),
         [
-            pod("pod1", node="nodeA", labels={"foo": ""}),
-            pod("pod2", node="nodeB", labels={"bar": ""}),
+            make_pod("pod1", labels={"foo": ""}, node_name="nodeA"),
+            make_pod("pod2", labels={"bar": ""}, node_name="nodeB"),
         ],
         [rzh("nodeA", "z1"), rzh("nodeB", "z2")],
         SUCCESS,

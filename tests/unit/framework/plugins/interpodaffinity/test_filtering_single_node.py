@@ -9,13 +9,14 @@ import pytest
 
 from contracts.k8s import LabelSelector
 from services.framework.api.status import SKIP, SUCCESS, Code, Status
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     does_not_exist,
     exists,
+    fresh,
     in_,
     not_in,
-    pod,
     run_filter,
     term,
 )
@@ -37,101 +38,126 @@ NODE1 = make_node("node1", labels={"region": "r1", "zone": "z11"})
 TEAM1 = LabelSelector(match_expressions=[in_("team", "team1")])
 
 
-def existing(**kwargs):
-    return pod(node="node1", **kwargs)
-
-
 CASES = [
     (
         "no required pod affinity and no existing pods",
-        pod(),
+        make_pod(fresh()),
         [],
         SKIP,
         None,
     ),
     (
         "In operator matches the existing pod",
-        pod(labels=POD_LABEL2, affinity=[term("region", in_("service", "securityscan", "value2"))]),
-        [existing(labels=POD_LABEL)],
+        make_pod(
+            fresh(),
+            labels=POD_LABEL2,
+            affinity=pod_affinity([term("region", in_("service", "securityscan", "value2"))]),
+        ),
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),
     (
         "NotIn operator matches the existing pod",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[term("region", not_in("service", "securityscan3", "value3"))],
+            affinity=pod_affinity([term("region", not_in("service", "securityscan3", "value3"))]),
         ),
-        [existing(labels=POD_LABEL)],
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),
     (
         "different namespace does not satisfy the affinity",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[
-                term("", in_("service", "securityscan", "value2"), namespaces=["DiffNameSpace"])
-            ],
+            affinity=pod_affinity(
+                [term("", in_("service", "securityscan", "value2"), namespaces=["DiffNameSpace"])]
+            ),
         ),
-        [existing(namespace="ns", labels=POD_LABEL)],
+        [make_pod(fresh(), "ns", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         AFFINITY,
     ),
     (
         "unmatching label selector",
-        pod(labels=POD_LABEL, affinity=[term("", in_("service", "antivirusscan", "value2"))]),
-        [existing(labels=POD_LABEL)],
+        make_pod(
+            fresh(),
+            labels=POD_LABEL,
+            affinity=pod_affinity([term("", in_("service", "antivirusscan", "value2"))]),
+        ),
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         AFFINITY,
     ),
     (
         "different operators in several required terms",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[
-                term("region", exists("service"), does_not_exist("wrongkey")),
-                term("region", in_("service", "securityscan"), not_in("service", "WrongValue")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("region", exists("service"), does_not_exist("wrongkey")),
+                    term("region", in_("service", "securityscan"), not_in("service", "WrongValue")),
+                ]
+            ),
         ),
-        [existing(labels=POD_LABEL)],
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),
     (
         "requirements are ANDed: one expression does not match",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[
-                term("region", exists("service"), does_not_exist("wrongkey")),
-                term("region", in_("service", "securityscan2"), not_in("service", "WrongValue")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("region", exists("service"), does_not_exist("wrongkey")),
+                    term(
+                        "region", in_("service", "securityscan2"), not_in("service", "WrongValue")
+                    ),
+                ]
+            ),
         ),
-        [existing(labels=POD_LABEL)],
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         AFFINITY,
     ),
     (
         "affinity and anti-affinity both satisfied",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[term("region", in_("service", "securityscan", "value2"))],
-            anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            affinity=pod_affinity(
+                [term("region", in_("service", "securityscan", "value2"))],
+                anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            ),
         ),
-        [existing(labels=POD_LABEL)],
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),
     (
         "affinity, anti-affinity and anti-affinity symmetry satisfied",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[term("region", in_("service", "securityscan", "value2"))],
-            anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            affinity=pod_affinity(
+                [term("region", in_("service", "securityscan", "value2"))],
+                anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            ),
         ),
         [
-            existing(
-                labels=POD_LABEL, anti=[term("node", in_("service", "antivirusscan", "value2"))]
+            make_pod(
+                fresh(),
+                labels=POD_LABEL,
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("node", in_("service", "antivirusscan", "value2"))]
+                ),
             )
         ],
         SUCCESS,
@@ -139,48 +165,79 @@ CASES = [
     ),
     (
         "affinity satisfied but not anti-affinity",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[term("region", in_("service", "securityscan", "value2"))],
-            anti=[term("zone", in_("service", "securityscan", "value2"))],
+            affinity=pod_affinity(
+                [term("region", in_("service", "securityscan", "value2"))],
+                anti=[term("zone", in_("service", "securityscan", "value2"))],
+            ),
         ),
-        [existing(labels=POD_LABEL)],
+        [make_pod(fresh(), labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         ANTI,
     ),
     (
         "affinity and anti-affinity satisfied but not anti-affinity symmetry",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL,
-            affinity=[term("region", in_("service", "securityscan", "value2"))],
-            anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            affinity=pod_affinity(
+                [term("region", in_("service", "securityscan", "value2"))],
+                anti=[term("node", in_("service", "antivirusscan", "value2"))],
+            ),
         ),
-        [existing(labels=POD_LABEL, anti=[term("zone", in_("service", "securityscan", "value2"))])],
+        [
+            make_pod(
+                fresh(),
+                labels=POD_LABEL,
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", in_("service", "securityscan", "value2"))]
+                ),
+            )
+        ],
         SUCCESS,
         EXISTING,
     ),
     (
         "pod does not match its own affinity and the matching pod is elsewhere",
-        pod(
-            labels=POD_LABEL, affinity=[term("region", not_in("service", "securityscan", "value2"))]
+        make_pod(
+            fresh(),
+            labels=POD_LABEL,
+            affinity=pod_affinity([term("region", not_in("service", "securityscan", "value2"))]),
         ),
-        [pod(labels={"service": "securityscan"}, node="node2")],
+        [make_pod(fresh(), labels={"service": "securityscan"}, node_name="node2")],
         SUCCESS,
         AFFINITY,
     ),
     (
         "existing anti-affinity applies to a pod without anti-affinity",
-        pod(labels=POD_LABEL),
-        [existing(labels=POD_LABEL, anti=[term("zone", in_("service", "securityscan", "value2"))])],
+        make_pod(fresh(), labels=POD_LABEL),
+        [
+            make_pod(
+                fresh(),
+                labels=POD_LABEL,
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", in_("service", "securityscan", "value2"))]
+                ),
+            )
+        ],
         SUCCESS,
         EXISTING,
     ),
     (
         "existing anti-affinity that does not select the pod: Skip",
-        pod(labels=POD_LABEL),
+        make_pod(fresh(), labels=POD_LABEL),
         [
-            existing(
-                labels=POD_LABEL, anti=[term("zone", not_in("service", "securityscan", "value2"))]
+            make_pod(
+                fresh(),
+                labels=POD_LABEL,
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", not_in("service", "securityscan", "value2"))]
+                ),
             )
         ],
         SKIP,
@@ -188,31 +245,59 @@ CASES = [
     ),
     (
         "anti-affinity against the existing pod fails before its symmetry",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL,
-            anti=[term("region", exists("service")), term("region", exists("security"))],
+            affinity=pod_affinity(
+                anti=[term("region", exists("service")), term("region", exists("security"))]
+            ),
         ),
-        [existing(labels=POD_LABEL2, anti=[term("zone", exists("security"))])],
+        [
+            make_pod(
+                fresh(),
+                labels=POD_LABEL2,
+                node_name="node1",
+                affinity=pod_affinity(anti=[term("zone", exists("security"))]),
+            )
+        ],
         SUCCESS,
         ANTI,
     ),
     (
         "symmetry a1: partial matches on both sides",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL,
-            anti=[term("zone", exists("service")), term("zone", exists("security"))],
+            affinity=pod_affinity(
+                anti=[term("zone", exists("service")), term("zone", exists("security"))]
+            ),
         ),
-        [existing(labels=POD_LABEL2, anti=[term("zone", exists("security"))])],
+        [
+            make_pod(
+                fresh(),
+                labels=POD_LABEL2,
+                node_name="node1",
+                affinity=pod_affinity(anti=[term("zone", exists("security"))]),
+            )
+        ],
         SUCCESS,
         ANTI,
     ),
     (
         "symmetry a2: partial matches on both sides",
-        pod(labels=POD_LABEL2, anti=[term("zone", exists("security"))]),
+        make_pod(
+            fresh(),
+            labels=POD_LABEL2,
+            affinity=pod_affinity(anti=[term("zone", exists("security"))]),
+        ),
         [
-            existing(
+            make_pod(
+                fresh(),
                 labels=POD_LABEL,
-                anti=[term("zone", exists("service")), term("zone", exists("security"))],
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", exists("service")), term("zone", exists("security"))]
+                ),
             )
         ],
         SUCCESS,
@@ -220,14 +305,19 @@ CASES = [
     ),
     (
         "symmetry b1: partial matches on both sides",
-        pod(
+        make_pod(
+            fresh(),
             labels={"abc": "", "xyz": ""},
-            anti=[term("zone", exists("abc")), term("zone", exists("def"))],
+            affinity=pod_affinity(anti=[term("zone", exists("abc")), term("zone", exists("def"))]),
         ),
         [
-            existing(
+            make_pod(
+                fresh(),
                 labels={"def": "", "xyz": ""},
-                anti=[term("zone", exists("abc")), term("zone", exists("def"))],
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", exists("abc")), term("zone", exists("def"))]
+                ),
             )
         ],
         SUCCESS,
@@ -235,14 +325,19 @@ CASES = [
     ),
     (
         "symmetry b2: partial matches on both sides",
-        pod(
+        make_pod(
+            fresh(),
             labels={"def": "", "xyz": ""},
-            anti=[term("zone", exists("abc")), term("zone", exists("def"))],
+            affinity=pod_affinity(anti=[term("zone", exists("abc")), term("zone", exists("def"))]),
         ),
         [
-            existing(
+            make_pod(
+                fresh(),
                 labels={"abc": "", "xyz": ""},
-                anti=[term("zone", exists("abc")), term("zone", exists("def"))],
+                node_name="node1",
+                affinity=pod_affinity(
+                    anti=[term("zone", exists("abc")), term("zone", exists("def"))]
+                ),
             )
         ],
         SUCCESS,
@@ -250,12 +345,15 @@ CASES = [
     ),
     (
         "invalid label value in the first affinity term fails PreFilter",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL,
-            affinity=[
-                term("region", in_("service", "{{.bad-value.}}")),
-                term("node", in_("service", "antivirusscan", "value2")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("region", in_("service", "{{.bad-value.}}")),
+                    term("node", in_("service", "antivirusscan", "value2")),
+                ]
+            ),
         ),
         [],
         Status(Code.UnschedulableAndUnresolvable, (BAD_VALUE,)),
@@ -263,12 +361,15 @@ CASES = [
     ),
     (
         "invalid label value in the second affinity term fails PreFilter",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL,
-            affinity=[
-                term("region", in_("service", "foo")),
-                term("node", in_("service", "{{.bad-value.}}")),
-            ],
+            affinity=pod_affinity(
+                [
+                    term("region", in_("service", "foo")),
+                    term("node", in_("service", "{{.bad-value.}}")),
+                ]
+            ),
         ),
         [],
         Status(Code.UnschedulableAndUnresolvable, (BAD_VALUE,)),
@@ -276,72 +377,91 @@ CASES = [
     ),
     (
         "affinity with a namespace selector",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[
-                term(
-                    "region",
-                    in_("service", "securityscan", "value2"),
-                    namespace_selector=TEAM1,
-                )
-            ],
+            affinity=pod_affinity(
+                [
+                    term(
+                        "region",
+                        in_("service", "securityscan", "value2"),
+                        namespace_selector=TEAM1,
+                    )
+                ]
+            ),
         ),
-        [existing(namespace="subteam1.team1", labels=POD_LABEL)],
+        [make_pod(fresh(), "subteam1.team1", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),
     (
         "affinity with a non-matching namespace selector",
-        pod(
+        make_pod(
+            fresh(),
             labels=POD_LABEL2,
-            affinity=[
-                term(
-                    "region",
-                    in_("service", "securityscan", "value2"),
-                    namespace_selector=TEAM1,
-                )
-            ],
+            affinity=pod_affinity(
+                [
+                    term(
+                        "region",
+                        in_("service", "securityscan", "value2"),
+                        namespace_selector=TEAM1,
+                    )
+                ]
+            ),
         ),
-        [existing(namespace="subteam1.team2", labels=POD_LABEL)],
+        [make_pod(fresh(), "subteam1.team2", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         AFFINITY,
     ),
     (
         "anti-affinity with a matching namespace selector",
-        pod(
-            namespace="subteam1.team1",
+        make_pod(
+            fresh(),
+            "subteam1.team1",
             labels=POD_LABEL2,
-            anti=[term("zone", in_("service", "securityscan", "value2"), namespace_selector=TEAM1)],
+            affinity=pod_affinity(
+                anti=[
+                    term("zone", in_("service", "securityscan", "value2"), namespace_selector=TEAM1)
+                ]
+            ),
         ),
-        [existing(namespace="subteam2.team1", labels=POD_LABEL)],
+        [make_pod(fresh(), "subteam2.team1", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         ANTI,
     ),
     (
         "anti-affinity with an empty namespace selector (all namespaces)",
-        pod(
-            namespace="subteam1.team1",
+        make_pod(
+            fresh(),
+            "subteam1.team1",
             labels=POD_LABEL2,
-            anti=[
-                term(
-                    "zone",
-                    in_("service", "securityscan", "value2"),
-                    namespace_selector=LabelSelector(),
-                )
-            ],
+            affinity=pod_affinity(
+                anti=[
+                    term(
+                        "zone",
+                        in_("service", "securityscan", "value2"),
+                        namespace_selector=LabelSelector(),
+                    )
+                ]
+            ),
         ),
-        [existing(namespace="subteam2.team1", labels=POD_LABEL)],
+        [make_pod(fresh(), "subteam2.team1", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         ANTI,
     ),
     (
         "anti-affinity with a non-matching namespace selector",
-        pod(
-            namespace="subteam1.team1",
+        make_pod(
+            fresh(),
+            "subteam1.team1",
             labels=POD_LABEL2,
-            anti=[term("zone", in_("service", "securityscan", "value2"), namespace_selector=TEAM1)],
+            affinity=pod_affinity(
+                anti=[
+                    term("zone", in_("service", "securityscan", "value2"), namespace_selector=TEAM1)
+                ]
+            ),
         ),
-        [existing(namespace="subteam1.team2", labels=POD_LABEL)],
+        [make_pod(fresh(), "subteam1.team2", labels=POD_LABEL, node_name="node1")],
         SUCCESS,
         None,
     ),

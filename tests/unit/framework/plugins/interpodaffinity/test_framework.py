@@ -17,11 +17,12 @@ from services.framework.plugins.interpodaffinity import ENTRY, NAME
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile, merge_plugins
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
+    fresh,
     in_,
-    pod,
     snapshot,
     term,
 )
@@ -48,10 +49,12 @@ def test_plugin_runs_at_its_extension_points_with_weight_two():
 
 
 def test_required_affinity_follows_the_group_into_its_zone():
-    snap = snapshot(cluster(), [pod(labels={"app": "db"}, node="b2")])
+    snap = snapshot(cluster(), [make_pod(fresh(), labels={"app": "db"}, node_name="b2")])
     fw = framework(snap)
     for _ in range(4):
-        incoming = pod(labels={"app": "web"}, affinity=[term("zone", in_("app", "db"))])
+        incoming = make_pod(
+            fresh(), labels={"app": "web"}, affinity=pod_affinity([term("zone", in_("app", "db"))])
+        )
         result = fw.schedule_one(snap, incoming)
         assert result.node in {"b1", "b2"}
         snap.assume(PodInfo.of(incoming), result.node)
@@ -62,7 +65,9 @@ def test_first_pod_of_a_group_goes_anywhere_then_the_group_follows():
     fw = framework(snap, seed=3)
     placed = []
     for _ in range(5):
-        incoming = pod(labels={"app": "web"}, affinity=[term("zone", exists("app"))])
+        incoming = make_pod(
+            fresh(), labels={"app": "web"}, affinity=pod_affinity([term("zone", exists("app"))])
+        )
         result = fw.schedule_one(snap, incoming)
         assert result.node is not None
         placed.append(ZONES[result.node])
@@ -75,12 +80,23 @@ def test_anti_affinity_spreads_one_per_host_then_fails_with_upstreams_message():
     fw = framework(snap)
     hosts = set()
     for _ in range(4):
-        incoming = pod(labels={"app": "web"}, anti=[term("host", exists("app"))])
+        incoming = make_pod(
+            fresh(),
+            labels={"app": "web"},
+            affinity=pod_affinity(anti=[term("host", exists("app"))]),
+        )
         result = fw.schedule_one(snap, incoming)
         assert result.node is not None and result.node not in hosts
         hosts.add(result.node)
         snap.assume(PodInfo.of(incoming), result.node)
-    result = fw.schedule_one(snap, pod(labels={"app": "web"}, anti=[term("host", exists("app"))]))
+    result = fw.schedule_one(
+        snap,
+        make_pod(
+            fresh(),
+            labels={"app": "web"},
+            affinity=pod_affinity(anti=[term("host", exists("app"))]),
+        ),
+    )
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules."
@@ -90,19 +106,33 @@ def test_anti_affinity_spreads_one_per_host_then_fails_with_upstreams_message():
 
 
 def test_existing_pods_anti_affinity_keeps_the_pod_out_of_their_zone():
-    snap = snapshot(cluster(), [pod(node="a1", anti=[term("zone", exists("app"))])])
-    result = framework(snap).schedule_one(snap, pod(labels={"app": "x"}))
+    snap = snapshot(
+        cluster(),
+        [
+            make_pod(
+                fresh(), node_name="a1", affinity=pod_affinity(anti=[term("zone", exists("app"))])
+            )
+        ],
+    )
+    result = framework(snap).schedule_one(snap, make_pod(fresh(), labels={"app": "x"}))
     assert result.node in {"b1", "b2"}
 
 
 def test_fit_error_counts_each_nodes_first_reason():
     pods = [
-        pod(node="a1", labels={"app": "y"}, anti=[term("zone", exists("app"))]),
-        pod(node="b1", labels={"app": "z"}),
-        pod(node="b2", labels={"app": "z"}),
+        make_pod(
+            fresh(),
+            labels={"app": "y"},
+            node_name="a1",
+            affinity=pod_affinity(anti=[term("zone", exists("app"))]),
+        ),
+        make_pod(fresh(), labels={"app": "z"}, node_name="b1"),
+        make_pod(fresh(), labels={"app": "z"}, node_name="b2"),
     ]
     snap = snapshot(cluster(), pods)
-    incoming = pod(labels={"app": "x"}, anti=[term("host", exists("app"))])
+    incoming = make_pod(
+        fresh(), labels={"app": "x"}, affinity=pod_affinity(anti=[term("host", exists("app"))])
+    )
     result = framework(snap).schedule_one(snap, incoming)
     assert result.message == (
         "0/4 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
@@ -114,8 +144,10 @@ def test_fit_error_counts_each_nodes_first_reason():
 
 
 def test_unmatched_required_affinity_is_unresolvable():
-    snap = snapshot(cluster(), [pod(node="a1", labels={"app": "web"})])
-    incoming = pod(labels={"app": "x"}, affinity=[term("zone", in_("app", "db"))])
+    snap = snapshot(cluster(), [make_pod(fresh(), labels={"app": "web"}, node_name="a1")])
+    incoming = make_pod(
+        fresh(), labels={"app": "x"}, affinity=pod_affinity([term("zone", in_("app", "db"))])
+    )
     result = framework(snap).schedule_one(snap, incoming)
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
@@ -126,9 +158,16 @@ def test_unmatched_required_affinity_is_unresolvable():
 
 
 def test_preferred_anti_affinity_scores_away_from_matching_pods():
-    snap = snapshot(cluster(), [pod(labels={"app": "web"}, node=n) for n in ("a1", "a2", "b1")])
+    snap = snapshot(
+        cluster(),
+        [make_pod(fresh(), labels={"app": "web"}, node_name=n) for n in ("a1", "a2", "b1")],
+    )
     fw = framework(snap)
-    incoming = pod(labels={"app": "web"}, preferred_anti=[(100, term("host", exists("app")))])
+    incoming = make_pod(
+        fresh(),
+        labels={"app": "web"},
+        affinity=pod_affinity(preferred_anti=[(100, term("host", exists("app")))]),
+    )
     result = fw.schedule_one(snap, incoming, explain=True)
     assert result.node == "b2"
 
@@ -137,8 +176,10 @@ def test_preferred_anti_affinity_scores_away_from_matching_pods():
 def test_nominated_pod_matching_the_incoming_anti_affinity_blocks_its_node(where):
     snap = snapshot(cluster())
     fw = framework(snap)
-    nominee = PodInfo.of(pod("nominee", labels={"app": "web"}))
-    incoming = pod(labels={"app": "web"}, anti=[term("host", exists("app"))])
+    nominee = PodInfo.of(make_pod("nominee", labels={"app": "web"}))
+    incoming = make_pod(
+        fresh(), labels={"app": "web"}, affinity=pod_affinity(anti=[term("host", exists("app"))])
+    )
     result = fw.schedule_one(snap, incoming, nominated=NominatedPods.of({where: [nominee]}))
     assert result.node is not None and result.node != where
 
@@ -149,7 +190,7 @@ FIRST_OF_GROUP_CASES = {
         [], {"app": "web"}, [term("zone", in_("app", "web"))], True
     ),
     "a pod of the group exists": (
-        [pod(labels={"app": "web"}, node="a1")], {"app": "web"},
+        [make_pod(fresh(), labels={"app": "web"}, node_name="a1")], {"app": "web"},
         [term("zone", in_("app", "web"))], False,
     ),
     "the pod does not match its own terms": (
@@ -164,6 +205,8 @@ def test_the_cycle_state_says_when_the_first_pod_of_a_group_was_waived(case):
     existing, labels, affinity, waived = case
     snap = snapshot(cluster(), existing)
     state = CycleState()
-    result = framework(snap).schedule_one(snap, pod(labels=labels, affinity=affinity), state=state)
+    result = framework(snap).schedule_one(
+        snap, make_pod(fresh(), labels=labels, affinity=pod_affinity(affinity)), state=state
+    )
     assert state.first_of_group is waived
     assert (result.node is None) is (not waived and bool(affinity) and not existing)

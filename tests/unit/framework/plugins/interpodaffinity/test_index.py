@@ -5,6 +5,7 @@ plugin computes exactly what a fresh one computes."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,12 +21,13 @@ from services.framework.plugins.interpodaffinity.plugin import (
     PRE_SCORE_STATE_KEY,
 )
 from services.framework.plugins.interpodaffinity.scoring import PreScoreState
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
+    fresh,
     in_,
     plugin,
-    pod,
     snapshot,
     term,
 )
@@ -38,8 +40,8 @@ def random_pod(rng: random.Random, name: str, node_name: str | None) -> Pod:
     labels = {"app": rng.choice(APPS)}
     if rng.random() < 0.3:
         labels["tier"] = rng.choice(("a", "b"))
-    kinds: dict[str, list[object]] = {
-        "affinity": [],
+    kinds: dict[str, list[Any]] = {
+        "required": [],
         "anti": [],
         "preferred": [],
         "preferred_anti": [],
@@ -50,7 +52,9 @@ def random_pod(rng: random.Random, name: str, node_name: str | None) -> Pod:
             kinds[kind].append((rng.randint(1, 100), made) if kind.startswith("pref") else made)
     if rng.random() < 0.1:
         kinds["anti"].append(term("host", exists("tier")))
-    return pod(name, labels=labels, node=node_name, uid=name, **kinds)
+    return make_pod(
+        name, labels=labels, node_name=node_name, uid=name, affinity=pod_affinity(**kinds)
+    )
 
 
 def random_node(rng: random.Random, name: str):
@@ -120,11 +124,14 @@ def test_long_lived_plugin_matches_a_fresh_one(seed):
 def test_several_tables_each_keep_an_index():
     rng = random.Random(7)
     first = snapshot(
-        [random_node(rng, "a"), random_node(rng, "b")], [pod(node="a", labels={"app": "web"})]
+        [random_node(rng, "a"), random_node(rng, "b")],
+        [make_pod(fresh(), labels={"app": "web"}, node_name="a")],
     )
-    second = snapshot([random_node(rng, "c")], [pod(node="c", labels={"app": "db"})])
+    second = snapshot(
+        [random_node(rng, "c")], [make_pod(fresh(), labels={"app": "db"}, node_name="c")]
+    )
     plug = plugin(first)
-    incoming = pod(affinity=[term("host", in_("app", "web"))])
+    incoming = make_pod(fresh(), affinity=pod_affinity([term("host", in_("app", "web"))]))
     for _ in range(2):
         assert outcome(plug, first, incoming)[0] == outcome(plugin(first), first, incoming)[0]
         assert outcome(plug, second, incoming) == outcome(plugin(second), second, incoming)

@@ -11,12 +11,13 @@ from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.plugins.interpodaffinity.terms import merge_label_keys, pod_terms
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
+    fresh,
     in_,
     plugin,
-    pod,
     run_filter,
     run_score,
     snapshot,
@@ -54,9 +55,11 @@ def test_label_keys_do_nothing_for_a_nil_selector():
 
 def test_anti_affinity_with_match_label_keys_only_counts_the_same_version():
     anti = [term("host", exists("app"), match_label_keys=["version"])]
-    incoming = pod(labels={"app": "web", "version": "v2"}, anti=anti)
-    old = pod(labels={"app": "web", "version": "v1"}, node="n1")
-    same = pod(labels={"app": "web", "version": "v2"}, node="n2")
+    incoming = make_pod(
+        fresh(), labels={"app": "web", "version": "v2"}, affinity=pod_affinity(anti=anti)
+    )
+    old = make_pod(fresh(), labels={"app": "web", "version": "v1"}, node_name="n1")
+    same = make_pod(fresh(), labels={"app": "web", "version": "v2"}, node_name="n2")
     _, verdicts = run_filter(incoming, [old, same], HOSTS)
     assert verdicts == [None, ANTI]
 
@@ -64,42 +67,53 @@ def test_anti_affinity_with_match_label_keys_only_counts_the_same_version():
 def test_existing_pods_merge_their_own_labels():
     """The existing pod's matchLabelKeys take values from the existing pod's labels."""
     anti = [term("host", exists("app"), mismatch_label_keys=["tenant"])]
-    runner = pod(labels={"app": "db", "tenant": "a"}, node="n1", anti=anti)
-    same_tenant = pod(labels={"app": "db", "tenant": "a"})
-    other_tenant = pod(labels={"app": "db", "tenant": "b"})
+    runner = make_pod(
+        fresh(),
+        labels={"app": "db", "tenant": "a"},
+        node_name="n1",
+        affinity=pod_affinity(anti=anti),
+    )
+    same_tenant = make_pod(fresh(), labels={"app": "db", "tenant": "a"})
+    other_tenant = make_pod(fresh(), labels={"app": "db", "tenant": "b"})
     assert run_filter(same_tenant, [runner], HOSTS)[0].is_skip()
     assert run_filter(other_tenant, [runner], HOSTS)[1] == [EXISTING, None]
 
 
 def test_terms_with_label_keys_are_parsed_per_label_set():
     anti = [term("host", exists("app"), match_label_keys=["version"])]
-    a = pod_terms(pod(labels={"app": "x", "version": "1"}, anti=anti))
-    b = pod_terms(pod(labels={"app": "x", "version": "2"}, anti=anti))
+    a = pod_terms(
+        make_pod(fresh(), labels={"app": "x", "version": "1"}, affinity=pod_affinity(anti=anti))
+    )
+    b = pod_terms(
+        make_pod(fresh(), labels={"app": "x", "version": "2"}, affinity=pod_affinity(anti=anti))
+    )
     assert a != b
-    assert a == pod_terms(pod(labels={"app": "x", "version": "1"}, anti=anti))
+    assert a == pod_terms(
+        make_pod(fresh(), labels={"app": "x", "version": "1"}, affinity=pod_affinity(anti=anti))
+    )
 
 
 def test_nil_namespace_selector_and_no_namespaces_mean_the_pods_namespace():
     affinity = [term("host", exists("app"))]
-    incoming = pod(namespace="team-a", labels={"x": "y"}, affinity=affinity)
-    elsewhere = pod(namespace="team-b", labels={"app": "1"}, node="n1")
-    here = pod(namespace="team-a", labels={"app": "1"}, node="n2")
+    incoming = make_pod(fresh(), "team-a", labels={"x": "y"}, affinity=pod_affinity(affinity))
+    elsewhere = make_pod(fresh(), "team-b", labels={"app": "1"}, node_name="n1")
+    here = make_pod(fresh(), "team-a", labels={"app": "1"}, node_name="n2")
     assert run_filter(incoming, [elsewhere], HOSTS)[1] == [AFFINITY, AFFINITY]
     assert run_filter(incoming, [elsewhere, here], HOSTS)[1] == [AFFINITY, None]
 
 
 def test_empty_namespace_selector_means_every_namespace():
     anti = [term("host", exists("app"), namespace_selector=LabelSelector())]
-    incoming = pod(namespace="team-a", anti=anti)
-    elsewhere = pod(namespace="team-b", labels={"app": "1"}, node="n1")
+    incoming = make_pod(fresh(), "team-a", affinity=pod_affinity(anti=anti))
+    elsewhere = make_pod(fresh(), "team-b", labels={"app": "1"}, node_name="n1")
     assert run_filter(incoming, [elsewhere], HOSTS)[1] == [ANTI, None]
 
 
 def test_namespace_selector_follows_the_namespace_lister():
     selector = LabelSelector(match_labels={"env": "prod"})
     anti = [term("host", exists("app"), namespace_selector=selector)]
-    incoming = pod(namespace="mine", anti=anti)
-    other = pod(namespace="other", labels={"app": "1"}, node="n1")
+    incoming = make_pod(fresh(), "mine", affinity=pod_affinity(anti=anti))
+    other = make_pod(fresh(), "other", labels={"app": "1"}, node_name="n1")
     snap = snapshot(HOSTS, [other], namespaces=[])
     plug, table, info = plugin(snap), snap.snapshot(), PodInfo.of(incoming)
 
@@ -116,10 +130,13 @@ def test_namespace_selector_follows_the_namespace_lister():
 
 def test_existing_pods_namespace_selector_is_matched_against_the_incoming_namespace():
     selector = LabelSelector(match_labels={"env": "prod"})
-    runner = pod(
-        namespace="x", node="n1", anti=[term("host", exists("app"), namespace_selector=selector)]
+    runner = make_pod(
+        fresh(),
+        "x",
+        node_name="n1",
+        affinity=pod_affinity(anti=[term("host", exists("app"), namespace_selector=selector)]),
     )
-    incoming = pod(namespace="shop", labels={"app": "1"})
+    incoming = make_pod(fresh(), "shop", labels={"app": "1"})
     prod = [Namespace(metadata=ObjectMeta(name="shop", labels={"env": "prod"}))]
     dev = [Namespace(metadata=ObjectMeta(name="shop", labels={"env": "dev"}))]
     assert run_filter(incoming, [runner], HOSTS, namespaces=prod)[1] == [EXISTING, None]
@@ -129,10 +146,12 @@ def test_existing_pods_namespace_selector_is_matched_against_the_incoming_namesp
 
 def test_preferred_terms_use_match_label_keys_too():
     preferred = [(10, term("host", exists("app"), match_label_keys=["version"]))]
-    incoming = pod(labels={"app": "web", "version": "v2"}, preferred=preferred)
+    incoming = make_pod(
+        fresh(), labels={"app": "web", "version": "v2"}, affinity=pod_affinity(preferred=preferred)
+    )
     pods = [
-        pod(labels={"app": "web", "version": "v1"}, node="n1"),
-        pod(labels={"app": "web", "version": "v2"}, node="n2"),
+        make_pod(fresh(), labels={"app": "web", "version": "v1"}, node_name="n1"),
+        make_pod(fresh(), labels={"app": "web", "version": "v2"}, node_name="n2"),
     ]
     status, scores = run_score(incoming, pods, HOSTS)
     assert status.is_success()

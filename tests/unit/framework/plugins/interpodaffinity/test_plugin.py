@@ -18,8 +18,9 @@ from services.framework.plugins.interpodaffinity import (
 )
 from services.framework.plugins.interpodaffinity.hints import after_node_change, after_pod_change
 from services.framework.plugins.interpodaffinity.scoring import normalize
-from tests.builders import make_node
-from tests.unit.framework.plugins.interpodaffinity.support import exists, in_, pod, term
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
+from tests.unit.framework.plugins.interpodaffinity.support import exists, fresh, in_, term
 
 
 def test_entry():
@@ -80,12 +81,16 @@ def test_events_to_register():
     assert not pods.matches(ClusterEvent(EventResource.AssignedPod, ActionType.UpdatePodScaleDown))
 
 
-WANTS_DB = pod(labels={"app": "web"}, affinity=[term("zone", in_("app", "db"))])
-AVOIDS_WEB = pod(labels={"app": "x"}, anti=[term("host", in_("app", "web"))])
+WANTS_DB = make_pod(
+    fresh(), labels={"app": "web"}, affinity=pod_affinity([term("zone", in_("app", "db"))])
+)
+AVOIDS_WEB = make_pod(
+    fresh(), labels={"app": "x"}, affinity=pod_affinity(anti=[term("host", in_("app", "web"))])
+)
 
 
 def bound(labels: dict[str, str], node_name: str | None = "n1") -> Pod:
-    return pod(labels=labels, node=node_name)
+    return make_pod(fresh(), labels=labels, node_name=node_name)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +118,11 @@ def test_pod_change_hint(target, old, new, want):
         (WANTS_DB, {"zone": "z1"}, QueueingHint.Queue),
         (WANTS_DB, {"host": "n1"}, QueueingHint.QueueSkip),
         (AVOIDS_WEB, {"host": "n1"}, QueueingHint.Queue),
-        (pod(anti=[term("rack", exists("a"))]), {"zone": "z"}, QueueingHint.QueueSkip),
+        (
+            make_pod(fresh(), affinity=pod_affinity(anti=[term("rack", exists("a"))])),
+            {"zone": "z"},
+            QueueingHint.QueueSkip,
+        ),
     ],
 )
 def test_node_change_hint(target, labels, want):

@@ -13,13 +13,14 @@ from services.framework.plugins.interpodaffinity import filtering
 from services.framework.plugins.interpodaffinity.incoming import IncomingPod
 from services.framework.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY
 from services.framework.plugins.interpodaffinity.terms import pod_terms
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
+from tests.builders.selectors import pod_affinity
 from tests.unit.framework.plugins.interpodaffinity.support import (
     exists,
+    fresh,
     in_,
     not_in,
     plugin,
-    pod,
     snapshot,
     term,
     with_affinity,
@@ -47,7 +48,7 @@ AFFINITY_COMPLEX = PodAffinity(required_during_scheduling_ignored_during_executi
 
 def _pod(name, labels=None, node_name=None, anti=None, affinity=None):
     return with_affinity(
-        pod(name, labels=labels, node=node_name),
+        make_pod(name, labels=labels, node_name=node_name),
         Affinity(pod_affinity=affinity, pod_anti_affinity=anti),
     )
 
@@ -118,7 +119,9 @@ def test_add_and_remove_pod_update_the_state(pending, existing, added, want_anti
 
 def test_add_pod_to_an_unknown_node_is_an_error():
     plug, cycle, _ = _state(_pod("pending", SELECTOR1, anti=ANTI_FOO_BAR), [])
-    status = plug.add_pod(cycle, PodInfo.of(pod()), PodInfo.of(pod()), "nowhere")
+    status = plug.add_pod(
+        cycle, PodInfo.of(make_pod(fresh())), PodInfo.of(make_pod(fresh())), "nowhere"
+    )
     assert not status.is_success() and not status.is_rejected()
 
 
@@ -138,33 +141,37 @@ def test_clone_copies_the_counts():
 def test_filter_without_pre_filter_is_an_error():
     snap = snapshot([make_node("n", labels={})])
     with pytest.raises(StatusError) as err:
-        plugin(snap).filter_all(CycleState(), PodInfo.of(pod()), snap.snapshot())
+        plugin(snap).filter_all(CycleState(), PodInfo.of(make_pod(fresh())), snap.snapshot())
     assert err.value.status.message() == (
         'error reading "PreFilterInterPodAffinity" from cycleState: not found'
     )
 
 
 def _normal(*labels: str):
-    return pod("normal", node="nodeA", labels=dict.fromkeys(labels, ""))
+    return make_pod("normal", labels=dict.fromkeys(labels, ""), node_name="nodeA")
 
 
 NODE_A = make_node("nodeA", labels={"hostname": "nodeA"})
 HOST = "hostname"
 INCOMING_CASES = [
-    ("nil test", [], pod("aaa-normal"), {}, {}),
-    ("incoming pod without affinity is a no-op", [_normal("aaa")], pod("aaa-normal"), {}, {}),
+    ("nil test", [], make_pod("aaa-normal"), {}, {}),
+    ("incoming pod without affinity is a no-op", [_normal("aaa")], make_pod("aaa-normal"), {}, {}),
     (
         "no pod matches the incoming affinity and anti-affinity",
         [_normal("bbb")],
-        pod("aaa-anti", affinity=[term(HOST, exists("aaa"))], anti=[term(HOST, exists("aaa"))]),
+        make_pod(
+            "aaa-anti",
+            affinity=pod_affinity([term(HOST, exists("aaa"))], anti=[term(HOST, exists("aaa"))]),
+        ),
         {},
         {},
     ),
     (
         "existing pod matches affinity and anti-affinity, single term",
         [_normal("aaa")],
-        pod(
-            "affi-antiaffi", affinity=[term(HOST, exists("aaa"))], anti=[term(HOST, exists("aaa"))]
+        make_pod(
+            "affi-antiaffi",
+            affinity=pod_affinity([term(HOST, exists("aaa"))], anti=[term(HOST, exists("aaa"))]),
         ),
         {(HOST, "nodeA"): 1},
         {(HOST, "nodeA"): 1},
@@ -172,10 +179,12 @@ INCOMING_CASES = [
     (
         "existing pod matches affinity and anti-affinity, several terms",
         [_normal("aaa", "bbb")],
-        pod(
+        make_pod(
             "affi-antiaffi",
-            affinity=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
-            anti=[term(HOST, exists("aaa"))],
+            affinity=pod_affinity(
+                [term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+                anti=[term(HOST, exists("aaa"))],
+            ),
         ),
         {(HOST, "nodeA"): 2},
         {(HOST, "nodeA"): 1},
@@ -183,10 +192,12 @@ INCOMING_CASES = [
     (
         "existing pod does not match the affinity but matches the anti-affinity",
         [_normal("aaa")],
-        pod(
+        make_pod(
             "affi-antiaffi",
-            affinity=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
-            anti=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+            affinity=pod_affinity(
+                [term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+                anti=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+            ),
         ),
         {},
         {(HOST, "nodeA"): 1},
@@ -194,10 +205,12 @@ INCOMING_CASES = [
     (
         "anti-affinity with several terms, existing pod violates one (case 1)",
         [_normal("aaa", "bbb")],
-        pod(
+        make_pod(
             "anaffi-antiaffiti",
-            affinity=[term(HOST, exists("aaa")), term(HOST, exists("ccc"))],
-            anti=[term(HOST, exists("aaa")), term(HOST, exists("ccc"))],
+            affinity=pod_affinity(
+                [term(HOST, exists("aaa")), term(HOST, exists("ccc"))],
+                anti=[term(HOST, exists("aaa")), term(HOST, exists("ccc"))],
+            ),
         ),
         {},
         {(HOST, "nodeA"): 1},
@@ -205,10 +218,12 @@ INCOMING_CASES = [
     (
         "anti-affinity with several terms, existing pod violates one (case 2)",
         [_normal("bbb")],
-        pod(
+        make_pod(
             "affi-antiaffi",
-            affinity=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
-            anti=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+            affinity=pod_affinity(
+                [term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+                anti=[term(HOST, exists("aaa")), term(HOST, exists("bbb"))],
+            ),
         ),
         {},
         {(HOST, "nodeA"): 1},

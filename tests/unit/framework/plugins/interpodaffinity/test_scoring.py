@@ -8,13 +8,13 @@ import pytest
 from contracts.k8s import Affinity, LabelSelector, PodAffinity, WeightedPodAffinityTerm
 from services.framework.api.status import Code
 from services.framework.plugins.interpodaffinity import InterPodAffinityArgs
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.interpodaffinity.support import (
     does_not_exist,
     exists,
+    fresh,
     in_,
     not_in,
-    pod,
     run_score,
     term,
     with_affinity,
@@ -66,7 +66,7 @@ INVALID_ANTI_AFFINITY = preferred((5, term("az", in_("security", "{{.bad-value.}
 
 
 def p(labels=None, node_name=None, affinity=None, namespace="default"):
-    made = pod(namespace=namespace, labels=labels, node=node_name)
+    made = make_pod(fresh(), namespace, labels=labels, node_name=node_name)
     return with_affinity(made, affinity) if affinity is not None else made
 
 

@@ -29,7 +29,7 @@ from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from services.framework.plugins.podtopologyspread.args import DefaultConstraint
 from services.framework.plugins.podtopologyspread.filtering import read_state
-from tests.builders import make_node, make_pod
+from tests.builders import make_node
 from tests.unit.framework.helpers import snapshot_of
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -49,24 +49,6 @@ def labels(**pairs: str) -> LabelSelector:
 
 FOO = exists("foo")
 BAR = exists("bar")
-
-
-def pod(
-    name: str = "p",
-    node: str | None = None,
-    *,
-    namespace: str = "default",
-    terminating: bool = False,
-    **pod_labels: str,
-) -> Pod:
-    """A pod with ``pod_labels``; ``pod("p-a1", "node-a", foo="")``."""
-    return make_pod(
-        name,
-        namespace,
-        node_name=node,
-        labels=pod_labels,
-        deletion_timestamp="2024-01-01T00:00:00Z" if terminating else None,
-    )
 
 
 def zoned(name: str, zone: str, **extra: str) -> Node:

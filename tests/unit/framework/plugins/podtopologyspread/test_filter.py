@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.status import Code, Status
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
@@ -14,7 +14,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     node_affinity,
     node_selector,
     plugin,
-    pod,
     pre_filtered,
     spread,
     table,
@@ -30,21 +29,21 @@ FOUR_NODES = [
     zoned("node-y", "zone2"),
 ]
 SPREAD_2103 = [
-    pod("p-a1", "node-a", foo=""),
-    pod("p-a2", "node-a", foo=""),
-    pod("p-b1", "node-b", foo=""),
-    pod("p-y1", "node-y", foo=""),
-    pod("p-y2", "node-y", foo=""),
-    pod("p-y3", "node-y", foo=""),
+    make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+    make_pod("p-y2", node_name="node-y", labels={"foo": ""}),
+    make_pod("p-y3", node_name="node-y", labels={"foo": ""}),
 ]
-FOO_POD = pod(foo="")
+FOO_POD = make_pod("p", labels={"foo": ""})
 THREE_NODES = [make_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")]
 SPREAD_221 = [
-    pod("p-a1", "node-a", foo=""),
-    pod("p-a2", "node-a", foo=""),
-    pod("p-b1", "node-b", foo=""),
-    pod("p-b2", "node-b", foo=""),
-    pod("p-c1", "node-c", foo=""),
+    make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-c1", node_name="node-c", labels={"foo": ""}),
 ]
 POLICY_NODES = [
     make_node("node-a", labels={"node": "node-a", "foo": ""}),
@@ -57,14 +56,14 @@ TAINTED_NODES = [
     make_node("node-y", labels={"node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]),
 ]
 POLICY_PODS = [
-    pod("p-b1", "node-a", foo=""),
-    pod("p-b2", "node-b", foo=""),
-    pod("p-y1", "node-y", foo=""),
+    make_pod("p-b1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
 ]
 SPREAD_ZONE_21 = [
-    pod("p-b1", "node-a", foo=""),
-    pod("p-b2", "node-b", foo=""),
-    pod("p-y1", "node-y", foo=""),
+    make_pod("p-b1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
 ]
 
 SINGLE = [
@@ -82,10 +81,10 @@ SINGLE = [
         spread(FOO_POD, 1, "zone", DNS, FOO),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", namespace="ns1", foo=""),
-            pod("p-b1", "node-a", namespace="ns2", foo=""),
-            pod("p-x1", "node-x", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", "ns1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", "ns2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [OK, OK, NO, NO],
         id="existing pods in a different namespace do not count",
@@ -93,7 +92,10 @@ SINGLE = [
     pytest.param(
         spread(FOO_POD, 1, "zone", DNS, None),
         FOUR_NODES,
-        [pod("p-x1", "node-x", foo=""), pod("p-y1", "node-y", foo="")],
+        [
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+        ],
         [OK, OK, OK, OK],
         id="existing pods do not match null selector",
     ),
@@ -113,10 +115,10 @@ SINGLE = [
             zoned("node-y", "zone2"),
         ],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-x1", "node-x", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [OK, NEVER, NO, NO],
         id="pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
@@ -143,7 +145,7 @@ SINGLE = [
         id="pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
     ),
     pytest.param(
-        spread(pod(bar=""), 1, "node", DNS, FOO),
+        spread(make_pod("p", labels={"bar": ""}), 1, "node", DNS, FOO),
         FOUR_NODES,
         SPREAD_2103,
         [NO, OK, OK, NO],
@@ -162,7 +164,10 @@ SINGLE = [
             make_node("node-a", labels={"node": "node-a"}),
             make_node("node-b", labels={"node": "node-b"}),
         ],
-        [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
+        [
+            make_pod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            make_pod("p-b", node_name="node-b", labels={"foo": ""}),
+        ],
         [OK, NO],
         id="terminating Pods should be excluded",
     ),
@@ -170,9 +175,9 @@ SINGLE = [
         node_affinity(spread(FOO_POD, 1, "zone", DNS, FOO), "node", "NotIn", ["node-b"]),
         FOUR_NODES,
         [
-            pod("p-b1", "node-b", foo=""),
-            pod("p-b2", "node-b", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [OK, OK, NO, NO],
         id="incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
@@ -262,48 +267,69 @@ MULTIPLE = [
     pytest.param(
         spread(spread(FOO_POD, 1, "zone", DNS, FOO), 1, "node", DNS, FOO),
         FOUR_NODES,
-        [*SPREAD_2103, pod("p-y4", "node-y", foo="")],
+        [*SPREAD_2103, make_pod("p-y4", node_name="node-y", labels={"foo": ""})],
         [NO, NO, NO, NO],
         id="two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
     ),
     pytest.param(
-        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(
+            spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO),
+            1,
+            "node",
+            DNS,
+            BAR,
+        ),
         FOUR_NODES,
-        [pod("p-a1", "node-a", foo=""), pod("p-y1", "node-y", bar="")],
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"bar": ""}),
+        ],
         [NO, NO, OK, NO],
         id="Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
     ),
     pytest.param(
-        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(
+            spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO),
+            1,
+            "node",
+            DNS,
+            BAR,
+        ),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-x1", "node-x", bar=""),
-            pod("p-y1", "node-y", bar=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"bar": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"bar": ""}),
         ],
         [NO, NO, NO, NO],
         id="Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
     ),
     pytest.param(
-        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(
+            spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO),
+            1,
+            "node",
+            DNS,
+            BAR,
+        ),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", foo="", bar=""),
-            pod("p-y1", "node-y", foo=""),
-            pod("p-y2", "node-y", foo="", bar=""),
-            pod("p-y3", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": "", "bar": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+            make_pod("p-y2", node_name="node-y", labels={"foo": "", "bar": ""}),
+            make_pod("p-y3", node_name="node-y", labels={"foo": ""}),
         ],
         [NO, OK, NO, NO],
         id="Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
     ),
     pytest.param(
-        spread(spread(pod(bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(spread(make_pod("p", labels={"bar": ""}), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-x1", "node-x", bar=""),
-            pod("p-y1", "node-y", bar=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"bar": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"bar": ""}),
         ],
         [OK, OK, NO, NO],
         id="Constraints hold different labelSelectors but pod doesn't match itself on zone",
@@ -316,7 +342,10 @@ MULTIPLE = [
             make_node("node-x", labels={"zone": "zone2"}),
             zoned("node-y", "zone2"),
         ],
-        [pod("p-a1", "node-a", foo=""), pod("p-y3", "node-y", foo="")],
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-y3", node_name="node-y", labels={"foo": ""}),
+        ],
         [NO, OK, NEVER, NO],
         id="two Constraints on zone and node, absence of label 'node' on node-x",
     ),
@@ -334,9 +363,9 @@ MULTIPLE = [
             zoned("node-y", "zone2"),
         ],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [NO, NO, OK, NO],
         id="two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
@@ -352,9 +381,9 @@ MULTIPLE = [
             ),
         ],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [NO, NO, OK, NO],
         id="two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
@@ -372,9 +401,9 @@ MULTIPLE = [
             ),
         ],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [NO, OK, OK, NO],
         id="two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
@@ -401,7 +430,10 @@ def test_reasons_are_upstreams():
         zoned("node-x", "zone2"),
         make_node("node-z", labels={"node": "node-z"}),
     ]
-    existing = [pod("p-a1", "node-a", foo=""), pod("p-a2", "node-a", foo="")]
+    existing = [
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+        make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+    ]
     nodes_table = table(nodes, existing)
     pl = plugin()
     state, info = pre_filtered(pl, spread(FOO_POD, 1, "zone", DNS, FOO), nodes_table)
@@ -423,7 +455,10 @@ def test_filter_reads_a_narrower_table_by_label_value():
     """The nominated-pods pass filters a Snapshot of a few rows, whose label codes
     differ from the PreFilter table's: domains are matched by value."""
     nodes = [zoned("node-a", "zone1"), zoned("node-b", "zone2"), zoned("node-c", "zone3")]
-    existing = [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")]
+    existing = [
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+        make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+    ]
     full = table(nodes, existing)
     pl = plugin()
     state, info = pre_filtered(pl, spread(FOO_POD, 1, "zone", DNS, FOO), full)

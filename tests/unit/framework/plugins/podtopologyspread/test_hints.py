@@ -6,20 +6,21 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.events import ActionType, EventResource, QueueingHint
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     FOO,
     UNSCHEDULABLE_TAINT,
     exists,
     plugin,
-    pod,
     spread,
     toleration,
 )
 
 Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
 DNS = "DoNotSchedule"
-TARGET = spread(spread(pod(foo=""), 1, "zone", DNS, FOO), 1, "node", DNS, exists("bar"))
+TARGET = spread(
+    spread(make_pod("p", labels={"foo": ""}), 1, "zone", DNS, FOO), 1, "node", DNS, exists("bar")
+)
 
 
 def hints():
@@ -45,29 +46,52 @@ def test_registered_events():
 @pytest.mark.parametrize(
     ("old", "new", "want"),
     [
-        pytest.param(None, pod("p1", "node-a", foo=""), Q, id="add a pod with a matching label"),
-        pytest.param(None, pod("p1", "node-a", baz=""), SKIP, id="add a pod without one"),
-        pytest.param(None, pod("p1", None, foo=""), SKIP, id="add an unscheduled pod"),
         pytest.param(
-            None, pod("p1", "node-a", namespace="other", foo=""), SKIP, id="another namespace"
+            None,
+            make_pod("p1", node_name="node-a", labels={"foo": ""}),
+            Q,
+            id="add a pod with a matching label",
         ),
-        pytest.param(pod("p1", "node-a", foo=""), None, Q, id="delete a matching pod"),
-        pytest.param(pod("p1", "node-a", baz=""), None, SKIP, id="delete another pod"),
         pytest.param(
-            pod("p1", "node-a", foo=""),
-            pod("p1", "node-a", baz=""),
+            None,
+            make_pod("p1", node_name="node-a", labels={"baz": ""}),
+            SKIP,
+            id="add a pod without one",
+        ),
+        pytest.param(None, make_pod("p1", labels={"foo": ""}), SKIP, id="add an unscheduled pod"),
+        pytest.param(
+            None,
+            make_pod("p1", "other", node_name="node-a", labels={"foo": ""}),
+            SKIP,
+            id="another namespace",
+        ),
+        pytest.param(
+            make_pod("p1", node_name="node-a", labels={"foo": ""}),
+            None,
+            Q,
+            id="delete a matching pod",
+        ),
+        pytest.param(
+            make_pod("p1", node_name="node-a", labels={"baz": ""}),
+            None,
+            SKIP,
+            id="delete another pod",
+        ),
+        pytest.param(
+            make_pod("p1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p1", node_name="node-a", labels={"baz": ""}),
             Q,
             id="a label update stops matching",
         ),
         pytest.param(
-            pod("p1", "node-a", foo="", baz="1"),
-            pod("p1", "node-a", foo="", baz="2"),
+            make_pod("p1", node_name="node-a", labels={"foo": "", "baz": "1"}),
+            make_pod("p1", node_name="node-a", labels={"foo": "", "baz": "2"}),
             SKIP,
             id="a label update keeps matching",
         ),
         pytest.param(
-            pod("p1", "node-a", foo=""),
-            pod("p1", "node-a", foo=""),
+            make_pod("p1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p1", node_name="node-a", labels={"foo": ""}),
             SKIP,
             id="no label change",
         ),
@@ -80,7 +104,7 @@ def test_after_pod_change(old, new, want):
 
 def test_new_toleration_of_the_pod_itself_queues_when_taints_are_honored():
     after_pod, _ = hints()
-    target = spread(pod(foo=""), 1, "zone", DNS, FOO, taints_policy="Honor")
+    target = spread(make_pod("p", labels={"foo": ""}), 1, "zone", DNS, FOO, taints_policy="Honor")
     tolerant = toleration(target, "node.kubernetes.io/unschedulable")
     assert after_pod(target, target, tolerant) == Q
     assert after_pod(TARGET, TARGET, toleration(TARGET, "x")) == SKIP
@@ -146,6 +170,6 @@ def test_after_node_change(old, new, want):
 
 def test_bad_selector_queues():
     after_pod, after_node = hints()
-    broken = spread(pod(foo=""), 1, "zone", DNS, exists("bad key!"))
-    assert after_pod(broken, None, pod("p1", "node-a", foo="")) == Q
+    broken = spread(make_pod("p", labels={"foo": ""}), 1, "zone", DNS, exists("bad key!"))
+    assert after_pod(broken, None, make_pod("p1", node_name="node-a", labels={"foo": ""})) == Q
     assert after_node(broken, None, make_node("n", labels={})) == Q

@@ -18,7 +18,7 @@ from services.framework.cache.cache import Cache
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.podtopologyspread.podindex import PodIndex, count_in
 from tests.builders import make_node, make_pod
-from tests.unit.framework.plugins.podtopologyspread.helpers import FOO, labels, pod
+from tests.unit.framework.plugins.podtopologyspread.helpers import FOO, labels
 
 FOO_SEL = label_selector_as_selector(FOO)
 BLUE = label_selector_as_selector(labels(color="blue"))
@@ -45,29 +45,33 @@ def cluster(n: int = 4) -> Cache:
 
 def test_assume_bind_relabel_swap_and_terminate():
     snapshot, index = cluster(), PodIndex()
-    snapshot.add_pod(pod("a", "n0", foo=""))
+    snapshot.add_pod(make_pod("a", node_name="n0", labels={"foo": ""}))
     check(index, snapshot)
-    snapshot.assume(PodInfo.of(pod("b", foo="")), "n1")
+    snapshot.assume(PodInfo.of(make_pod("b", labels={"foo": ""})), "n1")
     check(index, snapshot)
-    snapshot.add_pod(pod("b", "n1", foo=""))  # the binding replaces the assumption
+    snapshot.add_pod(
+        make_pod("b", node_name="n1", labels={"foo": ""})
+    )  # the binding replaces the assumption
     check(index, snapshot)
-    snapshot.add_pod(pod("a", "n0", color="blue"))  # same requests, new labels
+    snapshot.add_pod(
+        make_pod("a", node_name="n0", labels={"color": "blue"})
+    )  # same requests, new labels
     check(index, snapshot)
-    snapshot.remove_pod(PodInfo.of(pod("a", "n0")).uid)  # a swap within one batch
-    snapshot.add_pod(pod("c", "n0", foo=""))
+    snapshot.remove_pod(PodInfo.of(make_pod("a", node_name="n0")).uid)  # a swap within one batch
+    snapshot.add_pod(make_pod("c", node_name="n0", labels={"foo": ""}))
     check(index, snapshot)
-    snapshot.add_pod(pod("c", "n0", terminating=True, foo=""))
+    snapshot.add_pod(make_pod("c", node_name="n0", labels={"foo": ""}, terminating=True))
     check(index, snapshot)
-    snapshot.add_pod(pod("d", "n2", namespace="other", foo=""))
+    snapshot.add_pod(make_pod("d", "other", node_name="n2", labels={"foo": ""}))
     check(index, snapshot)
 
 
 def test_nodes_added_and_removed():
     snapshot, index = cluster(2), PodIndex()
-    snapshot.add_pod(pod("a", "n1", foo=""))
+    snapshot.add_pod(make_pod("a", node_name="n1", labels={"foo": ""}))
     check(index, snapshot)
     snapshot.add_node(make_node("n9"))
-    snapshot.add_pod(pod("b", "n9", foo=""))
+    snapshot.add_pod(make_pod("b", node_name="n9", labels={"foo": ""}))
     check(index, snapshot)
     snapshot.remove_node("n0")  # n9 moves into row 0
     check(index, snapshot)
@@ -77,7 +81,7 @@ def test_nodes_added_and_removed():
 
 def test_empty_and_nothing_selectors_count_nothing():
     snapshot, index = cluster(2), PodIndex()
-    snapshot.add_pod(pod("a", "n1", foo=""))
+    snapshot.add_pod(make_pod("a", node_name="n1", labels={"foo": ""}))
     nodes = snapshot.snapshot()
     assert index.row_counts(nodes, "default", EVERYTHING).tolist() == [0, 0]
     assert index.row_counts(nodes, "default", NOTHING).tolist() == [0, 0]
@@ -85,8 +89,8 @@ def test_empty_and_nothing_selectors_count_nothing():
 
 def test_another_snapshot_starts_over():
     first, second, index = cluster(), cluster(), PodIndex()
-    first.add_pod(pod("a", "n0", foo=""))
-    second.add_pod(pod("a", "n3", foo=""))
+    first.add_pod(make_pod("a", node_name="n0", labels={"foo": ""}))
+    second.add_pod(make_pod("a", node_name="n3", labels={"foo": ""}))
     check(index, first)
     check(index, second)
     check(index, first)
@@ -94,11 +98,11 @@ def test_another_snapshot_starts_over():
 
 def test_least_recently_used_selectors_are_dropped():
     snapshot, index = cluster(), PodIndex(max_selectors=2)
-    snapshot.add_pod(pod("a", "n0", foo="", color="blue"))
+    snapshot.add_pod(make_pod("a", node_name="n0", labels={"foo": "", "color": "blue"}))
     others = [label_selector_as_selector(labels(k="v")), FOO_SEL, BLUE]
     for selector in others:
         check(index, snapshot, selector)
-    snapshot.add_pod(pod("b", "n2", foo="", color="blue"))
+    snapshot.add_pod(make_pod("b", node_name="n2", labels={"foo": "", "color": "blue"}))
     check(index, snapshot, *others)
 
 
@@ -125,6 +129,8 @@ def test_random_changes():
             snapshot.remove_pod(gone)
             del live[gone]
         elif action < 0.8:
-            snapshot.assume(PodInfo.of(pod(f"assumed{step}", foo="")), f"n{rng.randrange(6)}")
+            snapshot.assume(
+                PodInfo.of(make_pod(f"assumed{step}", labels={"foo": ""})), f"n{rng.randrange(6)}"
+            )
         if rng.random() < 0.5:
             check(index, snapshot, *rng.sample(selectors, 2))

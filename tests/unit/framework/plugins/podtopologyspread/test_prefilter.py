@@ -7,7 +7,7 @@ import pytest
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code
 from services.framework.api.types import PodInfo
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,
@@ -26,7 +26,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     node_selector,
     owned_by,
     plugin,
-    pod,
     pre_filtered,
     spread,
     table,
@@ -42,30 +41,34 @@ FOUR_NODES = [
     zoned("node-y", "zone2"),
 ]
 FIVE_FOO = [
-    pod("p-a1", "node-a", foo=""),
-    pod("p-a2", "node-a", foo=""),
-    pod("p-b1", "node-b", foo=""),
-    pod("p-y1", "node-y", foo=""),
-    pod("p-y2", "node-y", foo=""),
+    make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+    make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+    make_pod("p-y2", node_name="node-y", labels={"foo": ""}),
 ]
-SEVEN_FOO = [*FIVE_FOO, pod("p-y3", "node-y", foo=""), pod("p-y4", "node-y", foo="")]
+SEVEN_FOO = [
+    *FIVE_FOO,
+    make_pod("p-y3", node_name="node-y", labels={"foo": ""}),
+    make_pod("p-y4", node_name="node-y", labels={"foo": ""}),
+]
 POLICY_NODES = [
     make_node("node-a", labels={"node": "node-a", "foo": ""}),
     make_node("node-b", labels={"node": "node-b", "foo": ""}),
     make_node("node-c", labels={"node": "node-c", "bar": ""}),
 ]
 POLICY_PODS = [
-    pod("p-a", "node-a", bar=""),
-    pod("p-b", "node-b", bar=""),
-    pod("p-c", "node-b", bar=""),
-    pod("p-d", "node-c"),
+    make_pod("p-a", node_name="node-a", labels={"bar": ""}),
+    make_pod("p-b", node_name="node-b", labels={"bar": ""}),
+    make_pod("p-c", node_name="node-b", labels={"bar": ""}),
+    make_pod("p-d", node_name="node-c"),
 ]
 TAINTED_NODES = [
     make_node("node-a", labels={"node": "node-a"}),
     make_node("node-b", labels={"node": "node-b"}),
     make_node("node-c", labels={"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
 ]
-FOO_POD = pod(foo="")
+FOO_POD = make_pod("p", labels={"foo": ""})
 
 CASES = [
     pytest.param(
@@ -104,11 +107,11 @@ CASES = [
         spread(FOO_POD, 1, "zone", DNS, FOO),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", namespace="ns1", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", namespace="ns2", foo=""),
-            pod("p-y2", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", "ns1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", "ns2", node_name="node-y", labels={"foo": ""}),
+            make_pod("p-y2", node_name="node-y", labels={"foo": ""}),
         ],
         [{"zone1": 2, "zone2": 1}],
         [1],
@@ -143,24 +146,39 @@ CASES = [
         id="soft spreadConstraints should be bypassed",
     ),
     pytest.param(
-        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(
+            spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO),
+            1,
+            "node",
+            DNS,
+            BAR,
+        ),
         [zoned("node-a", "zone1"), zoned("node-b", "zone1"), zoned("node-y", "zone2")],
-        [pod("p-a", "node-a", foo=""), pod("p-b", "node-b", bar="")],
+        [
+            make_pod("p-a", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b", node_name="node-b", labels={"bar": ""}),
+        ],
         [{"zone1": 1, "zone2": 0}, {"node-a": 0, "node-b": 1, "node-y": 0}],
         [0, 0],
         id="different labelSelectors - simple version",
     ),
     pytest.param(
-        spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR),
+        spread(
+            spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO),
+            1,
+            "node",
+            DNS,
+            BAR,
+        ),
         [zoned("node-a", "zone1"), zoned("node-b", "zone1"), zoned("node-y", "zone2")],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", foo="", bar=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", foo=""),
-            pod("p-y2", "node-y", foo="", bar=""),
-            pod("p-y3", "node-y", foo=""),
-            pod("p-y4", "node-y", foo="", bar=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": "", "bar": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+            make_pod("p-y2", node_name="node-y", labels={"foo": "", "bar": ""}),
+            make_pod("p-y3", node_name="node-y", labels={"foo": ""}),
+            make_pod("p-y4", node_name="node-y", labels={"foo": "", "bar": ""}),
         ],
         [{"zone1": 3, "zone2": 4}, {"node-a": 1, "node-b": 0, "node-y": 2}],
         [3, 0],
@@ -253,9 +271,9 @@ CASES = [
             zoned("node-x", "zone2", foo=""),
         ],
         [
-            pod("p-b1", "node-b", foo=""),
-            pod("p-b2", "node-b", foo=""),
-            pod("p-x1", "node-x", foo=""),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
         ],
         [{"zone1": 0, "zone2": 1}, {"node-a": 0, "node-b": 2, "node-x": 1}],
         [0, 0],
@@ -284,34 +302,46 @@ CASES = [
             zoned("node-y", "zone2", foo=""),
         ],
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", foo=""),
-            pod("p-x1", "node-x", foo=""),
-            pod("p-x2", "node-x", foo=""),
-            pod("p-y1", "node-y", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-x2", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
         ],
         [{"zone1": 2, "zone2": 3}, {"node-x": 2, "node-y": 1}],
         [2, 1],
         id="two node inclusion Constraints, zone: ignore/ignore, node: honor/honor",
     ),
     pytest.param(
-        spread(pod(foo="", bar="a"), 1, "zone", DNS, FOO, match_label_keys=["bar"]),
+        spread(
+            make_pod("p", labels={"foo": "", "bar": "a"}),
+            1,
+            "zone",
+            DNS,
+            FOO,
+            match_label_keys=["bar"],
+        ),
         FOUR_NODES,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", foo="", bar="a"),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-y1", "node-y", foo="", bar="a"),
-            pod("p-y2", "node-y", bar=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": "", "bar": "a"}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": "", "bar": "a"}),
+            make_pod("p-y2", node_name="node-y", labels={"bar": ""}),
         ],
         [{"zone1": 1, "zone2": 1}],
         [1],
         id="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
     ),
     pytest.param(
-        spread(pod(foo="a"), 1, "zone", DNS, labels(), match_label_keys=["foo"]),
+        spread(
+            make_pod("p", labels={"foo": "a"}), 1, "zone", DNS, labels(), match_label_keys=["foo"]
+        ),
         FOUR_NODES,
-        [pod(f"p-{n}", f"node-{n[0]}", foo="a") for n in ("a1", "a2", "b1", "y1", "y2")],
+        [
+            make_pod(f"p-{n}", node_name=f"node-{n[0]}", labels={"foo": "a"})
+            for n in ("a1", "a2", "b1", "y1", "y2")
+        ],
         [{"zone1": 3, "zone2": 2}],
         [2],
         id="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
@@ -319,7 +349,10 @@ CASES = [
     pytest.param(
         spread(FOO_POD, 1, "zone", DNS, None, match_label_keys=["bar"]),
         FOUR_NODES,
-        [pod(f"p-{n}", f"node-{n[0]}", foo="a") for n in ("a1", "a2", "b1", "y1", "y2")],
+        [
+            make_pod(f"p-{n}", node_name=f"node-{n[0]}", labels={"foo": "a"})
+            for n in ("a1", "a2", "b1", "y1", "y2")
+        ],
         [{"zone1": 0, "zone2": 0}],
         [0],
         id="key in matchLabelKeys is ignored when LabelSelector is nil",
@@ -327,7 +360,10 @@ CASES = [
     pytest.param(
         spread(FOO_POD, 1, "zone", DNS, FOO, match_label_keys=["bar"]),
         FOUR_NODES,
-        [pod(f"p-{n}", f"node-{n[0]}", foo="a") for n in ("a1", "a2", "b1", "y1", "y2")],
+        [
+            make_pod(f"p-{n}", node_name=f"node-{n[0]}", labels={"foo": "a"})
+            for n in ("a1", "a2", "b1", "y1", "y2")
+        ],
         [{"zone1": 3, "zone2": 2}],
         [2],
         id="key in matchLabelKeys is ignored when it isn't exist in pod.labels",
@@ -335,7 +371,10 @@ CASES = [
     pytest.param(
         spread(FOO_POD, 1, "zone", DNS, FOO),
         [zoned("node-a", "zone1"), make_node("node-b", labels={"zon": "zone1", "node": "node-b"})],
-        [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")],
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+        ],
         [{"zone1": 1}],
         [1],
         id="nodes without the topology key are not counted",
@@ -346,7 +385,10 @@ CASES = [
             make_node("node-a", labels={"node": "node-a"}),
             make_node("node-b", labels={"node": "node-b"}),
         ],
-        [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
+        [
+            make_pod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            make_pod("p-b", node_name="node-b", labels={"foo": ""}),
+        ],
         [{"node-a": 0, "node-b": 1}],
         [0],
         id="terminating pods are not counted",
@@ -388,9 +430,11 @@ RACK_NODES = [
     make_node("n2", labels={"node": "n2", "rack": "r1"}),
 ]
 RACK_PODS = [
-    pod("match", "n1", foo="bar"),
-    owned_by(pod("owned-elsewhere", "n1", foo="bar"), "ReplicaSet", "rs2"),
-    pod("other", "n2", foo="baz"),
+    make_pod("match", node_name="n1", labels={"foo": "bar"}),
+    owned_by(
+        make_pod("owned-elsewhere", node_name="n1", labels={"foo": "bar"}), "ReplicaSet", "rs2"
+    ),
+    make_pod("other", node_name="n2", labels={"foo": "baz"}),
 ]
 
 
@@ -398,25 +442,30 @@ RACK_PODS = [
     ("incoming", "objects", "counts"),
     [
         pytest.param(
-            pod(foo="bar", baz="kar"),
+            make_pod("p", labels={"foo": "bar", "baz": "kar"}),
             [make_service("s1", {"foo": "bar"})],
             [{"n1": 2, "n2": 0}, {"r1": 2}],
             id="default constraints and a service",
         ),
         pytest.param(
-            owned_by(pod(foo="bar"), "ReplicaSet", "rs1"),
+            owned_by(make_pod("p", labels={"foo": "bar"}), "ReplicaSet", "rs1"),
             [make_replica_set("rs1", labels(foo="bar"))],
             [{"n1": 2, "n2": 0}, {"r1": 2}],
             id="default constraints and a replicaset",
         ),
         pytest.param(
-            owned_by(pod(foo="bar"), "StatefulSet", "ss1"),
+            owned_by(make_pod("p", labels={"foo": "bar"}), "StatefulSet", "ss1"),
             [make_stateful_set("ss1", exists("foo"))],
             [{"n1": 2, "n2": 1}, {"r1": 3}],
             id="default constraints and a statefulset",
         ),
         pytest.param(
-            owned_by(pod(foo="bar"), "ReplicationController", "rc1", api_version="v1"),
+            owned_by(
+                make_pod("p", labels={"foo": "bar"}),
+                "ReplicationController",
+                "rc1",
+                api_version="v1",
+            ),
             [make_replication_controller("rc1", {"foo": "baz"}), make_service("s", {})],
             [{"n1": 0, "n2": 1}, {"r1": 1}],
             id="default constraints and a replication controller",
@@ -438,23 +487,23 @@ def test_default_constraints_take_the_default_selector(incoming, objects, counts
     ("incoming", "objects"),
     [
         pytest.param(
-            pod(foo="bar", baz="kar"),
+            make_pod("p", labels={"foo": "bar", "baz": "kar"}),
             [make_service("s1", {"baz": "kep"})],
             id="default constraints and a service that doesn't match",
         ),
-        pytest.param(pod(foo="bar"), [], id="no service and no controller"),
+        pytest.param(make_pod("p", labels={"foo": "bar"}), [], id="no service and no controller"),
         pytest.param(
-            owned_by(pod(foo="bar"), "ReplicaSet", "rs1"),
+            owned_by(make_pod("p", labels={"foo": "bar"}), "ReplicaSet", "rs1"),
             [make_replica_set("rs1", labels(foo="bar"), namespace="other")],
             id="the replicaset is in another namespace",
         ),
         pytest.param(
-            owned_by(pod(foo="bar"), "Job", "j1", api_version="batch/v1"),
+            owned_by(make_pod("p", labels={"foo": "bar"}), "Job", "j1", api_version="batch/v1"),
             [],
             id="an owner upstream does not consult",
         ),
         pytest.param(
-            pod(foo="bar"),
+            make_pod("p", labels={"foo": "bar"}),
             [make_service("s1", None)],
             id="a service without a selector selects nothing",
         ),
@@ -468,7 +517,13 @@ def test_pod_constraints_win_over_defaults():
     defaults = [{"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}]
     incoming = owned_by(
         spread(
-            spread(pod(foo="bar", baz="tar"), 1, "zone", DNS, labels(baz="tar")),
+            spread(
+                make_pod("p", labels={"foo": "bar", "baz": "tar"}),
+                1,
+                "zone",
+                DNS,
+                labels(baz="tar"),
+            ),
             2,
             "planet",
             SA,
@@ -483,7 +538,7 @@ def test_pod_constraints_win_over_defaults():
 
 
 def test_system_defaults_are_soft_so_pre_filter_skips():
-    incoming = owned_by(pod(foo="bar"), "ReplicaSet", "rs1")
+    incoming = owned_by(make_pod("p", labels={"foo": "bar"}), "ReplicaSet", "rs1")
     objects = [make_replica_set("rs1", labels(foo="bar"))]
     assert _status(plugin("System", objects=objects), incoming)[1].code == Code.Skip
 
@@ -500,7 +555,10 @@ def test_invalid_selector_is_an_error():
 def test_min_domains_treats_the_global_minimum_as_zero():
     incoming = spread(FOO_POD, 2, "node", DNS, FOO, min_domains=4)
     nodes = [make_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")]
-    existing = [pod("p-a1", "node-a", foo=""), pod("p-b1", "node-b", foo="")]
+    existing = [
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+        make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+    ]
     state, _ = pre_filtered(plugin(), incoming, table(nodes, existing))
     assert domain_counts(state) == [{"node-a": 1, "node-b": 1, "node-c": 0}]
     assert min_matches(state) == [0]

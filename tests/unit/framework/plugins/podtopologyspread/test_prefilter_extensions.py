@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.framework.api.types import PodInfo
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
     FOO,
@@ -14,7 +14,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     min_matches,
     node_affinity,
     plugin,
-    pod,
     pre_filtered,
     spread,
     table,
@@ -23,10 +22,12 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
 )
 
 DNS = "DoNotSchedule"
-ON_NODE = spread(pod(foo=""), 1, "node", DNS, FOO)
-ON_ZONE = spread(pod(foo=""), 1, "zone", DNS, FOO)
+ON_NODE = spread(make_pod("p", labels={"foo": ""}), 1, "node", DNS, FOO)
+ON_ZONE = spread(make_pod("p", labels={"foo": ""}), 1, "zone", DNS, FOO)
 ON_BOTH = spread(ON_ZONE, 1, "node", DNS, FOO)
-SPLIT = spread(spread(pod(foo="", bar=""), 1, "zone", DNS, FOO), 1, "node", DNS, BAR)
+SPLIT = spread(
+    spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", DNS, FOO), 1, "node", DNS, BAR
+)
 AB = [zoned("node-a", "zone1"), zoned("node-b", "zone1")]
 AX = [zoned("node-a", "zone1"), zoned("node-x", "zone2")]
 ABX = [*AB, zoned("node-x", "zone2")]
@@ -43,7 +44,7 @@ TAINTED = [
 ADD = [
     pytest.param(
         ON_NODE,
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [],
         AB,
         [{"node-a": 1, "node-b": 0}],
@@ -52,8 +53,8 @@ ADD = [
     ),
     pytest.param(
         ON_NODE,
-        pod("p-a1", "node-a", foo=""),
-        [pod("p-b1", "node-b", foo="")],
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+        [make_pod("p-b1", node_name="node-b", labels={"foo": ""})],
         AB,
         [{"node-a": 1, "node-b": 1}],
         [1],
@@ -61,8 +62,8 @@ ADD = [
     ),
     pytest.param(
         ON_NODE,
-        pod("p-a1", "node-a", namespace="ns1", foo=""),
-        [pod("p-b1", "node-b", foo="")],
+        make_pod("p-a1", "ns1", node_name="node-a", labels={"foo": ""}),
+        [make_pod("p-b1", node_name="node-b", labels={"foo": ""})],
         AB,
         [{"node-a": 0, "node-b": 1}],
         [0],
@@ -70,8 +71,8 @@ ADD = [
     ),
     pytest.param(
         ON_NODE,
-        pod("p-b2", "node-b", foo=""),
-        [pod("p-b1", "node-b", foo="")],
+        make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+        [make_pod("p-b1", node_name="node-b", labels={"foo": ""})],
         AB,
         [{"node-a": 0, "node-b": 2}],
         [0],
@@ -79,7 +80,7 @@ ADD = [
     ),
     pytest.param(
         ON_BOTH,
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [],
         AX,
         [{"zone1": 1, "zone2": 0}, {"node-a": 1, "node-x": 0}],
@@ -88,8 +89,8 @@ ADD = [
     ),
     pytest.param(
         ON_BOTH,
-        pod("p-a1", "node-a", foo=""),
-        [pod("p-x1", "node-x", foo="")],
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+        [make_pod("p-x1", node_name="node-x", labels={"foo": ""})],
         AX,
         [{"zone1": 1, "zone2": 1}, {"node-a": 1, "node-x": 1}],
         [1, 1],
@@ -97,11 +98,11 @@ ADD = [
     ),
     pytest.param(
         ON_BOTH,
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [
-            pod("p-b1", "node-b", foo=""),
-            pod("p-b2", "node-b", foo=""),
-            pod("p-x1", "node-x", foo=""),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
         ],
         ABX,
         [{"zone1": 3, "zone2": 1}, {"node-a": 1, "node-b": 2, "node-x": 1}],
@@ -110,11 +111,11 @@ ADD = [
     ),
     pytest.param(
         SPLIT,
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [
-            pod("p-b1", "node-b", foo="", bar=""),
-            pod("p-x1", "node-x", foo="", bar=""),
-            pod("p-x2", "node-x", bar=""),
+            make_pod("p-b1", node_name="node-b", labels={"foo": "", "bar": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": "", "bar": ""}),
+            make_pod("p-x2", node_name="node-x", labels={"bar": ""}),
         ],
         ABX,
         [{"zone1": 2, "zone2": 1}, {"node-a": 0, "node-b": 1, "node-x": 2}],
@@ -123,11 +124,11 @@ ADD = [
     ),
     pytest.param(
         SPLIT,
-        pod("p-a1", "node-a", foo="", bar=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": "", "bar": ""}),
         [
-            pod("p-b1", "node-b", bar=""),
-            pod("p-x1", "node-x", foo="", bar=""),
-            pod("p-x2", "node-x", bar=""),
+            make_pod("p-b1", node_name="node-b", labels={"bar": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": "", "bar": ""}),
+            make_pod("p-x2", node_name="node-x", labels={"bar": ""}),
         ],
         ABX,
         [{"zone1": 1, "zone2": 1}, {"node-a": 1, "node-b": 1, "node-x": 2}],
@@ -136,8 +137,11 @@ ADD = [
     ),
     pytest.param(
         AVOID_FOO_BAR,
-        pod("p-a1", "node-a", foo="", zone="zone1"),
-        [pod("p-a2", "node-a", foo=""), pod("p-b1", "node-b", foo="")],
+        make_pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+        [
+            make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+        ],
         AFFINITY_NODES,
         [{"zone2": 1}],
         [1],
@@ -145,8 +149,11 @@ ADD = [
     ),
     pytest.param(
         ON_ZONE,
-        pod("p-b1", "node-b", foo=""),
-        [pod("p-a1", "node-a", foo=""), pod("p-b2", "node-b", foo="")],
+        make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+        ],
         AFFINITY_NODES,
         [{"zone1": 1, "zone2": 2}],
         [1],
@@ -154,8 +161,11 @@ ADD = [
     ),
     pytest.param(
         ON_ZONE,
-        pod("p-b1", "node-b"),
-        [pod("p-a1", "node-a", foo=""), pod("p-b2", "node-b", foo="")],
+        make_pod("p-b1", node_name="node-b"),
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+        ],
         AFFINITY_NODES,
         [{"zone1": 1, "zone2": 1}],
         [1],
@@ -163,8 +173,11 @@ ADD = [
     ),
     pytest.param(
         toleration(ON_ZONE, "node.kubernetes.io/unschedulable"),
-        pod("p-b1", "node-b", foo=""),
-        [pod("p-a1", "node-a", foo=""), pod("p-b2", "node-b", foo="")],
+        make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+        ],
         TAINTED,
         [{"zone1": 1, "zone2": 2}],
         [1],
@@ -184,18 +197,18 @@ def test_add_pod(preemptor, added, existing, nodes, counts, minimums):
 
 
 FOUR = [*ABX, zoned("node-y", "zone2")]
-ONE_EACH = [pod(f"p-{n}1", f"node-{n}", foo="") for n in "abxy"]
+ONE_EACH = [make_pod(f"p-{n}1", node_name=f"node-{n}", labels={"foo": ""}) for n in "abxy"]
 
 REMOVE = [
     pytest.param(
         ON_ZONE,
         ABX,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-x1", "node-x", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
         ],
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [{"zone1": 1, "zone2": 1}],
         [1],
         id="one spreadConstraint on zone, topologyKeyToMinPodsMap unchanged",
@@ -204,7 +217,7 @@ REMOVE = [
         ON_ZONE,
         FOUR,
         ONE_EACH,
-        pod("p-a1", "node-a", foo=""),
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [{"zone1": 1, "zone2": 2}],
         [1],
         id="one spreadConstraint on node, topologyKeyToMinPodsMap changed",
@@ -212,8 +225,8 @@ REMOVE = [
     pytest.param(
         ON_ZONE,
         FOUR,
-        [pod("p-a0", "node-a", bar=""), *ONE_EACH],
-        pod("p-a0", "node-a", bar=""),
+        [make_pod("p-a0", node_name="node-a", labels={"bar": ""}), *ONE_EACH],
+        make_pod("p-a0", node_name="node-a", labels={"bar": ""}),
         [{"zone1": 2, "zone2": 2}],
         [2],
         id="delete an irrelevant pod won't help",
@@ -222,7 +235,7 @@ REMOVE = [
         ON_ZONE,
         FOUR,
         ONE_EACH,
-        pod("p-a0", "node-a", bar=""),
+        make_pod("p-a0", node_name="node-a", labels={"bar": ""}),
         [{"zone1": 2, "zone2": 2}],
         [2],
         id="delete a non-existing pod won't help",
@@ -231,13 +244,13 @@ REMOVE = [
         ON_BOTH,
         ABX,
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-a2", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-x1", "node-x", foo=""),
-            pod("p-x2", "node-x", foo=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-x2", node_name="node-x", labels={"foo": ""}),
         ],
-        pod("p-x1", "node-x", foo=""),
+        make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
         [{"zone1": 3, "zone2": 1}, {"node-a": 2, "node-b": 1, "node-x": 1}],
         [1, 1],
         id="two spreadConstraints",
@@ -245,8 +258,11 @@ REMOVE = [
     pytest.param(
         AVOID_FOO_BAR,
         AFFINITY_NODES,
-        [pod("p-a2", "node-a", foo=""), pod("p-b1", "node-b", foo="")],
-        pod("p-a1", "node-a", foo=""),
+        [
+            make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+        ],
+        make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
         [{"zone2": 1}],
         [1],
         id="remove a pod when scheduling node affinity unmatched pod",
@@ -254,8 +270,11 @@ REMOVE = [
     pytest.param(
         ON_ZONE,
         AFFINITY_NODES,
-        [pod("p-a1", "node-a", foo=""), pod("p-b2", "node-b", foo="")],
-        pod("p-b1", "node-b", foo=""),
+        [
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
+        ],
+        make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
         [{"zone1": 1, "zone2": 0}],
         [0],
         id="remove a pod when scheduling node affinity matched pod",
@@ -278,7 +297,7 @@ def test_remove_pod(preemptor, nodes, existing, removed, counts, minimums):
 def test_add_pod_on_an_unknown_node_changes_nothing():
     pl = plugin()
     state, info = pre_filtered(pl, ON_NODE, table(AB))
-    pl.add_pod(state, info, PodInfo.of(pod("p", "gone", foo="")), "gone")
+    pl.add_pod(state, info, PodInfo.of(make_pod("p", node_name="gone", labels={"foo": ""})), "gone")
     assert domain_counts(state) == [{"node-a": 0, "node-b": 0}]
 
 
@@ -286,7 +305,9 @@ def test_cloned_state_is_independent():
     pl = plugin()
     state, info = pre_filtered(pl, ON_NODE, table(AB))
     copy = state.clone()
-    pl.add_pod(copy, info, PodInfo.of(pod("p-a1", "node-a", foo="")), "node-a")
+    pl.add_pod(
+        copy, info, PodInfo.of(make_pod("p-a1", node_name="node-a", labels={"foo": ""})), "node-a"
+    )
     assert domain_counts(state) == [{"node-a": 0, "node-b": 0}]
     assert domain_counts(copy) == [{"node-a": 1, "node-b": 0}]
 
@@ -297,4 +318,9 @@ def test_extensions_need_pre_filter_state():
 
     pl = plugin()
     with pytest.raises(StatusError):
-        pl.add_pod(CycleState(), PodInfo.of(ON_NODE), PodInfo.of(pod("x", "node-a")), "node-a")
+        pl.add_pod(
+            CycleState(),
+            PodInfo.of(ON_NODE),
+            PodInfo.of(make_pod("x", node_name="node-a")),
+            "node-a",
+        )

@@ -14,7 +14,7 @@ import pytest
 from contracts.k8s import LabelSelector, Node, Pod
 from services.framework.api.interface import CycleState
 from services.framework.api.types import PodInfo
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     HOSTNAME,
     UNSCHEDULABLE_TAINT,
@@ -22,7 +22,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     labels,
     node_selector,
     plugin,
-    pod,
     spread,
     table,
     toleration,
@@ -213,15 +212,15 @@ def random_cluster(rng: random.Random) -> tuple[Pod, list[Node], list[Pod]]:
             if rng.random() < 0.7
         }
         existing.append(
-            pod(
+            make_pod(
                 f"e{j}",
-                rng.choice(nodes).metadata.name,
+                node_name=rng.choice(nodes).metadata.name,
                 namespace=rng.choice(["default", "default", "other"]),
                 terminating=rng.random() < 0.1,
-                **pod_labels,
+                labels=pod_labels,
             )
         )
-    incoming = pod(app=rng.choice("ab"), tier=rng.choice("xy"))
+    incoming = make_pod("p", labels={"app": rng.choice("ab"), "tier": rng.choice("xy")})
     for _ in range(rng.randrange(1, 4)):
         selector = rng.choice([labels(app="a"), labels(app="b"), exists("tier"), labels(), None])
         incoming = spread(

@@ -15,7 +15,7 @@ from services.framework.plugins.podtopologyspread import ENTRY
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import merge_plugins
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.builders.workloads import make_replica_set
 from tests.unit.framework.helpers import snapshot_of
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
@@ -25,7 +25,6 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     labels,
     listers_of,
     owned_by,
-    pod,
     spread,
 )
 
@@ -60,8 +59,11 @@ NODES = [
 
 
 def test_hard_zone_constraint_places_the_pod_in_the_emptiest_zone():
-    existing = [pod("e1", "a1", app="web"), pod("e2", "b1", app="web")]
-    incoming = spread(pod(app="web"), 1, ZONE, DNS, labels(app="web"))
+    existing = [
+        make_pod("e1", node_name="a1", labels={"app": "web"}),
+        make_pod("e2", node_name="b1", labels={"app": "web"}),
+    ]
+    incoming = spread(make_pod("p", labels={"app": "web"}), 1, ZONE, DNS, labels(app="web"))
     result = framework().schedule_one(snapshot_of(NODES, existing), incoming)
     assert result.status.is_success()
     assert result.node == "c1"
@@ -72,8 +74,12 @@ def test_fit_error_message_counts_the_reasons():
     """Three zones with one matching pod each, but minDomains 4: the global minimum is
     0, so every zone is over maxSkew; the unlabelled node lacks the key."""
     nodes = [*NODES, make_node("bare", labels={})]
-    existing = [pod("e1", "a1", foo=""), pod("e2", "b1", foo=""), pod("e3", "c1", foo="")]
-    incoming = spread(pod(foo=""), 1, ZONE, DNS, FOO, min_domains=4)
+    existing = [
+        make_pod("e1", node_name="a1", labels={"foo": ""}),
+        make_pod("e2", node_name="b1", labels={"foo": ""}),
+        make_pod("e3", node_name="c1", labels={"foo": ""}),
+    ]
+    incoming = spread(make_pod("p", labels={"foo": ""}), 1, ZONE, DNS, FOO, min_domains=4)
     result = framework().schedule_one(snapshot_of(nodes, existing), incoming)
     assert result.status.code == Code.Unschedulable
     assert result.message == (
@@ -93,7 +99,9 @@ def test_repeated_scheduling_spreads_evenly():
     selector = labels(app="web")
     placed: Counter[str] = Counter()
     for i in range(9):
-        incoming = PodInfo.of(spread(pod(f"p{i}", app="web"), 1, ZONE, DNS, selector))
+        incoming = PodInfo.of(
+            spread(make_pod(f"p{i}", labels={"app": "web"}), 1, ZONE, DNS, selector)
+        )
         result = fw.schedule_one(snapshot, incoming)
         assert result.node is not None, result.message
         snapshot.assume(incoming, result.node)
@@ -102,8 +110,12 @@ def test_repeated_scheduling_spreads_evenly():
 
 
 def test_soft_hostname_constraint_prefers_the_node_with_fewest_matching_pods():
-    existing = [pod("e1", "a1", foo=""), pod("e2", "a2", foo=""), pod("e3", "b1", foo="")]
-    incoming = spread(pod(foo=""), 1, HOSTNAME, SA, FOO)
+    existing = [
+        make_pod("e1", node_name="a1", labels={"foo": ""}),
+        make_pod("e2", node_name="a2", labels={"foo": ""}),
+        make_pod("e3", node_name="b1", labels={"foo": ""}),
+    ]
+    incoming = spread(make_pod("p", labels={"foo": ""}), 1, HOSTNAME, SA, FOO)
     result = framework().schedule_one(snapshot_of(NODES, existing), incoming, explain=True)
     assert result.node == "c1"
     assert result.scores["PodTopologySpread"].tolist() == [0, 0, 0, 100]
@@ -114,7 +126,9 @@ def test_system_defaults_spread_the_pods_of_one_replica_set():
     fw = framework(objects=WEB_RS)
     placed: Counter[str] = Counter()
     for i in range(8):
-        incoming = PodInfo.of(owned_by(pod(f"p{i}", app="web"), "ReplicaSet", "rs1"))
+        incoming = PodInfo.of(
+            owned_by(make_pod(f"p{i}", labels={"app": "web"}), "ReplicaSet", "rs1")
+        )
         result = fw.schedule_one(snapshot, incoming)
         assert result.node is not None
         snapshot.assume(incoming, result.node)
@@ -129,10 +143,10 @@ def test_list_defaults_apply_hard_constraints_to_pods_without_their_own():
         "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": DNS}],
     }
     existing = [
-        owned_by(pod(f"e{i}", n, app="web"), "ReplicaSet", "rs1")
+        owned_by(make_pod(f"e{i}", node_name=n, labels={"app": "web"}), "ReplicaSet", "rs1")
         for i, n in enumerate(("a1", "b1"))
     ]
-    incoming = owned_by(pod(app="web"), "ReplicaSet", "rs1")
+    incoming = owned_by(make_pod("p", labels={"app": "web"}), "ReplicaSet", "rs1")
     result = framework(args=args, objects=WEB_RS).schedule_one(
         snapshot_of(NODES, existing), incoming
     )
@@ -142,9 +156,9 @@ def test_list_defaults_apply_hard_constraints_to_pods_without_their_own():
 def test_nominated_pods_count_on_their_node():
     """zone-a holds one matching pod, b and c none: b1 and c1 fit, unless a nominated
     pod (the two-pass filter adds it through AddPod) already fills c."""
-    snapshot: Cache = snapshot_of(NODES, [pod("e1", "a1", foo="")])
-    nominee = PodInfo.of(spread(pod("nominee", foo=""), 1, ZONE, DNS, FOO))
-    incoming = spread(pod("late", foo=""), 1, ZONE, DNS, FOO)
+    snapshot: Cache = snapshot_of(NODES, [make_pod("e1", node_name="a1", labels={"foo": ""})])
+    nominee = PodInfo.of(spread(make_pod("nominee", labels={"foo": ""}), 1, ZONE, DNS, FOO))
+    incoming = spread(make_pod("late", labels={"foo": ""}), 1, ZONE, DNS, FOO)
     for seed in range(5):
         fw = framework(seed)
         result = fw.schedule_one(snapshot, incoming, nominated=NominatedPods.of({"c1": [nominee]}))

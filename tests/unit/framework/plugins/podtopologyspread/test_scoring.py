@@ -17,7 +17,7 @@ from services.framework.plugins.podtopologyspread.scoring import (
     PreScoreState,
     go_round,
 )
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.builders.workloads import make_replica_set, make_service
 from tests.unit.framework.plugins.podtopologyspread.helpers import (
     BAR,
@@ -31,13 +31,12 @@ from tests.unit.framework.plugins.podtopologyspread.helpers import (
     node_selector,
     owned_by,
     plugin,
-    pod,
     spread,
     table,
 )
 
 SA, DNS = "ScheduleAnyway", "DoNotSchedule"
-FOO_POD = pod(foo="")
+FOO_POD = make_pod("p", labels={"foo": ""})
 RS1_FOO = make_replica_set("rs1", FOO)
 
 
@@ -52,7 +51,9 @@ def zone_host(name: str, zone: str) -> object:
 def pods_on(**per_node: int) -> list:
     """``pods_on(a=2, b=1)``: matching ``foo`` pods p-a1, p-a2 on node-a, p-b1 on node-b."""
     return [
-        pod(f"p-{n}{i}", f"node-{n}", foo="") for n, k in per_node.items() for i in range(1, k + 1)
+        make_pod(f"p-{n}{i}", node_name=f"node-{n}", labels={"foo": ""})
+        for n, k in per_node.items()
+        for i in range(1, k + 1)
     ]
 
 
@@ -70,12 +71,14 @@ TAINTED_NODES = [
 ZONES_ABCD = [zone_host(f"node-{n}", f"zone{z}") for n, z in zip("abcd", "1122", strict=True)]
 ZONES_ABXY = [zone_host(f"node-{n}", f"zone{z}") for n, z in zip("abxy", "1122", strict=True)]
 SPLIT_PODS = [
-    pod("p-a1", "node-a", foo=""),
-    pod("p-b1", "node-b", foo="", bar=""),
-    pod("p-y1", "node-y", foo=""),
-    pod("p-y2", "node-y", bar=""),
+    make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+    make_pod("p-b1", node_name="node-b", labels={"foo": "", "bar": ""}),
+    make_pod("p-y1", node_name="node-y", labels={"foo": ""}),
+    make_pod("p-y2", node_name="node-y", labels={"bar": ""}),
 ]
-FOO_ZONE_BAR_HOST = spread(spread(pod(foo="", bar=""), 1, "zone", SA, FOO), 1, HOSTNAME, SA, BAR)
+FOO_ZONE_BAR_HOST = spread(
+    spread(make_pod("p", labels={"foo": "", "bar": ""}), 1, "zone", SA, FOO), 1, HOSTNAME, SA, BAR
+)
 
 SCORES = [
     pytest.param(
@@ -177,9 +180,9 @@ SCORES = [
     pytest.param(
         FOO_ZONE_BAR_HOST,
         [
-            pod("p-b1", "node-b", bar=""),
-            pod("p-x1", "node-x", foo=""),
-            pod("p-y1", "node-y", foo="", bar=""),
+            make_pod("p-b1", node_name="node-b", labels={"bar": ""}),
+            make_pod("p-x1", node_name="node-x", labels={"foo": ""}),
+            make_pod("p-y1", node_name="node-y", labels={"foo": "", "bar": ""}),
         ],
         ZONES_ABXY,
         [],
@@ -197,10 +200,10 @@ SCORES = [
     pytest.param(
         spread(FOO_POD, 1, HOSTNAME, SA, FOO),
         [
-            pod("p-a1", "node-a", namespace="ns1", foo=""),
-            pod("p-a2", "node-a", foo=""),
-            pod("p-b1", "node-b", foo=""),
-            pod("p-b2", "node-b", foo=""),
+            make_pod("p-a1", "ns1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-a2", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": ""}),
+            make_pod("p-b2", node_name="node-b", labels={"foo": ""}),
         ],
         HOSTS[:2],
         [],
@@ -209,7 +212,10 @@ SCORES = [
     ),
     pytest.param(
         spread(FOO_POD, 1, HOSTNAME, SA, FOO),
-        [pod("p-a", "node-a", terminating=True, foo=""), pod("p-b", "node-b", foo="")],
+        [
+            make_pod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            make_pod("p-b", node_name="node-b", labels={"foo": ""}),
+        ],
         HOSTS[:2],
         [],
         [100, 0],
@@ -275,7 +281,14 @@ SCORES = [
     ),
     pytest.param(
         spread(
-            spread(pod(foo="", bar=""), 1, "zone", SA, labels(), match_label_keys=["foo"]),
+            spread(
+                make_pod("p", labels={"foo": "", "bar": ""}),
+                1,
+                "zone",
+                SA,
+                labels(),
+                match_label_keys=["foo"],
+            ),
             1,
             HOSTNAME,
             SA,
@@ -283,10 +296,10 @@ SCORES = [
             match_label_keys=["bar"],
         ),
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo="", bar=""),
-            pod("p-y1", "node-c", foo=""),
-            pod("p-y2", "node-c", bar=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": "", "bar": ""}),
+            make_pod("p-y1", node_name="node-c", labels={"foo": ""}),
+            make_pod("p-y2", node_name="node-c", labels={"bar": ""}),
         ],
         ZONES_ABCD,
         [],
@@ -295,7 +308,7 @@ SCORES = [
     ),
     pytest.param(
         spread(
-            spread(pod(foo="", bar="", baz=""), 1, "zone", SA, FOO),
+            spread(make_pod("p", labels={"foo": "", "bar": "", "baz": ""}), 1, "zone", SA, FOO),
             1,
             HOSTNAME,
             SA,
@@ -303,11 +316,11 @@ SCORES = [
             match_label_keys=["baz"],
         ),
         [
-            pod("p-a1", "node-a", foo=""),
-            pod("p-b1", "node-b", foo="", bar="", baz=""),
-            pod("p-c1", "node-c", foo=""),
-            pod("p-c2", "node-c", bar=""),
-            pod("p-d3", "node-c", bar="", baz=""),
+            make_pod("p-a1", node_name="node-a", labels={"foo": ""}),
+            make_pod("p-b1", node_name="node-b", labels={"foo": "", "bar": "", "baz": ""}),
+            make_pod("p-c1", node_name="node-c", labels={"foo": ""}),
+            make_pod("p-c2", node_name="node-c", labels={"bar": ""}),
+            make_pod("p-d3", node_name="node-c", labels={"bar": "", "baz": ""}),
         ],
         ZONES_ABCD,
         [],
@@ -363,7 +376,7 @@ def test_system_defaulting_nodes_without_zone_pods_match_service():
 
 def test_system_defaults_count_nodes_without_a_zone_as_one_more_zone():
     """Upstream's "system default constraints and a replicaset"."""
-    incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
+    incoming = owned_by(make_pod("p", labels={"foo": "tar", "baz": "sup"}), "ReplicaSet", "rs1")
     nodes = [
         make_node("node-a", labels={HOSTNAME: "node-a", ZONE: "mars"}),
         make_node("node-b", labels={HOSTNAME: "node-b", ZONE: "mars"}),
@@ -384,7 +397,7 @@ def test_list_defaults_keep_their_soft_constraints():
         {"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": DNS},
         {"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": SA},
     ]
-    incoming = owned_by(pod(foo="tar", baz="sup"), "ReplicaSet", "rs1")
+    incoming = owned_by(make_pod("p", labels={"foo": "tar", "baz": "sup"}), "ReplicaSet", "rs1")
     nodes = [make_node("node-a", labels={"rack": "rack1", "planet": "mars", HOSTNAME: "node-a"})]
     built = pre_score_state(plugin("List", defaults, [RS1_FOO]), incoming, nodes)
     assert [(c.topology_key, c.max_skew) for c in built.constraints] == [
@@ -397,10 +410,12 @@ def test_list_defaults_keep_their_soft_constraints():
 @pytest.mark.parametrize(
     "incoming",
     [
-        pytest.param(pod(), id="the pod doesn't have soft topology spread constraints"),
-        pytest.param(pod(foo="bar"), id="default constraints and no controller"),
+        pytest.param(make_pod("p"), id="the pod doesn't have soft topology spread constraints"),
         pytest.param(
-            owned_by(pod(foo="bar", baz="sup"), "ReplicaSet", "rs2"),
+            make_pod("p", labels={"foo": "bar"}), id="default constraints and no controller"
+        ),
+        pytest.param(
+            owned_by(make_pod("p", labels={"foo": "bar", "baz": "sup"}), "ReplicaSet", "rs2"),
             id="default constraints and a replicaset that doesn't match",
         ),
         pytest.param(spread(FOO_POD, 1, "zone", DNS, FOO), id="only hard constraints"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from contracts.k8s import Node, Pod
+from contracts.k8s import Node, Pod, Quantity
 from services.framework.api.interface import CycleState, FilterResult
 from services.framework.api.listers import Listers
 from services.framework.api.status import Status
@@ -34,7 +34,7 @@ def host(
 ) -> Node:
     """A node labelled with its hostname, as kubelet labels it; ``extra`` allocatable
     (``attachable-volumes-csi-<driver>`` limits) beside the defaults."""
-    allocatable = {"cpu": "4", "memory": "32Gi", "pods": 110, **(extra or {})}
+    allocatable: dict[str, Quantity] = {"cpu": "4", "memory": "32Gi", "pods": 110, **(extra or {})}
     return make_node(name, labels={HOSTNAME: name, **(labels or {})}, allocatable=allocatable)
 
 
