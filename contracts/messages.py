@@ -48,6 +48,11 @@ class ScheduleRequest(Wire, kw_only=True, frozen=True):
 
 class ScheduleBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ScheduleBatch"):
     requests: list[ScheduleRequest]
+    forgotten: int = 0
+    """How many assumptions the queue has heard were forgotten in a binding cycle (a
+    count that only grows while the queue runs): a scheduler that sees it change
+    drops, before it schedules, the assumptions the store no longer holds, so the
+    pods that room was given back for see it."""
 
 
 class BindRequest(Wire, kw_only=True, frozen=True):
@@ -78,6 +83,10 @@ class BindRequest(Wire, kw_only=True, frozen=True):
     permit: bool = False
     """Permit asked the pod to wait: the waiting pod (pending plugins, deadlines) is in
     the store, and the binder binds only once every plugin allowed it."""
+    activate: list[str] = []
+    """Pods (uids) the scheduling cycle asked to activate (upstream's PodsToActivate),
+    for a pod that goes to binding without a ``waiting`` result to carry them: the
+    binder hands them on with its result."""
 
 
 class BindBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="BindBatch"):
@@ -117,6 +126,16 @@ class AttemptResult(Wire, kw_only=True, frozen=True):
     """Pods (uids) of lower priority nominated to that node that lose their nomination."""
     victims: list[str] = []
     """The pods (uids) the pod preempted: the queue holds it back until they are gone."""
+    activate: list[str] = []
+    """Pods (uids) a plugin asked to activate (upstream's PodsToActivate, e.g.
+    Coscheduling's siblings of the first member to wait): the queue moves those in
+    unschedulablePods or backoffQ to activeQ (``Activate``), and one in flight goes
+    there when its attempt fails."""
+    forgotten: bool = False
+    """The pod held room (it was assumed, its reservation claimed) and the binding
+    cycle gave it back (``unschedulable`` or ``error`` from a binder): the queue moves
+    the pods that room may help, as for an assigned pod deleted, the pod itself left
+    out when a plugin rejected it (``handleBindingCycleError``)."""
 
 
 class ResultBatch(Wire, kw_only=True, frozen=True, tag_field="kind", tag="ResultBatch"):

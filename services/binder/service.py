@@ -42,6 +42,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 from opentelemetry.trace import SpanKind
@@ -241,7 +242,8 @@ class BinderService:
                 continue
             status = await self._bind(cycle, messages, recorded)
             if status.is_success():
-                results.append(_result(cycle.request, "bound"))
+                activate = cycle.request.activate
+                results.append(_result(cycle.request, "bound", activate=activate))
             else:
                 failing.append((cycle, status))
         if failing:
@@ -342,7 +344,8 @@ class BinderService:
 
     def _fail(self, cycle: _Cycle, status: Status, results: list[AttemptResult]) -> list[Message]:
         """``handleBindingCycleError``: Unreserve, then the pod back to the queue —
-        unschedulable with the FitError message when a plugin rejected it, else error."""
+        unschedulable with the FitError message when a plugin rejected it, else error —
+        with its room given back (``forgotten``: the queue moves the pods it may help)."""
         request, framework, pod = cycle.request, cycle.framework, cycle.pod
         if cycle.waited is not None and status.code != Code.Success:
             self._waited(cycle.waited, status.code.name, request)
@@ -352,10 +355,10 @@ class BinderService:
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():
             message = rejection_message(pod, request.node, status)
-            results.append(_result(request, "unschedulable", message, plugins))
+            results.append(_result(request, "unschedulable", message, plugins, forgotten=True))
         else:
             message = status.message()
-            results.append(_result(request, "error", message, plugins))
+            results.append(_result(request, "error", message, plugins, forgotten=True))
         event = pod_event(
             pod.pod,
             reason="FailedScheduling",
@@ -537,9 +540,15 @@ def pod_reference(request: BindRequest) -> Pod:
 
 
 def _result(
-    request: BindRequest, outcome: Outcome, message: str = "", plugins: Sequence[str] = ()
+    request: BindRequest,
+    outcome: Outcome,
+    message: str = "",
+    plugins: Sequence[str] = (),
+    **extra: Any,
 ) -> AttemptResult:
-    return attempt_result(request, outcome, message, node=request.node, plugins=list(plugins))
+    return attempt_result(
+        request, outcome, message, node=request.node, plugins=list(plugins), **extra
+    )
 
 
 __all__ = ["BinderService", "pod_reference"]

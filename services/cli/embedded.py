@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,9 @@ WATCH_QUEUE = topology.QueueSpec(
 
 
 PREEMPTION = "Preemption"
+
+
+log = logging.getLogger("ksched.embedded")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,8 @@ class EmbeddedCluster:
         """``explain``: the scheduler explains every decision (``--explain``).
         ``max_same_failures``: see cli.progress.MAX_SAME_FAILURES."""
         self.clock = clock or FakeClock()
+        self._stall = (0, 0)
+        """(log seq, attempts dispatched) when the log last moved (see _dispatched)."""
         self.progress = Progress(max_same_failures)
         self.bus = MemoryBus()
         self.store = MemoryStore()
@@ -168,6 +174,7 @@ class EmbeddedCluster:
             settings=QueueSettings(max_in_flight=max_in_flight, dispatch_batch=dispatch_batch),
             hold=hold,
             preempting=preempting,
+            on_dispatch=self._dispatched,
         )
         self.scheduler = SchedulerService(
             self.bus,
@@ -251,6 +258,21 @@ class EmbeddedCluster:
                 await self.clock.advance(max(expiry - self.clock.now(), 0.0) + 1.0)
                 continue
             return
+
+    def _dispatched(self) -> None:
+        """After each dispatch: stop dispatching when the pods keep being attempted and
+        the cluster does not change, :data:`MAX_SAME_FAILURES` attempts per queued pod
+        since the log last moved. Nothing outside changes the cluster here, so such a
+        run only repeats itself: a gang that cannot complete, retried as its members
+        give their room back and activate each other (upstream's would retry it for
+        ever too, without ``podGroupBackoffSeconds``)."""
+        seq, dispatched = self.queue.applied_seq, self.queue.dispatched
+        if seq != self._stall[0]:
+            self._stall = (seq, dispatched)
+        elif dispatched - self._stall[1] > MAX_SAME_FAILURES * max(len(self.queue.queue), 1):
+            attempts = dispatched - self._stall[1]
+            log.info("no change to the cluster in %d attempts: stopped", attempts)
+            self.queue.hold()
 
     async def _on_decisions(self, deliveries: Sequence[Delivery]) -> None:
         for delivery in deliveries:

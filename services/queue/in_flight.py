@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from services.framework.api.events import ClusterEvent
+from services.queue.cluster_events import label
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,23 @@ class InFlight:
             return False
         self._events.extend(InFlightEvent(e, old, new) for e in events)
         return True
+
+    def events_by_label(self) -> dict[str, int]:
+        """``scheduler_inflight_events``: the events kept for in-flight pods' hints, by
+        label, and ``PodPopped``: the pods in flight (upstream's pseudo-event)."""
+        for _ in range(3):  # a scrape runs in another thread: retry a mutated deque
+            try:
+                events = list(self._events)
+                break
+            except RuntimeError:
+                continue
+        else:
+            events = []
+        out: dict[str, int] = {"PodPopped": len(self._pods)}
+        for seen in events:
+            name = label(seen.event)
+            out[name] = out.get(name, 0) + 1
+        return out
 
     def events_for(self, uid: str) -> list[InFlightEvent] | None:
         """``clusterEventsForPod``: what arrived since the pod was popped; None if it

@@ -51,7 +51,9 @@ from services.framework.api.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
 from services.queue.cluster_events import (
     BACKOFF_COMPLETE,
+    EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
+    FORCE_ACTIVATE,
     POP_FROM_BACKOFF_Q,
     SCHEDULE_ATTEMPT_FAILURE,
     UNSCHEDULED_POD_ADD,
@@ -175,33 +177,12 @@ class SchedulingQueue:
         return frozenset(self._profiles)
 
     def unschedulable_reasons(self) -> dict[tuple[str, str], int]:
-        """``scheduler_unschedulable_pods``: the parked pods (not gated) by each plugin
-        that rejected them and their profile; a pod counts once per plugin."""
-        out: dict[tuple[str, str], int] = {}
-        for info in list(self._unschedulable):
-            if info.gated:
-                continue
-            for plugin in info.unschedulable_plugins:
-                key = (plugin, info.profile)
-                out[key] = out.get(key, 0) + 1
-        return out
+        """``scheduler_unschedulable_pods`` (see UnschedulablePods.reasons)."""
+        return self._unschedulable.reasons()
 
     def inflight_events(self) -> dict[str, int]:
-        """``scheduler_inflight_events``: the events kept for in-flight pods' hints, by
-        label, and ``PodPopped``: the pods in flight (upstream's pseudo-event)."""
-        for _ in range(3):  # a scrape runs in another thread: retry a mutated deque
-            try:
-                events = list(self._in_flight._events)
-                break
-            except RuntimeError:
-                continue
-        else:
-            events = []
-        out: dict[str, int] = {"PodPopped": len(self._in_flight)}
-        for event in events:
-            name = label(event.event)
-            out[name] = out.get(name, 0) + 1
-        return out
+        """``scheduler_inflight_events`` (see InFlight.events_by_label)."""
+        return self._in_flight.events_by_label()
 
     def counts(self) -> dict[str, int]:
         """Pods per sub-queue, keyed by :class:`SubQueue` value."""
@@ -322,10 +303,17 @@ class SchedulingQueue:
         gangs are never scheduled at once on different replicas, each holding half the
         room the other needs, and the rest of a gang goes out only once its first
         members wait at Permit, where every replica counts them. Within one pop (one
-        batch, one replica, scheduled in order) any number of gangs may go."""
+        batch, one replica, scheduled in order) any number of gangs may go.
+
+        Popped early from backoffQ (PopFromBackoffQ), a gang member goes alone, and
+        nothing from backoffQ follows a gang member: a batch keeps the one-pod-at-a-time
+        order of upstream's loop there, where the pods a gang gave room back to and the
+        gang's own retries (Coscheduling activates the siblings of the first member to
+        wait) take turns by backoff instead of the gang retaking the room first."""
         popped: list[QueuedPodInfo] = []
         now = self.clock.now()
         out = frozenset(gangs_out)
+        gangs = False
         while len(popped) < limit or self._continues_gang(popped):
             from_backoff = self._active.peek() is None
             head = self._backoff.peek_backoff() if from_backoff else self._active.peek()
@@ -334,6 +322,8 @@ class SchedulingQueue:
             group = gang_of(head.pod)
             if group is not None and out:
                 break
+            if from_backoff and popped and (gangs or group is not None):
+                break  # a gang member early from backoffQ goes alone (see below)
             info = self._backoff.pop_backoff() if from_backoff else self._active.pop()
             assert info is head
             if from_backoff:
@@ -342,6 +332,9 @@ class SchedulingQueue:
             info.where, info.since = SubQueue.IN_FLIGHT, now
             self._in_flight.add(info.uid)
             popped.append(info)
+            gangs = gangs or group is not None
+            if from_backoff and group is not None:
+                break
         if popped:
             self.version += 1
         return popped
@@ -474,6 +467,24 @@ class SchedulingQueue:
             if self._requeue(info, strategy, event_label) not in _PARKED:
                 moved += 1
         self._in_flight.add_event_if_any(event, old, new)
+        return moved
+
+    def activate(self, uids: Iterable[str]) -> int:
+        """``Activate``: each pod in unschedulablePods or backoffQ moves to activeQ (a
+        ``ForceActivate``); one in flight has the event remembered, so its attempt's
+        failure requeues it. Others (in activeQ, unknown) are left. Returns how many
+        moved."""
+        moved = 0
+        for uid in uids:
+            info = self._pods.get(uid)
+            if info is None:
+                continue
+            if info.where in (*_PARKED, SubQueue.BACKOFF):
+                self._leave(info)
+                if self._move_to_active_q(info, FORCE_ACTIVATE):
+                    moved += 1
+            else:
+                self._in_flight.add_events_if_pod(uid, (EVENT_FORCE_ACTIVATE,), None, info.pod)
         return moved
 
     def flush_backoff_q_completed(self) -> int:

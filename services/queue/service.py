@@ -33,7 +33,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -60,6 +60,7 @@ from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.framework.api.preemption import Preempting
+from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import QueueMetrics
 from services.queue.nominator import Nominator
@@ -98,6 +99,7 @@ class QueueService:
         metrics_port: int | None = None,
         hold: bool = False,
         preempting: Preempting | None = None,
+        on_dispatch: Callable[[], None] | None = None,
     ) -> None:
         """``profiles``: the profiles served, each a QueueProfile built from the
         profile's Framework, or a schedulerName standing for upstream's default plugins.
@@ -106,8 +108,11 @@ class QueueService:
         no endpoint). ``hold``: accept events but dispatch nothing until :meth:`release`
         (the embedded simulator loads a whole cluster before the first attempt).
         ``preempting``: the running preemptions the profiles' DefaultPreemption gates
-        pods with (the same object their Frameworks were given)."""
+        pods with (the same object their Frameworks were given). ``on_dispatch``: called
+        after each batch is dispatched (the embedded mode watches for a run that only
+        repeats itself)."""
         settings = settings or QueueSettings()
+        self._on_dispatch = on_dispatch
         self._bus = bus
         self._store = store
         self._clock = clock
@@ -158,6 +163,10 @@ class QueueService:
         reported yet: gangs are dispatched one at a time (see SchedulingQueue.pop)."""
         self._groups = PodGroups()
         """PodGroups and their members, for the status the queue publishes."""
+        self.forgotten = 0
+        """Assumptions forgotten in binding cycles so far (ScheduleBatch.forgotten)."""
+        self.dispatched = 0
+        """Attempts dispatched so far."""
         self._binding: set[str] = set()
         """Pods whose attempt ended ``bound`` and whose Binding the log has not shown yet:
         a resync must not take them for pending (after a store loss nothing else fences
@@ -405,6 +414,7 @@ class QueueService:
                     await self._clock.sleep(1.0)
 
     async def _dispatch(self, batch: Sequence[QueuedPodInfo]) -> None:
+        self.dispatched += len(batch)
         requests: list[ScheduleRequest] = []
         leases: dict[str, int] = {}
         for info in batch:
@@ -430,8 +440,10 @@ class QueueService:
             if (group := gang_of(info.pod)) is not None:
                 self._gangs_out[uid] = (group, info.attempts)
         await self._store.set_leases(leases)
-        body = _encoder.encode(ScheduleBatch(requests=requests))
+        body = _encoder.encode(ScheduleBatch(requests=requests, forgotten=self.forgotten))
         await self._bus.publish([Message(topology.SCHEDULE.name, topology.SCHEDULE_KEY, body)])
+        if self._on_dispatch is not None:
+            self._on_dispatch()
 
     # -- results ----------------------------------------------------------------------
 
@@ -440,31 +452,14 @@ class QueueService:
         async with self._converging:  # a resync's older snapshot must not revive a bound pod
             for batch in batches:
                 for result in batch.value.results:
-                    uid = result.uid
-                    if self.queue.in_flight_attempt(uid) != result.attempt:
+                    if self.queue.in_flight_attempt(result.uid) != result.attempt:
                         continue
-                    self._gangs_out.pop(uid, None)
-                    if result.outcome == "waiting":
-                        self.waiting[uid] = result.attempt
-                        continue
-                    self.waiting.pop(uid, None)
-                    ended.append(uid)
-                    match result.outcome:
-                        case "bound":
-                            self._binding.add(uid)
-                            self.queue.done(uid)
-                            self.nominator.forget(uid)
-                            self._origin.pop(uid, None)
-                        case "unschedulable":
-                            self._nominate(result)
-                            self.queue.add_unschedulable_if_not_present(
-                                uid, result.plugins, message=result.message
-                            )
-                        case "error" | "stale":
-                            # No plugin to blame: the pod backs off in the error backoffQ.
-                            self.queue.add_unschedulable_if_not_present(
-                                uid, (), message=result.message
-                            )
+                    self._gangs_out.pop(result.uid, None)
+                    if result.outcome != "waiting":
+                        self.waiting.pop(result.uid, None)
+                        ended.append(result.uid)
+                    self._result(result)
+        self._ended.update(ended)
         self._ended.update(ended)
         try:
             if ended:
@@ -477,6 +472,53 @@ class QueueService:
             with contextlib.suppress(StoreLost):
                 await self._drop_ended_leases()
         self._wake.set()
+
+    def _result(self, result: AttemptResult) -> None:
+        """One attempt's result for the queue (its attempt is the one in flight)."""
+        uid = result.uid
+        freed = self._freed(result) if result.forgotten else None
+        if result.outcome == "error" and freed is not None:
+            freed()  # upstream moves first when no plugin rejected the pod
+            freed = None
+        match result.outcome:
+            case "waiting":
+                self.waiting[uid] = result.attempt
+            case "bound":
+                self._binding.add(uid)
+                self.queue.done(uid)
+                self.nominator.forget(uid)
+                self._origin.pop(uid, None)
+            case "unschedulable":
+                self._nominate(result)
+                self.queue.add_unschedulable_if_not_present(
+                    uid, result.plugins, message=result.message
+                )
+            case "error" | "stale":
+                # No plugin to blame: the pod backs off in the error backoffQ.
+                self.queue.add_unschedulable_if_not_present(uid, (), message=result.message)
+        if freed is not None:
+            freed()
+        if result.activate:
+            self.queue.activate(result.activate)
+
+    def _freed(self, result: AttemptResult) -> Callable[[], None]:
+        """``handleBindingCycleError``'s move: the room the pod held on its node is
+        free again, as if an assigned pod were deleted; the pod itself stays where its
+        failure put it when a plugin rejected it."""
+        self.forgotten += 1
+        info = self.queue.get(result.uid)
+        if info is None:
+            return lambda: None
+        spec = msgspec.structs.replace(info.pod.spec, node_name=result.node)
+        held = msgspec.structs.replace(info.pod, spec=spec)
+
+        def others(candidate: QueuedPodInfo) -> bool:
+            return candidate.uid != result.uid
+
+        def move() -> None:
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, held, None, others)
+
+        return move
 
     async def _drop_ended_leases(self) -> None:
         """Forget the leases of the attempts that ended; kept to retry on StoreLost."""

@@ -57,6 +57,18 @@ class UnschedulablePods:
             self._unindex(uid)
         return info
 
+    def reasons(self) -> dict[tuple[str, str], int]:
+        """``scheduler_unschedulable_pods``: the parked pods (not gated) by each plugin
+        that rejected them and their profile; a pod counts once per plugin."""
+        out: dict[tuple[str, str], int] = {}
+        for info in list(self._pods.values()):
+            if info.gated:
+                continue
+            for plugin in info.unschedulable_plugins:
+                key = (plugin, info.profile)
+                out[key] = out.get(key, 0) + 1
+        return out
+
     def rejected_by(self, plugins: Iterable[str]) -> list[QueuedPodInfo]:
         """The parked pods rejected by any of ``plugins``, each once."""
         found: dict[str, QueuedPodInfo] = {}

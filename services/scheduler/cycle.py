@@ -62,7 +62,7 @@ from services.common.store import (
     Reservation,
 )
 from services.framework.api.interface import CycleState, ExtensionPoint
-from services.framework.api.types import PodInfo
+from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.cache import Cache
 from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
@@ -262,9 +262,14 @@ class BatchScheduler:
     ) -> list[_Attempt]:
         """Schedule ``pending``, reserve the fitting ones; returns those to retry."""
         reserving: list[_Attempt] = []
-        for attempt in pending:
+        deferred: list[_Attempt] = []
+        for index, attempt in enumerate(pending):
             self._snapshot.forget(attempt.pod.uid)  # a redelivered or retried attempt
             attempt.state = CycleState()
+            # With Permit plugins, a pod that fits nowhere while pods ahead of it in the
+            # round are not through Permit yet waits for the next round: its PostFilter
+            # must see them waiting, as upstream's one-pod-at-a-time cycle would.
+            later = self._permits and bool(reserving)
             with trace.use_span(attempt.span, end_on_exit=False):
                 began = time.perf_counter()
                 result = attempt.framework.schedule_one(
@@ -273,9 +278,13 @@ class BatchScheduler:
                     state=attempt.state,
                     nominated=nominated,
                     explain=attempt.explain,
+                    post_filter=not later,
                 )
                 outcome.algorithm.append(time.perf_counter() - began)
             attempt.explanation = explanation_json(result)
+            if result.node is None and later:
+                deferred = pending[index:]
+                break
             if result.node is None:
                 self._fail(attempt, result, outcome)
                 continue
@@ -285,7 +294,7 @@ class BatchScheduler:
             if self._reserve(attempt, outcome):
                 reserving.append(attempt)
         if not reserving:
-            return []
+            return deferred
         reservations = self._reservations(reserving)
         try:
             answers = await self._store.assume(reservations, self._clock.now())
@@ -338,7 +347,7 @@ class BatchScheduler:
             self.permitting.discard(attempt.pod.uid)
         if released:  # rejected at Permit: the reservation gives its room back
             await self._store.forget(released)
-        return retry
+        return retry + deferred
 
     def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
         """One reservation per attempt, with the domains its decision read and those
@@ -366,13 +375,15 @@ class BatchScheduler:
             )
         return reservations
 
-    async def expire(self, now: float) -> None:
+    async def expire(self, now: float, *, forgotten: bool = False) -> None:
         """Forget the assumptions past their deadline (and :data:`EXPIRY_GRACE`) the way
         the store does: one the store holds as binding stays (until its Binding is in
         the log), one it no longer holds or holds past its deadline goes (no binder may
         claim it any more). A deadline alone never removes a pod the placement
-        versions count."""
-        if self._snapshot.has_expired(now - EXPIRY_GRACE):
+        versions count. ``forgotten``: a binding cycle gave an assumption's room back
+        since the last batch (ScheduleBatch.forgotten): every assumption the store no
+        longer holds goes now, so the pods moved for that room see it."""
+        if forgotten or self._snapshot.has_expired(now - EXPIRY_GRACE):
             await self._refresh({}, now)
 
     async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
@@ -489,6 +500,7 @@ class BatchScheduler:
         node, request, meta = attempt.node, attempt.request, attempt.pod.pod.metadata
         framework = attempt.framework
         state = framework.binding_state(attempt.state)
+        activate = sorted(pod_uid(p) for p in attempt.state.pods_to_activate.values())
         if permit:
             waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
             pending = (
@@ -497,7 +509,10 @@ class BatchScheduler:
                 else {}
             )
             outcome.waiting.append(announcement(attempt.pod, node, pending))
-            outcome.waiting_results.append(attempt_result(request, "waiting", node=node))
+            outcome.waiting_results.append(
+                attempt_result(request, "waiting", node=node, activate=activate)
+            )
+            activate = []  # the waiting result hands them on
         outcome.binds.append(
             BindRequest(
                 uid=request.uid,
@@ -513,6 +528,7 @@ class BatchScheduler:
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
                 plugin_state={name: msgspec.Raw(data) for name, data in state.items()},
                 permit=permit,
+                activate=activate,
             )
         )
         attempt.span.set_attribute("ksched.node", node)

@@ -163,6 +163,8 @@ class SchedulerService:
             catch_up=self._caught_up,
         )
         self._catch_up_timeout = settings.catch_up_timeout
+        self._forgotten = 0
+        """The queue's ScheduleBatch.forgotten when this replica last looked."""
         self._encoder = msgspec.json.Encoder()
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""
@@ -236,7 +238,9 @@ class SchedulerService:
         applied = self._projection.applied_seq
         ready = [r for r in requests if r.seq <= applied]
         try:
-            await self._cycle.expire(self._clock.now())
+            forgotten = max(batch.value.forgotten for batch in batches)
+            await self._cycle.expire(self._clock.now(), forgotten=forgotten != self._forgotten)
+            self._forgotten = forgotten
             nominated = None
             nominations: dict[str, Nomination] = {}
             if ready:

@@ -104,6 +104,10 @@ class CycleState:
         """InterPodAffinity found no pod anywhere matching the pod's required affinity,
         which the pod matches itself: Filter waives the terms (the first pod of a group
         may go to any domain). Scheduler replicas guard such a decision (scheduler.domains)."""
+        self.pods_to_activate: dict[str, Pod] = {}
+        """``PodsToActivate``: pods (by ``namespace/name``) a plugin wants moved to
+        activeQ once this cycle succeeds (the pod is reserved, or waits at Permit).
+        Shared by clones, as upstream's."""
 
     def read(self, key: str, kind: type[T]) -> T:
         """The value under ``key``; raises StatusError if absent or not a ``kind``."""
@@ -127,6 +131,7 @@ class CycleState:
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.explain = self.explain
         copy.first_of_group = self.first_of_group
+        copy.pods_to_activate = self.pods_to_activate
         return copy
 
 

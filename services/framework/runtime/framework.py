@@ -122,6 +122,7 @@ class Framework:
         )
         self._cycle_nodes: Snapshot | None = None
         self._cycle_nominated: filtering.NominatedPods | None = None
+        self._cycle_post_filter = True
         self.handle = handle
         """What the plugins were given (listers, waiting pods)."""
         self.profile = profile
@@ -230,15 +231,19 @@ class Framework:
         state: CycleState | None = None,
         nominated: filtering.NominatedPods | None = None,
         explain: bool = False,
+        post_filter: bool = True,
     ) -> ScheduleResult:
         """Find the node for ``pod`` (``schedulePod``); see :class:`ScheduleResult`.
-        ``nominated`` gives the pods nominated to a node, for the two-pass filter."""
+        ``nominated`` gives the pods nominated to a node, for the two-pass filter.
+        ``post_filter=False``: a pod that fits nowhere is not handed to PostFilter (the
+        caller schedules it again, with PostFilter, once what is ahead of it is done)."""
         info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
         nodes = snapshot.snapshot() if isinstance(snapshot, Cache) else snapshot
         state = state if state is not None else CycleState()
         if nodes.num_nodes == 0:
             status = Status(Code.UnschedulableAndUnresolvable, (NO_NODES_AVAILABLE,))
             return ScheduleResult(info, state, status=status)
+        self._cycle_post_filter = post_filter
         try:
             return self._schedule(state, info, nodes, nominated, explain)
         except StatusError as err:
@@ -413,7 +418,7 @@ class Framework:
         explanation: Explanation | None = None,
     ) -> ScheduleResult:
         result: PostFilterResult | None = None
-        if self.post_filter_plugins:
+        if self.post_filter_plugins and self._cycle_post_filter:
             with self._span("PostFilter") as point:
                 result, status = self.run_post_filter(state, pod, diagnosis)
                 if isinstance(point, Timed):

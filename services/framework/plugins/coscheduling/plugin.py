@@ -19,7 +19,9 @@ are placed all together or not at all.
 - Permit: a pod without a group passes; one whose group does not exist is rejected
   (``PodGroup not found``); when the members already assigned plus this one reach
   ``minMember`` every waiting sibling is allowed and the pod passes; else it waits
-  (the group's ``scheduleTimeoutSeconds``, else ``permitWaitingTimeSeconds``).
+  (the group's ``scheduleTimeoutSeconds``, else ``permitWaitingTimeSeconds``), and
+  the first member to wait asks for its siblings to be activated (``ActivateSiblings``:
+  ``PodsToActivate``, so siblings parked by an earlier failure are tried again).
 - Reserve does nothing; Unreserve rejects the waiting siblings (``rejection in
   Unreserve``). Unreserve also runs in the binder, which has no listers: the group is
   handed on as the plugin's binding state.
@@ -61,7 +63,7 @@ from services.framework.api.interface import (
 )
 from services.framework.api.registry import ConfigError, join_path
 from services.framework.api.status import SUCCESS, Code, Status, StatusError
-from services.framework.api.types import PodInfo, QueuedPodInfo
+from services.framework.api.types import PodInfo, QueuedPodInfo, pod_uid
 
 if TYPE_CHECKING:
     from services.framework.cache.snapshot import Snapshot
@@ -296,11 +298,17 @@ class Coscheduling(
         if group is None:
             return Status(Code.Unschedulable, ("PodGroup not found",)), 0.0
         state.write(GROUP_KEY, _Group(full_name))
-        if self.assigned(group) + 1 >= group.spec.min_member:
-            namespace, _, name = full_name.partition("/")
+        namespace, _, name = full_name.partition("/")
+        assigned = self.assigned(group)
+        if assigned + 1 >= group.spec.min_member:
             for waiting in self._siblings(namespace, name):
                 waiting.allow(NAME)
             return SUCCESS, 0.0
+        if assigned == 0:  # the first member to wait: its siblings are tried again now
+            for sibling in self.handle.pods.pods_in_group(namespace, name):
+                if pod_uid(sibling) != pod.uid:
+                    key = f"{sibling.metadata.namespace or 'default'}/{sibling.metadata.name}"
+                    state.pods_to_activate[key] = sibling
         wait = group.spec.schedule_timeout_seconds or self.schedule_timeout
         return Status(Code.Wait), float(wait)
 
