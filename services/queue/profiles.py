@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
-from services.framework.api.events import ClusterEventWithHint
+from services.framework.api.events import ClusterEvent, ClusterEventWithHint
 from services.framework.api.interface import ExtensionPoint, PreEnqueuePlugin, QueueSortPlugin
 from services.framework.api.listers import Listers
 from services.framework.api.preemption import Preempting
+from services.framework.api.status import Status, as_status
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
+from services.queue.types import QueuedPodInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,28 @@ class QueueProfile:
     listers: Listers = field(default_factory=Listers)
     """What the profile's plugins read (Coscheduling's QueueSort: PodGroups); the queue
     keeps it current from the log."""
+
+    def run_pre_enqueue_plugins(
+        self, info: QueuedPodInfo, plugin_events: Mapping[str, tuple[ClusterEvent, ...]]
+    ) -> None:
+        """``runPreEnqueuePlugins``: the gating plugin first, then the others in
+        order; the first that does not return Success gates the pod (its name, the
+        events that may ungate it — ``plugin_events`` — and its message go on ``info``)."""
+        plugins = self.pre_enqueue
+        if info.gating_plugin:
+            plugins = tuple(sorted(plugins, key=lambda p: p.name != info.gating_plugin))
+        for plugin in plugins:
+            try:
+                status: Status = plugin.pre_enqueue(info.pod_info)
+            except Exception as err:
+                status = as_status(err)
+            if not status.is_success():
+                info.unschedulable_plugins.add(plugin.name)
+                info.gating_plugin = plugin.name
+                info.gating_plugin_events = plugin_events.get(plugin.name, ())
+                info.message = status.message()
+                return
+        info.gating_plugin = ""
 
     @classmethod
     def of(cls, framework: Framework) -> QueueProfile:

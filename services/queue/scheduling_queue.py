@@ -46,7 +46,6 @@ from typing import Final, Protocol
 from contracts.k8s import POD_GROUP_LABEL, Pod, namespaced_name
 from services.common.resources import ResourceError
 from services.framework.api.events import ClusterEvent
-from services.framework.api.status import Status, as_status
 from services.framework.api.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
 from services.queue.cluster_events import (
@@ -589,21 +588,8 @@ class SchedulingQueue:
             self._unschedulable.delete(uid)
 
     def _run_pre_enqueue(self, info: QueuedPodInfo) -> None:
-        """``runPreEnqueuePlugins``: the gating plugin first, then the others in
-        order; the first that does not return Success gates the pod."""
         profile = self._profiles.get(info.profile)
-        plugins = profile.pre_enqueue if profile is not None else ()
-        if info.gating_plugin:
-            plugins = tuple(sorted(plugins, key=lambda p: p.name != info.gating_plugin))
-        for plugin in plugins:
-            try:
-                status: Status = plugin.pre_enqueue(info.pod_info)
-            except Exception as err:
-                status = as_status(err)
-            if not status.is_success():
-                info.unschedulable_plugins.add(plugin.name)
-                info.gating_plugin = plugin.name
-                info.gating_plugin_events = self.hints.plugin_events.get(plugin.name, ())
-                info.message = status.message()
-                return
-        info.gating_plugin = ""
+        if profile is None:
+            info.gating_plugin = ""
+        else:
+            profile.run_pre_enqueue_plugins(info, self.hints.plugin_events)
