@@ -23,6 +23,7 @@ from tests.integration.harness import (
     node,
     pod,
     running_cluster,
+    until_true,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -271,6 +272,39 @@ async def test_two_gangs_competing_for_room_for_one_end_with_exactly_one_bound(
     assert (
         sum(u.get("cpu", 0) for u in usage.values()) <= 3000 + 1000
     )  # the loser may be retrying one
+
+
+@pytest.fixture
+async def one_gang(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, RedisStore, Permits]]:
+    config = write_config(tmp_path, external_timeout=None, gang=True)
+    async for cluster in run_cluster(tmp_path, config):
+        yield cluster
+
+
+async def test_a_gang_that_cannot_complete_gives_its_room_to_a_lower_priority_pod(
+    one_gang: tuple[Processes, Client, RedisStore, Permits],
+) -> None:
+    """Issue 30's case: one node with 2 CPUs, a gang of three 1-CPU members (priority 10,
+    never preempting), a priority-0 pod asking the whole node. The gang's members wait,
+    the third fails, PostFilter rejects the waiting ones, their room goes back and the
+    lower-priority pod binds (not after the 5-minute flush)."""
+    _processes, client, store, _permits = one_gang
+    await client.publish("node", node("node-a", cpu="2"))
+    await client.publish("podgroup", pod_group("team", 3))
+    for i in range(3):
+        member = labelled(f"team-{i}", cpu="1", **{GROUP_LABEL: "team"})
+        member["spec"].update(priority=10, preemptionPolicy="Never")
+        await client.publish("pod", member)
+    await client.publish("pod", labelled("big", cpu="2"))
+    await client.wait_for(lambda: "e2e/big" in client.bindings(), within=30)
+    assert set(client.bindings()) == {"e2e/big"}
+
+    async def released() -> bool:
+        usage = await store.node_usage()
+        return await store.waiting() == {} and sum(u.get("cpu", 0) for u in usage.values()) == 2000
+
+    await until_true(released)  # the whole-node pod's, nothing of the gang's
+    assert set(client.bindings()) == {"e2e/big"}
 
 
 async def test_the_readme_approver_allows_and_rejects_by_name(
