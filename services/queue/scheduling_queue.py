@@ -46,6 +46,7 @@ from typing import Final, Protocol
 from contracts.k8s import POD_GROUP_LABEL, Pod, namespaced_name
 from services.common.resources import ResourceError
 from services.framework.api.events import ClusterEvent
+from services.framework.api.interface import QueueSortPlugin
 from services.framework.api.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
 from services.queue.cluster_events import (
@@ -153,6 +154,10 @@ class SchedulingQueue:
         ``scheduler_queue_incoming_pods_total``."""
         self.version = 0
         """Bumped by every change; the service republishes its view when it moved."""
+
+    @property
+    def queue_sort(self) -> QueueSortPlugin:
+        return self._sort
 
     def _active_key(self, info: QueuedPodInfo) -> Key:
         return (*self._sort.sort_key(info), info.order)

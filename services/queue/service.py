@@ -59,6 +59,7 @@ from services.common.metrics import MetricsEndpoint
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
+from services.framework.api.interface import AttemptObserver
 from services.framework.api.preemption import Preempting
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
@@ -476,6 +477,10 @@ class QueueService:
     def _result(self, result: AttemptResult) -> None:
         """One attempt's result for the queue (its attempt is the one in flight)."""
         uid = result.uid
+        sort = self.queue.queue_sort
+        info = self.queue.get(uid)
+        if isinstance(sort, AttemptObserver) and info is not None and result.outcome != "waiting":
+            sort.attempt_ended(info.pod, result.outcome, result.message, result.forgotten)
         freed = self._freed(result) if result.forgotten else None
         if result.outcome == "error" and freed is not None:
             freed()  # upstream moves first when no plugin rejected the pod

@@ -403,6 +403,18 @@ class QueueSortPlugin(Plugin, Protocol):
         ...
 
 
+@runtime_checkable
+class AttemptObserver(Protocol):
+    """ksched: a QueueSort plugin whose order depends on how attempts end (Coscheduling
+    sorts a group that failed by its failure time). QueueSort runs in the queue service
+    and the attempts in schedulers and binders, so the queue tells the plugin how each
+    attempt ended before it requeues the pod. ``outcome``: bound, unschedulable or
+    error; ``message``: the attempt's FailedScheduling message; ``forgotten``: the pod
+    held room and its Unreserve ran."""
+
+    def attempt_ended(self, pod: Pod, outcome: str, message: str, forgotten: bool) -> None: ...
+
+
 class PreFilterExtensions(Protocol):
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: str) -> Status:
         """Update ``state`` as if ``to_add`` ran on ``node`` (nominated pods pass)."""

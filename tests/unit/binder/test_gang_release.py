@@ -5,13 +5,9 @@ embedded services with a FakeClock.
 
 The case from issue 30: one node with 2 CPUs, a PodGroup with ``minMember: 3`` whose
 members ask 1 CPU each, and a pod that needs the whole node. The gang cannot complete;
-when it gives up — rejected by Coscheduling's PostFilter, or (for a lone waiting pod)
-by an ExternalPermit reject — the whole-node pod binds.
-
-Not yet: the gang that gives up by its Permit timeout (PostFilter off) frees its room
-too, but retakes it first each time, as the gang sorts ahead of the pod; the newest
-Coscheduling sorts a group that failed by its failure time (``lastFailedSchedulePG``),
-which ksched's QueueSort does not have yet."""
+however it gives up — rejected by Coscheduling's PostFilter, by its Permit timeout (a
+group that failed then sorts by its failure time, behind the pod), or (for a lone
+waiting pod) by an ExternalPermit reject — the whole-node pod binds."""
 
 from __future__ import annotations
 
@@ -54,6 +50,13 @@ CASES = [
         config(gang=3),
         [NODE % 1, *gang(), whole_node()],
         "0/1 nodes are available: 1 optimistic rejection in PostFilter.",
+    ),
+    Case(
+        "rejected by the Permit timeout",
+        config(gang=3, gang_post_filter=False),
+        [NODE % 1, *gang(), whole_node()],
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 3s at plugin "
+        "Coscheduling.",
     ),
     Case(
         "rejected by ExternalPermit",

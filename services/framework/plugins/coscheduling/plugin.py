@@ -1,21 +1,26 @@
-"""Coscheduling (kubernetes-sigs/scheduler-plugins ``pkg/coscheduling``): the pods of a
-PodGroup (label ``scheduling.x-k8s.io/pod-group: <name>``, group in the pod's namespace)
-are placed all together or not at all.
+"""Coscheduling (kubernetes-sigs/scheduler-plugins ``pkg/coscheduling``, as of master
+903da7d, August 2026): the pods of a PodGroup (label ``scheduling.x-k8s.io/pod-group:
+<name>``, group in the pod's namespace) are placed all together or not at all.
 
-- QueueSort: higher priority first; then the group's creation time (a pod without a
-  group: when it was first queued); then the group's ``namespace/name`` (a pod's own
-  ``namespace/name`` without a group); then the pod's key — so a group's members stay
-  together in activeQ.
+- QueueSort: higher priority first; then the group's time — when it last failed (its
+  PostFilter rejection, a member's Unreserve; cleared when the gang is permitted), else
+  its creation (a pod without a group: when it was first queued); then the group's
+  ``namespace/name`` (a pod's own without a group); then the pod's key — so a group's
+  members stay together in activeQ, and a group that just failed goes behind the pods
+  that waited meanwhile. The queue runs QueueSort, the attempts run elsewhere: the
+  queue's instance learns the failures from the results (``attempt_ended``).
 - PreFilter (UnschedulableAndUnresolvable, so no preemption is tried): the group backed
   off recently (``podGroup <ns>/<name> failed recently``); fewer pods of the group exist
-  than ``minMember``; ``minResources`` (plus ``pods: minMember``) cannot be covered by
-  what the nodes have left once the group's own pods are taken out (``resource gap``).
-  A group that passed the resource check is remembered ("permitted") for the wait time.
-- PostFilter: a member found no node: unless enough members are assigned already (or the
-  gap is at most 10 %), every waiting sibling is rejected, the group backs off for
-  ``podGroupBackoffSeconds`` (when set and every member exists), and the pod fails with
-  ``PodGroup <ns>/<name> gets rejected due to Pod <pod> is unschedulable even after
-  PostFilter``.
+  than ``minMember``; members with scheduling gates leave fewer than ``minMember``
+  schedulable (``cannot proceed due to gated pods in the same PodGroup``);
+  ``minResources`` (plus ``pods: minMember``) cannot be covered by what the nodes have
+  left once the group's own pods are taken out (``resource gap``). A group that passed
+  the resource check is remembered ("permitted") for the wait time.
+- PostFilter: a member found no node: unless enough members are assigned already (or
+  the unassigned share is at most ``podGroupRejectPercentage``, default 10 %), every
+  waiting sibling is rejected, the group backs off for ``podGroupBackoffSeconds`` (when
+  set and every member exists), and the pod fails with ``PodGroup <ns>/<name> gets
+  rejected due to Pod <pod> is unschedulable even after PostFilter``.
 - Permit: a pod without a group passes; one whose group does not exist is rejected
   (``PodGroup not found``); when the members already assigned plus this one reach
   ``minMember`` every waiting sibling is allowed and the pod passes; else it waits
@@ -25,6 +30,11 @@ are placed all together or not at all.
 - Reserve does nothing; Unreserve rejects the waiting siblings (``rejection in
   Unreserve``). Unreserve also runs in the binder, which has no listers: the group is
   handed on as the plugin's binding state.
+
+Where ksched departs: "assigned" counts the group's pods on a node (bound, or assumed
+and through Permit, on any replica) rather than upstream's in-memory set of names, so
+replicas agree; QueueSort keeps a group's members together when two groups share a
+time (upstream then orders by pod name alone).
 
 ksched runs PostFilter itself only when the profile enables it at postFilter (there is
 no other PostFilter runner yet: see the framework).
@@ -48,6 +58,7 @@ from services.framework.api.events import (
     EventResource,
 )
 from services.framework.api.interface import (
+    AttemptObserver,
     BindingState,
     CycleState,
     EnqueueExtensions,
@@ -70,6 +81,9 @@ if TYPE_CHECKING:
 
 NAME: Final = "Coscheduling"
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 60
+DEFAULT_POD_GROUP_REJECT_PERCENTAGE: Final = 10
+REJECTED_AFTER_POST_FILTER: Final = "is unschedulable even after PostFilter"
+"""How PostFilter's message for a rejected group ends."""
 GROUP_KEY: Final = f"{NAME}/group"
 """Where the binder's CycleState holds the pod's group (``namespace/name``)."""
 
@@ -81,6 +95,9 @@ class CoschedulingArgs(
     """How long members wait at Permit for the rest of their group; default 60."""
     pod_group_backoff_seconds: int | None = None
     """How long a group that failed is kept from scheduling; default 0 (none)."""
+    pod_group_reject_percentage: int | None = None
+    """Percent (0-100) of ``minMember`` still unassigned at or below which PostFilter
+    lets the later members try rather than reject the group; default 10."""
 
     def defaulted(self) -> Self:
         return msgspec.structs.replace(
@@ -91,6 +108,11 @@ class CoschedulingArgs(
                 else self.permit_waiting_time_seconds
             ),
             pod_group_backoff_seconds=self.pod_group_backoff_seconds or 0,
+            pod_group_reject_percentage=(
+                DEFAULT_POD_GROUP_REJECT_PERCENTAGE
+                if self.pod_group_reject_percentage is None
+                else self.pod_group_reject_percentage
+            ),
         )
 
     def validate(self, path: str) -> None:
@@ -100,8 +122,14 @@ class CoschedulingArgs(
         ):
             if value is not None and value < 0:
                 raise ConfigError(
-                    join_path(path, field), f"Invalid value: {value}: must be non-negative"
+                    join_path(path, field), f"Invalid value: {value}: must be greater than 0"
                 )
+        percentage = self.pod_group_reject_percentage
+        if percentage is not None and not 0 <= percentage <= 100:
+            raise ConfigError(
+                join_path(path, "podGroupRejectPercentage"),
+                f"Invalid value: {percentage}: must be between 0 and 100",
+            )
 
 
 def group_label(pod: Pod) -> str:
@@ -125,6 +153,7 @@ class _Group:
 
 class Coscheduling(
     QueueSortPlugin,
+    AttemptObserver,
     PreFilterPlugin,
     PostFilterPlugin,
     PermitPlugin,
@@ -140,6 +169,13 @@ class Coscheduling(
             args.permit_waiting_time_seconds or DEFAULT_PERMIT_WAITING_TIME_SECONDS
         )
         self.backoff = float(args.pod_group_backoff_seconds or 0)
+        percentage = args.pod_group_reject_percentage
+        self.reject_threshold = (
+            DEFAULT_POD_GROUP_REJECT_PERCENTAGE if percentage is None else percentage
+        ) / 100
+        self._failed_at: dict[str, float] = {}
+        """Group full name → when it last failed (PostFilter rejected it, or a member's
+        Unreserve ran): QueueSort orders the group by that instead of its creation."""
         self._backed_off: dict[str, float] = {}
         """Group full name → until when it is backed off."""
         self._permitted: dict[str, float] = {}
@@ -183,8 +219,9 @@ class Coscheduling(
     def sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
         pod = info.pod_info.pod
         full_name, group = self.pod_group(pod)
+        failed = self._failed_at.get(full_name) if full_name else None
         if group is not None:
-            created = _timestamp(group.metadata.creation_timestamp)
+            created = _timestamp(group.metadata.creation_timestamp) if failed is None else failed
             key = full_name
         else:
             created = (
@@ -213,16 +250,24 @@ class Coscheduling(
         namespace, _, name = full_name.partition("/")
         members = self.handle.pods.pods_in_group(namespace, name)
         min_member = group.spec.min_member
-        if len(members) < min_member:
+        gap = min_member - len(members)
+        if gap > 0:
             return None, _unresolvable(
                 f"pre-filter pod {pod.pod.metadata.name} cannot find enough sibling pods, "
                 f"current pods number: {len(members)}, minMember of group: {min_member}"
             )
+        for member in members:
+            gap += 1 if member.spec.scheduling_gates else 0
+            if gap > 0:
+                return None, _unresolvable(
+                    f"pre-filter pod {pod.pod.metadata.name} cannot proceed due to gated pods "
+                    "in the same PodGroup"
+                )
         if not group.spec.min_resources or self._permitted.get(full_name, -1.0) > now:
             return None, SUCCESS
-        gap = self._resource_gap(group, full_name, nodes)
-        if gap:
-            shown = " ".join(f"{k}:{v}" for k, v in sorted(gap.items()))
+        lacking = self._resource_gap(group, full_name, nodes)
+        if lacking:
+            shown = " ".join(f"{k}:{v}" for k, v in sorted(lacking.items()))
             return None, _unresolvable(f"resource gap: map[{shown}]")
         self._permitted[full_name] = now + self.schedule_timeout
         return None, SUCCESS
@@ -275,7 +320,7 @@ class Coscheduling(
         min_member = group.spec.min_member
         if assigned >= min_member:
             return PostFilterResult(), Status(Code.Unschedulable)
-        if min_member and (min_member - assigned) / min_member <= 0.1:
+        if min_member and (min_member - assigned) / min_member <= self.reject_threshold:
             return PostFilterResult(), Status(Code.Unschedulable)
         self._reject_siblings(full_name, "optimistic rejection in PostFilter")
         if self.backoff > 0:
@@ -283,9 +328,10 @@ class Coscheduling(
             if len(self.handle.pods.pods_in_group(namespace, name)) >= min_member:
                 self._backed_off[full_name] = self.handle.now() + self.backoff
         self._permitted.pop(full_name, None)
+        self._failed_at[full_name] = self.handle.now()
         message = (
             f"PodGroup {full_name} gets rejected due to Pod {pod.pod.metadata.name} "
-            "is unschedulable even after PostFilter"
+            f"{REJECTED_AFTER_POST_FILTER}"
         )
         return PostFilterResult(), Status(Code.Unschedulable, (message,))
 
@@ -301,6 +347,7 @@ class Coscheduling(
         namespace, _, name = full_name.partition("/")
         assigned = self.assigned(group)
         if assigned + 1 >= group.spec.min_member:
+            self._failed_at.pop(full_name, None)
             for waiting in self._siblings(namespace, name):
                 waiting.allow(NAME)
             return SUCCESS, 0.0
@@ -326,6 +373,21 @@ class Coscheduling(
                 return
         self._reject_siblings(full_name, "rejection in Unreserve")
         self._permitted.pop(full_name, None)
+        self._failed_at[full_name] = self.handle.now()
+
+    # -- AttemptObserver (the queue's instance) ---------------------------------------
+
+    def attempt_ended(self, pod: Pod, outcome: str, message: str, forgotten: bool) -> None:
+        """What the other instances did, as the queue learns it: a member bound clears
+        the group's failure (Permit allowed the gang); one that failed after its
+        Unreserve ran, or with PostFilter's rejection of the group, marks it."""
+        full_name = group_full_name(pod)
+        if not full_name:
+            return
+        if outcome == "bound":
+            self._failed_at.pop(full_name, None)
+        elif forgotten or message.endswith(REJECTED_AFTER_POST_FILTER):
+            self._failed_at[full_name] = self.handle.now()
 
     # -- BindingState -----------------------------------------------------------------
 

@@ -3,13 +3,21 @@ QueueSort order, PreFilter, PostFilter, Permit, Unreserve (and its binding state
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import pytest
 
-from contracts.k8s import POD_GROUP_LABEL, ObjectMeta, Pod, PodGroup, PodGroupSpec
+from contracts.k8s import (
+    POD_GROUP_LABEL,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    PodGroupSpec,
+    PodSchedulingGate,
+)
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.interface import CycleState, Handle
 from services.framework.api.listers import Listers
@@ -35,6 +43,11 @@ def member(name: str, group: str, *, node: str = "", priority: int = 0, cpu: str
     return msgspec.structs.replace(
         pod, metadata=msgspec.structs.replace(pod.metadata, labels=labels)
     )
+
+
+def gated(pod: Pod) -> Pod:
+    spec = msgspec.structs.replace(pod.spec, scheduling_gates=[PodSchedulingGate(name="hold")])
+    return msgspec.structs.replace(pod, spec=spec)
 
 
 @dataclass
@@ -138,6 +151,23 @@ def test_queue_sort_priority_then_group_time_then_group_name() -> None:
         ),
         pytest.param(
             [member("p", "g"), member("q", "g")], [pg("g", 2)], False, SUCCESS, id="enough"
+        ),
+        pytest.param(
+            [member("p", "g"), gated(member("q", "g"))],
+            [pg("g", 2)],
+            False,
+            Status(
+                Code.UnschedulableAndUnresolvable,
+                ("pre-filter pod p cannot proceed due to gated pods in the same PodGroup",),
+            ),
+            id="gated-member-below-quorum",
+        ),
+        pytest.param(
+            [member("p", "g"), member("q", "g"), gated(member("r", "g"))],
+            [pg("g", 2)],
+            False,
+            SUCCESS,
+            id="gated-member-above-quorum",
         ),
         pytest.param(
             [member("p", "g"), member("q", "g")],
@@ -284,9 +314,98 @@ def test_unreserve_rejects_waiting_siblings_even_without_listers() -> None:
     assert stranger.outcome is None
 
 
-def test_args_are_validated() -> None:
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"permit_waiting_time_seconds": -1}, "permitWaitingTimeSeconds: Invalid value: -1: "
+         "must be greater than 0"),
+        ({"pod_group_backoff_seconds": -2}, "podGroupBackoffSeconds: Invalid value: -2: "
+         "must be greater than 0"),
+        ({"pod_group_reject_percentage": 101}, "podGroupRejectPercentage: Invalid value: 101: "
+         "must be between 0 and 100"),
+        ({"pod_group_reject_percentage": -1}, "podGroupRejectPercentage: Invalid value: -1: "
+         "must be between 0 and 100"),
+        ({"pod_group_reject_percentage": 0}, None),
+        ({"pod_group_reject_percentage": 100}, None),
+    ],
+)  # fmt: skip
+def test_args_are_validated(args: dict[str, int], error: str | None) -> None:
     from services.framework.api.registry import ConfigError
 
-    with pytest.raises(ConfigError, match=r"permitWaitingTimeSeconds: Invalid value: -1"):
-        CoschedulingArgs(permit_waiting_time_seconds=-1).defaulted().validate("args")
-    assert CoschedulingArgs().defaulted().permit_waiting_time_seconds == 60
+    defaulted = CoschedulingArgs(**args).defaulted()
+    if error is None:
+        defaulted.validate("args")
+    else:
+        with pytest.raises(ConfigError, match=re.escape(error)):
+            defaulted.validate("args")
+
+
+def test_args_defaults() -> None:
+    defaulted = CoschedulingArgs().defaulted()
+    assert defaulted.permit_waiting_time_seconds == 60
+    assert defaulted.pod_group_backoff_seconds == 0
+    assert defaulted.pod_group_reject_percentage == 10
+
+
+@pytest.mark.parametrize(
+    ("assigned", "min_member", "percentage", "rejected"),
+    [
+        (9, 10, 10, False),  # 10 % unassigned: later members may still make it
+        (8, 10, 10, True),
+        (8, 10, 20, False),
+        (9, 10, 0, True),  # 0: every shortfall rejects the group
+        (0, 4, 100, False),  # 100: never rejected at PostFilter
+    ],
+)
+def test_post_filter_reject_percentage(
+    assigned: int, min_member: int, percentage: int, rejected: bool
+) -> None:
+    pods = [member(f"m{i}", "g", node="n1") for i in range(assigned)]
+    pods += [member(f"p{i}", "g") for i in range(min_member - assigned)]
+    sibling = Waiting(member("w", "g"))
+    world = World(groups=[pg("g", min_member)], pods=pods, waiting=[sibling])
+    plugin = world.plugin(pod_group_reject_percentage=percentage)
+    plugin.post_filter(CycleState(), PodInfo.of(member("me", "g")), Diagnosis())
+    assert (sibling.outcome is not None) == rejected
+
+
+def test_a_group_that_failed_sorts_by_its_failure_time_until_permitted() -> None:
+    """lastFailedSchedulePG: PostFilter's rejection, or a member's Unreserve, moves the
+    group behind pods queued before the failure; the gang's Permit clears it. The queue's
+    instance learns the same from the results (attempt_ended)."""
+    world = World(groups=[pg("g", 2, created="2026-01-01T00:00:00Z")], now=1_800_000_000.0)
+    plugin = world.plugin()
+    gang = queued(member("m0", "g"), 1_767_225_600.0)
+    lonely = queued(make_pod("lonely"), 1_790_000_000.0)  # queued after the group's creation
+    assert plugin.less(gang, lonely)
+    plugin.unreserve(CycleState(), PodInfo.of(member("m0", "g")), "n1")
+    assert plugin.less(lonely, gang)
+    world.pods = [member("m1", "g", node="n1"), member("m0", "g")]
+    assert plugin.permit(CycleState(), PodInfo.of(member("m0", "g")), "n1")[0] == SUCCESS
+    assert plugin.less(gang, lonely)
+
+    queue_side = world.plugin()
+    queue_side.attempt_ended(member("m0", "g"), "unschedulable", "no", forgotten=False)
+    assert queue_side.less(gang, lonely)
+    rejected = (
+        "PodGroup default/g gets rejected due to Pod m0 is unschedulable even after PostFilter"
+    )
+    queue_side.attempt_ended(member("m0", "g"), "unschedulable", rejected, forgotten=False)
+    assert queue_side.less(lonely, gang)
+    queue_side.attempt_ended(member("m1", "g"), "bound", "", forgotten=False)
+    assert queue_side.less(gang, lonely)
+    queue_side.attempt_ended(member("m0", "g"), "error", "", forgotten=True)
+    assert queue_side.less(lonely, gang)
+
+
+def test_the_first_member_to_wait_activates_its_siblings() -> None:
+    pods = [member("m0", "g"), member("m1", "g"), member("m2", "g")]
+    world = World(groups=[pg("g", 3)], pods=pods)
+    plugin = world.plugin()
+    first = CycleState()
+    assert plugin.permit(first, PodInfo.of(pods[0]), "n1")[0].code == Code.Wait
+    assert sorted(first.pods_to_activate) == ["default/m1", "default/m2"]
+    world.pods = [member("m0", "g", node="n1"), pods[1], pods[2]]
+    second = CycleState()
+    assert plugin.permit(second, PodInfo.of(pods[1]), "n1")[0].code == Code.Wait
+    assert second.pods_to_activate == {}
