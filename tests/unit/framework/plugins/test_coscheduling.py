@@ -170,6 +170,16 @@ def test_queue_sort_priority_then_group_time_then_group_name() -> None:
             id="gated-member-above-quorum",
         ),
         pytest.param(
+            [member("p", "g"), gated(member("q", "g")), gated(member("r", "g"))],
+            [pg("g", 2)],
+            False,
+            Status(
+                Code.UnschedulableAndUnresolvable,
+                ("pre-filter pod p cannot proceed due to gated pods in the same PodGroup",),
+            ),
+            id="all-siblings-gated",
+        ),
+        pytest.param(
             [member("p", "g"), member("q", "g")],
             [pg("g", 2)],
             True,
