@@ -7,13 +7,14 @@ backoffQ, which go alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import pytest
 
 from contracts import topology
 from contracts.k8s import POD_GROUP_LABEL, Pod
-from contracts.messages import AttemptResult, ResultBatch
+from contracts.messages import AttemptResult, ResultBatch, ScheduleRequest
 from services.common.bus import Message
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.types import SubQueue
@@ -75,8 +76,18 @@ def test_activate(case: ActivateCase) -> None:
 # -- the room given back ---------------------------------------------------------------
 
 
-async def result(harness: Harness, result: AttemptResult) -> None:
-    body = msgspec.json.encode(ResultBatch(results=[result]))
+async def result(harness: Harness, request: ScheduleRequest, outcome: str, **extra: Any) -> None:
+    """The attempt ``request`` ended ``outcome`` on n1 (``extra``: the other fields)."""
+    finished = AttemptResult(
+        uid=request.uid,
+        namespace="default",
+        name=request.name,
+        attempt=request.attempt,
+        outcome=outcome,  # type: ignore[arg-type]
+        node="n1",
+        **extra,
+    )
+    body = msgspec.json.encode(ResultBatch(results=[finished]))
     await harness.bus.publish([Message(topology.RESULTS.name, topology.RESULTS_KEY, body)])
     await harness.settle()
 
@@ -100,19 +111,7 @@ async def test_a_forgotten_assumption_moves_the_pods_its_room_may_help(
     assert where(queue, big) is SubQueue.UNSCHEDULABLE
     request = first["w"]
     plugins = ["ExternalPermit"] if outcome == "unschedulable" else []
-    await result(
-        harness,
-        AttemptResult(
-            uid=request.uid,
-            namespace="default",
-            name="w",
-            attempt=request.attempt,
-            outcome=outcome,  # type: ignore[arg-type]
-            node="n1",
-            plugins=plugins,
-            forgotten=True,
-        ),
-    )
+    await result(harness, request, outcome, plugins=plugins, forgotten=True)
     assert harness.queue.forgotten == 1
     assert where(queue, waiting) is itself
     assert where(queue, big) is not SubQueue.UNSCHEDULABLE
@@ -138,18 +137,7 @@ async def test_a_waiting_result_activates_the_pods_it_names(harness: Harness) ->
     await harness.answer((first["b"], "unschedulable", ["Coscheduling"]))
     assert where(harness.queue.queue, b) is SubQueue.UNSCHEDULABLE
     request = first["a"]
-    await result(
-        harness,
-        AttemptResult(
-            uid=request.uid,
-            namespace="default",
-            name="a",
-            attempt=request.attempt,
-            outcome="waiting",
-            node="n1",
-            activate=[b.metadata.uid or ""],
-        ),
-    )
+    await result(harness, request, "waiting", activate=[b.metadata.uid or ""])
     assert "b" in harness.names()[2:]  # activated and dispatched again
 
 
