@@ -91,6 +91,19 @@ def failed(client: Client) -> dict[str, str]:
     }
 
 
+async def not_settled(processes: Processes, client: Client, store: RedisStore) -> str:
+    """What a run that did not settle in time did: bound, failed, waiting, assumed, and
+    the scheduler's, binder's and queue's logs."""
+    return (
+        f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
+        f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
+        + "\n".join(
+            f"--- {n}:\n{processes.log(n)[-4000:]}"
+            for n in ("queue", "scheduler", "scheduler-2", "binder", "binder-2")
+        )
+    )
+
+
 def labelled(name: str, cpu: str = "100m", **labels: str) -> dict[str, Any]:
     obj = pod(name, cpu=cpu)
     obj["metadata"]["labels"] = labels
@@ -221,13 +234,16 @@ async def gangs(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, RedisS
 async def test_a_gang_of_8_across_two_schedulers_and_two_binders_binds_fully(
     gangs: tuple[Processes, Client, RedisStore, Permits],
 ) -> None:
-    _processes, client, store, _permits = gangs
+    processes, client, store, _permits = gangs
     for n in ("node-a", "node-b"):
         await client.publish("node", node(n, cpu="4"))
     await client.publish("podgroup", pod_group("team", 8))
     for i in range(8):
         await client.publish("pod", labelled(f"team-{i}", cpu="1", **{GROUP_LABEL: "team"}))
-    await client.wait_for(lambda: len(client.bindings()) == 8)
+    try:
+        await client.wait_for(lambda: len(client.bindings()) == 8)
+    except TimeoutError:
+        raise AssertionError(await not_settled(processes, client, store)) from None
     bound = [
         (b["metadata"]["name"], b["target"]["name"], headers)
         for _, b, headers in client.decisions
@@ -259,11 +275,7 @@ async def test_two_gangs_competing_for_room_for_one_end_with_exactly_one_bound(
     try:
         await client.wait_for(settled, within=90)
     except TimeoutError:
-        raise AssertionError(
-            f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
-            f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
-            + "\n".join(f"--- {n}:\n{processes.log(n)[-6000:]}" for n in ("scheduler", "binder"))
-        ) from None
+        raise AssertionError(await not_settled(processes, client, store)) from None
     bound = set(client.bindings())
     red = {f"e2e/red-{i}" for i in range(3)}
     blue = {f"e2e/blue-{i}" for i in range(3)}
