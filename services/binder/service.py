@@ -289,13 +289,13 @@ class BinderService:
             profile = request.profile
             with telemetry.step(tracer, "PreBind"):
                 began = time.perf_counter()
-                status = await framework.run_pre_bind(state, pod, node)
+                status = await framework.run_pre_bind_plugins(state, pod, node)
                 self._ran("PreBind", status, profile, began)
             if not status.is_success():
                 return status
             with telemetry.step(tracer, "Bind"):
                 began = time.perf_counter()
-                status = await framework.run_bind(state, pod, node)
+                status = await framework.run_bind_plugins(state, pod, node)
                 self._ran("Bind", status, profile, began)
             if not status.is_success():
                 if status.is_skip():  # no Bind plugin bound it
@@ -318,7 +318,7 @@ class BinderService:
                 out.append(decision_message(event, _encoder.encode(event), headers))
             with telemetry.step(tracer, "PostBind"):
                 began = time.perf_counter()
-                framework.run_post_bind(state, pod, node)
+                framework.run_post_bind_plugins(state, pod, node)
                 self._ran("PostBind", status, profile, began)
         return status
 
@@ -350,7 +350,7 @@ class BinderService:
         if cycle.waited is not None and status.code != Code.Success:
             self._waited(cycle.waited, status.code.name, request)
         began = time.perf_counter()
-        framework.run_unreserve(cycle.state, pod, request.node)
+        framework.run_reserve_plugins_unreserve(cycle.state, pod, request.node)
         self._ran("Unreserve", SUCCESS, request.profile, began)
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():

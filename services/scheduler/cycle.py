@@ -5,8 +5,8 @@ pending pods (:class:`PendingPods`, as of the request's ``seq`` or later) holds,
 PodInfo computed once per pod version; a pod no longer pending there (bound, deleted,
 finished) ends the attempt ``stale``.
 
-For each request, in order: run the profile's framework against the snapshot; a pod
-that fits is assumed in the snapshot and reserved by the Reserve plugins at once (so the
+For each request, in order: run the profile's framework against the cache; a pod
+that fits is assumed in the cache and reserved by the Reserve plugins at once (so the
 next pod of the batch sees both) and gets a store :class:`Reservation` that re-checks
 only what the profile filters on (``Framework.checked_resources``). Then one
 ``store.assume`` call reserves the whole batch atomically per pod:
@@ -18,7 +18,7 @@ only what the profile filters on (``Framework.checked_resources``). Then one
   (at most ``max_conflict_retries`` times, then the attempt ends with ``error``).
   The reservation also carries what the decision read (scheduler.domains): when
   another replica placed a pod in one of those domains since, the store refuses it;
-  the snapshot is brought up to what the store holds (its log position and every
+  the cache is brought up to what the store holds (its log position and every
   replica's assumptions) before the pod is scheduled again.
 - ``stale``: the attempt is no longer the pod's lease; the local assumption and the
   reservation are undone.
@@ -115,7 +115,7 @@ _encoder = msgspec.json.Encoder()
 class BatchScheduler:
     def __init__(
         self,
-        snapshot: Cache,
+        cache: Cache,
         frameworks: Mapping[str, Framework],
         store: ClusterStore,
         clock: Clock,
@@ -129,11 +129,11 @@ class BatchScheduler:
         catch_up: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         """``pending``: the pending pods the requests name (fed by the caller from the
-        same log as ``snapshot``). ``explain``: explain every decision, not only those
+        same log as ``cache``). ``explain``: explain every decision, not only those
         of pods that ask. ``waiting``: the waiting pods the frameworks' Handles share
-        (required when a profile has Permit plugins). ``catch_up``: wait until the snapshot
+        (required when a profile has Permit plugins). ``catch_up``: wait until the cache
         has applied the given log seq (False: it did not in time); None: it always has."""
-        self._snapshot = snapshot
+        self._cache = cache
         self._pending = pending
         self._frameworks = frameworks
         self._store = store
@@ -145,8 +145,8 @@ class BatchScheduler:
         self._waiting = waiting
         self._catch_up = catch_up
         self.versions = PlacementVersions()
-        """The placement versions this replica's snapshot reflects (the caller loads
-        them with the snapshot and feeds it the pods it sees)."""
+        """The placement versions this replica's cache reflects (the caller loads
+        them with the cache and feeds it the pods it sees)."""
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
         self._started = 0.0
         self._nominations: Mapping[str, Nomination] = {}
@@ -196,7 +196,7 @@ class BatchScheduler:
             # Another replica's preemption took the room: schedule them again with
             # the store's nominations as they are now.
             self._nominations = await self._store.nominations()
-            fresh = nominated_pods(self._nominations, self._pending, self._snapshot)
+            fresh = nominated_pods(self._nominations, self._pending, self._cache)
             nominated = self._batch_nominated(fresh)
             again = (self._begin(p.request, outcome) for p in lost)
             pending = [a for a in again if a is not None]
@@ -231,7 +231,7 @@ class BatchScheduler:
             result = attempt_result(request, "error", reason)
             outcome.failures.append(Failure(request, result, True, pod=pod))
             return None
-        if pod is None or self._snapshot.is_bound(uid):
+        if pod is None or self._cache.is_bound(uid):
             outcome.failures.append(Failure(request, attempt_result(request, "stale"), False))
             return None
         try:  # PodInfo once per pod version; None when its requests are invalid
@@ -264,7 +264,7 @@ class BatchScheduler:
         reserving: list[_Attempt] = []
         deferred: list[_Attempt] = []
         for index, attempt in enumerate(pending):
-            self._snapshot.forget(attempt.pod.uid)  # a redelivered or retried attempt
+            self._cache.forget(attempt.pod.uid)  # a redelivered or retried attempt
             attempt.state = CycleState()
             # With Permit plugins, a pod that fits nowhere while pods ahead of it in the
             # round are not through Permit yet waits for the next round: its PostFilter
@@ -272,8 +272,8 @@ class BatchScheduler:
             later = self._permits and bool(reserving)
             with trace.use_span(attempt.span, end_on_exit=False):
                 began = time.perf_counter()
-                result = attempt.framework.schedule_one(
-                    self._snapshot,
+                result = attempt.framework.schedule_pod(
+                    self._cache,
                     attempt.pod,
                     state=attempt.state,
                     nominated=nominated,
@@ -290,7 +290,7 @@ class BatchScheduler:
                 continue
             attempt.node = result.node
             deadline = self._clock.now() + self._ttl
-            self._snapshot.assume(attempt.pod, result.node, deadline)
+            self._cache.assume(attempt.pod, result.node, deadline)
             if self._reserve(attempt, outcome):
                 reserving.append(attempt)
         if not reserving:
@@ -300,8 +300,10 @@ class BatchScheduler:
             answers = await self._store.assume(reservations, self._clock.now())
         except BaseException:
             for attempt in reserving:  # the batch will be redelivered and redone
-                attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
-                self._snapshot.forget(attempt.pod.uid)
+                attempt.framework.run_reserve_plugins_unreserve(
+                    attempt.state, attempt.pod, attempt.node
+                )
+                self._cache.forget(attempt.pod.uid)
                 attempt.span.end()
             raise
         retry: list[_Attempt] = []
@@ -312,8 +314,10 @@ class BatchScheduler:
                 self.versions.placed(attempt.touches)
                 assumed.append(attempt)
                 continue
-            attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
-            self._snapshot.forget(attempt.pod.uid)
+            attempt.framework.run_reserve_plugins_unreserve(
+                attempt.state, attempt.pod, attempt.node
+            )
+            self._cache.forget(attempt.pod.uid)
             if answer.keys:  # pods it knew nothing of: read their keys' domains too
                 self.versions.watched.update(answer.keys)
             if answer.versions or answer.keys:
@@ -329,7 +333,7 @@ class BatchScheduler:
                 attempt.conflicts += 1
                 attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
                 if not (answer.versions or answer.keys):  # a refresh follows a domain conflict
-                    self._snapshot.correct_usage(attempt.node, answer.usage)
+                    self._cache.correct_usage(attempt.node, answer.usage)
                 retry.append(attempt)
             else:
                 reason = f'node "{attempt.node}" no longer fits the pod: {answer.reason}'.rstrip(
@@ -352,13 +356,13 @@ class BatchScheduler:
     def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
         """One reservation per attempt, with the domains its decision read and those
         its placement touches (PlacementVersions.call)."""
-        snapshot = self._snapshot
-        placed = [(a.pod.pod, snapshot.node(a.node), a.state.first_of_group) for a in reserving]
-        domains = self.versions.call(placed, snapshot.listers)
+        cache = self._cache
+        placed = [(a.pod.pod, cache.node(a.node), a.state.first_of_group) for a in reserving]
+        domains = self.versions.call(placed, cache.listers)
         watched = frozenset(self.versions.watched)
         reservations = []
         for a, (reads, touches) in zip(reserving, domains, strict=True):
-            a.touches = touches or a.touches  # a node the snapshot lost touches nothing new
+            a.touches = touches or a.touches  # a node the cache lost touches nothing new
             reservations.append(
                 Reservation(
                     uid=a.pod.uid,
@@ -383,16 +387,16 @@ class BatchScheduler:
         versions count. ``forgotten``: a binding cycle gave an assumption's room back
         since the last batch (ScheduleBatch.forgotten): every assumption the store no
         longer holds goes now, so the pods moved for that room see it."""
-        if forgotten or self._snapshot.has_expired(now - EXPIRY_GRACE):
+        if forgotten or self._cache.has_expired(now - EXPIRY_GRACE):
             await self._refresh({}, now)
 
     async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
-        """Bring the snapshot up to what the store holds, then expect ``versions`` (read
+        """Bring the cache up to what the store holds, then expect ``versions`` (read
         by the store before this): every replica's live assumptions, and the log up to
         the store's applied seq (read after them, so a pod bound in between is in one or
-        the other). Assumptions this snapshot holds that the store no longer does (or
+        the other). Assumptions this cache holds that the store no longer does (or
         holds past their deadline and the grace at ``now``, default the clock's) are
-        dropped. If the snapshot cannot catch up in time, nothing changes and nothing
+        dropped. If the cache cannot catch up in time, nothing changes and nothing
         is expected: the next reservation reading those domains is refused again."""
         held_since = (self._clock.now() if now is None else now) - EXPIRY_GRACE
         stored = await self._store.assumed()
@@ -400,9 +404,9 @@ class BatchScheduler:
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
-        for uid in self._snapshot.assumed_uids() - assumed.keys():
-            self._snapshot.forget(uid)
-        hold_assumptions(self._snapshot, self._pending, assumed)
+        for uid in self._cache.assumed_uids() - assumed.keys():
+            self._cache.forget(uid)
+        hold_assumptions(self._cache, self._pending, assumed)
         self.versions.refreshed(versions)
 
     def _permit(self, attempt: _Attempt, outcome: BatchOutcome, released: list[BindClaim]) -> None:
@@ -416,7 +420,7 @@ class BatchScheduler:
         with trace.use_span(attempt.span, end_on_exit=False):
             with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
                 began = time.perf_counter()
-                status = framework.run_permit(attempt.state, pod, node)
+                status = framework.run_permit_plugins(attempt.state, pod, node)
                 record_point(
                     framework.recorder, framework.profile_name, "Permit", status.code.name, began
                 )
@@ -427,8 +431,8 @@ class BatchScheduler:
         if status.is_wait():
             self._reserved(attempt, outcome, permit=True)
             return
-        framework.run_unreserve(attempt.state, pod, node)
-        self._snapshot.forget(pod.uid)
+        framework.run_reserve_plugins_unreserve(attempt.state, pod, node)
+        self._cache.forget(pod.uid)
         released.append(BindClaim(pod.uid, node, attempt.request.attempt))
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():
@@ -477,13 +481,13 @@ class BatchScheduler:
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         with trace.use_span(attempt.span, end_on_exit=False):
             began = time.perf_counter()
-            status = framework.run_reserve(attempt.state, pod, node)
+            status = framework.run_reserve_plugins_reserve(attempt.state, pod, node)
             record_point(
                 framework.recorder, framework.profile_name, "Reserve", status.code.name, began
             )
         if not status.is_success():
-            framework.run_unreserve(attempt.state, pod, node)
-            self._snapshot.forget(pod.uid)
+            framework.run_reserve_plugins_unreserve(attempt.state, pod, node)
+            self._cache.forget(pod.uid)
             outcome_kind: Outcome = "unschedulable" if status.is_rejected() else "error"
             plugins = [status.plugin] if status.plugin else []
             message = (

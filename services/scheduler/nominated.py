@@ -99,7 +99,7 @@ class PendingPods:
 def nominated_pods(
     nominations: Mapping[str, Nomination], pending: PendingPods, snapshot: Cache
 ) -> NominatedPods | None:
-    """Node name → the pods nominated to it, for ``Framework.schedule_one``; None when
+    """Node name → the pods nominated to it, for ``Framework.schedule_pod``; None when
     no pending pod is nominated (the filter then runs once, as upstream's does)."""
     by_node: dict[str, list[PodInfo]] = {}
     for uid, nomination in nominations.items():
