@@ -67,7 +67,7 @@ from services.framework.cache.cache import Cache
 from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
-from services.framework.runtime.instrument import record_point
+from services.framework.runtime.instrument import Timed
 from services.framework.runtime.result import ScheduleResult
 from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
@@ -419,11 +419,9 @@ class BatchScheduler:
             return
         with trace.use_span(attempt.span, end_on_exit=False):
             with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
-                began = time.perf_counter()
-                status = framework.run_permit_plugins(attempt.state, pod, node)
-                record_point(
-                    framework.recorder, framework.profile_name, "Permit", status.code.name, began
-                )
+                with Timed(framework.recorder, "Permit", framework.profile_name) as point:
+                    status = framework.run_permit_plugins(attempt.state, pod, node)
+                    point.status = status.code.name
                 span.set_attribute("ksched.status", status.code.name)
         if status.is_success():
             self._reserved(attempt, outcome)
@@ -480,11 +478,9 @@ class BatchScheduler:
         pod is unreserved, forgotten and finished. Returns whether it is reserved."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         with trace.use_span(attempt.span, end_on_exit=False):
-            began = time.perf_counter()
-            status = framework.run_reserve_plugins_reserve(attempt.state, pod, node)
-            record_point(
-                framework.recorder, framework.profile_name, "Reserve", status.code.name, began
-            )
+            with Timed(framework.recorder, "Reserve", framework.profile_name) as point:
+                status = framework.run_reserve_plugins_reserve(attempt.state, pod, node)
+                point.status = status.code.name
         if not status.is_success():
             framework.run_reserve_plugins_unreserve(attempt.state, pod, node)
             self._cache.forget(pod.uid)

@@ -205,7 +205,7 @@ class Framework:
         )
         if self.recorder is None:
             return span
-        return Timed(span, self.recorder, name, self.profile.scheduler_name)
+        return Timed(self.recorder, name, self.profile.scheduler_name, span)
 
     def _plugin_timer(self) -> PluginTimer | None:
         """Per-plugin durations for this attempt, if it is one of the sampled ones."""
