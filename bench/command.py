@@ -3,7 +3,7 @@
 The workloads are the test cases of ``ops/bench/workloads`` (bench.config). Modes:
 
 - ``cycle``: the scheduling cycle alone in this process (bench.cycle); latency is one
-  pod's PodInfo + schedule_one + assume.
+  pod's PodInfo + schedule_pod + assume.
 - ``embedded``: the whole pipeline in this process on the in-memory edges
   (bench.embedded); latency is from the publish of a measured pod's watch event to its
   decision.

@@ -2,7 +2,7 @@
 
 No bus, store or queue: a :class:`Cache` holds the workload's nodes and its init
 pods (bound), and each measured pod, in order, goes through what the scheduler does
-for it in its cycle: ``PodInfo.of``, :meth:`Framework.schedule_one` with the default
+for it in its cycle: ``PodInfo.of``, :meth:`Framework.schedule_pod` with the default
 profile (whatever plugins it has), and the local assume of the chosen node, so the
 next pod sees it. Each pod's latency is the time of those three steps.
 """
@@ -64,7 +64,7 @@ def run_cycle(workload: Workload, nodes: int, init: int, pods: int, seed: int = 
     for pod in measured:
         begin = clock()
         info = PodInfo.of(pod)
-        result = framework.schedule_one(snapshot, info)
+        result = framework.schedule_pod(snapshot, info)
         if result.node is not None:
             snapshot.assume(info, result.node)
             run.placed[info.uid] = result.node

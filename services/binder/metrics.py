@@ -93,7 +93,8 @@ class BinderMetrics:
     def waited(self, result: str, seconds: float) -> None:
         self.permit_wait.labels(result).observe(max(seconds, 0.0))
 
-    def ran(self, point: str, status: str, profile: str, seconds: float) -> None:
+    def point(self, point: str, status: str, profile: str, seconds: float) -> None:
+        """An extension point's duration (runtime.instrument.Timed feeds it)."""
         self._points(point, status, profile).observe(seconds)
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,11 +76,12 @@ from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRec
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.interface import BindEffect, CycleState, WatchEffect
 from services.framework.api.registry import Registry
-from services.framework.api.status import SUCCESS, Code, Status
+from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework, rejection_message
+from services.framework.runtime.instrument import Timed
 from services.framework.runtime.waiting_pods import SharedWaitingPods, go_duration
 
 log = logging.getLogger("ksched.binder")
@@ -287,16 +287,16 @@ class BinderService:
             if cycle.waited is not None:
                 self._waited(cycle.waited, "Success")
             profile = request.profile
-            with telemetry.step(tracer, "PreBind"):
-                began = time.perf_counter()
-                status = await framework.run_pre_bind(state, pod, node)
-                self._ran("PreBind", status, profile, began)
+            with Timed(
+                self.metrics, "PreBind", profile, telemetry.step(tracer, "PreBind")
+            ) as point:
+                status = await framework.run_pre_bind_plugins(state, pod, node)
+                point.status = status.code.name
             if not status.is_success():
                 return status
-            with telemetry.step(tracer, "Bind"):
-                began = time.perf_counter()
-                status = await framework.run_bind(state, pod, node)
-                self._ran("Bind", status, profile, began)
+            with Timed(self.metrics, "Bind", profile, telemetry.step(tracer, "Bind")) as point:
+                status = await framework.run_bind_plugins(state, pod, node)
+                point.status = status.code.name
             if not status.is_success():
                 if status.is_skip():  # no Bind plugin bound it
                     reason = f'no Bind plugin bound pod "{pod.key}"'
@@ -316,15 +316,9 @@ class BinderService:
                     now=self._clock.now(),
                 )
                 out.append(decision_message(event, _encoder.encode(event), headers))
-            with telemetry.step(tracer, "PostBind"):
-                began = time.perf_counter()
-                framework.run_post_bind(state, pod, node)
-                self._ran("PostBind", status, profile, began)
+            with Timed(self.metrics, "PostBind", profile, telemetry.step(tracer, "PostBind")):
+                framework.run_post_bind_plugins(state, pod, node)
         return status
-
-    def _ran(self, point: str, status: Status, profile: str, began: float) -> None:
-        elapsed = time.perf_counter() - began
-        self.metrics.ran(point, status.code.name, profile, elapsed)
 
     def _effects(
         self, cycle: _Cycle, headers: dict[str, str], recorded: list[BoundPod]
@@ -349,9 +343,8 @@ class BinderService:
         request, framework, pod = cycle.request, cycle.framework, cycle.pod
         if cycle.waited is not None and status.code != Code.Success:
             self._waited(cycle.waited, status.code.name, request)
-        began = time.perf_counter()
-        framework.run_unreserve(cycle.state, pod, request.node)
-        self._ran("Unreserve", SUCCESS, request.profile, began)
+        with Timed(self.metrics, "Unreserve", request.profile):
+            framework.run_reserve_plugins_unreserve(cycle.state, pod, request.node)
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():
             message = rejection_message(pod, request.node, status)

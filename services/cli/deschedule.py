@@ -158,7 +158,7 @@ def place(
         )
         name = pod.spec.scheduler_name
         framework: Framework = fit.framework_of(name if name in fit.profile_names else None)
-        result = framework.schedule_one(fit.cache, PodInfo.of(pod))
+        result = framework.schedule_pod(fit.cache, PodInfo.of(pod))
         if result.node is None:
             placements.append(Placement(key(pod), None, result.message))
             continue

@@ -10,7 +10,7 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Binding, Event, EventSource, ObjectMeta, ObjectReference, Pod
-from contracts.permit import WaitingPod
+from contracts.permit import WaitingPod as WaitingPodAnnouncement
 from services.common.bus import Message
 
 ATTEMPT_HEADER = "x-ksched-attempt"
@@ -112,7 +112,9 @@ def decision_message(decision: Binding | Event, body: bytes, headers: dict[str, 
     return Message(topology.DECISIONS.name, key, body, headers)
 
 
-def waiting_message(waiting: WaitingPod, body: bytes, headers: dict[str, str]) -> Message:
+def waiting_message(
+    waiting: WaitingPodAnnouncement, body: bytes, headers: dict[str, str]
+) -> Message:
     """The announcement of a pod that started waiting at Permit (``waiting.<ns>``)."""
     key = topology.decision_key("waiting", waiting.namespace)
     return Message(topology.DECISIONS.name, key, body, headers)

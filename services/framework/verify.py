@@ -90,7 +90,7 @@ class _Judge:
             return "", "the node is not in the cluster"
         state = CycleState()
         try:
-            narrowed, status, plugins = filtering.run_pre_filter(
+            narrowed, status, plugins = filtering.run_pre_filter_plugins(
                 self.pre_filters, state, pod, nodes
             )
             if not status.is_success():
@@ -98,7 +98,9 @@ class _Judge:
             if narrowed.node_names is not None and node not in narrowed.node_names:
                 return " ".join(sorted(plugins)), "the node is not among the PreFilter's nodes"
             view = nodes.with_pods([row], {})
-            verdicts = filtering.run_filters(self.filters, state, pod, view, np.ones(1, np.bool_))
+            verdicts = filtering.run_filter_plugins(
+                self.filters, state, pod, view, np.ones(1, np.bool_)
+            )
         except StatusError as err:
             return "", f"the filters failed: {err.status.message()}"
         rejection = filtering.status_of(verdicts, self.filters, 0)

@@ -5,8 +5,8 @@ pending pods (:class:`PendingPods`, as of the request's ``seq`` or later) holds,
 PodInfo computed once per pod version; a pod no longer pending there (bound, deleted,
 finished) ends the attempt ``stale``.
 
-For each request, in order: run the profile's framework against the snapshot; a pod
-that fits is assumed in the snapshot and reserved by the Reserve plugins at once (so the
+For each request, in order: run the profile's framework against the cache; a pod
+that fits is assumed in the cache and reserved by the Reserve plugins at once (so the
 next pod of the batch sees both) and gets a store :class:`Reservation` that re-checks
 only what the profile filters on (``Framework.checked_resources``). Then one
 ``store.assume`` call reserves the whole batch atomically per pod:
@@ -18,12 +18,22 @@ only what the profile filters on (``Framework.checked_resources``). Then one
   (at most ``max_conflict_retries`` times, then the attempt ends with ``error``).
   The reservation also carries what the decision read (scheduler.domains): when
   another replica placed a pod in one of those domains since, the store refuses it;
-  the snapshot is brought up to what the store holds (its log position and every
+  the cache is brought up to what the store holds (its log position and every
   replica's assumptions) before the pod is scheduled again.
 - ``stale``: the attempt is no longer the pod's lease; the local assumption and the
   reservation are undone.
 
-Pods that fit nowhere end ``unschedulable`` with upstream's FitError message.
+Pods that fit nowhere end ``unschedulable`` with upstream's FitError message. Pods the
+store assumed then go through Permit (a waiting pod's record is written to the store at
+the end of the batch, scheduler.waiting).
+
+A batch runs in rounds until no attempt is left to retry, each in four named steps:
+``_schedule`` (the algorithm, the local assume and Reserve, pod by pod), ``_assume``
+(the one store call), ``_answered`` (the store's answers sorted: on to Permit, again,
+or done) and ``_permit_all``. What the steps share about the batch (its outcome, its
+start, the nominations it filters with) is handed to them in a ``_Batch``; the
+scheduler object keeps only what outlives a batch, and ``permitting``, which the pod
+groups (Coscheduling) read while Permit runs.
 
 ``nominated`` (the pods nominated to each node, see scheduler.nominated) makes every
 pod of the batch pass upstream's two-pass filter: a node must fit the pod both with
@@ -54,24 +64,20 @@ from services.common import telemetry
 from services.common.clock import Clock
 from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
 from services.common.resources import ResourceError
-from services.common.store import (
-    BindClaim,
-    ClusterStore,
-    Nomination,
-    NominationClaim,
-    Reservation,
-)
+from services.common.store import AssumeResult, BindClaim, ClusterStore, Nomination, Reservation
 from services.framework.api.interface import CycleState, ExtensionPoint
 from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.cache import Cache
 from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
-from services.framework.runtime.instrument import record_point
+from services.framework.runtime.instrument import Timed
 from services.framework.runtime.result import ScheduleResult
 from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
+    BatchNominations,
     PendingPods,
+    claim_nominations,
     hold_assumptions,
     nominated_pods,
     with_nomination,
@@ -83,9 +89,8 @@ from services.scheduler.outcome import (
     announcement,
     charged_requests,
     explanation_json,
-    request_of,
-    resumed,
 )
+from services.scheduler.waiting import flush_waiting
 
 PREEMPTION = "DefaultPreemption"
 EXPIRY_GRACE = 5.0
@@ -109,13 +114,31 @@ class _Attempt:
     explanation: str | None = None
 
 
-_encoder = msgspec.json.Encoder()
+@dataclass(slots=True)
+class _Batch:
+    """What the steps of one batch hand each other; none of it outlives the batch."""
+
+    outcome: BatchOutcome
+    started: float
+    """When the batch began (the clock's): each BindRequest's ``started``."""
+    nominations: BatchNominations
+    """Replaced when the batch's preemptors are scheduled again."""
+
+
+@dataclass(slots=True)
+class _Answered:
+    """A round's reservations as the store answered them: the pods it assumed (on to
+    Permit), those to schedule again, and the placement versions it says moved."""
+
+    assumed: list[_Attempt] = field(default_factory=list)
+    retry: list[_Attempt] = field(default_factory=list)
+    moved: dict[str, int] = field(default_factory=dict)
 
 
 class BatchScheduler:
     def __init__(
         self,
-        snapshot: Cache,
+        cache: Cache,
         frameworks: Mapping[str, Framework],
         store: ClusterStore,
         clock: Clock,
@@ -129,11 +152,11 @@ class BatchScheduler:
         catch_up: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         """``pending``: the pending pods the requests name (fed by the caller from the
-        same log as ``snapshot``). ``explain``: explain every decision, not only those
+        same log as ``cache``). ``explain``: explain every decision, not only those
         of pods that ask. ``waiting``: the waiting pods the frameworks' Handles share
-        (required when a profile has Permit plugins). ``catch_up``: wait until the snapshot
+        (required when a profile has Permit plugins). ``catch_up``: wait until the cache
         has applied the given log seq (False: it did not in time); None: it always has."""
-        self._snapshot = snapshot
+        self._cache = cache
         self._pending = pending
         self._frameworks = frameworks
         self._store = store
@@ -145,16 +168,13 @@ class BatchScheduler:
         self._waiting = waiting
         self._catch_up = catch_up
         self.versions = PlacementVersions()
-        """The placement versions this replica's snapshot reflects (the caller loads
-        them with the snapshot and feeds it the pods it sees)."""
+        """The placement versions this replica's cache reflects (the caller loads
+        them with the cache and feeds it the pods it sees)."""
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
-        self._started = 0.0
-        self._nominations: Mapping[str, Nomination] = {}
-        self._added: dict[str, list[PodInfo]] = {}
-        self._nominated_nodes: set[str] = set()
         self.permitting: set[str] = set()
-        """Pods of the current round assumed but not yet through Permit: a Permit
-        plugin counting the pods on nodes (Coscheduling) does not see them yet, as
+        """While a round's Permit runs, the pods it assumed that are not through Permit
+        yet (empty otherwise): a Permit plugin counting the pods on nodes
+        (Coscheduling, through the service's GroupPods) does not see them yet, as
         upstream's sequential cycle would not."""
 
     async def run(
@@ -167,21 +187,14 @@ class BatchScheduler:
         pods nominated to each node (None: no nominations); ``nominations``: the
         store's, so a preemptor whose pod does not show its nomination yet is scheduled
         as if it did (upstream's API update would have)."""
-        self._nominations = nominations or {}
-        self._started = self._clock.now()
-        nominated = self._batch_nominated(nominated)
-        outcome = BatchOutcome()
+        batch_nominations = BatchNominations.of(nominations or {}, nominated)
+        batch = _Batch(BatchOutcome(), self._clock.now(), batch_nominations)
+        outcome = batch.outcome
         if self._permits and self._waiting is not None:
             await self._waiting.refresh()
-        pending: list[_Attempt] = []
-        for request in requests:
-            attempt = self._begin(request, outcome)
-            if attempt is not None:
-                pending.append(attempt)
-        while pending:
-            pending = await self._round(pending, outcome, nominated)
+        await self._schedule_all(requests, batch)
         claimed, retries = 0, 0
-        while lost := await self._claim_nominations(outcome, claimed):
+        while lost := await claim_nominations(self._store, outcome, claimed):
             claimed = len(outcome.preemptions)
             if retries == self._max_retries:
                 for preempted in lost:
@@ -195,34 +208,23 @@ class BatchScheduler:
             retries += 1
             # Another replica's preemption took the room: schedule them again with
             # the store's nominations as they are now.
-            self._nominations = await self._store.nominations()
-            fresh = nominated_pods(self._nominations, self._pending, self._snapshot)
-            nominated = self._batch_nominated(fresh)
-            again = (self._begin(p.request, outcome) for p in lost)
-            pending = [a for a in again if a is not None]
-            while pending:
-                pending = await self._round(pending, outcome, nominated)
+            store = await self._store.nominations()
+            fresh = nominated_pods(store, self._pending, self._cache)
+            batch.nominations = BatchNominations.of(store, fresh)
+            await self._schedule_all([p.request for p in lost], batch)
         if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
-            await self._flush_waiting(outcome)
+            await flush_waiting(self._waiting, self._store, self._clock, outcome)
         return outcome
 
-    def _batch_nominated(self, base: NominatedPods | None) -> NominatedPods:
-        """The store's nominated pods, plus those this batch's preemptions nominate
-        (as upstream's nominator learns them at once): a later pod of the batch does
-        not take the room a preemptor before it was promised."""
-        self._added = {}
-        nodes: set[str] = set(base.nodes) if base is not None else set()
-        added = self._added
+    async def _schedule_all(self, requests: Sequence[ScheduleRequest], batch: _Batch) -> None:
+        """Schedule ``requests`` in rounds, until no attempt is left to retry."""
+        begun = (self._begin(request, batch) for request in requests)
+        pending = [attempt for attempt in begun if attempt is not None]
+        while pending:
+            pending = await self._round(pending, batch)
 
-        def pods_for(name: str) -> Sequence[PodInfo]:
-            known = base.pods_for(name) if base is not None else ()
-            extra = added.get(name)
-            return [*known, *extra] if extra else known
-
-        self._nominated_nodes = nodes
-        return NominatedPods(nodes, pods_for)
-
-    def _begin(self, request: ScheduleRequest, outcome: BatchOutcome) -> _Attempt | None:
+    def _begin(self, request: ScheduleRequest, batch: _Batch) -> _Attempt | None:
+        outcome = batch.outcome
         uid = request.uid
         pod = self._pending.pod(uid)
         framework = self._frameworks.get(request.profile)
@@ -231,12 +233,12 @@ class BatchScheduler:
             result = attempt_result(request, "error", reason)
             outcome.failures.append(Failure(request, result, True, pod=pod))
             return None
-        if pod is None or self._snapshot.is_bound(uid):
+        if pod is None or self._cache.is_bound(uid):
             outcome.failures.append(Failure(request, attempt_result(request, "stale"), False))
             return None
         try:  # PodInfo once per pod version; None when its requests are invalid
             info = self._pending.info(uid) or PodInfo.of(pod)
-            nomination = self._nominations.get(uid)
+            nomination = batch.nominations.store.get(uid)
             if nomination is not None and not pod.status.nominated_node_name:
                 info = PodInfo.of(with_nomination(pod, nomination.node))
         except ResourceError as err:
@@ -257,68 +259,94 @@ class BatchScheduler:
         explain = self._explain or explain_requested(pod)
         return _Attempt(request, framework, info, span, explain=explain)
 
-    async def _round(
-        self, pending: list[_Attempt], outcome: BatchOutcome, nominated: NominatedPods | None
-    ) -> list[_Attempt]:
-        """Schedule ``pending``, reserve the fitting ones; returns those to retry."""
+    async def _round(self, pending: list[_Attempt], batch: _Batch) -> list[_Attempt]:
+        """One round: the algorithm for each attempt with its local assume and Reserve,
+        one store assume for those reserved, then Permit for those the store assumed.
+        Returns the attempts to schedule again (conflicts, and those deferred)."""
+        reserving, deferred = self._schedule(pending, batch)
+        if not reserving:
+            return deferred
+        answers = await self._assume(reserving)
+        answered = self._answered(reserving, answers, batch.outcome)
+        if answered.moved:
+            await self._refresh(answered.moved)
+        await self._permit_all(answered.assumed, batch)
+        return answered.retry + deferred
+
+    def _schedule(
+        self, pending: list[_Attempt], batch: _Batch
+    ) -> tuple[list[_Attempt], list[_Attempt]]:
+        """Each attempt in order: the algorithm; a pod that fits is assumed in the cache
+        and reserved by the Reserve plugins at once, so the next one sees it. Returns
+        the reserved attempts and those deferred to the next round."""
         reserving: list[_Attempt] = []
-        deferred: list[_Attempt] = []
         for index, attempt in enumerate(pending):
-            self._snapshot.forget(attempt.pod.uid)  # a redelivered or retried attempt
-            attempt.state = CycleState()
             # With Permit plugins, a pod that fits nowhere while pods ahead of it in the
             # round are not through Permit yet waits for the next round: its PostFilter
             # must see them waiting, as upstream's one-pod-at-a-time cycle would.
             later = self._permits and bool(reserving)
-            with trace.use_span(attempt.span, end_on_exit=False):
-                began = time.perf_counter()
-                result = attempt.framework.schedule_one(
-                    self._snapshot,
-                    attempt.pod,
-                    state=attempt.state,
-                    nominated=nominated,
-                    explain=attempt.explain,
-                    post_filter=not later,
-                )
-                outcome.algorithm.append(time.perf_counter() - began)
-            attempt.explanation = explanation_json(result)
+            result = self._algorithm(attempt, batch, post_filter=not later)
             if result.node is None and later:
-                deferred = pending[index:]
-                break
+                return reserving, pending[index:]
             if result.node is None:
-                self._fail(attempt, result, outcome)
+                self._fail(attempt, result, batch)
                 continue
             attempt.node = result.node
             deadline = self._clock.now() + self._ttl
-            self._snapshot.assume(attempt.pod, result.node, deadline)
-            if self._reserve(attempt, outcome):
+            self._cache.assume(attempt.pod, result.node, deadline)
+            if self._reserve(attempt, batch.outcome):
                 reserving.append(attempt)
-        if not reserving:
-            return deferred
+        return reserving, []
+
+    def _algorithm(self, attempt: _Attempt, batch: _Batch, *, post_filter: bool) -> ScheduleResult:
+        """``Framework.schedule_pod`` in a fresh cycle state (the scheduling algorithm's
+        duration goes to the outcome, the explanation to the attempt)."""
+        self._cache.forget(attempt.pod.uid)  # a redelivered or retried attempt
+        attempt.state = CycleState()
+        with trace.use_span(attempt.span, end_on_exit=False):
+            began = time.perf_counter()
+            result = attempt.framework.schedule_pod(
+                self._cache,
+                attempt.pod,
+                state=attempt.state,
+                nominated=batch.nominations.pods,
+                explain=attempt.explain,
+                post_filter=post_filter,
+            )
+            batch.outcome.algorithm.append(time.perf_counter() - began)
+        attempt.explanation = explanation_json(result)
+        return result
+
+    async def _assume(self, reserving: list[_Attempt]) -> list[AssumeResult]:
+        """One ``store.assume`` for the round's reservations; if it fails, each is
+        undone here (the batch will be redelivered and redone)."""
         reservations = self._reservations(reserving)
         try:
-            answers = await self._store.assume(reservations, self._clock.now())
+            return await self._store.assume(reservations, self._clock.now())
         except BaseException:
-            for attempt in reserving:  # the batch will be redelivered and redone
-                attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
-                self._snapshot.forget(attempt.pod.uid)
+            for attempt in reserving:
+                self._undo(attempt)
                 attempt.span.end()
             raise
-        retry: list[_Attempt] = []
-        assumed: list[_Attempt] = []
-        moved: dict[str, int] = {}
+
+    def _answered(
+        self, reserving: list[_Attempt], answers: Sequence[AssumeResult], outcome: BatchOutcome
+    ) -> _Answered:
+        """Sort the store's answers: ``assumed`` goes on to Permit; any other answer
+        undoes the local assumption and Reserve, then the pod is scheduled again (a
+        conflict, at most ``max_conflict_retries`` times) or its attempt ends."""
+        answered = _Answered()
         for attempt, answer in zip(reserving, answers, strict=True):
             if answer.status == "assumed":
                 self.versions.placed(attempt.touches)
-                assumed.append(attempt)
+                answered.assumed.append(attempt)
                 continue
-            attempt.framework.run_unreserve(attempt.state, attempt.pod, attempt.node)
-            self._snapshot.forget(attempt.pod.uid)
+            self._undo(attempt)
             if answer.keys:  # pods it knew nothing of: read their keys' domains too
                 self.versions.watched.update(answer.keys)
             if answer.versions or answer.keys:
                 outcome.domain_conflicts += 1
-                moved.update(answer.versions)
+                answered.moved.update(answer.versions)
             elif answer.status == "conflict":
                 outcome.assume_conflicts += 1
             if answer.status == "stale":
@@ -329,8 +357,8 @@ class BatchScheduler:
                 attempt.conflicts += 1
                 attempt.span.add_event("conflict", {"node": attempt.node, "reason": answer.reason})
                 if not (answer.versions or answer.keys):  # a refresh follows a domain conflict
-                    self._snapshot.correct_usage(attempt.node, answer.usage)
-                retry.append(attempt)
+                    self._cache.correct_usage(attempt.node, answer.usage)
+                answered.retry.append(attempt)
             else:
                 reason = f'node "{attempt.node}" no longer fits the pod: {answer.reason}'.rstrip(
                     ": "
@@ -338,27 +366,35 @@ class BatchScheduler:
                 self._finish(
                     attempt, outcome, attempt_result(attempt.request, "error", reason), event=True
                 )
-        if moved:
-            await self._refresh(moved)
+        return answered
+
+    async def _permit_all(self, assumed: list[_Attempt], batch: _Batch) -> None:
+        """Permit for each pod the store assumed, in order (:attr:`permitting` holds
+        those not through it yet); the reservations of those it rejects give their
+        room back."""
         self.permitting = {a.pod.uid for a in assumed}
         released: list[BindClaim] = []
         for attempt in assumed:
-            self._permit(attempt, outcome, released)
+            self._permit(attempt, batch, released)
             self.permitting.discard(attempt.pod.uid)
         if released:  # rejected at Permit: the reservation gives its room back
             await self._store.forget(released)
-        return retry + deferred
+
+    def _undo(self, attempt: _Attempt) -> None:
+        """Unreserve (in reverse order) and forget the local assumption."""
+        attempt.framework.run_reserve_plugins_unreserve(attempt.state, attempt.pod, attempt.node)
+        self._cache.forget(attempt.pod.uid)
 
     def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
         """One reservation per attempt, with the domains its decision read and those
         its placement touches (PlacementVersions.call)."""
-        snapshot = self._snapshot
-        placed = [(a.pod.pod, snapshot.node(a.node), a.state.first_of_group) for a in reserving]
-        domains = self.versions.call(placed, snapshot.listers)
+        cache = self._cache
+        placed = [(a.pod.pod, cache.node(a.node), a.state.first_of_group) for a in reserving]
+        domains = self.versions.call(placed, cache.listers)
         watched = frozenset(self.versions.watched)
         reservations = []
         for a, (reads, touches) in zip(reserving, domains, strict=True):
-            a.touches = touches or a.touches  # a node the snapshot lost touches nothing new
+            a.touches = touches or a.touches  # a node the cache lost touches nothing new
             reservations.append(
                 Reservation(
                     uid=a.pod.uid,
@@ -383,16 +419,16 @@ class BatchScheduler:
         versions count. ``forgotten``: a binding cycle gave an assumption's room back
         since the last batch (ScheduleBatch.forgotten): every assumption the store no
         longer holds goes now, so the pods moved for that room see it."""
-        if forgotten or self._snapshot.has_expired(now - EXPIRY_GRACE):
+        if forgotten or self._cache.has_expired(now - EXPIRY_GRACE):
             await self._refresh({}, now)
 
     async def _refresh(self, versions: Mapping[str, int], now: float | None = None) -> None:
-        """Bring the snapshot up to what the store holds, then expect ``versions`` (read
+        """Bring the cache up to what the store holds, then expect ``versions`` (read
         by the store before this): every replica's live assumptions, and the log up to
         the store's applied seq (read after them, so a pod bound in between is in one or
-        the other). Assumptions this snapshot holds that the store no longer does (or
+        the other). Assumptions this cache holds that the store no longer does (or
         holds past their deadline and the grace at ``now``, default the clock's) are
-        dropped. If the snapshot cannot catch up in time, nothing changes and nothing
+        dropped. If the cache cannot catch up in time, nothing changes and nothing
         is expected: the next reservation reading those domains is refused again."""
         held_since = (self._clock.now() if now is None else now) - EXPIRY_GRACE
         stored = await self._store.assumed()
@@ -400,35 +436,32 @@ class BatchScheduler:
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
-        for uid in self._snapshot.assumed_uids() - assumed.keys():
-            self._snapshot.forget(uid)
-        hold_assumptions(self._snapshot, self._pending, assumed)
+        for uid in self._cache.assumed_uids() - assumed.keys():
+            self._cache.forget(uid)
+        hold_assumptions(self._cache, self._pending, assumed)
         self.versions.refreshed(versions)
 
-    def _permit(self, attempt: _Attempt, outcome: BatchOutcome, released: list[BindClaim]) -> None:
+    def _permit(self, attempt: _Attempt, batch: _Batch, released: list[BindClaim]) -> None:
         """Permit, after the store reserved the pod (``RunPermitPlugins``): Success binds,
         Wait parks the pod as a waiting pod (the Handle's waiting pods record it), a
         rejection or an error undoes the reservation and ends the attempt."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         if not framework.plugin_names(ExtensionPoint.Permit):
-            self._reserved(attempt, outcome)
+            self._reserved(attempt, batch)
             return
         with trace.use_span(attempt.span, end_on_exit=False):
             with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
-                began = time.perf_counter()
-                status = framework.run_permit(attempt.state, pod, node)
-                record_point(
-                    framework.recorder, framework.profile_name, "Permit", status.code.name, began
-                )
+                with Timed(framework.recorder, "Permit", framework.profile_name) as point:
+                    status = framework.run_permit_plugins(attempt.state, pod, node)
+                    point.status = status.code.name
                 span.set_attribute("ksched.status", status.code.name)
         if status.is_success():
-            self._reserved(attempt, outcome)
+            self._reserved(attempt, batch)
             return
         if status.is_wait():
-            self._reserved(attempt, outcome, permit=True)
+            self._reserved(attempt, batch, permit=True)
             return
-        framework.run_unreserve(attempt.state, pod, node)
-        self._snapshot.forget(pod.uid)
+        self._undo(attempt)
         released.append(BindClaim(pod.uid, node, attempt.request.attempt))
         plugins = [status.plugin] if status.plugin else []
         if status.is_rejected():
@@ -436,38 +469,7 @@ class BatchScheduler:
             result = attempt_result(attempt.request, "unschedulable", message, plugins=plugins)
         else:
             result = attempt_result(attempt.request, "error", status.message(), plugins=plugins)
-        self._finish(attempt, outcome, result, event=True)
-
-    async def _flush_waiting(self, outcome: BatchOutcome) -> None:
-        """Claim the reservations of the pods that started waiting (they must not expire
-        while they wait), record them in the store with the journal of every allow and
-        reject Permit and Unreserve did, and hand on what that resolved."""
-        assert self._waiting is not None
-        waiting = {b.uid: b for b in outcome.binds if b.permit}
-        outcome.binds = [b for b in outcome.binds if not b.permit]
-        claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
-        granted = await self._store.begin_bind(claims, self._clock.now()) if claims else []
-        lost = [c.uid for c, ok in zip(claims, granted, strict=True) if not ok]
-        if lost:
-            self._waiting.discard(lost)
-            for uid in lost:
-                request = waiting.pop(uid)
-                outcome.waiting = [w for w in outcome.waiting if w.uid != uid]
-                outcome.waiting_results = [r for r in outcome.waiting_results if r.uid != uid]
-                reason = "the reservation expired or was taken over before Permit"
-                result = AttemptResult(
-                    uid=uid,
-                    namespace=request.namespace or "default",
-                    name=request.name,
-                    attempt=request.attempt,
-                    outcome="error",
-                    node=request.node,
-                    message=reason,
-                )
-                outcome.failures.append(Failure(request_of(request), result, False))
-        added = {uid: (b.attempt, b.profile, _encoder.encode(b)) for uid, b in waiting.items()}
-        resolved = await self._waiting.flush(added)
-        outcome.binds.extend(resumed(resolved))
+        self._finish(attempt, batch.outcome, result, event=True)
 
     def _reserve(self, attempt: _Attempt, outcome: BatchOutcome) -> bool:
         """Run the Reserve plugins right after the local assume, before the next pod
@@ -476,14 +478,11 @@ class BatchScheduler:
         pod is unreserved, forgotten and finished. Returns whether it is reserved."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         with trace.use_span(attempt.span, end_on_exit=False):
-            began = time.perf_counter()
-            status = framework.run_reserve(attempt.state, pod, node)
-            record_point(
-                framework.recorder, framework.profile_name, "Reserve", status.code.name, began
-            )
+            with Timed(framework.recorder, "Reserve", framework.profile_name) as point:
+                status = framework.run_reserve_plugins_reserve(attempt.state, pod, node)
+                point.status = status.code.name
         if not status.is_success():
-            framework.run_unreserve(attempt.state, pod, node)
-            self._snapshot.forget(pod.uid)
+            self._undo(attempt)
             outcome_kind: Outcome = "unschedulable" if status.is_rejected() else "error"
             plugins = [status.plugin] if status.plugin else []
             message = (
@@ -494,9 +493,10 @@ class BatchScheduler:
             return False
         return True
 
-    def _reserved(self, attempt: _Attempt, outcome: BatchOutcome, *, permit: bool = False) -> None:
+    def _reserved(self, attempt: _Attempt, batch: _Batch, *, permit: bool = False) -> None:
         """The pod goes to a binder (``permit``: once every Permit plugin allowed it;
         it waits meanwhile)."""
+        outcome = batch.outcome
         node, request, meta = attempt.node, attempt.request, attempt.pod.pod.metadata
         framework = attempt.framework
         state = framework.binding_state(attempt.state)
@@ -524,7 +524,7 @@ class BatchScheduler:
                 attempt=request.attempt,
                 profile=request.profile,
                 at=request.at,
-                started=self._started,
+                started=batch.started,
                 trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
                 plugin_state={name: msgspec.Raw(data) for name, data in state.items()},
                 permit=permit,
@@ -534,7 +534,8 @@ class BatchScheduler:
         attempt.span.set_attribute("ksched.node", node)
         attempt.span.end()
 
-    def _fail(self, attempt: _Attempt, result: ScheduleResult, outcome: BatchOutcome) -> None:
+    def _fail(self, attempt: _Attempt, result: ScheduleResult, batch: _Batch) -> None:
+        outcome = batch.outcome
         error = result.fit_error
         if error is None and not result.status.is_rejected():
             answer = attempt_result(attempt.request, "error", result.message)
@@ -552,13 +553,11 @@ class BatchScheduler:
                 extra["victims"] = [v.uid for v in chosen.victims]
                 if chosen.victims:
                     node = chosen.nominated_node_name or ""
-                    seen = {u for u, n in self._nominations.items() if n.node == node}
-                    seen.update(p.uid for p in self._added.get(node, ()))
-                    preempted = Preempted(attempt.request, attempt.pod, chosen, frozenset(seen))
-                    outcome.preemptions.append(preempted)
-                    nominee = PodInfo.of(with_nomination(attempt.pod.pod, node))
-                    self._added.setdefault(node, []).append(nominee)
-                    self._nominated_nodes.add(node)
+                    seen = batch.nominations.seen(node)
+                    outcome.preemptions.append(
+                        Preempted(attempt.request, attempt.pod, chosen, seen)
+                    )
+                    batch.nominations.nominate(node, attempt.pod)
             answer = attempt_result(
                 attempt.request,
                 "unschedulable",
@@ -568,39 +567,6 @@ class BatchScheduler:
                 **extra,
             )
         self._finish(attempt, outcome, answer, event=True)
-
-    async def _claim_nominations(self, outcome: BatchOutcome, start: int) -> list[Preempted]:
-        """Claim the nominations of ``outcome.preemptions[start:]`` in the store at
-        once (every replica's next batch filters with them, before the queue records
-        them too), with the lower-priority nominations each clears. A claim refused
-        because another replica nominated a pod there meanwhile is taken out of the
-        outcome (its preemption, its result) and its request returned."""
-        fresh = outcome.preemptions[start:]
-        if not fresh:
-            return []
-        lost = set(
-            await self._store.claim_nominations(
-                [
-                    NominationClaim(
-                        p.preemptor.uid,
-                        p.result.nominated_node_name or "",
-                        p.preemptor.priority,
-                        p.seen,
-                        tuple(c.uid for c in p.result.cleared_nominations),
-                    )
-                    for p in fresh
-                ]
-            )
-        )
-        if not lost:
-            return []
-        outcome.nomination_conflicts += len(lost)
-        refused = [p for p in fresh if p.preemptor.uid in lost]
-        outcome.preemptions[start:] = [p for p in fresh if p.preemptor.uid not in lost]
-        outcome.failures = [
-            f for f in outcome.failures if not (f.request.uid in lost and f.result.nominated_node)
-        ]
-        return refused
 
     def _finish(
         self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool

@@ -6,7 +6,7 @@
   that end here (``unschedulable``, ``error``); ``scheduled`` is counted by the binder
   when the Binding is published, as upstream counts it after binding. An attempt's
   duration runs from when its batch was taken up.
-- ``scheduler_scheduling_algorithm_duration_seconds``: one ``schedule_one``.
+- ``scheduler_scheduling_algorithm_duration_seconds``: one ``schedule_pod``.
 - ``scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}``
   for PreFilter, Filter (one columnar pass over every node: ksched's), PostFilter,
   PreScore, Score, Reserve and Permit.

@@ -16,22 +16,28 @@ A nominated pod stops counting on its node once it is bound or this replica assu
 (upstream's ``DeleteNominatedPodIfExists`` on assume); one no longer pending, or not yet
 seen on the feed, is ignored. Its priority is its own (``spec.priority``), compared with
 the pod being scheduled exactly as upstream's ``addGENominatedPods`` compares them.
+
+A batch's preemptions nominate pods too: :class:`BatchNominations` shows them to the
+batch's later pods at once, and :func:`claim_nominations` records them in the store
+(refused where another replica nominated a pod meanwhile).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import msgspec
 
 from contracts.events import LogEntry, PodEntry
 from contracts.k8s import TERMINAL_PHASES, Pod
 from services.common.resources import ResourceError
-from services.common.store import Assumed, Nomination
+from services.common.store import Assumed, ClusterStore, Nomination, NominationClaim
 from services.framework.api.types import PodInfo, pod_uid
 from services.framework.cache.cache import Cache
 from services.framework.runtime.filtering import NominatedPods
+from services.scheduler.outcome import BatchOutcome, Preempted
 
 log = logging.getLogger("ksched.scheduler")
 
@@ -99,7 +105,7 @@ class PendingPods:
 def nominated_pods(
     nominations: Mapping[str, Nomination], pending: PendingPods, snapshot: Cache
 ) -> NominatedPods | None:
-    """Node name → the pods nominated to it, for ``Framework.schedule_one``; None when
+    """Node name → the pods nominated to it, for ``Framework.schedule_pod``; None when
     no pending pod is nominated (the filter then runs once, as upstream's does)."""
     by_node: dict[str, list[PodInfo]] = {}
     for uid, nomination in nominations.items():
@@ -120,9 +126,6 @@ def nominated_pods(
     return NominatedPods(tuple(by_node), for_node)
 
 
-__all__ = ["PendingPods", "is_pending", "nominated_pods"]
-
-
 def hold_assumptions(snapshot: Cache, pending: PendingPods, assumed: Mapping[str, Assumed]) -> None:
     """Count in ``snapshot`` the store's assumptions (any replica's) of pending pods it
     does not hold bound, at the store's node and deadline (``inf`` once binding)."""
@@ -138,3 +141,90 @@ def with_nomination(pod: Pod, node: str) -> Pod:
     """``pod`` as it looks once its nomination is written (``status.nominatedNodeName``)."""
     status = msgspec.structs.replace(pod.status, nominated_node_name=node)
     return msgspec.structs.replace(pod, status=status)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchNominations:
+    """The nominations one batch of the scheduling cycle filters with: the store's
+    (``store``: pod uid → its nomination, read for the batch) and those the batch's own
+    preemptions make (``added``: node → the preemptors), which a later pod of the batch
+    filters with, as upstream's nominator learns them at once: it does not take the room
+    a preemptor before it was promised."""
+
+    store: Mapping[str, Nomination]
+    pods: NominatedPods
+    """The pods nominated to each node, the store's and the batch's (what
+    ``Framework.schedule_pod`` filters with)."""
+    added: dict[str, list[PodInfo]]
+    nodes: set[str]
+
+    @classmethod
+    def of(cls, store: Mapping[str, Nomination], base: NominatedPods | None) -> BatchNominations:
+        """``store`` with ``base``, its pods per node (None: no pod nominated)."""
+        nodes: set[str] = set(base.nodes) if base is not None else set()
+        added: dict[str, list[PodInfo]] = {}
+
+        def pods_for(name: str) -> Sequence[PodInfo]:
+            known = base.pods_for(name) if base is not None else ()
+            extra = added.get(name)
+            return [*known, *extra] if extra else known
+
+        return cls(store, NominatedPods(nodes, pods_for), added, nodes)
+
+    def seen(self, node: str) -> frozenset[str]:
+        """The pods nominated to ``node``, the store's and the batch's (what a claim saw)."""
+        seen = {uid for uid, nomination in self.store.items() if nomination.node == node}
+        seen.update(pod.uid for pod in self.added.get(node, ()))
+        return frozenset(seen)
+
+    def nominate(self, node: str, pod: PodInfo) -> None:
+        """A preemption of this batch nominated ``pod`` to ``node``."""
+        self.added.setdefault(node, []).append(PodInfo.of(with_nomination(pod.pod, node)))
+        self.nodes.add(node)
+
+
+async def claim_nominations(
+    store: ClusterStore, outcome: BatchOutcome, start: int
+) -> list[Preempted]:
+    """Claim the nominations of ``outcome.preemptions[start:]`` in the store at once
+    (every replica's next batch filters with them, before the queue records them too),
+    with the lower-priority nominations each clears. A claim refused because another
+    replica nominated a pod there meanwhile is taken out of the outcome (its preemption,
+    its result) and returned."""
+    fresh = outcome.preemptions[start:]
+    if not fresh:
+        return []
+    lost = set(
+        await store.claim_nominations(
+            [
+                NominationClaim(
+                    p.preemptor.uid,
+                    p.result.nominated_node_name or "",
+                    p.preemptor.priority,
+                    p.seen,
+                    tuple(c.uid for c in p.result.cleared_nominations),
+                )
+                for p in fresh
+            ]
+        )
+    )
+    if not lost:
+        return []
+    outcome.nomination_conflicts += len(lost)
+    refused = [p for p in fresh if p.preemptor.uid in lost]
+    outcome.preemptions[start:] = [p for p in fresh if p.preemptor.uid not in lost]
+    outcome.failures = [
+        f for f in outcome.failures if not (f.request.uid in lost and f.result.nominated_node)
+    ]
+    return refused
+
+
+__all__ = [
+    "BatchNominations",
+    "PendingPods",
+    "claim_nominations",
+    "hold_assumptions",
+    "is_pending",
+    "nominated_pods",
+    "with_nomination",
+]

@@ -12,7 +12,8 @@ import msgspec
 
 from contracts.k8s import Pod
 from contracts.messages import AttemptResult, BindRequest, ScheduleRequest
-from contracts.permit import PendingPlugin, WaitingPod
+from contracts.permit import PendingPlugin
+from contracts.permit import WaitingPod as WaitingPodAnnouncement
 from services.common.decisions import rfc3339_precise
 from services.common.store import PODS, WaitingRecord
 from services.framework.api.interface import PostFilterResult
@@ -40,7 +41,7 @@ class BatchOutcome:
     binds: list[BindRequest] = field(default_factory=list)
     """Pods Permit let through (or that a flush resolved): published on ``ksched.bind``."""
     failures: list[Failure] = field(default_factory=list)
-    waiting: list[WaitingPod] = field(default_factory=list)
+    waiting: list[WaitingPodAnnouncement] = field(default_factory=list)
     """Pods that started waiting at Permit: announced on ``waiting.<ns>``; their
     attempt goes on (result ``waiting``)."""
     waiting_results: list[AttemptResult] = field(default_factory=list)
@@ -53,7 +54,7 @@ class BatchOutcome:
     """Preemptions not carried out because another replica nominated a pod to the
     node meanwhile (their pods were scheduled again)."""
     algorithm: list[float] = field(default_factory=list)
-    """Seconds each ``schedule_one`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
+    """Seconds each ``schedule_pod`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
     assume_conflicts: int = 0
     """Reservations the store refused because the node no longer had the room."""
     domain_conflicts: int = 0
@@ -111,11 +112,11 @@ def charged_requests(pod: PodInfo) -> dict[str, int]:
     return charged
 
 
-def announcement(pod: PodInfo, node: str, pending: dict[str, float]) -> WaitingPod:
+def announcement(pod: PodInfo, node: str, pending: dict[str, float]) -> WaitingPodAnnouncement:
     """What ``ksched.decisions`` says of a pod that started waiting at Permit on
     ``node``: the plugins it waits for (``pending``: plugin → deadline)."""
     meta = pod.pod.metadata
-    return WaitingPod(
+    return WaitingPodAnnouncement(
         namespace=meta.namespace or "default",
         name=meta.name,
         uid=pod.uid,

@@ -38,7 +38,7 @@ def loaded_cache(
 
 
 def batch_scheduler(
-    snapshot: Cache,
+    cache: Cache,
     store: ClusterStore,
     pending: Sequence[Pod],
     *,
@@ -48,15 +48,13 @@ def batch_scheduler(
     clock: FakeClock | None = None,
 ) -> tuple[BatchScheduler, PendingPods]:
     """A BatchScheduler of the ``default-scheduler`` profile (``framework``, else the
-    default profile over ``snapshot``'s listers) with ``pending`` as its pending pods;
+    default profile over ``cache``'s listers) with ``pending`` as its pending pods;
     ``catch_up`` as BatchScheduler takes it; ``clock`` (default: a FakeClock)."""
     pods = PendingPods()
     pods.load(pending)
-    framework = framework or Framework(
-        default_profile(), in_tree_registry(), listers=snapshot.listers
-    )
+    framework = framework or Framework(default_profile(), in_tree_registry(), listers=cache.listers)
     scheduler = BatchScheduler(
-        snapshot,
+        cache,
         {"default-scheduler": framework},
         store,
         clock or FakeClock(),

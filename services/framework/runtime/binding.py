@@ -32,7 +32,7 @@ MAX_PERMIT_TIMEOUT: float = 15 * 60.0
 """Seconds a Permit plugin may make a pod wait at most (upstream's ``maxTimeout``)."""
 
 
-def run_permit(
+def run_permit_plugins(
     plugins: Sequence[PermitPlugin],
     waiting_pods: WaitingPods,
     state: CycleState,
@@ -67,7 +67,7 @@ def run_permit(
     return SUCCESS
 
 
-async def run_pre_bind(
+async def run_pre_bind_plugins(
     plugins: Sequence[PreBindPlugin], state: CycleState, pod: PodInfo, node: str
 ) -> Status:
     """``RunPreBindPlugins``: in order; the first failure (an error as ``running
@@ -86,7 +86,7 @@ async def run_pre_bind(
     return SUCCESS
 
 
-async def run_bind(
+async def run_bind_plugins(
     plugins: Sequence[BindPlugin], state: CycleState, pod: PodInfo, node: str
 ) -> Status:
     """``RunBindPlugins``: Skip without Bind plugins; else the first plugin that does
@@ -108,7 +108,7 @@ async def run_bind(
     return status
 
 
-def run_post_bind(
+def run_post_bind_plugins(
     plugins: Sequence[PostBindPlugin], state: CycleState, pod: PodInfo, node: str
 ) -> None:
     """``RunPostBindPlugins``: informational, every one in order."""
@@ -143,8 +143,8 @@ __all__ = [
     "StatefulPlugin",
     "binding_state",
     "restore_binding_state",
-    "run_bind",
-    "run_permit",
-    "run_post_bind",
-    "run_pre_bind",
+    "run_bind_plugins",
+    "run_permit_plugins",
+    "run_post_bind_plugins",
+    "run_pre_bind_plugins",
 ]

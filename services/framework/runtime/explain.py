@@ -1,7 +1,7 @@
 """``Explanation``: what every filter said about each node and how each scored, for one
 scheduling attempt (``--explain``), like kube-scheduler-simulator's results.
 
-:meth:`Framework.schedule_one` builds one only when asked (``explain=True``); the
+:meth:`Framework.schedule_pod` builds one only when asked (``explain=True``); the
 scheduling hot path never pays for it. :meth:`Explanation.to_json` is the shape that
 travels on the decision (annotation ``ksched.io/explain``) and that ``ksched simulate
 --explain --output json`` prints::

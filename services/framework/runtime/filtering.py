@@ -62,7 +62,7 @@ class Verdicts:
     results: list[FilterResult | None] = field(default_factory=list)
 
 
-def run_pre_filter(
+def run_pre_filter_plugins(
     plugins: Sequence[PreFilterPlugin],
     state: CycleState,
     pod: PodInfo,
@@ -105,7 +105,7 @@ def run_pre_filter(
     return result, returned, set(narrowing)
 
 
-def run_filters(
+def run_filter_plugins(
     plugins: Sequence[FilterPlugin],
     state: CycleState,
     pod: PodInfo,
@@ -208,7 +208,7 @@ def nominated_pass(
             return failed
         chosen = list(added_by_row)
         view = nodes.with_pods(chosen, added_by_row)
-        verdicts = run_filters(plugins, state, pod, view, np.ones(len(chosen), np.bool_))
+        verdicts = run_filter_plugins(plugins, state, pod, view, np.ones(len(chosen), np.bool_))
         rejected = shared_statuses(verdicts, plugins)
         for i in np.flatnonzero(~verdicts.passed).tolist():
             rejection = rejected(i)
@@ -230,7 +230,7 @@ def nominated_pass(
                 if not status.is_success():
                     raise StatusError(status.message())
         view = nodes.with_pods([row], {row: added})
-        verdicts = run_filters(plugins, with_pods, pod, view, np.ones(1, np.bool_))
+        verdicts = run_filter_plugins(plugins, with_pods, pod, view, np.ones(1, np.bool_))
         rejection = status_of(verdicts, plugins, 0)
         if rejection is not None:
             failed[row] = rejection
@@ -338,7 +338,7 @@ def filter_with_nominated(
     if nominated is not None:
         every = np.arange(n, dtype=np.intp)
         failed = nominated_pass(plugins, pre_filters, state, pod, view, every, nominated)
-    verdicts = run_filters(plugins, state, pod, view, np.ones(n, dtype=np.bool_))
+    verdicts = run_filter_plugins(plugins, state, pod, view, np.ones(n, dtype=np.bool_))
     passed = verdicts.passed
     for row in failed:
         passed[row] = False
@@ -366,7 +366,7 @@ def fits_with_nominated(
     nominated pods, so the pass with them runs only where the filters alone pass."""
     asked = np.zeros(view.num_nodes, dtype=np.bool_)
     asked[np.asarray(rows, dtype=np.intp)] = True
-    passed = run_filters(plugins, state, pod, view, asked).passed  # only asked rows pass
+    passed = run_filter_plugins(plugins, state, pod, view, asked).passed  # only asked rows pass
     if nominated is not None:
         alone = np.flatnonzero(passed)
         for row in nominated_pass(plugins, pre_filters, state, pod, view, alone, nominated):

@@ -1,6 +1,6 @@
 """``Framework``: a profile's plugins, run in upstream's order for one pod.
 
-:meth:`Framework.schedule_one` is the algorithm part of the scheduling cycle
+:meth:`Framework.schedule_pod` is the algorithm part of the scheduling cycle
 (``schedulePod``): PreFilter → Filter → (no node: FitError) → PreScore → Score →
 NormalizeScore → weighted sum → the best node, ties broken by the framework's seeded
 ``random.Random``. It reads the snapshot and changes nothing in it (the one state it
@@ -101,7 +101,7 @@ class Framework:
     ) -> None:
         """``listers``: the snapshot's (``Cache.listers``), for plugins that read
         namespaces, volumes or claims; an empty set when None. ``waiting_pods``: the
-        pods waiting at Permit that the plugins' Handle shows and ``run_permit`` adds
+        pods waiting at Permit that the plugins' Handle shows and ``run_permit_plugins`` adds
         to (none: no pod can wait). ``pods``: the pods by group (Coscheduling);
         ``now``: the clock plugins keep time by (default: the wall clock);
         ``preempting``: the queue's running preemptions (DefaultPreemption's PreEnqueue).
@@ -205,7 +205,7 @@ class Framework:
         )
         if self.recorder is None:
             return span
-        return Timed(span, self.recorder, name, self.profile.scheduler_name)
+        return Timed(self.recorder, name, self.profile.scheduler_name, span)
 
     def _plugin_timer(self) -> PluginTimer | None:
         """Per-plugin durations for this attempt, if it is one of the sampled ones."""
@@ -223,7 +223,7 @@ class Framework:
 
     # -- the algorithm ----------------------------------------------------------
 
-    def schedule_one(
+    def schedule_pod(
         self,
         snapshot: Cache | Snapshot,
         pod: Pod | PodInfo,
@@ -267,7 +267,7 @@ class Framework:
         if timer is not None and self.recorder is not None:
             self._sampled = self.recorder.sample()
         with self._span("PreFilter") as point:
-            narrowed, status, plugins = filtering.run_pre_filter(
+            narrowed, status, plugins = filtering.run_pre_filter_plugins(
                 self.pre_filter_plugins, state, pod, nodes, timer
             )
             if isinstance(point, Timed):
@@ -279,7 +279,7 @@ class Framework:
             return self._pre_filter_rejected(pod, state, nodes, diagnosis, status, explain)
         candidates, absent = self._candidates(nodes, narrowed.node_names, plugins)
         with self._span("Filter"):
-            verdicts = filtering.run_filters(
+            verdicts = filtering.run_filter_plugins(
                 self.filter_plugins, state, pod, nodes, candidates, timer
             )
             overrides: dict[int, Status] = {}
@@ -403,9 +403,9 @@ class Framework:
             return np.ones(len(rows), dtype=np.int64)
         timer = self._plugin_timer()
         with self._span("PreScore"):
-            scoring.run_pre_score(self.pre_score_plugins, state, pod, nodes, rows, timer)
+            scoring.run_pre_score_plugins(self.pre_score_plugins, state, pod, nodes, rows, timer)
         with self._span("Score"):
-            return scoring.run_score(
+            return scoring.run_score_plugins(
                 self.score_plugins, self.score_weights, state, pod, nodes, rows, breakdown, timer
             )
 
@@ -420,7 +420,7 @@ class Framework:
         result: PostFilterResult | None = None
         if self.post_filter_plugins and self._cycle_post_filter:
             with self._span("PostFilter") as point:
-                result, status = self.run_post_filter(state, pod, diagnosis)
+                result, status = self.run_post_filter_plugins(state, pod, diagnosis)
                 if isinstance(point, Timed):
                     point.status = status.code.name
             diagnosis.post_filter_msg = status.message()
@@ -435,7 +435,7 @@ class Framework:
 
     # -- after the algorithm ----------------------------------------------------
 
-    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunReservePluginsReserve``: the first failure, with its plugin."""
         for plugin in self.reserve_plugins:
             try:
@@ -449,12 +449,12 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
-    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """``RunReservePluginsUnreserve``: in reverse order."""
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node)
 
-    def run_post_filter(
+    def run_post_filter_plugins(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         """``RunPostFilterPlugins``: the first Success or UnschedulableAndUnresolvable
@@ -493,7 +493,7 @@ class Framework:
         snapshot (what PostFilter plugins and ``filter_many`` see) and ``state`` holds
         the PreFilter plugins' state, as upstream's tests and nodeFit checks use it."""
         self._cycle_nodes, self._cycle_nominated = nodes, nominated
-        return filtering.run_pre_filter(self.pre_filter_plugins, state, pod, nodes)[1]
+        return filtering.run_pre_filter_plugins(self.pre_filter_plugins, state, pod, nodes)[1]
 
     def cycle_nodes(self) -> Snapshot:
         if self._cycle_nodes is None:
@@ -548,19 +548,21 @@ class Framework:
             self.pre_filter_plugins, state, pod, to_remove, node, add=False
         )
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunPermitPlugins`` (see runtime.binding); a pod asked to wait joins the
         Handle's waiting pods."""
-        return binding.run_permit(self.permit_plugins, self.handle.waiting_pods, state, pod, node)
+        return binding.run_permit_plugins(
+            self.permit_plugins, self.handle.waiting_pods, state, pod, node
+        )
 
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        return await binding.run_pre_bind(self.pre_bind_plugins, state, pod, node)
+    async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        return await binding.run_pre_bind_plugins(self.pre_bind_plugins, state, pod, node)
 
-    async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        return await binding.run_bind(self.bind_plugins, state, pod, node)
+    async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        return await binding.run_bind_plugins(self.bind_plugins, state, pod, node)
 
-    def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        binding.run_post_bind(self.post_bind_plugins, state, pod, node)
+    def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        binding.run_post_bind_plugins(self.post_bind_plugins, state, pod, node)
 
     def binding_state(self, state: CycleState) -> dict[str, bytes]:
         return binding.binding_state(self._stateful, state)

@@ -1,21 +1,28 @@
-"""How the framework measures itself: the :class:`Recorder` it feeds (the scheduler's
-metrics), and :class:`Timed`, an extension point's span that records the point's
-duration and status."""
+"""How the extension points measure themselves: :class:`Timed`, the one helper every
+service times a point with (the scheduler's framework and its Reserve and Permit, the
+binder's PreBind, Bind, PostBind and Unreserve), the :class:`PointRecorder` it feeds
+(``scheduler_framework_extension_point_duration_seconds``), and the framework's
+:class:`Recorder` (the scheduler's metrics, with the per-plugin series)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 PluginTimer = Callable[[str, str, str, float, int], None]
 """``(plugin, extension_point, status, seconds, nodes evaluated)``."""
 
 
-class Recorder(Protocol):
-    """The scheduler's metrics, as the framework feeds them."""
+class PointRecorder(Protocol):
+    """Where an extension point's duration goes, by point, status code and profile."""
 
     def point(self, point: str, status: str, profile: str, seconds: float) -> None: ...
+
+
+class Recorder(PointRecorder, Protocol):
+    """The scheduler's metrics, as the framework feeds them."""
 
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
 
@@ -27,17 +34,33 @@ class Recorder(Protocol):
 
 
 class Timed:
-    """An extension point's span (or none) that records its duration and status."""
+    """One run of an extension point, timed::
 
-    __slots__ = ("_inner", "_name", "_profile", "_recorder", "_started", "status")
+        with Timed(recorder, "Reserve", profile) as point:
+            status = framework.run_reserve_plugins_reserve(state, pod, node)
+            point.status = status.code.name
 
-    def __init__(self, inner: Any, recorder: Recorder, name: str, profile: str) -> None:
-        self._inner, self._recorder, self._name, self._profile = inner, recorder, name, profile
+    When the block ends, its duration and ``status`` (``Success`` unless set; ``Error``
+    when an exception leaves the block) go to ``recorder.point``; with no recorder
+    nothing is recorded. ``span``: the point's trace span (or any context), entered
+    before the clock starts and left after the duration is recorded."""
+
+    __slots__ = ("_point", "_profile", "_recorder", "_span", "_started", "status")
+
+    def __init__(
+        self,
+        recorder: PointRecorder | None,
+        point: str,
+        profile: str,
+        span: AbstractContextManager[Any] | None = None,
+    ) -> None:
+        self._recorder, self._point, self._profile, self._span = recorder, point, profile, span
         self.status = "Success"
         self._started = 0.0
 
     def __enter__(self) -> Timed:
-        self._inner.__enter__()
+        if self._span is not None:
+            self._span.__enter__()
         self._started = time.perf_counter()
         return self
 
@@ -45,17 +68,9 @@ class Timed:
         elapsed = time.perf_counter() - self._started
         if error is not None:
             self.status = "Error"
-        self._recorder.point(self._name, self.status, self._profile, elapsed)
-        return self._inner.__exit__(kind, error, tb)
+        if self._recorder is not None:
+            self._recorder.point(self._point, self.status, self._profile, elapsed)
+        return None if self._span is None else self._span.__exit__(kind, error, tb)
 
 
-__all__ = ["PluginTimer", "Recorder", "Timed"]
-
-
-def record_point(
-    recorder: Recorder | None, profile: str, point: str, status: str, began: float
-) -> None:
-    """An extension point's duration since ``began`` (``time.perf_counter``) and its
-    status code, when there is a recorder (the framework is measured)."""
-    if recorder is not None:
-        recorder.point(point, status, profile, time.perf_counter() - began)
+__all__ = ["PluginTimer", "PointRecorder", "Recorder", "Timed"]

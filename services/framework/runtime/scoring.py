@@ -22,7 +22,7 @@ from services.framework.api.types import MAX_NODE_SCORE, MIN_NODE_SCORE, Int64Ar
 from services.framework.cache.snapshot import Snapshot
 
 
-def run_pre_score(
+def run_pre_score_plugins(
     plugins: Sequence[PreScorePlugin],
     state: CycleState,
     pod: PodInfo,
@@ -46,7 +46,7 @@ def run_pre_score(
             raise StatusError(f'running PreScore plugin "{plugin.name}": {status.message()}')
 
 
-def run_score(
+def run_score_plugins(
     plugins: Sequence[ScorePlugin],
     weights: Mapping[str, int],
     state: CycleState,

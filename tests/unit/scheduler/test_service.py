@@ -195,12 +195,12 @@ def test_extension_point_spans_only_when_they_go_somewhere(monkeypatch, explicit
         framework.tracer = provider.get_tracer("test")  # where the spans would go
     snapshot = snapshot_of([make_node("n1"), make_node("n2")])
     pod = PodInfo.of(make_pod("p", requests={"cpu": "1"}))
-    framework.schedule_one(snapshot, pod)
+    framework.schedule_pod(snapshot, pod)
     assert bool(exporter.get_finished_spans()) is spans
     # Asked per pod: a provider installed (or removed) later counts from the next one.
     state["installed"] = not installed
     exporter.clear()
-    framework.schedule_one(snapshot, pod)
+    framework.schedule_pod(snapshot, pod)
     assert bool(exporter.get_finished_spans()) is (explicit or not installed)
 
 

@@ -180,7 +180,7 @@ def both_dry_runs(
         plugin.absolute = absolute
         if node_by_node:
             framework.extensions_active = lambda state: True  # type: ignore[method-assign]
-        result = framework.schedule_one(cache, PodInfo.of(incoming))
+        result = framework.schedule_pod(cache, PodInfo.of(incoming))
         chosen = result.post_filter
         picked = (
             (chosen.nominated_node_name, [v.uid for v in chosen.victims], chosen.num_pdb_violations)

@@ -1,4 +1,4 @@
-"""The node-level plugins together, through Framework.schedule_one in upstream's
+"""The node-level plugins together, through Framework.schedule_pod in upstream's
 default order: the FitError message aggregates every plugin's reasons per node."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_fit_error_aggregates_the_first_rejecting_plugin_per_node():
         make_node("b"),
     ]
     pod = make_pod(affinity=affinity(required=[term(req("zone", "In", "zone1"))]))
-    result = framework().schedule_one(snapshot_of(nodes), pod)
+    result = framework().schedule_pod(snapshot_of(nodes), pod)
     assert result.node is None
     assert result.message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
@@ -72,7 +72,7 @@ def test_every_filter_reports():
         requests=[container({"cpu": "2"}, ports=[host_port(80)])],
         node_selector={"disk": "ssd"},
     )
-    result = framework().schedule_one(snapshot_of(nodes, [web]), pod)
+    result = framework().schedule_pod(snapshot_of(nodes, [web]), pod)
     assert result.message == (
         "0/5 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports "
         "for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, "
@@ -84,12 +84,12 @@ def test_every_filter_reports():
 
 def test_node_name_and_pinned_affinity():
     nodes = [make_node("a"), make_node("b")]
-    assert framework().schedule_one(snapshot_of(nodes), make_pod(node_name="b")).node == "b"
+    assert framework().schedule_pod(snapshot_of(nodes), make_pod(node_name="b")).node == "b"
     pinned = make_pod(affinity=affinity(required=[term(fields=[req("metadata.name", "In", "a")])]))
-    result = framework().schedule_one(snapshot_of(nodes), pinned)
+    result = framework().schedule_pod(snapshot_of(nodes), pinned)
     assert (result.node, result.evaluated_nodes) == ("a", 1)
     nowhere = make_pod(affinity=affinity(required=[term(fields=[req("metadata.name", "In", "c")])]))
-    result = framework().schedule_one(snapshot_of(nodes), nowhere)
+    result = framework().schedule_pod(snapshot_of(nodes), nowhere)
     assert result.message == (
         "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
@@ -108,13 +108,13 @@ def test_scores_pick_the_preferred_untainted_node_with_the_image():
         requests=[container({"cpu": "500m", "memory": "1Gi"}, image="registry.example/app:v1")],
         affinity=affinity(preferred=[(10, term(req("tier", "In", "fast")))]),
     )
-    result = framework().schedule_one(snapshot_of(nodes), pod, explain=True)
+    result = framework().schedule_pod(snapshot_of(nodes), pod, explain=True)
     assert result.node == "preferred"
     assert result.scores["TaintToleration"].tolist() == [0, 100, 100]
     assert result.scores["NodeAffinity"].tolist() == [100, 0, 100]
     assert result.scores["ImageLocality"].tolist() == [0, 0, 28]
     tolerant = make_pod(tolerations=[tol("spot", "Exists")], requests={"cpu": "1"})
-    result = framework().schedule_one(snapshot_of(nodes), tolerant, explain=True)
+    result = framework().schedule_pod(snapshot_of(nodes), tolerant, explain=True)
     assert result.scores["TaintToleration"].tolist() == [100, 100, 100]
 
 

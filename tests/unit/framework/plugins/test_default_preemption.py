@@ -115,7 +115,7 @@ class Cluster:
         by_node: dict[str, list[PodInfo]] = {}
         for other in self.nominated:
             by_node.setdefault(other.status.nominated_node_name or "", []).append(PodInfo.of(other))
-        return framework.schedule_one(snapshot, pod, nominated=NominatedPods.of(by_node))
+        return framework.schedule_pod(snapshot, pod, nominated=NominatedPods.of(by_node))
 
 
 def victims_of(result: ScheduleResult) -> tuple[str | None, list[str]]:
@@ -420,7 +420,7 @@ def test_a_waiting_victim_is_rejected() -> None:
         waiting_pods=Pods(),  # type: ignore[arg-type]
         now=lambda: NOW,
     )
-    result = framework.schedule_one(snapshot, preemptor())
+    result = framework.schedule_pod(snapshot, preemptor())
     assert victims_of(result) == ("n1", ["low"])
     assert rejected == [("default-low-uid", "DefaultPreemption", "preempted")]
 
@@ -471,7 +471,7 @@ def test_explain_shows_the_candidates_and_why_the_node_won() -> None:
     plugin = framework.plugins["DefaultPreemption"]
     assert isinstance(plugin, DefaultPreemption)
     plugin.offset = lambda n: 0
-    result = framework.schedule_one(snapshot, preemptor(), explain=True)
+    result = framework.schedule_pod(snapshot, preemptor(), explain=True)
     assert result.explanation is not None
     assert result.explanation.to_json()["preemption"] == {
         "candidates": [
@@ -490,7 +490,7 @@ def test_explain_shows_the_candidates_and_why_the_node_won() -> None:
         "decidedBy": "lowest highest-priority victim",
     }
     # Without --explain nothing is collected.
-    assert framework.schedule_one(snapshot, preemptor()).explanation is None
+    assert framework.schedule_pod(snapshot, preemptor()).explanation is None
 
 
 @pytest.mark.parametrize(

@@ -148,7 +148,7 @@ def test_the_fit_error_names_each_emptied_node_s_own_reason() -> None:
     ]
     pods = [_pod("a-0", 0, "1", "a"), _pod("b-0", 0, "1", "b")]
     framework, _, cache = framework_for(nodes, pods)
-    result = framework.schedule_one(cache, PodInfo.of(_pod("p", HIGH, "5", memory="2Gi")))
+    result = framework.schedule_pod(cache, PodInfo.of(_pod("p", HIGH, "5", memory="2Gi")))
     assert result.node is None
     assert result.message == (
         "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu. "

@@ -300,7 +300,7 @@ def test_preempt(
 ) -> None:
     framework, plugin, cache = framework_for([node(name) for name in nodes], pods)
     plugin.offset = lambda n: 0
-    result = framework.schedule_one(cache, incoming)
+    result = framework.schedule_pod(cache, incoming)
     assert result.node is None
     chosen = result.post_filter
     got = (

@@ -137,7 +137,7 @@ POST_FILTER = {
 def test_post_filter(case: PostFilterCase) -> None:
     framework, plugin, cache = framework_for(case.nodes, case.pods, case.pdbs)
     plugin.offset = lambda n: 0
-    result = framework.schedule_one(cache, case.pod)
+    result = framework.schedule_pod(cache, case.pod)
     assert result.node is None
     chosen = result.post_filter
     assert (chosen.nominated_node_name or None if chosen else None) == case.nominated

@@ -180,13 +180,13 @@ POD = PodInfo.of(make_pod("web"))
 )
 def test_reserve(codes: list[Code], want: Status) -> None:
     plugins = [Injected(f"p{i}", reserve_code=c) for i, c in enumerate(codes)]
-    assert framework_of(plugins).run_reserve(CycleState(), POD, "n1") == want
+    assert framework_of(plugins).run_reserve_plugins_reserve(CycleState(), POD, "n1") == want
 
 
 def test_unreserve_runs_in_reverse_order() -> None:
     plugins = [Injected(f"p{i}") for i in range(3)]
     state = CycleState()
-    framework_of(plugins).run_unreserve(state, POD, "n1")
+    framework_of(plugins).run_reserve_plugins_unreserve(state, POD, "n1")
     assert _order(state) == ["p2", "p1", "p0"]
 
 
@@ -228,14 +228,16 @@ WAIT_MESSAGE = 'one or more plugins asked to wait and no plugin rejected pod "we
 def test_permit(codes: list[Code], want: Status, waits: dict[str, float] | None) -> None:
     plugins = [Injected(f"p{i}", permit_code=c, permit_timeout=10) for i, c in enumerate(codes)]
     recorder = Recorder()
-    assert framework_of(plugins, waiting=recorder).run_permit(CycleState(), POD, "n1") == want
+    assert (
+        framework_of(plugins, waiting=recorder).run_permit_plugins(CycleState(), POD, "n1") == want
+    )
     assert recorder.added == ([] if waits is None else [("default/web", "n1", waits)])
 
 
 def test_permit_timeout_is_capped_at_15_minutes() -> None:
     plugins = [Injected("long", permit_code=Code.Wait, permit_timeout=3600)]
     recorder = Recorder()
-    framework_of(plugins, waiting=recorder).run_permit(CycleState(), POD, "n1")
+    framework_of(plugins, waiting=recorder).run_permit_plugins(CycleState(), POD, "n1")
     assert recorder.added == [("default/web", "n1", {"long": MAX_PERMIT_TIMEOUT})]
     assert go_duration(MAX_PERMIT_TIMEOUT) == "15m0s"
 
@@ -243,7 +245,7 @@ def test_permit_timeout_is_capped_at_15_minutes() -> None:
 def test_permit_wait_without_waiting_pods_is_an_error_of_the_caller() -> None:
     plugins = [Injected("p0", permit_code=Code.Wait, permit_timeout=1)]
     with pytest.raises(RuntimeError, match="cannot wait at Permit"):
-        framework_of(plugins).run_permit(CycleState(), POD, "n1")
+        framework_of(plugins).run_permit_plugins(CycleState(), POD, "n1")
 
 
 @pytest.mark.parametrize(
@@ -261,7 +263,7 @@ def test_permit_wait_without_waiting_pods_is_an_error_of_the_caller() -> None:
 )
 async def test_pre_bind(codes: list[Code], want: Status) -> None:
     plugins = [Injected(f"p{i}", pre_bind_code=c) for i, c in enumerate(codes)]
-    assert await framework_of(plugins).run_pre_bind(CycleState(), POD, "n1") == want
+    assert await framework_of(plugins).run_pre_bind_plugins(CycleState(), POD, "n1") == want
 
 
 @pytest.mark.parametrize(
@@ -286,7 +288,7 @@ async def test_bind_first_plugin_that_does_not_skip_decides(
     plugins = [Injected(f"p{i}", bind_code=c) for i, c in enumerate(codes)]
     state = CycleState()
     framework = framework_of(plugins, bind_default=default)
-    assert await framework.run_bind(state, POD, "n1") == want
+    assert await framework.run_bind_plugins(state, POD, "n1") == want
     bound = [p.name for p in plugins if p.calls.count("bind") and p.bind_code == Code.Success]
     if bound_by == "DefaultBinder":
         assert state.effects == [BindEffect("n1")] and bound == []
@@ -301,7 +303,7 @@ async def test_bind_first_plugin_that_does_not_skip_decides(
 
 def test_post_bind_runs_every_plugin() -> None:
     plugins = [Injected(f"p{i}") for i in range(3)]
-    framework_of(plugins).run_post_bind(CycleState(), POD, "n1")
+    framework_of(plugins).run_post_bind_plugins(CycleState(), POD, "n1")
     assert [p.calls for p in plugins] == [["post_bind"]] * 3
 
 
@@ -323,7 +325,7 @@ def test_post_bind_runs_every_plugin() -> None:
 )
 def test_post_filter(codes: list[Code], want: Status) -> None:
     plugins = [Rejector(f"f{i}", c) for i, c in enumerate(codes)]
-    assert framework_of(plugins).run_post_filter(CycleState(), POD, Diagnosis())[1] == want
+    assert framework_of(plugins).run_post_filter_plugins(CycleState(), POD, Diagnosis())[1] == want
 
 
 def test_rejection_is_a_fit_error_of_one_node() -> None:

@@ -1,4 +1,4 @@
-"""Framework.schedule_one(explain=True): filter verdicts per node, scores per plugin."""
+"""Framework.schedule_pod(explain=True): filter verdicts per node, scores per plugin."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_filter_verdicts_and_weighted_scores() -> None:
         make_node("c", allocatable=ALLOCATABLE),
         make_node("d", allocatable=ALLOCATABLE),
     ]
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "1Gi"}), explain=True
     )
     assert result.explanation is not None
@@ -80,7 +80,7 @@ def test_totals_are_the_sum_of_the_weighted_scores() -> None:
         FixedScore({f"n{i}": 7 * i for i in range(8)}), score=[("FixedScore", 2)]
     )
     nodes = [make_node(f"n{i}", allocatable={**ALLOCATABLE, "cpu": str(2 + i)}) for i in range(8)]
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(nodes), make_pod(requests={"cpu": "1"}), explain=True
     )
     assert result.explanation is not None
@@ -99,7 +99,7 @@ def test_totals_are_the_sum_of_the_weighted_scores() -> None:
 def test_pre_filter_rejection_is_every_node_s_status() -> None:
     rejection = Status(Code.UnschedulableAndUnresolvable, ("pod has unbound PVCs",))
     framework = framework_with(FixedPreFilter(status=rejection), pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
@@ -124,7 +124,7 @@ def test_pre_filter_rejection_is_every_node_s_status() -> None:
 def test_nodes_outside_the_pre_filter_result_name_the_narrowing_plugin() -> None:
     narrowing = FixedPreFilter(result=PreFilterResult(frozenset({"b"})))
     framework = framework_with(narrowing, pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
@@ -151,7 +151,7 @@ def test_nodes_outside_the_pre_filter_result_name_the_narrowing_plugin() -> None
 
 def test_no_explanation_unless_asked() -> None:
     framework = framework_with()
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),

@@ -1,4 +1,4 @@
-"""Framework.schedule_one: FitError messages, selection, tie-breaking, nominated pods."""
+"""Framework.schedule_pod: FitError messages, selection, tie-breaking, nominated pods."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_fit_error_message_counts_every_reason_over_nodes():
         make_node("also-cpu-short", allocatable={**ALLOCATABLE, "cpu": "1"}),
     ]
     bound = [make_pod("running", node_name="full")]
-    result = default_framework().schedule_one(
+    result = default_framework().schedule_pod(
         snapshot_of(nodes, bound), make_pod(requests={"cpu": "2", "memory": "2Gi"})
     )
     assert result.node is None
@@ -65,7 +65,7 @@ def test_fit_error_histogram_is_sorted_as_go_strings():
     nodes += [
         make_node(f"low-mem{i}", allocatable={**ALLOCATABLE, "memory": "1Gi"}) for i in range(2)
     ]
-    result = default_framework().schedule_one(
+    result = default_framework().schedule_pod(
         snapshot_of(nodes), make_pod(requests={"cpu": "2", "memory": "2Gi"})
     )
     assert result.message == (
@@ -81,7 +81,7 @@ def test_first_rejecting_plugin_wins_per_node():
         make_node("b", allocatable=ALLOCATABLE),
         make_node("c", allocatable={**ALLOCATABLE, "cpu": "1"}),
     ]
-    result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
+    result = framework.schedule_pod(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
     # NodeResourcesFit runs first (default multiPoint order), RejectNodes after it.
     assert result.message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint, 2 Insufficient cpu."
@@ -90,7 +90,7 @@ def test_first_rejecting_plugin_wins_per_node():
 
 
 def test_no_nodes_at_all():
-    result = default_framework().schedule_one(snapshot_of([]), make_pod())
+    result = default_framework().schedule_pod(snapshot_of([]), make_pod())
     assert result.status == Status(
         Code.UnschedulableAndUnresolvable, ("no nodes available to schedule pods",)
     )
@@ -100,7 +100,7 @@ def test_no_nodes_at_all():
 def test_pre_filter_rejection_message():
     rejection = Status(Code.UnschedulableAndUnresolvable, ("pod has unbound PVCs", "and more"))
     framework = framework_with(FixedPreFilter(status=rejection), pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
@@ -119,16 +119,16 @@ def test_pre_filter_result_narrows_the_nodes():
         make_node("b", allocatable={**ALLOCATABLE, "cpu": "1"}),
         make_node("c", allocatable={**ALLOCATABLE, "cpu": "1"}),
     ]
-    result = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
+    result = framework.schedule_pod(snapshot_of(nodes), make_pod(requests={"cpu": "2"}))
     assert result.message == (
         "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [FixedPreFilter], "
         "2 Insufficient cpu."
     )
-    fitting = framework.schedule_one(snapshot_of(nodes), make_pod(requests={"cpu": "1"}))
+    fitting = framework.schedule_pod(snapshot_of(nodes), make_pod(requests={"cpu": "1"}))
     assert fitting.node in {"b", "c"}
     empty = FixedPreFilter(result=PreFilterResult(frozenset()))
     framework = framework_with(empty, pre_filter=["FixedPreFilter"])
-    result = framework.schedule_one(snapshot_of(nodes), make_pod())
+    result = framework.schedule_pod(snapshot_of(nodes), make_pod())
     assert result.message == (
         "0/3 nodes are available: node(s) didn't satisfy plugin FixedPreFilter."
     )
@@ -144,7 +144,7 @@ def test_least_allocated_picks_the_emptiest_node():
         make_pod("b1", node_name="busy", requests={"cpu": "3", "memory": "6Gi"}),
         make_pod("h1", node_name="half", requests={"cpu": "2", "memory": "4Gi"}),
     ]
-    result = default_framework().schedule_one(
+    result = default_framework().schedule_pod(
         snapshot_of(nodes, bound), make_pod(requests={"cpu": "1", "memory": "1Gi"})
     )
     assert (result.node, result.feasible_nodes, result.evaluated_nodes) == ("idle", 3, 3)
@@ -152,7 +152,7 @@ def test_least_allocated_picks_the_emptiest_node():
 
 def test_single_feasible_node_is_chosen_without_scoring():
     framework = framework_with(FixedScore({"a": 100}), score=[("FixedScore", 1)])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [
                 make_node("a", allocatable={**ALLOCATABLE, "cpu": "1"}),
@@ -167,7 +167,7 @@ def test_single_feasible_node_is_chosen_without_scoring():
 
 def test_weights_and_explain():
     framework = framework_with(FixedScore({"a": 10, "b": 40}), score=[("FixedScore", 3)])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
@@ -191,7 +191,7 @@ def test_weights_and_explain():
 )
 def test_a_score_out_of_range_is_an_error(scores, invalid):
     framework = framework_with(FixedScore(scores), score=[("FixedScore", 1)])
-    result = framework.schedule_one(
+    result = framework.schedule_pod(
         snapshot_of(
             [make_node("a", allocatable=ALLOCATABLE), make_node("b", allocatable=ALLOCATABLE)]
         ),
@@ -213,7 +213,7 @@ def test_ties_are_broken_at_random_reproducibly():
 
     def picks(seed: int) -> list[str | None]:
         framework = default_framework(seed)
-        return [framework.schedule_one(snapshot, pod).node for _ in range(200)]
+        return [framework.schedule_pod(snapshot, pod).node for _ in range(200)]
 
     first = picks(7)
     assert first == picks(7)
@@ -239,12 +239,12 @@ class TestNominatedPods:
         waiting = make_pod("preemptor", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
         pod = make_pod("late", priority=5, requests={"cpu": "2"})
         framework = default_framework()
-        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        result = framework.schedule_pod(snapshot, pod, nominated=self.nominated(waiting))
         assert result.message == (
             "0/1 nodes are available: 1 Insufficient cpu."
             " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
-        assert framework.schedule_one(snapshot, pod).node == "a"  # without nominator
+        assert framework.schedule_pod(snapshot, pod).node == "a"  # without nominator
 
     @pytest.mark.parametrize(
         "waiting",
@@ -257,7 +257,7 @@ class TestNominatedPods:
     def test_ignored_nominations(self, waiting):
         snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
         pod = make_pod("late", priority=5, requests={"cpu": "2"})
-        result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        result = default_framework().schedule_pod(snapshot, pod, nominated=self.nominated(waiting))
         assert result.node == "a"
 
     @staticmethod
@@ -278,13 +278,13 @@ class TestNominatedPods:
         prefilter, framework, snapshot = self.company()
         waiting = make_pod("w", priority=10, nominated_node_name="a")
         pod = make_pod("p", priority=10)
-        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        result = framework.schedule_pod(snapshot, pod, nominated=self.nominated(waiting))
         # "a" passes with the nominated pod (it has company) but not without it. It
         # fails without, and "b" fits: the pass with the pod (AddPod) is not needed.
         assert result.node == "b"
         assert prefilter.added == []
         alone = snapshot_of([make_node("a", allocatable=ALLOCATABLE)])
-        result = framework.schedule_one(alone, pod, nominated=self.nominated(waiting))
+        result = framework.schedule_pod(alone, pod, nominated=self.nominated(waiting))
         # Nothing fits: every node's status is shown, so the pass with the pod runs.
         assert prefilter.added == [("default/w", "a")]
         assert (
@@ -301,11 +301,11 @@ class TestNominatedPods:
         waiting = make_pod("w", priority=10, requests={"memory": "2Gi"}, nominated_node_name="a")
         pod = make_pod("p", priority=5, requests={"cpu": "2", "memory": "1Gi"})
         nominated = self.nominated(waiting)
-        result = default_framework().schedule_one(snapshot, pod, nominated=nominated, explain=True)
+        result = default_framework().schedule_pod(snapshot, pod, nominated=nominated, explain=True)
         assert result.node == "b" and result.explanation is not None
         shown = result.explanation.to_json()["filter"]["a"]
         assert shown["reasons"] == ["Insufficient cpu", "Insufficient memory"]
-        plain = default_framework().schedule_one(snapshot, pod, explain=True)
+        plain = default_framework().schedule_pod(snapshot, pod, explain=True)
         assert plain.explanation is not None
         assert plain.explanation.to_json()["filter"]["a"]["reasons"] == ["Insufficient cpu"]
 
@@ -412,7 +412,7 @@ class TestNominatedPods:
             return waiting.get(name, [])
 
         pod = make_pod("p", priority=10, requests={"cpu": "2"})
-        result = default_framework().schedule_one(
+        result = default_framework().schedule_pod(
             cache, pod, nominated=NominatedPods(tuple(waiting), pods_for)
         )
         assert result.post_filter is not None and result.post_filter.nominated_node_name == "c"
@@ -429,7 +429,7 @@ class TestNominatedPods:
             make_pod("wc", priority=10, requests={"cpu": "2"}, nominated_node_name="c"),
         ]
         pod = make_pod("p", priority=5, requests={"cpu": "1", "memory": "1Gi"})
-        result = default_framework().schedule_one(snapshot, pod, nominated=self.nominated(*waiting))
+        result = default_framework().schedule_pod(snapshot, pod, nominated=self.nominated(*waiting))
         assert result.message.startswith(
             "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
         )
@@ -439,7 +439,7 @@ class TestNominatedPods:
         snapshot = snapshot_of([make_node("a", allocatable={**ALLOCATABLE, "cpu": "2"})])
         waiting = make_pod("w", priority=10, requests={"cpu": "2"}, nominated_node_name="a")
         pod = make_pod("p", requests={"cpu": "1"})
-        result = framework.schedule_one(snapshot, pod, nominated=self.nominated(waiting))
+        result = framework.schedule_pod(snapshot, pod, nominated=self.nominated(waiting))
         assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
 
 
@@ -452,4 +452,4 @@ def test_nominated_node_of_the_pod_is_preferred():
         ]
     )
     pod = make_pod(requests={"cpu": "1"}, nominated_node_name="c")
-    assert {default_framework(s).schedule_one(snapshot, pod).node for s in range(10)} == {"c"}
+    assert {default_framework(s).schedule_pod(snapshot, pod).node for s in range(10)} == {"c"}

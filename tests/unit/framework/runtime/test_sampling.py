@@ -107,7 +107,7 @@ def nodes(count: int, small: frozenset[int] | set[int] = frozenset()) -> list[An
 
 
 def evaluated(framework: Framework, snapshot: Any, pod: Any) -> tuple[int, int, list[str]]:
-    result = framework.schedule_one(snapshot, pod, explain=True)
+    result = framework.schedule_pod(snapshot, pod, explain=True)
     assert result.explanation is not None
     return result.evaluated_nodes, result.feasible_nodes, list(result.explanation.filter)
 
@@ -115,12 +115,12 @@ def evaluated(framework: Framework, snapshot: Any, pod: Any) -> tuple[int, int, 
 class TestSampledSearch:
     def test_not_set_scores_every_node(self) -> None:
         snapshot = snapshot_of(nodes(300))
-        result = sampled(None).schedule_one(snapshot, make_pod(requests={"cpu": "1"}))
+        result = sampled(None).schedule_pod(snapshot, make_pod(requests={"cpu": "1"}))
         assert (result.evaluated_nodes, result.feasible_nodes) == (300, 300)
 
     def test_small_clusters_are_searched_whole(self) -> None:
         snapshot = snapshot_of(nodes(99))
-        result = sampled(10).schedule_one(snapshot, make_pod(requests={"cpu": "1"}))
+        result = sampled(10).schedule_pod(snapshot, make_pod(requests={"cpu": "1"}))
         assert (result.evaluated_nodes, result.feasible_nodes) == (99, 99)
 
     def test_rotation_across_cycles(self) -> None:
@@ -150,7 +150,7 @@ class TestSampledSearch:
         assert (count, feasible) == (150, 100)
         assert shown == [f"n{i}" for i in range(150)]
         assert framework.next_start_node_index.value == 150
-        result = framework.schedule_one(snapshot, pod, explain=True)
+        result = framework.schedule_pod(snapshot, pod, explain=True)
         assert result.explanation is not None
         assert next(iter(result.explanation.filter)) == "n150"
         assert result.evaluated_nodes == 150  # n150 … n299, then stopped at n0
@@ -160,17 +160,17 @@ class TestSampledSearch:
         framework = sampled(50, scores=False)
         snapshot = snapshot_of(nodes(200, small={0, 1}))
         pod = make_pod(requests={"cpu": "2"})
-        result = framework.schedule_one(snapshot, pod)
+        result = framework.schedule_pod(snapshot, pod)
         # n0 ✗, n1 ✗, n2 ✓, and the search stops at n3, the second feasible node.
         assert (result.node, result.evaluated_nodes, result.feasible_nodes) == ("n2", 3, 1)
         assert framework.next_start_node_index.value == 3
-        assert framework.schedule_one(snapshot, pod).node == "n3"
+        assert framework.schedule_pod(snapshot, pod).node == "n3"
 
     def test_no_fit_processes_every_node_and_keeps_the_rotation(self) -> None:
         framework = sampled(0)
         framework.next_start_node_index.value = 7
         snapshot = snapshot_of(nodes(150))
-        result = framework.schedule_one(snapshot, make_pod(requests={"cpu": "8"}))
+        result = framework.schedule_pod(snapshot, make_pod(requests={"cpu": "8"}))
         assert result.message == (
             "0/150 nodes are available: 150 Insufficient cpu. preemption: 0/150 nodes are "
             "available: 150 No preemption victims found for incoming pod."
@@ -181,7 +181,7 @@ class TestSampledSearch:
         framework = sampled(0)
         snapshot = snapshot_of(nodes(150))
         pod = make_pod(requests={"cpu": "1"}, nominated_node_name="n77")
-        result = framework.schedule_one(snapshot, pod)
+        result = framework.schedule_pod(snapshot, pod)
         assert (result.node, result.evaluated_nodes, result.feasible_nodes) == ("n77", 1, 1)
         assert framework.next_start_node_index.value == 0
 
@@ -192,7 +192,7 @@ class TestSampledSearch:
         narrowing = FixedPreFilter(result=PreFilterResult(allowed))
         framework = framework_with(narrowing, pre_filter=["FixedPreFilter"])
         framework.profile = dataclasses.replace(framework.profile, percentage_of_nodes_to_score=100)
-        result = framework.schedule_one(snapshot_of(nodes(400)), make_pod(requests={"cpu": "1"}))
+        result = framework.schedule_pod(snapshot_of(nodes(400)), make_pod(requests={"cpu": "1"}))
         assert (result.evaluated_nodes, result.feasible_nodes) == (112, 112)
         assert framework.next_start_node_index.value == 112
 

@@ -1,4 +1,4 @@
-"""InterPodAffinity inside Framework.schedule_one: placements, FitError messages, the
+"""InterPodAffinity inside Framework.schedule_pod: placements, FitError messages, the
 nominated-pods pass (AddPod) and the index following the snapshot between cycles."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_required_affinity_follows_the_group_into_its_zone():
         incoming = make_pod(
             fresh(), labels={"app": "web"}, affinity=pod_affinity([term("zone", in_("app", "db"))])
         )
-        result = fw.schedule_one(snap, incoming)
+        result = fw.schedule_pod(snap, incoming)
         assert result.node in {"b1", "b2"}
         snap.assume(PodInfo.of(incoming), result.node)
 
@@ -68,7 +68,7 @@ def test_first_pod_of_a_group_goes_anywhere_then_the_group_follows():
         incoming = make_pod(
             fresh(), labels={"app": "web"}, affinity=pod_affinity([term("zone", exists("app"))])
         )
-        result = fw.schedule_one(snap, incoming)
+        result = fw.schedule_pod(snap, incoming)
         assert result.node is not None
         placed.append(ZONES[result.node])
         snap.assume(PodInfo.of(incoming), result.node)
@@ -85,11 +85,11 @@ def test_anti_affinity_spreads_one_per_host_then_fails_with_upstreams_message():
             labels={"app": "web"},
             affinity=pod_affinity(anti=[term("host", exists("app"))]),
         )
-        result = fw.schedule_one(snap, incoming)
+        result = fw.schedule_pod(snap, incoming)
         assert result.node is not None and result.node not in hosts
         hosts.add(result.node)
         snap.assume(PodInfo.of(incoming), result.node)
-    result = fw.schedule_one(
+    result = fw.schedule_pod(
         snap,
         make_pod(
             fresh(),
@@ -114,7 +114,7 @@ def test_existing_pods_anti_affinity_keeps_the_pod_out_of_their_zone():
             )
         ],
     )
-    result = framework(snap).schedule_one(snap, make_pod(fresh(), labels={"app": "x"}))
+    result = framework(snap).schedule_pod(snap, make_pod(fresh(), labels={"app": "x"}))
     assert result.node in {"b1", "b2"}
 
 
@@ -133,7 +133,7 @@ def test_fit_error_counts_each_nodes_first_reason():
     incoming = make_pod(
         fresh(), labels={"app": "x"}, affinity=pod_affinity(anti=[term("host", exists("app"))])
     )
-    result = framework(snap).schedule_one(snap, incoming)
+    result = framework(snap).schedule_pod(snap, incoming)
     assert result.message == (
         "0/4 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
         "3 node(s) didn't match pod anti-affinity rules."
@@ -148,7 +148,7 @@ def test_unmatched_required_affinity_is_unresolvable():
     incoming = make_pod(
         fresh(), labels={"app": "x"}, affinity=pod_affinity([term("zone", in_("app", "db"))])
     )
-    result = framework(snap).schedule_one(snap, incoming)
+    result = framework(snap).schedule_pod(snap, incoming)
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
         " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
@@ -168,7 +168,7 @@ def test_preferred_anti_affinity_scores_away_from_matching_pods():
         labels={"app": "web"},
         affinity=pod_affinity(preferred_anti=[(100, term("host", exists("app")))]),
     )
-    result = fw.schedule_one(snap, incoming, explain=True)
+    result = fw.schedule_pod(snap, incoming, explain=True)
     assert result.node == "b2"
 
 
@@ -180,7 +180,7 @@ def test_nominated_pod_matching_the_incoming_anti_affinity_blocks_its_node(where
     incoming = make_pod(
         fresh(), labels={"app": "web"}, affinity=pod_affinity(anti=[term("host", exists("app"))])
     )
-    result = fw.schedule_one(snap, incoming, nominated=NominatedPods.of({where: [nominee]}))
+    result = fw.schedule_pod(snap, incoming, nominated=NominatedPods.of({where: [nominee]}))
     assert result.node is not None and result.node != where
 
 
@@ -205,7 +205,7 @@ def test_the_cycle_state_says_when_the_first_pod_of_a_group_was_waived(case):
     existing, labels, affinity, waived = case
     snap = snapshot(cluster(), existing)
     state = CycleState()
-    result = framework(snap).schedule_one(
+    result = framework(snap).schedule_pod(
         snap, make_pod(fresh(), labels=labels, affinity=pod_affinity(affinity)), state=state
     )
     assert state.first_of_group is waived

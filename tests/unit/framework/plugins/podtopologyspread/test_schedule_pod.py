@@ -64,7 +64,7 @@ def test_hard_zone_constraint_places_the_pod_in_the_emptiest_zone():
         make_pod("e2", node_name="b1", labels={"app": "web"}),
     ]
     incoming = spread(make_pod("p", labels={"app": "web"}), 1, ZONE, DNS, labels(app="web"))
-    result = framework().schedule_one(snapshot_of(NODES, existing), incoming)
+    result = framework().schedule_pod(snapshot_of(NODES, existing), incoming)
     assert result.status.is_success()
     assert result.node == "c1"
     assert result.feasible_nodes == 1
@@ -80,7 +80,7 @@ def test_fit_error_message_counts_the_reasons():
         make_pod("e3", node_name="c1", labels={"foo": ""}),
     ]
     incoming = spread(make_pod("p", labels={"foo": ""}), 1, ZONE, DNS, FOO, min_domains=4)
-    result = framework().schedule_one(snapshot_of(nodes, existing), incoming)
+    result = framework().schedule_pod(snapshot_of(nodes, existing), incoming)
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/5 nodes are available: 1 node(s) didn't match pod topology spread constraints "
@@ -102,7 +102,7 @@ def test_repeated_scheduling_spreads_evenly():
         incoming = PodInfo.of(
             spread(make_pod(f"p{i}", labels={"app": "web"}), 1, ZONE, DNS, selector)
         )
-        result = fw.schedule_one(snapshot, incoming)
+        result = fw.schedule_pod(snapshot, incoming)
         assert result.node is not None, result.message
         snapshot.assume(incoming, result.node)
         placed[result.node.rstrip("0123456789")[:1]] += 1
@@ -116,7 +116,7 @@ def test_soft_hostname_constraint_prefers_the_node_with_fewest_matching_pods():
         make_pod("e3", node_name="b1", labels={"foo": ""}),
     ]
     incoming = spread(make_pod("p", labels={"foo": ""}), 1, HOSTNAME, SA, FOO)
-    result = framework().schedule_one(snapshot_of(NODES, existing), incoming, explain=True)
+    result = framework().schedule_pod(snapshot_of(NODES, existing), incoming, explain=True)
     assert result.node == "c1"
     assert result.scores["PodTopologySpread"].tolist() == [0, 0, 0, 100]
 
@@ -129,7 +129,7 @@ def test_system_defaults_spread_the_pods_of_one_replica_set():
         incoming = PodInfo.of(
             owned_by(make_pod(f"p{i}", labels={"app": "web"}), "ReplicaSet", "rs1")
         )
-        result = fw.schedule_one(snapshot, incoming)
+        result = fw.schedule_pod(snapshot, incoming)
         assert result.node is not None
         snapshot.assume(incoming, result.node)
         placed[result.node] += 1
@@ -147,7 +147,7 @@ def test_list_defaults_apply_hard_constraints_to_pods_without_their_own():
         for i, n in enumerate(("a1", "b1"))
     ]
     incoming = owned_by(make_pod("p", labels={"app": "web"}), "ReplicaSet", "rs1")
-    result = framework(args=args, objects=WEB_RS).schedule_one(
+    result = framework(args=args, objects=WEB_RS).schedule_pod(
         snapshot_of(NODES, existing), incoming
     )
     assert result.node == "c1"
@@ -161,7 +161,7 @@ def test_nominated_pods_count_on_their_node():
     incoming = spread(make_pod("late", labels={"foo": ""}), 1, ZONE, DNS, FOO)
     for seed in range(5):
         fw = framework(seed)
-        result = fw.schedule_one(snapshot, incoming, nominated=NominatedPods.of({"c1": [nominee]}))
+        result = fw.schedule_pod(snapshot, incoming, nominated=NominatedPods.of({"c1": [nominee]}))
         assert result.node == "b1"
-        result = fw.schedule_one(snapshot, incoming, nominated=NominatedPods.of({"b1": [nominee]}))
+        result = fw.schedule_pod(snapshot, incoming, nominated=NominatedPods.of({"b1": [nominee]}))
         assert result.node == "c1"
