@@ -29,7 +29,7 @@ from services.common.clock import FakeClock
 from services.queue.cluster_events import NODE_ADD
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 
 BATCH = 128
 
@@ -86,7 +86,7 @@ def run_queue_ops(pods: int) -> QueueOpsRun:
         for i, (old, new) in enumerate(zip(created, changed, strict=True)):
             queue.update(old, new, priority=i % 7)
 
-    batches: list[list[QueuedPodInfo]] = []
+    batches: list[list[QueueEntry]] = []
 
     def pop() -> None:
         while batch := queue.pop(BATCH):

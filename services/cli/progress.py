@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from services.queue.types import QueuedPodInfo, SubQueue
+from services.queue.types import QueueEntry, SubQueue
 
 MAX_SAME_FAILURES: Final = 5
 """Attempts in a row failing with the same FailedScheduling message after which the
@@ -56,7 +56,7 @@ class Progress:
         self._quiet_seq = 0
         self._last: dict[str, _LastAttempt] = {}
 
-    def quiet(self, pods: Iterable[QueuedPodInfo], seq: int) -> None:
+    def quiet(self, pods: Iterable[QueueEntry], seq: int) -> None:
         """A quiet point: every attempt so far has ended, ``seq`` is applied everywhere.
         Pods attempted since the previous quiet point get a new record."""
         last: dict[str, _LastAttempt] = {}
@@ -71,7 +71,7 @@ class Progress:
         self._last = last
         self._quiet_seq = seq
 
-    def may_progress(self, info: QueuedPodInfo) -> bool:
+    def may_progress(self, info: QueueEntry) -> bool:
         """Whether another attempt of this pod could end otherwise than its last one:
         it is in activeQ or in flight, or in backoffQ with a change since its last
         attempt and fewer than ``max_same_failures`` identical failures in a row."""
@@ -86,5 +86,5 @@ class Progress:
             return False
         return record.seen_seq < self._quiet_seq
 
-    def any_may_progress(self, pods: Iterable[QueuedPodInfo]) -> bool:
+    def any_may_progress(self, pods: Iterable[QueueEntry]) -> bool:
         return any(self.may_progress(info) for info in pods)

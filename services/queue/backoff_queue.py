@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Final
 
 from services.queue.heap import Key, KeyedHeap
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 
 ORDERING_WINDOW: Final = 1.0
 """``backoffQOrderingWindowDuration``: seconds per ordering window, also the flush period."""
@@ -34,7 +34,7 @@ class BackoffQueue:
         *,
         initial_backoff: float,
         max_backoff: float,
-        active_key: Callable[[QueuedPodInfo], Key],
+        active_key: Callable[[QueueEntry], Key],
         pop_from_backoff: bool,
     ) -> None:
         """``active_key``: activeQ's order, the tie-breaker within a window."""
@@ -43,10 +43,10 @@ class BackoffQueue:
         self.pop_from_backoff = pop_from_backoff
         expiry = self._expiry_key
         if pop_from_backoff:
-            self._pods: KeyedHeap[QueuedPodInfo] = KeyedHeap(lambda i: (expiry(i), *active_key(i)))
+            self._pods: KeyedHeap[QueueEntry] = KeyedHeap(lambda i: (expiry(i), *active_key(i)))
         else:
             self._pods = KeyedHeap(lambda i: (expiry(i), i.order))
-        self._errors: KeyedHeap[QueuedPodInfo] = KeyedHeap(lambda i: (expiry(i), i.order))
+        self._errors: KeyedHeap[QueueEntry] = KeyedHeap(lambda i: (expiry(i), i.order))
 
     def __len__(self) -> int:
         return len(self._pods) + len(self._errors)
@@ -67,7 +67,7 @@ class BackoffQueue:
             duration += duration
         return min(duration, self.max_backoff)
 
-    def backoff_time(self, info: QueuedPodInfo) -> float | None:
+    def backoff_time(self, info: QueueEntry) -> float | None:
         """``getBackoffTime``: when the pod's backoff ends (aligned to its window), or
         None when it owes none (never failed, or podMaxBackoffSeconds is 0)."""
         if self.max_backoff == 0:
@@ -80,13 +80,13 @@ class BackoffQueue:
             info.backoff_expiration = self._align(end)
         return info.backoff_expiration
 
-    def is_backing_off(self, info: QueuedPodInfo, now: float) -> bool:
+    def is_backing_off(self, info: QueueEntry, now: float) -> bool:
         """``isPodBackingoff``: still inside its backoff, or inside the window the
         backoff ends in."""
         end = self.backoff_time(info)
         return end is not None and end >= self._align(now)
 
-    def completes_at(self, info: QueuedPodInfo) -> float:
+    def completes_at(self, info: QueueEntry) -> float:
         """The first clock time at which the pod is no longer backing off."""
         end = self.backoff_time(info)
         if end is None:
@@ -96,13 +96,13 @@ class BackoffQueue:
     def _align(self, t: float) -> float:
         return math.floor(t / ORDERING_WINDOW) * ORDERING_WINDOW if self.pop_from_backoff else t
 
-    def _expiry_key(self, info: QueuedPodInfo) -> float:
+    def _expiry_key(self, info: QueueEntry) -> float:
         end = self.backoff_time(info)
         return end if end is not None else -math.inf
 
     # -- the heaps ------------------------------------------------------------------
 
-    def add(self, info: QueuedPodInfo) -> None:
+    def add(self, info: QueueEntry) -> None:
         """Into ``podErrorBackoffQ`` when no plugin rejected the pod, else
         ``podBackoffQ``; never into both."""
         if info.rejector_plugins:
@@ -112,7 +112,7 @@ class BackoffQueue:
             self._pods.delete(info.uid)
             self._errors.push(info.uid, info)
 
-    def update(self, info: QueuedPodInfo) -> None:
+    def update(self, info: QueueEntry) -> None:
         """Re-position a pod whose pod object (and so its activeQ key) changed."""
         heap = self._pods if info.uid in self._pods else self._errors
         heap.push(info.uid, info)
@@ -121,20 +121,20 @@ class BackoffQueue:
         if self._pods.delete(uid) is None:
             self._errors.delete(uid)
 
-    def pop_completed(self, now: float) -> list[QueuedPodInfo]:
+    def pop_completed(self, now: float) -> list[QueueEntry]:
         """``popEachBackoffCompleted``: every pod whose backoff is over, both heaps."""
-        done: list[QueuedPodInfo] = []
+        done: list[QueueEntry] = []
         for heap in (self._pods, self._errors):
             while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
                 heap.pop()
                 done.append(head)
         return done
 
-    def peek_backoff(self) -> QueuedPodInfo | None:
+    def peek_backoff(self) -> QueueEntry | None:
         """The pod :meth:`pop_backoff` would return, left in place."""
         return self._pods.peek()
 
-    def pop_backoff(self) -> QueuedPodInfo | None:
+    def pop_backoff(self) -> QueueEntry | None:
         """``popBackoff``: the head of ``podBackoffQ``, backoff over or not."""
         return self._pods.pop()
 
@@ -142,7 +142,7 @@ class BackoffQueue:
         heads = [h for h in (self._pods.peek(), self._errors.peek()) if h is not None]
         return min((self.completes_at(h) for h in heads), default=None)
 
-    def smallest(self, n: int) -> list[QueuedPodInfo]:
+    def smallest(self, n: int) -> list[QueueEntry]:
         """The first ``n`` pods in the order they complete their backoff."""
         merged = self._pods.smallest(n) + self._errors.smallest(n)
         merged.sort(key=lambda i: (self._expiry_key(i), i.order))

@@ -58,7 +58,7 @@ from services.queue.cluster_events import (
 from services.queue.nominator import Nominator
 from services.queue.priority import PriorityClasses
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 
 Volume = PersistentVolume | PersistentVolumeClaim | StorageClass
 
@@ -214,7 +214,7 @@ class EventHandlers:
             self._nomination_released(info.pod, info.priority)
 
     def _nomination_released(self, pod: Pod, priority: int) -> None:
-        def lower_or_equal(candidate: QueuedPodInfo) -> bool:
+        def lower_or_equal(candidate: QueueEntry) -> bool:
             return candidate.priority <= priority
 
         self.queue.move_all_to_active_or_backoff_queue(

@@ -17,7 +17,7 @@ from services.framework.api.status import Status, as_status
 from services.framework.config import default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class QueueProfile:
     keeps it current from the log."""
 
     def run_pre_enqueue_plugins(
-        self, info: QueuedPodInfo, plugin_events: Mapping[str, tuple[ClusterEvent, ...]]
+        self, info: QueueEntry, plugin_events: Mapping[str, tuple[ClusterEvent, ...]]
     ) -> None:
         """``runPreEnqueuePlugins``: the gating plugin first, then the others in
         order; the first that does not return Success gates the pod (its name, the

@@ -66,7 +66,7 @@ from services.queue.heap import Key, KeyedHeap
 from services.queue.hints import QueueingHintMap, QueueingStrategy
 from services.queue.in_flight import InFlight
 from services.queue.profiles import QueueProfile
-from services.queue.types import QueuedPodInfo, SubQueue
+from services.queue.types import QueueEntry, SubQueue
 from services.queue.unschedulable_pods import UnschedulablePods
 
 INITIAL_BACKOFF: Final = 1.0
@@ -80,11 +80,11 @@ LEFTOVER_FLUSH_PERIOD: Final = 30.0
 """Seconds between two leftover flushes (upstream runs it every 30 s)."""
 
 _PARKED: Final = (SubQueue.UNSCHEDULABLE, SubQueue.GATED)
-PreEnqueueCheck = Callable[[QueuedPodInfo], bool]
+PreEnqueueCheck = Callable[[QueueEntry], bool]
 """Upstream's ``PreEnqueueCheck``: narrows the parked pods an event may move."""
 
 
-def _oldest_first(info: QueuedPodInfo) -> tuple[float, int]:
+def _oldest_first(info: QueueEntry) -> tuple[float, int]:
     return (info.timestamp, info.order)
 
 
@@ -139,7 +139,7 @@ class SchedulingQueue:
         self.scheduled_after_flush = 0
         """Pods bound after the leftover flush moved them out of unschedulablePods
         (``scheduler_pod_scheduled_after_flush_total``)."""
-        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(self._active_key)
+        self._active: KeyedHeap[QueueEntry] = KeyedHeap(self._active_key)
         self._backoff = BackoffQueue(
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
@@ -148,7 +148,7 @@ class SchedulingQueue:
         )
         self._unschedulable = UnschedulablePods()
         self._in_flight = InFlight()
-        self._pods: dict[str, QueuedPodInfo] = {}
+        self._pods: dict[str, QueueEntry] = {}
         self.incoming: Counter[tuple[str, str]] = Counter()
         """(queue, event) → pods that entered that sub-queue because of that event:
         ``scheduler_queue_incoming_pods_total``."""
@@ -159,7 +159,7 @@ class SchedulingQueue:
     def queue_sort(self) -> QueueSortPlugin:
         return self._sort
 
-    def _active_key(self, info: QueuedPodInfo) -> Key:
+    def _active_key(self, info: QueueEntry) -> Key:
         return (*self._sort.sort_key(info), info.order)
 
     # -- reading ------------------------------------------------------------------------
@@ -170,10 +170,10 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def get(self, uid: str) -> QueuedPodInfo | None:
+    def get(self, uid: str) -> QueueEntry | None:
         return self._pods.get(uid)
 
-    def pods(self) -> Iterator[QueuedPodInfo]:
+    def pods(self) -> Iterator[QueueEntry]:
         return iter(list(self._pods.values()))
 
     @property
@@ -208,17 +208,17 @@ class SchedulingQueue:
         """The earliest clock time a pod in backoffQ completes its backoff."""
         return self._backoff.next_completion()
 
-    def backoff_time(self, info: QueuedPodInfo) -> float | None:
+    def backoff_time(self, info: QueueEntry) -> float | None:
         """When the pod's current backoff ends (None: it owes none)."""
         return self._backoff.backoff_time(info)
 
-    def is_backing_off(self, info: QueuedPodInfo) -> bool:
+    def is_backing_off(self, info: QueueEntry) -> bool:
         return self._backoff.is_backing_off(info, self.clock.now())
 
     def backoff_duration(self, count: int) -> float:
         return self._backoff.backoff_duration(count)
 
-    def heads(self, n: int) -> dict[SubQueue, list[QueuedPodInfo]]:
+    def heads(self, n: int) -> dict[SubQueue, list[QueueEntry]]:
         """The first ``n`` pods of each sub-queue in the order they would leave it:
         activeQ by QueueSort, backoffQ by backoff end, parked and gated pods oldest
         first (the leftover flush order), in-flight pods by dispatch."""
@@ -243,7 +243,7 @@ class SchedulingQueue:
             self.update(existing.pod, pod, priority=priority)
             return
         now = self.clock.now()
-        info = QueuedPodInfo(
+        info = QueueEntry(
             pod_info(pod, priority), now, attempts=attempts, uid=uid, order=order, since=now
         )
         self._pods[uid] = info
@@ -284,7 +284,7 @@ class SchedulingQueue:
         elif uid in self._backoff:
             self._backoff.update(info)
 
-    def delete(self, uid: str) -> QueuedPodInfo | None:
+    def delete(self, uid: str) -> QueueEntry | None:
         """``Delete``: the pod is gone, assigned, or no longer ours; it leaves every
         sub-queue (an attempt still in flight is forgotten, its result ignored)."""
         info = self._pods.pop(uid, None)
@@ -296,7 +296,7 @@ class SchedulingQueue:
 
     # -- attempts ---------------------------------------------------------------------
 
-    def pop(self, limit: int, gangs_out: Collection[tuple[str, str]] = ()) -> list[QueuedPodInfo]:
+    def pop(self, limit: int, gangs_out: Collection[tuple[str, str]] = ()) -> list[QueueEntry]:
         """``Pop`` up to ``limit`` pods: activeQ's head first; with PopFromBackoffQ,
         backoffQ's head when activeQ is empty. They are in flight until :meth:`done`,
         :meth:`add_unschedulable_if_not_present` or :meth:`retry`.
@@ -314,7 +314,7 @@ class SchedulingQueue:
         order of upstream's loop there, where the pods a gang gave room back to and the
         gang's own retries (Coscheduling activates the siblings of the first member to
         wait) take turns by backoff instead of the gang retaking the room first."""
-        popped: list[QueuedPodInfo] = []
+        popped: list[QueueEntry] = []
         now = self.clock.now()
         out = frozenset(gangs_out)
         gangs = False
@@ -343,7 +343,7 @@ class SchedulingQueue:
             self.version += 1
         return popped
 
-    def _continues_gang(self, popped: list[QueuedPodInfo]) -> bool:
+    def _continues_gang(self, popped: list[QueueEntry]) -> bool:
         """Whether activeQ's head belongs to the same pod group as the last pod popped:
         a gang's members go out together (one batch, one scheduler replica), even past
         ``limit``."""
@@ -410,7 +410,7 @@ class SchedulingQueue:
         self._in_flight.done(uid)
         return self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
-    def _strategy_for_in_flight(self, info: QueuedPodInfo) -> QueueingStrategy:
+    def _strategy_for_in_flight(self, info: QueueEntry) -> QueueingStrategy:
         """``determineSchedulingHintForInFlightPod``: the most urgent strategy any event
         seen while the pod was in flight gives."""
         if not info.rejector_plugins:
@@ -452,7 +452,7 @@ class SchedulingQueue:
 
     def _move_pods(
         self,
-        infos: Iterable[QueuedPodInfo],
+        infos: Iterable[QueueEntry],
         event: ClusterEvent,
         old: object | None,
         new: object | None,
@@ -513,7 +513,7 @@ class SchedulingQueue:
     # -- moving between sub-queues ----------------------------------------------------
 
     def _strategy(
-        self, info: QueuedPodInfo, event: ClusterEvent, old: object | None, new: object | None
+        self, info: QueueEntry, event: ClusterEvent, old: object | None, new: object | None
     ) -> QueueingStrategy:
         if info.gated and info.gating_plugin and event is not EVENT_UNSCHEDULABLE_TIMEOUT:
             # A gated pod moves only when its gate may have opened: asking the other
@@ -524,7 +524,7 @@ class SchedulingQueue:
             info.pod, info.unschedulable_plugins, info.pending_plugins, event, old, new
         )
 
-    def _requeue(self, info: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> SubQueue:
+    def _requeue(self, info: QueueEntry, strategy: QueueingStrategy, event: str) -> SubQueue:
         """``requeuePodWithQueueingStrategy``; returns where the pod is now."""
         if strategy is QueueingStrategy.QueueSkip:
             return self._park(info, event)
@@ -534,9 +534,7 @@ class SchedulingQueue:
             self._move_to_active_q(info, event)
         return info.where
 
-    def _move_to_active_q(
-        self, info: QueuedPodInfo, event: str, from_backoff: bool = False
-    ) -> bool:
+    def _move_to_active_q(self, info: QueueEntry, event: str, from_backoff: bool = False) -> bool:
         """``moveToActiveQ``: PreEnqueue (skipped for pods straight from backoffQ, which
         ran it on the way in) and activeQ, or the gated pods."""
         if not (from_backoff and self._backoff.pop_from_backoff):
@@ -552,7 +550,7 @@ class SchedulingQueue:
         self.incoming[(SubQueue.ACTIVE.value, event)] += 1
         return True
 
-    def _move_to_backoff_q(self, info: QueuedPodInfo, event: str) -> bool:
+    def _move_to_backoff_q(self, info: QueueEntry, event: str) -> bool:
         """``moveToBackoffQ`` (with PopFromBackoffQ, PreEnqueue runs here)."""
         if self._backoff.pop_from_backoff:
             self._run_pre_enqueue(info)
@@ -565,7 +563,7 @@ class SchedulingQueue:
         self.incoming[(SubQueue.BACKOFF.value, event)] += 1
         return True
 
-    def _park(self, info: QueuedPodInfo, event: str) -> SubQueue:
+    def _park(self, info: QueueEntry, event: str) -> SubQueue:
         """``unschedulablePods.addOrUpdate``."""
         uid = info.uid
         if uid not in self._unschedulable:
@@ -577,22 +575,22 @@ class SchedulingQueue:
             info.where = SubQueue.GATED if info.gated else SubQueue.UNSCHEDULABLE
         return info.where
 
-    def _enter_active(self, info: QueuedPodInfo) -> None:
+    def _enter_active(self, info: QueueEntry) -> None:
         self._leave(info)
         self._active.push(info.uid, info)
         self._entered(info, SubQueue.ACTIVE)
 
-    def _entered(self, info: QueuedPodInfo, where: SubQueue) -> None:
+    def _entered(self, info: QueueEntry, where: SubQueue) -> None:
         info.where, info.since = where, self.clock.now()
         self.version += 1
 
-    def _leave(self, info: QueuedPodInfo) -> None:
+    def _leave(self, info: QueueEntry) -> None:
         uid = info.uid
         if self._active.delete(uid) is None:
             self._backoff.delete(uid)
             self._unschedulable.delete(uid)
 
-    def _run_pre_enqueue(self, info: QueuedPodInfo) -> None:
+    def _run_pre_enqueue(self, info: QueueEntry) -> None:
         profile = self._profiles.get(info.profile)
         if profile is None:
             info.gating_plugin = ""

@@ -72,7 +72,7 @@ from services.queue.scheduling_queue import (
     SchedulingQueue,
     gang_of,
 )
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 from services.queue.view import queue_view
 
 log = logging.getLogger("ksched.queue")
@@ -414,7 +414,7 @@ class QueueService:
                         self.queue.retry(info.uid)
                     await self._clock.sleep(1.0)
 
-    async def _dispatch(self, batch: Sequence[QueuedPodInfo]) -> None:
+    async def _dispatch(self, batch: Sequence[QueueEntry]) -> None:
         self.dispatched += len(batch)
         requests: list[ScheduleRequest] = []
         leases: dict[str, int] = {}
@@ -517,7 +517,7 @@ class QueueService:
         spec = msgspec.structs.replace(info.pod.spec, node_name=result.node)
         held = msgspec.structs.replace(info.pod, spec=spec)
 
-        def others(candidate: QueuedPodInfo) -> bool:
+        def others(candidate: QueueEntry) -> bool:
             return candidate.uid != result.uid
 
         def move() -> None:

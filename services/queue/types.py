@@ -1,4 +1,5 @@
-"""What the queue keeps per pod: upstream's ``QueuedPodInfo`` plus where the pod is."""
+"""What the queue keeps per pod (:class:`QueueEntry`): upstream's ``QueuedPodInfo`` plus where
+the pod is."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class SubQueue(enum.Enum):
 
 
 @dataclass(slots=True, eq=False)
-class QueuedPodInfo(framework.QueuedPodInfo):
+class QueueEntry(framework.QueuedPodInfo):
     """A pending pod in the queue. ``pod_info.priority`` is the resolved priority
     (spec.priority or its PriorityClass), which is what QueueSort compares."""
 

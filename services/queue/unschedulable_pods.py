@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from services.queue.types import QueuedPodInfo
+from services.queue.types import QueueEntry
 
 
 class UnschedulablePods:
     def __init__(self) -> None:
-        self._pods: dict[str, QueuedPodInfo] = {}
+        self._pods: dict[str, QueueEntry] = {}
         self._indexed: dict[str, frozenset[str]] = {}
-        self._by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._by_plugin: dict[str, dict[str, QueueEntry]] = {}
         self._gated: set[str] = set()
 
     @property
@@ -30,10 +30,10 @@ class UnschedulablePods:
     def __contains__(self, uid: object) -> bool:
         return uid in self._pods
 
-    def __iter__(self) -> Iterator[QueuedPodInfo]:
+    def __iter__(self) -> Iterator[QueueEntry]:
         return iter(self._pods.values())
 
-    def add_or_update(self, info: QueuedPodInfo) -> bool:
+    def add_or_update(self, info: QueueEntry) -> bool:
         """Returns True if the pod was not parked before."""
         uid = info.uid
         new = uid not in self._pods
@@ -50,7 +50,7 @@ class UnschedulablePods:
                 self._by_plugin.setdefault(plugin, {})[uid] = info
         return new
 
-    def delete(self, uid: str) -> QueuedPodInfo | None:
+    def delete(self, uid: str) -> QueueEntry | None:
         info = self._pods.pop(uid, None)
         if info is not None:
             self._gated.discard(uid)
@@ -69,9 +69,9 @@ class UnschedulablePods:
                 out[key] = out.get(key, 0) + 1
         return out
 
-    def rejected_by(self, plugins: Iterable[str]) -> list[QueuedPodInfo]:
+    def rejected_by(self, plugins: Iterable[str]) -> list[QueueEntry]:
         """The parked pods rejected by any of ``plugins``, each once."""
-        found: dict[str, QueuedPodInfo] = {}
+        found: dict[str, QueueEntry] = {}
         for plugin in plugins:
             found.update(self._by_plugin.get(plugin, {}))
         return list(found.values())

@@ -8,7 +8,7 @@ from typing import Final
 from contracts.k8s import namespaced_name
 from contracts.queueview import QueuedPod, QueueView
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo, SubQueue
+from services.queue.types import QueueEntry, SubQueue
 
 HEADS: Final = 20
 """Pods shown per sub-queue."""
@@ -24,7 +24,7 @@ def queue_view(queue: SchedulingQueue, *, at: float, applied_seq: int) -> QueueV
     )
 
 
-def _shown(queue: SchedulingQueue, info: QueuedPodInfo) -> QueuedPod:
+def _shown(queue: SchedulingQueue, info: QueueEntry) -> QueuedPod:
     backoff_until = None
     if info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE) and queue.is_backing_off(info):
         backoff_until = queue.backoff_time(info)

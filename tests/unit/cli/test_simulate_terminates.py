@@ -20,7 +20,7 @@ from services.cli.simulate import load_cluster, print_table, simulate
 from services.framework.api.diagnosis import NO_NODES_AVAILABLE
 from services.framework.api.types import PodInfo
 from services.framework.config import load_config
-from services.queue.types import QueuedPodInfo, SubQueue
+from services.queue.types import QueueEntry, SubQueue
 from tests.builders import make_pod
 
 NO_NODES = "kind: Pod\nmetadata: {name: lonely, namespace: demo}\nspec: {containers: [{name: c}]}\n"
@@ -125,9 +125,9 @@ def test_the_table_shows_each_pod_once_with_its_last_decision() -> None:
     assert lines[-1] == "1 bound, 2 failed scheduling"
 
 
-def queued(where: SubQueue, attempts: int, message: str) -> QueuedPodInfo:
+def queued(where: SubQueue, attempts: int, message: str) -> QueueEntry:
     pod = PodInfo.of(make_pod("p"))
-    return QueuedPodInfo(pod, 0.0, attempts=attempts, uid="p", where=where, message=message)
+    return QueueEntry(pod, 0.0, attempts=attempts, uid="p", where=where, message=message)
 
 
 @pytest.mark.parametrize(

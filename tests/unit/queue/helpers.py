@@ -19,7 +19,7 @@ from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import SchedulingQueue
-from services.queue.types import QueuedPodInfo, SubQueue
+from services.queue.types import QueueEntry, SubQueue
 
 START = 1_700_000_000.0
 
@@ -51,11 +51,11 @@ def add(queue: SchedulingQueue, *pods: Pod, order: int = 0) -> None:
         queue.add(pod, priority=pod.spec.priority or 0, order=order + i)
 
 
-def names(infos: Iterable[QueuedPodInfo]) -> list[str]:
+def names(infos: Iterable[QueueEntry]) -> list[str]:
     return [i.pod.metadata.name for i in infos]
 
 
-def park(queue: SchedulingQueue, pod: Pod, *plugins: str) -> QueuedPodInfo:
+def park(queue: SchedulingQueue, pod: Pod, *plugins: str) -> QueueEntry:
     """Add ``pod``, pop it, and fail it on ``plugins``: it is parked."""
     add(queue, pod)
     popped = queue.pop(len(queue))
