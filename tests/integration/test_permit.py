@@ -98,6 +98,13 @@ async def not_settled(processes: Processes, client: Client, store: RedisStore) -
         f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
         f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
         + "\n".join(
+            f"{key} {body.get('reason', body.get('kind'))} "
+            f"{body.get('involvedObject', body.get('metadata', {})).get('name')} "
+            f"{str(body.get('message', ''))[:150]}"
+            for key, body, _ in client.decisions
+        )
+        + "\n"
+        + "\n".join(
             f"--- {n}:\n{processes.log(n)[-4000:]}"
             for n in ("queue", "scheduler", "scheduler-2", "binder", "binder-2")
         )
