@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from services.cli.embedded import DecisionRecord
+from services.cli.replay import replay
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
+from services.common.eventlog import open_event_log
 from services.framework.config import load_config
 
 CLUSTER = """\
@@ -95,3 +98,12 @@ async def test_the_table_lists_it_and_counts_it_apart() -> None:
     assert row.split()[1] == "demo/gated"
     assert f"{GATES} (SchedulingGates)" in row
     assert lines[-1] == "2 bound, 1 failed scheduling, 1 not ready for scheduling"
+
+
+async def test_replay_reports_it_as_the_recorded_run_did(tmp_path: Path) -> None:
+    log = str(tmp_path / "events.jsonl")
+    documents = load_cluster(CLUSTER, "c.yaml")
+    original = await simulate(documents, seed=0, event_log=open_event_log(log))
+    result = await replay(open_event_log(log).read(), seed=0)
+    assert [r.to_json() for r in result.decisions] == [r.to_json() for r in original]
+    assert result.decisions[-1].kind == "NotReadyForScheduling"

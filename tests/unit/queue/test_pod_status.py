@@ -255,9 +255,13 @@ def test_the_messages_a_client_applies() -> None:
     assert decoded.condition is None and decoded.cleared == patch.condition
 
 
-def test_a_node_event_does_not_re_run_pre_enqueue_for_a_gated_pod() -> None:
-    """Only PreEnqueue's own runs count: unrelated events leave the pending patch."""
+def test_the_patch_names_the_pod_as_it_is_when_it_comes_due() -> None:
+    """The pod may change while its patch waits (labels, resourceVersion): the patch
+    and its Event are built from the pod the queue holds when the 5 s are over."""
     run = start(POD, "A")
     run.queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
+    newer = with_(POD, metadata__resource_version="7")
+    run.queue.update(POD, newer, priority=0)
     run.clock.set_time(START + 5)
-    assert [u.condition.message for u in run.queue.pod_status.due() if u.condition] == ["A"]
+    [update] = run.queue.pod_status.due()
+    assert update.pod is newer and update.condition is not None
