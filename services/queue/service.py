@@ -558,10 +558,14 @@ class QueueService:
 
     async def _publish_pod_status(self) -> None:
         """The PodScheduled conditions (and Events) PreEnqueue's outcomes set once their
-        5 s are over (KEP-5501, see pod_status), on ``ksched.decisions``."""
-        messages = status_messages(self.queue.pod_status.due())
-        if messages:
-            await self._bus.publish(messages)
+        5 s are over (KEP-5501, see pod_status), on ``ksched.decisions``. One that cannot
+        be published is lost, as upstream's failed patch: the next change re-sends."""
+        updates = self.queue.pod_status.due()
+        try:
+            if updates:
+                await self._bus.publish(status_messages(updates))
+        except Exception:
+            log.exception("could not publish the PodScheduled condition of %d pods", len(updates))
 
     async def _publish_view(self, *, force: bool = False) -> None:
         """Publish the view if anything changed since the last one."""

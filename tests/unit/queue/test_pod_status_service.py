@@ -4,15 +4,17 @@ held the pod back (FakeClock, in-memory bus)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import msgspec
 import pytest
 
 from contracts import topology
-from contracts.k8s import Event, PodCondition
+from contracts.k8s import Event, Pod, PodCondition
 from contracts.podstatus import PodStatusPatch
-from services.common.bus import Delivery
+from contracts.queueview import QueueView
+from services.common.bus import Delivery, Message
 from tests.builders import make_pod
 from tests.unit.queue.helpers import with_
 from tests.unit.queue.service_support import Harness
@@ -41,13 +43,14 @@ async def watched(h: Harness) -> list[Delivery]:
     return seen
 
 
-def stale_gated_pod():  # type: ignore[no-untyped-def]
+def stale_gated_pod() -> Pod:
     """A gated pod whose condition still says an older PreEnqueue message."""
     old = PodCondition(
         type="PodScheduled", status="False", reason="NotReadyForScheduling", message="old"
     )
     pod = make_pod("p", namespace="team", scheduling_gates=("example.com/wait",))
-    return with_(pod, status__conditions=[old])
+    stale: Pod = with_(pod, status__conditions=[old])
+    return stale
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -89,6 +92,32 @@ async def test_a_pod_whose_gates_go_has_its_condition_cleared() -> None:
         [clear] = [msgspec.json.decode(d.body, type=PodStatusPatch) for d in seen]
         assert clear.condition is None and clear.cleared is not None
         assert (clear.cleared.reason, clear.cleared.message) == ("SchedulingGated", GATES)
+    finally:
+        await h.queue.stop()
+        await h.bus.close()
+
+
+async def test_a_publish_that_fails_is_logged_and_the_tick_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness()
+    seen = await watched(h)
+    publish = h.bus.publish
+
+    async def refusing(messages: Sequence[Message]) -> None:
+        if any(m.routing_key.startswith("status.") for m in messages):
+            raise ConnectionError("broker gone")
+        await publish(messages)
+
+    h.bus.publish = refusing  # type: ignore[method-assign]
+    try:
+        await h.apply(stale_gated_pod())
+        with caplog.at_level(logging.ERROR, logger="ksched.queue"):
+            await h.advance(6.0)
+        assert seen == []
+        assert "could not publish the PodScheduled condition of 1 pods" in caplog.text
+        view = msgspec.json.decode(await h.store.queue_view() or b"", type=QueueView)
+        assert [p.pod for p in view.heads["gated"]] == ["team/p"]
     finally:
         await h.queue.stop()
         await h.bus.close()
