@@ -20,9 +20,13 @@ class QueuedPod(Wire, kw_only=True, frozen=True):
     backoff_until: float | None = None
     """When its backoff expires (backoffQ, and parked pods still backing off)."""
     plugins: list[str] = []
-    """The plugins that rejected its last attempt (unschedulable and backoffQ pods)."""
+    """The plugins that rejected its last attempt (unschedulable and backoffQ pods); for
+    a gated pod, the PreEnqueue plugin that holds it back."""
     gates: list[str] = []
     """Its scheduling gates (gated pods)."""
+    message: str = ""
+    """Why a gated pod is held back: its PreEnqueue plugin's message, what its
+    ``NotReadyForScheduling`` condition says (or is about to, KEP-5501)."""
 
 
 class QueueView(Wire, kw_only=True, frozen=True, tag_field="kind", tag="QueueView"):

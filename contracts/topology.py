@@ -9,7 +9,7 @@
                             └──▶ [scheduler.cluster.<replica>] ─▶ scheduler snapshot   │
                                                                                        ▼
     [queue.results] ◀─ ksched.results ◀── scheduler / binder ◀─ [binder.requests] ◀─ ksched.bind
-    user ◀── ksched.decisions (binding.<ns>, event.<ns>) ◀── binder / scheduler
+    user ◀── ksched.decisions (binding.<ns>, event.<ns>, …) ◀── binder / scheduler / queue
     [informer.bindings] ◀── ksched.bound ◀── binder: each batch's Bindings (BoundBatch), which
                                             the informer records in the log
     user ◀── ksched.errors (error.<kind>)       ksched.dead ─▶ [dead.letters] (poison + reason)
@@ -94,7 +94,11 @@ BOUND: Final = ExchangeSpec(
 DECISIONS: Final = ExchangeSpec(
     "ksched.decisions",
     "topic",
-    description="Bindings, Events (and later Evictions, nominations) for users.",
+    description=(
+        "Decisions for users, routing key <kind>.<namespace>: Bindings, Events, waiting"
+        " pods, PodGroup status, preemptions, nominations, Evictions and pods'"
+        " PodScheduled conditions (status)."
+    ),
 )
 PERMIT: Final = ExchangeSpec(
     "ksched.permit",

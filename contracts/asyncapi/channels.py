@@ -52,6 +52,7 @@ def _address(exchange: topology.ExchangeSpec) -> tuple[str, JSON]:
         kinds = [t.__name__.lower() for t in _union_members(Decision)] + [
             "waiting",
             "podgroup",
+            "status",
             "preemption",
             "nomination",
         ]

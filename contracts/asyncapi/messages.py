@@ -25,6 +25,7 @@ from contracts.k8s.podgroup import PodGroup
 from contracts.kinds import EVENT_TYPES
 from contracts.messages import BindBatch, BoundBatch, ResultBatch, ScheduleBatch
 from contracts.permit import PermitDecision, WaitingPod
+from contracts.podstatus import PodStatusPatch
 from contracts.preemption import Preemption
 
 NOMINATION: Final = "Nomination"
@@ -36,7 +37,15 @@ NOMINATION: Final = "Nomination"
 def _top_level_types() -> list[type[Any]]:
     """Every type a message carries at its top level (the rest are reached from these)."""
     batches: list[type[Any]] = [ClusterBatch, ScheduleBatch, BindBatch, ResultBatch, BoundBatch]
-    decisions: list[type[Any]] = [Binding, Event, WaitingPod, PodGroup, Preemption, Eviction]
+    decisions: list[type[Any]] = [
+        Binding,
+        Event,
+        WaitingPod,
+        PodGroup,
+        Preemption,
+        Eviction,
+        PodStatusPatch,
+    ]
     return [
         WatchEvent,
         *_WATCH_KINDS.values(),
@@ -161,7 +170,9 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             " informer to record in the event log (users get each on ksched.decisions)."
         ),
         Binding: "v1 Binding: the pod in metadata is bound to the Node in target.",
-        Event: "v1 Event about a pod (Scheduled, FailedScheduling, Preempted).",
+        Event: (
+            "v1 Event about a pod (Scheduled, FailedScheduling, Preempted, NotReadyForScheduling)."
+        ),
         WaitingPod: (
             "A pod started waiting at Permit on `node` (routing key `waiting.<namespace>`):"
             " its pending plugins, each with the RFC 3339 deadline of its wait."
@@ -175,6 +186,13 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             " it is nominated to, and the victims to delete, each with the DisruptionTarget"
             " condition (reason PreemptionByScheduler) to set on it first. The preemptor is"
             " scheduled there once the victims' DELETED watch events arrive."
+        ),
+        PodStatusPatch: (
+            "A pending pod's PodScheduled condition (routing key `status.<namespace>`,"
+            " KEP-5501): PreEnqueue has held it back for 5 s, so `condition` (status False,"
+            " reason NotReadyForScheduling, the plugin's message) is to be set on it; or,"
+            " once it passes PreEnqueue again, `cleared`: the condition to remove if the"
+            " pod still has its reason. A message the pod already shows is never sent."
         ),
         Eviction: (
             "A policy/v1 Eviction decided by the descheduler (routing key"
@@ -229,6 +247,7 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
         PodGroup.__name__,
         Preemption.__name__,
         Eviction.__name__,
+        PodStatusPatch.__name__,
         NOMINATION,
     ],
     topology.PERMIT.name: [PermitDecision.__name__],

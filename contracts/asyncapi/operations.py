@@ -13,6 +13,7 @@ from contracts.eviction import Eviction
 from contracts.k8s.decisions import Event
 from contracts.k8s.podgroup import PodGroup
 from contracts.permit import WaitingPod
+from contracts.podstatus import PodStatusPatch
 from contracts.preemption import Preemption
 
 # --- operations ----------------------------------------------------------------------
@@ -37,8 +38,9 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.DECISIONS.name,
         None,
         "client",
-        "Receive Bindings, Events, waiting pods and PodGroup status (bind a queue with"
-        " `binding.*`, `event.<ns>`, `waiting.#`, `podgroup.#` or `#`).",
+        "Receive Bindings, Events, waiting pods, PodGroup status and pods' PodScheduled"
+        " conditions (bind a queue with `binding.*`, `event.<ns>`, `waiting.#`,"
+        " `podgroup.#`, `status.#` or `#`).",
     ),
     (
         "publishPermitDecision",
@@ -130,6 +132,15 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         [PodGroup.__name__],
         "internal",
         "Publish a PodGroup's status when its members change it.",
+    ),
+    (
+        "queueSendPodStatus",
+        "send",
+        topology.DECISIONS.name,
+        [PodStatusPatch.__name__, Event.__name__],
+        "internal",
+        "Publish the PodScheduled condition (and its NotReadyForScheduling Event) of a pod"
+        " PreEnqueue held back for 5 s, or its clear (KEP-5501).",
     ),
     (
         "queueSendSchedule",

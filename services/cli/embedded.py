@@ -52,6 +52,8 @@ WATCH_QUEUE = topology.QueueSpec(
 
 
 PREEMPTION = "Preemption"
+NOT_READY = "NotReadyForScheduling"
+"""The kind of the record of a pod the run ends with held back at PreEnqueue."""
 
 
 log = logging.getLogger("ksched.embedded")
@@ -60,7 +62,8 @@ log = logging.getLogger("ksched.embedded")
 @dataclass(frozen=True, slots=True)
 class DecisionRecord:
     kind: str
-    """``Binding``, ``FailedScheduling``, ``Scheduled`` or ``Preemption``."""
+    """``Binding``, ``FailedScheduling``, ``Scheduled``, ``Preemption`` or
+    ``NotReadyForScheduling``."""
     pod: str
     attempts: int
     node: str | None = None
@@ -71,9 +74,13 @@ class DecisionRecord:
     victims: tuple[str, ...] = ()
     """A Preemption's victims (``namespace/name``, most important first); its ``node``
     is the preemptor's nominated node."""
+    plugin: str | None = None
+    """NotReadyForScheduling: the PreEnqueue plugin holding the pod back."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "pod": self.pod}
+        if self.kind == NOT_READY:
+            return {**out, "plugin": self.plugin, "message": self.message}
         if self.kind == PREEMPTION:
             out["nominatedNode"] = self.node
             out["victims"] = list(self.victims)
@@ -258,6 +265,31 @@ class EmbeddedCluster:
                 await self.clock.advance(max(expiry - self.clock.now(), 0.0) + 1.0)
                 continue
             return
+
+    def report_held_back(self) -> list[DecisionRecord]:
+        """A ``NotReadyForScheduling`` record (its plugin and message) for each pod
+        PreEnqueue holds back now, in arrival order; recorded as decisions. Taken from
+        the queue, not from the ``status.<namespace>`` patches: those wait 5 s of the
+        clock, which the run does not advance for them (it ends when nothing else is
+        left to do), so a pod held back to the end is reported all the same."""
+        now = self.clock.now()
+        held = sorted((i for i in self.queue.queue.pods() if i.gated), key=lambda i: i.order)
+        records = [
+            DecisionRecord(
+                NOT_READY,
+                namespaced_name(i.pod.metadata),
+                i.attempts,
+                message=i.message,
+                at=now,
+                plugin=i.gating_plugin,
+            )
+            for i in held
+        ]
+        for record in records:
+            self.decisions.append(record)
+            if self._on_decision is not None:
+                self._on_decision(record)
+        return records
 
     def _dispatched(self) -> None:
         """After each dispatch: stop dispatching when the pods keep being attempted and

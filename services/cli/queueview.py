@@ -6,7 +6,8 @@ shows the pods per sub-queue (activeQ, backoffQ, unschedulablePods, gated, in fl
 and the first ``--limit`` pods of each, in the order they would leave it, with their
 priority, attempts, when their backoff expires (seconds from now), how long they have
 been in that sub-queue and the plugins that rejected their last attempt (gated pods:
-their scheduling gates).
+the PreEnqueue plugin that holds them back, their scheduling gates and the plugin's
+message, which their ``NotReadyForScheduling`` condition says 5 s on: KEP-5501).
 
 ``--output json`` prints one JSON object: the view's fields (camelCase, as on the wire)
 plus ``ageSeconds`` and, per pod, ``backoffSeconds`` (None when not backing off,
@@ -60,6 +61,7 @@ def pod_json(pod: QueuedPod, now: float) -> dict[str, Any]:
         "waitingSeconds": round(now - pod.since, 3),
         "plugins": list(pod.plugins),
         "gates": list(pod.gates),
+        "message": pod.message,
     }
 
 
@@ -101,10 +103,12 @@ def render_table(view: QueueView, now: float, limit: int, out: TextIO) -> None:
 
 
 def _pod_rows(pods: Iterable[QueuedPod], now: float, *, gated: bool) -> list[list[str]]:
-    last = "GATES" if gated else "REJECTED BY"
-    rows = [["POD", "PRIORITY", "ATTEMPTS", "BACKOFF", "WAITING", last]]
+    last = ["PLUGIN", "GATES", "MESSAGE"] if gated else ["REJECTED BY"]
+    rows = [["POD", "PRIORITY", "ATTEMPTS", "BACKOFF", "WAITING", *last]]
     for pod in pods:
-        reasons = pod.gates if gated else pod.plugins
+        said = [", ".join(pod.plugins) or NONE]
+        if gated:
+            said += [", ".join(pod.gates) or NONE, pod.message or NONE]
         rows.append(
             [
                 pod.pod,
@@ -112,7 +116,7 @@ def _pod_rows(pods: Iterable[QueuedPod], now: float, *, gated: bool) -> list[lis
                 str(pod.attempts),
                 _backoff(pod.backoff_until, now),
                 _duration(now - pod.since),
-                ", ".join(reasons) or NONE,
+                *said,
             ]
         )
     return rows

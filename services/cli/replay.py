@@ -71,6 +71,7 @@ async def replay(
     try:
         for part in parts:
             await cluster.publish_and_schedule(part)
+        cluster.report_held_back()  # as simulate ends
     finally:
         await cluster.stop()
     return ReplayResult(cluster.decisions, recorded)

@@ -10,7 +10,11 @@ Output: ``json`` prints every decision as it is made, one line each (a pod attem
 again after a change prints each attempt); ``table`` prints each pod once with its last
 decision (its Binding, or for a pod left pending its last FailedScheduling and the
 attempts it took), then one line per preemption, then how many pods were bound and how
-many were not. With
+many were not. A pod the run ends with held back at PreEnqueue (scheduling gates, a
+gang short of its quorum) is reported last as ``NotReadyForScheduling`` with the plugin
+and its message (json: ``{"kind", "pod", "plugin", "message"}``; table: a row, counted
+apart as not ready for scheduling), whatever the delay of the ``status.<namespace>``
+patch the live queue would publish (see EmbeddedCluster.report_held_back). With
 ``explain`` every decision carries the scheduler's explanation (framework.explain),
 which the table output renders for each pod's last decision (cli.explain_table).
 
@@ -35,7 +39,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.cli import explain_table
-from services.cli.embedded import PREEMPTION, DecisionRecord, EmbeddedCluster
+from services.cli.embedded import NOT_READY, PREEMPTION, DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common import telemetry
 from services.common.clock import FakeClock
@@ -82,6 +86,7 @@ async def simulate(
     await cluster.start()
     try:
         await cluster.publish_and_schedule(documents)
+        cluster.report_held_back()
     finally:
         await cluster.stop()
     return cluster.decisions
@@ -171,7 +176,8 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) ->
             print_explanation(r, out)
     rows = [("DECISION", "POD", "NODE / MESSAGE", "ATTEMPTS")]
     for r in records:
-        rows.append((r.kind, r.pod, r.node or r.message or "", str(r.attempts)))
+        said = f"{r.message} ({r.plugin})" if r.kind == NOT_READY else r.message
+        rows.append((r.kind, r.pod, r.node or said or "", str(r.attempts)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])))
@@ -183,7 +189,9 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) ->
         out.write(f"preemption: {r.pod} nominated to {r.node}, victims {victims}")
         out.write(f" (attempt {r.attempts})\n")
     bound = sum(1 for r in records if r.kind == "Binding")
-    out.write(f"\n{bound} bound, {len(records) - bound} failed scheduling\n")
+    held = sum(1 for r in records if r.kind == NOT_READY)
+    out.write(f"\n{bound} bound, {len(records) - bound - held} failed scheduling")
+    out.write(f", {held} not ready for scheduling\n" if held else "\n")
 
 
 def print_explanation(record: DecisionRecord, out: TextIO | None = None) -> None:

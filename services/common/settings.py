@@ -45,6 +45,11 @@ class QueueSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fi
     pop_from_backoff: bool = True
     """Pop from backoffQ when activeQ is empty (upstream's SchedulerPopFromBackoffQ
     feature gate, on by default)."""
+    pre_enqueue_pod_status: bool = True
+    """Publish why PreEnqueue holds a pod back: its PodScheduled condition
+    (``NotReadyForScheduling``, ``status.<namespace>``) and an Event, once the rejection
+    lasted 5 s, never the same message twice (upstream's SchedulerPreEnqueuePodStatus
+    feature gate, KEP-5501, beta and on by default). Off: nothing is published."""
 
 
 class SchedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):

@@ -41,7 +41,8 @@ import heapq
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Final, Protocol
+from operator import attrgetter
+from typing import Final
 
 from contracts.k8s import POD_GROUP_LABEL, Pod, namespaced_name
 from services.common.resources import ResourceError
@@ -65,8 +66,9 @@ from services.queue.cluster_events import (
 from services.queue.heap import Key, KeyedHeap
 from services.queue.hints import QueueingHintMap, QueueingStrategy
 from services.queue.in_flight import InFlight
+from services.queue.pod_status import PreEnqueueStatus
 from services.queue.profiles import QueueProfile
-from services.queue.types import QueueEntry, SubQueue
+from services.queue.types import Now, QueueEntry, SubQueue
 from services.queue.unschedulable_pods import UnschedulablePods
 
 INITIAL_BACKOFF: Final = 1.0
@@ -80,16 +82,9 @@ LEFTOVER_FLUSH_PERIOD: Final = 30.0
 """Seconds between two leftover flushes (upstream runs it every 30 s)."""
 
 _PARKED: Final = (SubQueue.UNSCHEDULABLE, SubQueue.GATED)
+_OLDEST_FIRST: Final = attrgetter("timestamp", "order")
 PreEnqueueCheck = Callable[[QueueEntry], bool]
 """Upstream's ``PreEnqueueCheck``: narrows the parked pods an event may move."""
-
-
-def _oldest_first(info: QueueEntry) -> tuple[float, int]:
-    return (info.timestamp, info.order)
-
-
-class Now(Protocol):
-    def now(self) -> float: ...
 
 
 def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInfo:
@@ -121,10 +116,12 @@ class SchedulingQueue:
         max_backoff: float = MAX_BACKOFF,
         max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE,
         pop_from_backoff: bool = True,
+        pre_enqueue_pod_status: bool = True,
     ) -> None:
         """``profiles``: every profile the queue serves; they share the first one's
-        QueueSort (the configuration checks they are the same). ``pop_from_backoff``:
-        upstream's SchedulerPopFromBackoffQ feature (see backoff_queue)."""
+        QueueSort (the configuration checks they are the same). ``pop_from_backoff``,
+        ``pre_enqueue_pod_status``: upstream's SchedulerPopFromBackoffQ (backoff_queue)
+        and SchedulerPreEnqueuePodStatus (pod_status) features."""
         if not profiles:
             raise ValueError("the scheduling queue needs at least one profile")
         self.clock = clock
@@ -148,6 +145,7 @@ class SchedulingQueue:
         )
         self._unschedulable = UnschedulablePods()
         self._in_flight = InFlight()
+        self.pod_status = PreEnqueueStatus(clock, enabled=pre_enqueue_pod_status)
         self._pods: dict[str, QueueEntry] = {}
         self.incoming: Counter[tuple[str, str]] = Counter()
         """(queue, event) → pods that entered that sub-queue because of that event:
@@ -227,8 +225,8 @@ class SchedulingQueue:
         return {
             SubQueue.ACTIVE: self._active.smallest(n),
             SubQueue.BACKOFF: self._backoff.smallest(n),
-            SubQueue.UNSCHEDULABLE: heapq.nsmallest(n, parked, key=_oldest_first),
-            SubQueue.GATED: heapq.nsmallest(n, gated, key=_oldest_first),
+            SubQueue.UNSCHEDULABLE: heapq.nsmallest(n, parked, key=_OLDEST_FIRST),
+            SubQueue.GATED: heapq.nsmallest(n, gated, key=_OLDEST_FIRST),
             SubQueue.IN_FLIGHT: [self._pods[uid] for uid in self._in_flight.uids()[:n]],
         }
 
@@ -291,6 +289,7 @@ class SchedulingQueue:
         if info is not None:
             self._leave(info)
             self._in_flight.done(uid)
+            self.pod_status.forget(uid)
             self.version += 1
         return info
 
@@ -596,3 +595,4 @@ class SchedulingQueue:
             info.gating_plugin = ""
         else:
             profile.run_pre_enqueue_plugins(info, self.hints.plugin_events)
+        self.pod_status.observe(info)

@@ -22,8 +22,9 @@ The cluster feed is followed by a :class:`~services.common.projection.LogProject
 reads the store and converges on it with no cluster event or result applied in between
 (they wait): the snapshot may be older than what they bring.
 
-Every second (on the second) backoffQ is flushed and the view is republished if it
-changed; every 30 s pods parked for more than 5 minutes are retried.
+Every second (on the second) backoffQ is flushed, the PodScheduled conditions of pods
+PreEnqueue held back for 5 s are published (KEP-5501, see pod_status) and the view is
+republished if it changed; every 30 s pods parked for more than 5 minutes are retried.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import QueueMetrics
 from services.queue.nominator import Nominator
+from services.queue.pod_status import status_messages
 from services.queue.podgroups import PodGroups
 from services.queue.profiles import QueueProfile
 from services.queue.scheduling_queue import (
@@ -133,6 +135,7 @@ class QueueService:
             max_backoff=settings.max_backoff,
             max_in_unschedulable=settings.max_in_unschedulable,
             pop_from_backoff=settings.pop_from_backoff,
+            pre_enqueue_pod_status=settings.pre_enqueue_pod_status,
         )
         self.nominator = Nominator()
         self.handlers = EventHandlers(self.queue, self.nominator)
@@ -548,9 +551,21 @@ class QueueService:
                 if moved:
                     self._wake.set()
                 await self._drop_ended_leases()
+                await self._publish_pod_status()
                 await self._publish_view()
             except Exception:
                 log.exception("queue timers failed; retrying on the next tick")
+
+    async def _publish_pod_status(self) -> None:
+        """The PodScheduled conditions (and Events) PreEnqueue's outcomes set once their
+        5 s are over (KEP-5501, see pod_status), on ``ksched.decisions``. One that cannot
+        be published is lost, as upstream's failed patch: the next change re-sends."""
+        updates = self.queue.pod_status.due()
+        try:
+            if updates:
+                await self._bus.publish(status_messages(updates))
+        except Exception:
+            log.exception("could not publish the PodScheduled condition of %d pods", len(updates))
 
     async def _publish_view(self, *, force: bool = False) -> None:
         """Publish the view if anything changed since the last one."""

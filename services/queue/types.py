@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Protocol
 
-from contracts.k8s import Pod
+from contracts.k8s import Pod, PodCondition
 from services.framework.api import types as framework
 from services.framework.api.events import ClusterEvent
+
+
+class Now(Protocol):
+    """The queue's clock (services.common.clock): seconds."""
+
+    def now(self) -> float: ...
 
 
 class SubQueue(enum.Enum):
@@ -46,7 +53,13 @@ class QueueEntry(framework.QueuedPodInfo):
     since: float = 0.0
     """Clock time the pod entered its current sub-queue."""
     message: str = ""
-    """Why its last attempt failed."""
+    """Why its last attempt failed (gated: the gating plugin's message)."""
+    last_pre_enqueue_rejection_message: str | None = None
+    """``lastPreEnqueueRejectionMessage`` (KEP-5501): the PreEnqueue message the pod's
+    PodScheduled condition says or is about to say; "" none; None not looked at yet."""
+    pre_enqueue_condition: PodCondition | None = None
+    """The PodScheduled condition the pod shows as far as the queue knows (from the pod
+    when first seen, then what the queue published; see pod_status)."""
 
     @property
     def pod(self) -> Pod:

@@ -28,7 +28,12 @@ def _shown(queue: SchedulingQueue, info: QueueEntry) -> QueuedPod:
     backoff_until = None
     if info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE) and queue.is_backing_off(info):
         backoff_until = queue.backoff_time(info)
-    rejected = info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE)
+    gated = info.where is SubQueue.GATED
+    plugins: list[str] = []
+    if info.where in (SubQueue.BACKOFF, SubQueue.UNSCHEDULABLE):
+        plugins = sorted(info.rejector_plugins)
+    elif gated:
+        plugins = [info.gating_plugin]
     return QueuedPod(
         pod=namespaced_name(info.pod.metadata),
         uid=info.uid,
@@ -36,8 +41,7 @@ def _shown(queue: SchedulingQueue, info: QueueEntry) -> QueuedPod:
         attempts=info.attempts,
         since=info.since,
         backoff_until=backoff_until,
-        plugins=sorted(info.rejector_plugins) if rejected else [],
-        gates=[g.name for g in info.pod.spec.scheduling_gates]
-        if info.where is SubQueue.GATED
-        else [],
+        plugins=plugins,
+        gates=[g.name for g in info.pod.spec.scheduling_gates] if gated else [],
+        message=info.message if gated else "",
     )

@@ -21,6 +21,7 @@ import contracts.events
 import contracts.k8s.decisions
 import contracts.messages
 import contracts.permit
+import contracts.podstatus
 from contracts import topology
 from contracts.asyncapi import asyncapi_document, channel_id
 from contracts.events import WatchEvent
@@ -222,10 +223,12 @@ def test_routing_keys_are_documented_per_channel() -> None:
         "event",
         "waiting",
         "podgroup",
+        "status",
         "preemption",
         "nomination",
     }
     assert _matches(decisions["address"], topology.decision_key("waiting", "team-a"))
+    assert _matches(decisions["address"], topology.decision_key("status", "team-a"))
     assert _matches(decisions["address"], topology.decision_key("preemption", "team-a"))
 
     permit = channels[channel_id(topology.PERMIT.name)]
@@ -309,6 +312,7 @@ def test_every_contract_type_has_a_schema_used_by_a_message(struct: type[Any]) -
         contracts.k8s.decisions.Event,
         contracts.permit.WaitingPod,
         contracts.permit.PermitDecision,
+        contracts.podstatus.PodStatusPatch,
         contracts.errors.ErrorReport,
     ],
     ids=lambda t: t.__name__,

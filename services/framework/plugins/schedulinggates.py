@@ -1,8 +1,9 @@
 """SchedulingGates: keep a pod out of activeQ while it has ``spec.schedulingGates``.
 
-PreEnqueue only. A gated pod is parked with UnschedulableAndUnresolvable and the
-message ``waiting for scheduling gates: [a b]`` (Go's ``%v`` of the gate names); the
-update that removes its last gate brings it back.
+PreEnqueue only. A gated pod is parked with UnschedulableAndUnresolvable and the API
+server's message for a gated pod, ``Scheduling is blocked due to non-empty scheduling
+gates`` (KEP-5501 unified it, so the pod's SchedulingGated condition is never patched:
+see services.queue.pod_status); the update that removes its last gate brings it back.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from contracts.k8s import Pod
+from contracts.podstatus import SCHEDULING_GATED_MESSAGE
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -30,11 +32,9 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
     name: Final = NAME
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
-        gates = [gate.name for gate in pod.pod.spec.scheduling_gates]
-        if not gates:
+        if not pod.pod.spec.scheduling_gates:
             return SUCCESS
-        message = f"waiting for scheduling gates: [{' '.join(gates)}]"
-        return Status(Code.UnschedulableAndUnresolvable, (message,))
+        return Status(Code.UnschedulableAndUnresolvable, (SCHEDULING_GATED_MESSAGE,))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """The pod's own update that removes its gates."""

@@ -48,7 +48,16 @@ VIEW = QueueView(
             )
         ],
         "gated": [
-            QueuedPod(pod="batch/held", uid="u6", priority=0, attempts=0, since=NOW, gates=["g"])
+            QueuedPod(
+                pod="batch/held",
+                uid="u6",
+                priority=0,
+                attempts=0,
+                since=NOW,
+                plugins=["SchedulingGates"],
+                gates=["g"],
+                message="Scheduling is blocked due to non-empty scheduling gates",
+            )
         ],
     },
 )
@@ -88,8 +97,9 @@ async def test_table_shows_counts_then_the_head_of_each_sub_queue(capsys):
         "batch/giant  10        1         expired  1h06m    NodeAffinity, NodeResourcesFit\n"
         "\n"
         "gated: first 1 of 1\n"
-        "POD         PRIORITY  ATTEMPTS  BACKOFF  WAITING  GATES\n"
-        "batch/held  0         0         -        0.0s     g\n"
+        "POD         PRIORITY  ATTEMPTS  BACKOFF  WAITING  PLUGIN           GATES  MESSAGE\n"
+        "batch/held  0         0         -        0.0s     SchedulingGates  g      "
+        "Scheduling is blocked due to non-empty scheduling gates\n"
         "\n"
         "inflight: 128 pods, none listed in the view\n"
     )
@@ -113,8 +123,14 @@ async def test_json_is_one_object_with_times_relative_to_now(capsys):
             "waitingSeconds": 1.0,
             "plugins": ["NodeResourcesFit"],
             "gates": [],
+            "message": "",
         }
     ]
+    [held] = shown["heads"]["gated"]
+    assert (held["plugins"], held["message"]) == (
+        ["SchedulingGates"],
+        "Scheduling is blocked due to non-empty scheduling gates",
+    )
     assert shown["heads"]["unschedulable"][0]["backoffSeconds"] == -30.0
     assert shown["heads"]["active"][0]["backoffSeconds"] is None
 

@@ -145,7 +145,7 @@ def test_a_gated_pod_waits_until_its_gates_are_removed() -> None:
     assert queue.pop(1) == [] and queue.counts()["gated"] == 1
     info = queue.get("default-a-uid")
     assert info is not None and info.gating_plugin == "SchedulingGates"
-    assert info.message == "waiting for scheduling gates: [example.com/wait]"
+    assert info.message == "Scheduling is blocked due to non-empty scheduling gates"
     # Events never un-gate it, nor does the leftover flush.
     queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n"))
     clock.step(3600)

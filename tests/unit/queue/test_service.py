@@ -128,7 +128,9 @@ async def test_the_view_is_published_once_a_second_when_it_changed(harness: Harn
     assert view.counts == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 1, "inflight": 1}
     assert [p.pod for p in view.heads["unschedulable"]] == ["default/b"]
     assert view.heads["unschedulable"][0].plugins == ["TaintToleration"]
-    assert view.heads["gated"][0].gates == ["g"]
+    [gated] = view.heads["gated"]
+    assert (gated.gates, gated.plugins) == (["g"], ["SchedulingGates"])
+    assert gated.message == "Scheduling is blocked due to non-empty scheduling gates"
     assert view.applied_seq == 3
     await harness.advance(1)
     again = msgspec.json.decode(await harness.store.queue_view() or b"", type=QueueView)

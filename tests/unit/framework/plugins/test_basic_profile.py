@@ -123,4 +123,4 @@ def test_gated_pods_wait():
     gate = fw.plugins["SchedulingGates"]
     status = gate.pre_enqueue(PodInfo.of(make_pod(scheduling_gates=["example.com/quota"])))  # type: ignore[attr-defined]
     assert status.code == Code.UnschedulableAndUnresolvable
-    assert status.message() == "waiting for scheduling gates: [example.com/quota]"
+    assert status.message() == "Scheduling is blocked due to non-empty scheduling gates"

@@ -17,7 +17,10 @@ from tests.builders import make_pod
         pytest.param((), Status(), id="pod does not carry scheduling gates"),
         pytest.param(
             ("foo", "bar"),
-            Status(Code.UnschedulableAndUnresolvable, ("waiting for scheduling gates: [foo bar]",)),
+            Status(
+                Code.UnschedulableAndUnresolvable,
+                ("Scheduling is blocked due to non-empty scheduling gates",),
+            ),
             id="pod carries scheduling gates",
         ),
     ],
