@@ -341,6 +341,10 @@ class BatchScheduler:
                 self.versions.placed(attempt.touches)
                 answered.assumed.append(attempt)
                 continue
+            # A pod scheduled again within its attempt has not failed: Unreserve undoes
+            # what Reserve did, but plugins see the retry (CycleState.retrying).
+            retrying = answer.status != "stale" and attempt.conflicts < self._max_retries
+            attempt.state.retrying = retrying
             self._undo(attempt)
             if answer.keys:  # pods it knew nothing of: read their keys' domains too
                 self.versions.watched.update(answer.keys)

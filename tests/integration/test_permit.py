@@ -98,10 +98,10 @@ async def not_settled(processes: Processes, client: Client, store: RedisStore) -
         f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
         f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
         + "\n".join(
-            f"{key} {body.get('reason', body.get('kind'))} "
-            f"{body.get('involvedObject', body.get('metadata', {})).get('name')} "
+            f"{key} {body.get('reason', body.get('kind'))} {_named(body)} "
+            f"{body.get('node', '')} {headers.get('x-ksched-attempt', '')} "
             f"{str(body.get('message', ''))[:150]}"
-            for key, body, _ in client.decisions
+            for key, body, headers in client.decisions
         )
         + "\n"
         + "\n".join(
@@ -109,6 +109,11 @@ async def not_settled(processes: Processes, client: Client, store: RedisStore) -
             for n in ("queue", "scheduler", "scheduler-2", "binder", "binder-2")
         )
     )
+
+
+def _named(body: dict[str, Any]) -> str:
+    named = body.get("involvedObject") or body.get("metadata") or body
+    return str(named.get("name"))
 
 
 def labelled(name: str, cpu: str = "100m", **labels: str) -> dict[str, Any]:

@@ -104,6 +104,11 @@ class CycleState:
         """InterPodAffinity found no pod anywhere matching the pod's required affinity,
         which the pod matches itself: Filter waives the terms (the first pod of a group
         may go to any domain). Scheduler replicas guard such a decision (scheduler.domains)."""
+        self.retrying = False
+        """ksched: Unreserve runs because another replica's reservation got the node
+        first, and the pod is scheduled again within the same attempt (upstream's single
+        scheduler has no such retry): nothing failed, so a plugin that reacts to a failed
+        attempt (Coscheduling rejecting the waiting siblings) leaves that out."""
         self.pods_to_activate: dict[str, Pod] = {}
         """``PodsToActivate``: pods (by ``namespace/name``) a plugin wants moved to
         activeQ once this cycle succeeds (the pod is reserved, or waits at Permit).
@@ -132,6 +137,7 @@ class CycleState:
         copy.explain = self.explain
         copy.first_of_group = self.first_of_group
         copy.pods_to_activate = self.pods_to_activate
+        copy.retrying = self.retrying
         return copy
 
 

@@ -28,7 +28,9 @@
   the first member to wait asks for its siblings to be activated (``ActivateSiblings``:
   ``PodsToActivate``, so siblings parked by an earlier failure are tried again).
 - Reserve does nothing; Unreserve rejects the waiting siblings (``rejection in
-  Unreserve``). Unreserve also runs in the binder, which has no listers: the group is
+  Unreserve``) — not when the pod is only scheduled again within its attempt because
+  another replica's reservation got the node first (``CycleState.retrying``).
+  Unreserve also runs in the binder, which has no listers: the group is
   handed on as the plugin's binding state.
 
 Where ksched departs: "assigned" counts the group's pods on a node (bound, or assumed
@@ -365,6 +367,8 @@ class Coscheduling(
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        if state.retrying:  # another replica's reservation came first: tried again now
+            return
         full_name, group = self.pod_group(pod.pod)
         if group is None:
             try:  # the binder: no listers, the group was handed on

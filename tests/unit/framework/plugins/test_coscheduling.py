@@ -419,3 +419,17 @@ def test_the_first_member_to_wait_activates_its_siblings() -> None:
     second = CycleState()
     assert plugin.permit(second, PodInfo.of(pods[1]), "n1")[0].code == Code.Wait
     assert second.pods_to_activate == {}
+
+
+@pytest.mark.parametrize("retrying", [False, True])
+def test_unreserve_for_a_retry_within_the_attempt_keeps_the_siblings_waiting(
+    retrying: bool,
+) -> None:
+    """ksched: a reservation another replica got first is scheduled again within the
+    same attempt; its Unreserve is no failure of the gang."""
+    sibling = Waiting(member("w", "g"))
+    world = World(groups=[pg("g", 3)], pods=[member("me", "g")], waiting=[sibling])
+    state = CycleState()
+    state.retrying = retrying
+    world.plugin().unreserve(state, PodInfo.of(member("me", "g")), "n1")
+    assert sibling.outcome == (None if retrying else ("reject", "rejection in Unreserve"))
