@@ -2,7 +2,14 @@
 
 ``open_store(url)`` picks the implementation: ``memory://`` or ``redis://`` / ``rediss://``.
 redis is imported only when a Redis store is opened, so services that run embedded never
-load it.
+load it. Here: the shared state's atomic steps (projection, leases, reservations and their
+claims, nominations, waiting pods, evictions), each written once for both backends'
+contract (tests/contract/test_store.py).
+
+Not here: what a step means for scheduling (the scheduler's domains and batches, the
+queue's leases, the binder's claims live in their services), the waiting-pods map the
+framework's plugins see (services.framework.runtime.waiting_pods, over this store), and
+resource arithmetic (services.common.resources, which the steps charge by).
 """
 
 from services.common.redact import redact
