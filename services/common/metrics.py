@@ -117,14 +117,27 @@ class MetricsEndpoint(ServedEndpoint):
         super().__init__(*start_http_server(port, addr=addr, registry=registry))
 
 
+def serve_metrics(registry: CollectorRegistry, port: int | None) -> MetricsEndpoint | None:
+    """A service's ``/metrics`` on ``port`` (0: any free port); ``None``: not served."""
+    return None if port is None else MetricsEndpoint(registry, port)
+
+
+def close_endpoint(endpoint: ServedEndpoint | None) -> None:
+    """Close ``endpoint``, if it was served (a service's stop, after :func:`serve_metrics`)."""
+    if endpoint is not None:
+        endpoint.close()
+
+
 __all__ = [
     "ATTEMPT_BUCKETS",
     "EXTENSION_POINT_BUCKETS",
     "Children",
     "MetricsEndpoint",
     "ServedEndpoint",
+    "close_endpoint",
     "exponential_buckets",
     "extension_point_duration",
     "goroutines",
     "schedule_attempts",
+    "serve_metrics",
 ]
