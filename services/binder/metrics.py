@@ -23,15 +23,13 @@ from prometheus_client import CollectorRegistry, Histogram
 from services.common.metrics import (
     Children,
     exponential_buckets,
+    extension_point_duration,
     goroutines,
     schedule_attempts,
 )
 
 PERMIT_WAIT_BUCKETS = exponential_buckets(0.001, 2, 15)
 """Upstream's: 1 ms to ~16 s."""
-EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
-"""Upstream's: 0.1 ms, the last bucket [~200 ms, +Inf)."""
-ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
 SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
 """Upstream's: 10 ms, the last bucket [~88 min, +Inf)."""
 ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
@@ -54,13 +52,7 @@ class BinderMetrics:
             buckets=PERMIT_WAIT_BUCKETS,
             registry=self.registry,
         )
-        self.extension_point = Histogram(
-            "scheduler_framework_extension_point_duration_seconds",
-            "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"],
-            buckets=EXTENSION_POINT_BUCKETS,
-            registry=self.registry,
-        )
+        self.extension_point = extension_point_duration(self.registry)
 
         r = self.registry
         self.attempts, self.attempt_duration = schedule_attempts(r)

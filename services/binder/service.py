@@ -71,7 +71,7 @@ from services.common.decisions import (
     decision_message,
     pod_event,
 )
-from services.common.metrics import MetricsEndpoint
+from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.interface import BindEffect, CycleState, WatchEffect
@@ -163,8 +163,7 @@ class BinderService:
             ),
         ]
         self._timers = asyncio.create_task(self._timer_loop(), name="binder-permit-timers")
-        if self._metrics_port is not None:
-            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
+        self.endpoint = serve_metrics(self.metrics.registry, self._metrics_port)
 
     async def stop(self) -> None:
         while self._consumers:
@@ -173,9 +172,8 @@ class BinderService:
             self._timers.cancel()
             await asyncio.wait([self._timers])
             self._timers = None
-        if self.endpoint is not None:
-            self.endpoint.close()
-            self.endpoint = None
+        close_endpoint(self.endpoint)
+        self.endpoint = None
 
     # -- bind requests ------------------------------------------------------------------
 

@@ -24,8 +24,10 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(start * factor**i for i in range(count))
 
 
-ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
 """Upstream's attempt buckets: 1 ms to ~16 s."""
+EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
+"""Upstream's: 0.1 ms, the last bucket [~200 ms, +Inf)."""
 
 
 def schedule_attempts(registry: CollectorRegistry) -> tuple[Counter, Histogram]:
@@ -47,6 +49,19 @@ def schedule_attempts(registry: CollectorRegistry) -> tuple[Counter, Histogram]:
         registry=registry,
     )
     return attempts, duration
+
+
+def extension_point_duration(registry: CollectorRegistry) -> Histogram:
+    """``scheduler_framework_extension_point_duration_seconds`` (``extension_point``,
+    ``status``, ``profile``): the scheduler times the points of its cycle, the binder
+    those of the binding cycle."""
+    return Histogram(
+        "scheduler_framework_extension_point_duration_seconds",
+        "Latency for running all plugins of a specific extension point.",
+        ["extension_point", "status", "profile"],
+        buckets=EXTENSION_POINT_BUCKETS,
+        registry=registry,
+    )
 
 
 def goroutines(registry: CollectorRegistry) -> Gauge:
@@ -102,12 +117,27 @@ class MetricsEndpoint(ServedEndpoint):
         super().__init__(*start_http_server(port, addr=addr, registry=registry))
 
 
+def serve_metrics(registry: CollectorRegistry, port: int | None) -> MetricsEndpoint | None:
+    """A service's ``/metrics`` on ``port`` (0: any free port); ``None``: not served."""
+    return None if port is None else MetricsEndpoint(registry, port)
+
+
+def close_endpoint(endpoint: ServedEndpoint | None) -> None:
+    """Close ``endpoint``, if it was served (a service's stop, after :func:`serve_metrics`)."""
+    if endpoint is not None:
+        endpoint.close()
+
+
 __all__ = [
     "ATTEMPT_BUCKETS",
+    "EXTENSION_POINT_BUCKETS",
     "Children",
     "MetricsEndpoint",
     "ServedEndpoint",
+    "close_endpoint",
     "exponential_buckets",
+    "extension_point_duration",
     "goroutines",
     "schedule_attempts",
+    "serve_metrics",
 ]

@@ -60,7 +60,7 @@ from services.common import failpoints
 from services.common.bus import Bus, Message
 from services.common.clock import Clock
 from services.common.decisions import pod_event
-from services.common.metrics import MetricsEndpoint
+from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.settings import DeschedulerSettings
 from services.common.store import ClusterStore
 from services.descheduler.api import ClusterView, EvictOptions, Registry
@@ -150,8 +150,7 @@ class DeschedulerService:
         self.endpoint: MetricsEndpoint | None = None
 
     async def start(self) -> None:
-        if self._metrics_port is not None:
-            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
+        self.endpoint = serve_metrics(self.metrics.registry, self._metrics_port)
         if self.policy.collects_metrics:
             self._collector = asyncio.create_task(self._collect_loop(), name="metrics-collector")
         self._task = asyncio.create_task(self._loop(), name="descheduler")
@@ -164,9 +163,8 @@ class DeschedulerService:
                     await task
         with contextlib.suppress(Exception):
             await self._store.release_lease(LEASE, self.holder)
-        if self.endpoint is not None:
-            self.endpoint.close()
-            self.endpoint = None
+        close_endpoint(self.endpoint)
+        self.endpoint = None
 
     async def _loop(self) -> None:
         try:

@@ -56,7 +56,7 @@ from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, Schedu
 from services.common import gctune, telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
-from services.common.metrics import MetricsEndpoint
+from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
@@ -245,8 +245,7 @@ class QueueService:
             asyncio.create_task(self._dispatch_loop(), name="queue-dispatch"),
             asyncio.create_task(self._timer_loop(), name="queue-timers"),
         ]
-        if self._metrics_port is not None:
-            self.metrics = MetricsEndpoint(self.registry, self._metrics_port)
+        self.metrics = serve_metrics(self.registry, self._metrics_port)
         self._wake.set()
 
     async def stop(self) -> None:
@@ -257,9 +256,8 @@ class QueueService:
         if self._tasks:  # not `await task`: suppressing its CancelledError would swallow ours
             await asyncio.wait(self._tasks)
         self._consumers, self._tasks = [], []
-        if self.metrics is not None:
-            self.metrics.close()
-            self.metrics = None
+        close_endpoint(self.metrics)
+        self.metrics = None
         try:
             await self._publish_view(force=True)
         except Exception:

@@ -46,16 +46,16 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from services.common.metrics import (
+    ATTEMPT_BUCKETS,
     Children,
     exponential_buckets,
+    extension_point_duration,
     goroutines,
     schedule_attempts,
 )
 
 VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
 """Upstream's: [64, +Inf) is one bucket."""
-ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
-EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
 PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 PLUGIN_SAMPLE_PERCENT = 10
 """Upstream's ``pluginMetricsSamplePercent``."""
@@ -88,13 +88,7 @@ class SchedulerMetrics:
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
-        self.extension_point = Histogram(
-            "scheduler_framework_extension_point_duration_seconds",
-            "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"],
-            buckets=EXTENSION_POINT_BUCKETS,
-            registry=r,
-        )
+        self.extension_point = extension_point_duration(r)
         self.plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",

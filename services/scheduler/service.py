@@ -59,7 +59,7 @@ from services.common.decisions import (
     rfc3339,
     waiting_message,
 )
-from services.common.metrics import MetricsEndpoint
+from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.projection import LogProjection
 from services.common.settings import SchedulerSettings
 from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
@@ -191,15 +191,13 @@ class SchedulerService:
                 topology.SCHEDULER_REQUESTS, self._on_requests, decode=ScheduleBatch
             )
         )
-        if self._metrics_port is not None:
-            self.endpoint = MetricsEndpoint(self.metrics.registry, self._metrics_port)
+        self.endpoint = serve_metrics(self.metrics.registry, self._metrics_port)
 
     async def stop(self) -> None:
         while self._consumers:
             await self._consumers.pop().cancel()
-        if self.endpoint is not None:
-            self.endpoint.close()
-            self.endpoint = None
+        close_endpoint(self.endpoint)
+        self.endpoint = None
 
     async def _load(self, epoch: Epoch, lost: StoreLost | None) -> None:
         """Replace the snapshot and the pending pods with the store's objects (as of
