@@ -213,7 +213,9 @@ class BatchScheduler:
             batch.nominations = BatchNominations.of(store, fresh)
             await self._schedule_all([p.request for p in lost], batch)
         if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
-            await flush_waiting(self._waiting, self._store, self._clock, outcome)
+            await flush_waiting(
+                self._waiting, self._store, self._clock, outcome, self._cache.forget
+            )
         return outcome
 
     async def _schedule_all(self, requests: Sequence[ScheduleRequest], batch: _Batch) -> None:

@@ -5,6 +5,8 @@ that resolved handed on to a binder."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from contracts.messages import AttemptResult
@@ -17,11 +19,17 @@ _encoder = msgspec.json.Encoder()
 
 
 async def flush_waiting(
-    waiting_pods: SharedWaitingPods, store: ClusterStore, clock: Clock, outcome: BatchOutcome
+    waiting_pods: SharedWaitingPods,
+    store: ClusterStore,
+    clock: Clock,
+    outcome: BatchOutcome,
+    forget_local: Callable[[str], None],
 ) -> None:
     """Claim the reservations of the pods that started waiting (they must not expire
     while they wait), record them in the store with the journal of every allow and
-    reject Permit and Unreserve did, and hand on what that resolved."""
+    reject Permit and Unreserve did, and hand on what that resolved; the room of a pod
+    rejected here goes back at once (the store's reservation and ``forget_local``, the
+    replica's assumption)."""
     waiting = {b.uid: b for b in outcome.binds if b.permit}
     outcome.binds = [b for b in outcome.binds if not b.permit]
     claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
@@ -46,6 +54,14 @@ async def flush_waiting(
             outcome.failures.append(Failure(request_of(request), result, False))
     added = {uid: (b.attempt, b.profile, _encoder.encode(b)) for uid, b in waiting.items()}
     resolved = await waiting_pods.flush(added)
+    rejected = [r for r in resolved if r.state == "rejected"]
+    if rejected:
+        # Upstream's binding cycle forgets a rejected waiting pod at once. Its Unreserve
+        # runs in a binder later, but its room goes back now, so the pods it was rejected
+        # for (the gang's next try, the pods queued behind it) find it in the next batch.
+        await store.forget([BindClaim(r.uid, r.node, r.attempt) for r in rejected])
+        for record in rejected:
+            forget_local(record.uid)
     outcome.binds.extend(resumed(resolved))
 
 
