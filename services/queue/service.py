@@ -478,14 +478,13 @@ class QueueService:
     def _result(self, result: AttemptResult) -> None:
         """One attempt's result for the queue (its attempt is the one in flight)."""
         uid = result.uid
-        sort = self.queue.queue_sort
         info = self.queue.get(uid)
+        sort = self.queue.queue_sort
         if isinstance(sort, AttemptObserver) and info is not None and result.outcome != "waiting":
             sort.attempt_ended(info.pod, result.outcome, result.message, result.forgotten)
-        freed = self._freed(result) if result.forgotten else None
-        if result.outcome == "error" and freed is not None:
-            freed()  # upstream moves first when no plugin rejected the pod
-            freed = None
+        held = self._holding(info, result) if result.forgotten else None
+        if held is not None and result.outcome == "error":
+            self._room_freed(held, uid)  # upstream moves first when no plugin rejected it
         match result.outcome:
             case "waiting":
                 self.waiting[uid] = result.attempt
@@ -502,29 +501,28 @@ class QueueService:
             case "error" | "stale":
                 # No plugin to blame: the pod backs off in the error backoffQ.
                 self.queue.add_unschedulable_if_not_present(uid, (), message=result.message)
-        if freed is not None:
-            freed()
+        if held is not None and result.outcome != "error":
+            self._room_freed(held, uid)  # after the failure put the rejected pod away
         if result.activate:
             self.queue.activate(result.activate)
 
-    def _freed(self, result: AttemptResult) -> Callable[[], None]:
-        """``handleBindingCycleError``'s move: the room the pod held on its node is
-        free again, as if an assigned pod were deleted; the pod itself stays where its
-        failure put it when a plugin rejected it."""
+    def _holding(self, info: QueueEntry | None, result: AttemptResult) -> Pod | None:
+        """The pod as it held its room (on ``result.node``), for an assumption the
+        binding cycle forgot (counted for ScheduleBatch.forgotten)."""
         self.forgotten += 1
-        info = self.queue.get(result.uid)
         if info is None:
-            return lambda: None
+            return None
         spec = msgspec.structs.replace(info.pod.spec, node_name=result.node)
-        held = msgspec.structs.replace(info.pod, spec=spec)
+        return msgspec.structs.replace(info.pod, spec=spec)
+
+    def _room_freed(self, held: Pod, uid: str) -> None:
+        """``handleBindingCycleError``'s move: the room ``held`` had is free again, as if
+        an assigned pod were deleted; the pod ``uid`` itself stays where it is."""
 
         def others(candidate: QueueEntry) -> bool:
-            return candidate.uid != result.uid
+            return candidate.uid != uid
 
-        def move() -> None:
-            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, held, None, others)
-
-        return move
+        self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, held, None, others)
 
     async def _drop_ended_leases(self) -> None:
         """Forget the leases of the attempts that ended; kept to retry on StoreLost."""

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import msgspec
 
 from contracts.k8s import POD_GROUP_LABEL, Pod, PodGroup
+from services.common.k8s.timestamps import parse_time
 from services.common.resources import PODS, ResourceError, resource_amounts
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.events import (
@@ -223,7 +224,9 @@ class Coscheduling(
         full_name, group = self.pod_group(pod)
         failed = self._failed_at.get(full_name) if full_name else None
         if group is not None:
-            created = _timestamp(group.metadata.creation_timestamp) if failed is None else failed
+            created = (
+                parse_time(group.metadata.creation_timestamp) or 0.0 if failed is None else failed
+            )
             key = full_name
         else:
             created = (
@@ -422,14 +425,6 @@ def state_group(state: CycleState) -> str:
 
 def _unresolvable(message: str) -> Status:
     return Status(Code.UnschedulableAndUnresolvable, (message,))
-
-
-def _timestamp(stamp: str | None) -> float:
-    if not stamp:
-        return 0.0
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def new(args: CoschedulingArgs, handle: Handle) -> Coscheduling:
