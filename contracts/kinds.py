@@ -6,6 +6,7 @@ from typing import Final, get_args
 
 from contracts.k8s import (
     Binding,
+    DeviceClass,
     Namespace,
     Node,
     NodeMetrics,
@@ -18,6 +19,9 @@ from contracts.k8s import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     Service,
     StatefulSet,
     StorageClass,
@@ -39,6 +43,10 @@ KubeObject = (
     | ReplicaSet
     | StatefulSet
     | PodGroup
+    | DeviceClass
+    | ResourceSlice
+    | ResourceClaim
+    | ResourceClaimTemplate
 )
 
 KINDS: Final[dict[str, type[KubeObject]]] = {
@@ -61,6 +69,8 @@ NAMESPACED: Final = frozenset(
         "statefulset",
         "podgroup",
         "podmetrics",
+        "resourceclaim",
+        "resourceclaimtemplate",
     }
 )
 

@@ -25,13 +25,11 @@ from contracts.k8s.pod import (
     PodCondition,
     PodSpec,
     PodStatus,
-    ResourceRequirements,
     Volume,
 )
 
 UNMODELLED: Final[Mapping[type[msgspec.Struct], frozenset[str]]] = {
     ObjectMeta: frozenset({"managedFields", "selfLink"}),
-    ResourceRequirements: frozenset({"claims"}),
     Container: frozenset(
         {
             "args", "command", "env", "envFrom", "imagePullPolicy", "lifecycle",
@@ -52,7 +50,7 @@ UNMODELLED: Final[Mapping[type[msgspec.Struct], frozenset[str]]] = {
             "activeDeadlineSeconds", "automountServiceAccountToken", "dnsConfig", "dnsPolicy",
             "enableServiceLinks", "ephemeralContainers", "evictionResponders", "hostAliases",
             "hostIPC", "hostPID", "hostUsers", "hostname", "hostnameOverride",
-            "imagePullSecrets", "os", "readinessGates", "resourceClaims", "resources",
+            "imagePullSecrets", "os", "readinessGates", "resources",
             "runtimeClassName", "schedulingGroup", "securityContext", "serviceAccount",
             "serviceAccountName", "setHostnameAsFQDN", "shareProcessNamespace", "subdomain",
         }
@@ -68,7 +66,7 @@ UNMODELLED: Final[Mapping[type[msgspec.Struct], frozenset[str]]] = {
         {
             "allocatedResources", "ephemeralContainerStatuses", "extendedResourceClaimStatus",
             "hostIP", "hostIPs", "nodeAllocatableResourceClaimStatuses", "observedGeneration",
-            "podIP", "podIPs", "resize", "resourceClaimStatuses", "resources", "volumeHealth",
+            "podIP", "podIPs", "resize", "resources", "volumeHealth",
         }
     ),
     NodeSpec: frozenset({"configSource", "externalID", "podCIDRs", "podPreemptionPolicy"}),

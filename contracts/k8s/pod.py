@@ -20,9 +20,18 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 """Pod phases after which a pod holds no resources and is never scheduled again."""
 
 
+class ContainerResourceClaim(Wire, kw_only=True, frozen=True):
+    """core/v1 ``ResourceClaim`` in ``resources.claims``: which of the pod's claims (and,
+    optionally, which request of it) the container uses."""
+
+    name: str = ""
+    request: str | None = None
+
+
 class ResourceRequirements(Wire, kw_only=True, frozen=True):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
+    claims: list[ContainerResourceClaim] = []
 
 
 class ContainerPort(Wire, kw_only=True, frozen=True):
@@ -125,6 +134,23 @@ class PodSchedulingGate(Wire, kw_only=True, frozen=True):
     name: str
 
 
+class PodResourceClaim(Wire, kw_only=True, frozen=True):
+    """One entry of ``spec.resourceClaims``: a claim by name, or a template from which
+    one is generated for the pod (exactly one of the two is set)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(Wire, kw_only=True, frozen=True):
+    """``status.resourceClaimStatuses[]``: the claim generated for a template entry
+    (``resourceClaimName`` unset: none was needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(Wire, kw_only=True, frozen=True):
     node_name: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
@@ -140,6 +166,7 @@ class PodSpec(Wire, kw_only=True, frozen=True):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     volumes: list[Volume] = []
     scheduling_gates: list[PodSchedulingGate] = []
+    resource_claims: list[PodResourceClaim] = []
     host_network: bool = False
     restart_policy: str | None = None
     termination_grace_period_seconds: int | None = None
@@ -172,6 +199,7 @@ class PodStatus(Wire, kw_only=True, frozen=True):
     start_time: str | None = None
     reason: str | None = None
     message: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
 
 
 class Pod(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Pod"):

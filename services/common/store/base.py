@@ -123,6 +123,12 @@ class Reservation:
     a pod with required anti-affinity on another key was placed. None: unchecked."""
     keys: tuple[str, ...] = ()
     """The topology keys of the pod's own required anti-affinity, recorded on assume."""
+    devices: tuple[str, ...] = ()
+    """DRA devices (``driver/pool/device``) the pod's new claim allocations take: the
+    store refuses the reservation (``conflict``) when one is held by another pod's
+    reservation or by an allocated claim, else holds them for the pod until the
+    claim's allocation is applied from the log, or the reservation is forgotten or
+    expires before binding."""
 
 
 AssumeStatus = Literal["assumed", "conflict", "stale"]
@@ -145,6 +151,8 @@ class AssumeResult:
     store holds)."""
     keys: tuple[str, ...] = ()
     """For a conflict on ``Reservation.watched``: the keys placed it did not know of."""
+    devices: tuple[str, ...] = ()
+    """For a conflict on ``Reservation.devices``: those already held by others."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,18 @@ class BindEffect:
     node: str
 
 
-Effect = WatchEffect | BindEffect
+@dataclass(frozen=True, slots=True)
+class ClaimStatusEffect:
+    """DynamicResources' PreBind: the ResourceClaim with its new ``status.allocation``
+    and the pod in ``status.reservedFor``. The binder publishes it on
+    ``ksched.decisions`` (``claim.<namespace>``) before the pod's Binding; a client
+    applies it by publishing the claim's MODIFIED event."""
+
+    claim: Any
+    """A ``contracts.k8s.ResourceClaim``."""
+
+
+Effect = WatchEffect | BindEffect | ClaimStatusEffect
 
 
 class CycleState:
@@ -98,6 +109,10 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.effects: list[Effect] = []
+        self.reserved_devices: list[str] = []
+        """Devices Reserve allocated to the pod's claims in this attempt
+        (``driver/pool/device``, DynamicResources): the store's assume takes them
+        atomically with the node's room, so two replicas never hand out one device."""
         self.explain = False
         """The attempt is explained: plugins may say more (preemption's candidates)."""
         self.first_of_group = False

@@ -2,7 +2,8 @@
 namespaces (InterPodAffinity's namespaceSelector), PersistentVolumes, claims and
 StorageClasses (the volume plugins), PodDisruptionBudgets and PriorityClasses
 (preemption), Services, ReplicationControllers, ReplicaSets and StatefulSets
-(PodTopologySpread's default selector), PodGroups (Coscheduling). The snapshot keeps
+(PodTopologySpread's default selector), PodGroups (Coscheduling), DeviceClasses,
+ResourceSlices, ResourceClaims and ResourceClaimTemplates (DynamicResources). The snapshot keeps
 them current from the same log entries it applies."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import msgspec
 
 from contracts.events import LogEntry
 from contracts.k8s import (
+    DeviceClass,
     Namespace,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -22,6 +24,9 @@ from contracts.k8s import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     Service,
     StatefulSet,
     StorageClass,
@@ -55,9 +60,23 @@ class Listers:
         self.stateful_sets: dict[str, StatefulSet] = {}
         self.pod_groups: dict[str, PodGroup] = {}
         """By ``namespace/name``."""
+        self.device_classes: dict[str, DeviceClass] = {}
+        self.resource_slices: dict[str, ResourceSlice] = {}
+        """By name (cluster-scoped)."""
+        self.resource_claims: dict[str, ResourceClaim] = {}
+        """By ``namespace/name``, as the templates."""
+        self.resource_claim_templates: dict[str, ResourceClaimTemplate] = {}
 
     def pod_group(self, namespace: str | None, name: str) -> PodGroup | None:
         return self.pod_groups.get(_key(namespace, name))
+
+    def resource_claim(self, namespace: str | None, name: str) -> ResourceClaim | None:
+        return self.resource_claims.get(_key(namespace, name))
+
+    def resource_claim_template(
+        self, namespace: str | None, name: str
+    ) -> ResourceClaimTemplate | None:
+        return self.resource_claim_templates.get(_key(namespace, name))
 
     def claim(self, namespace: str | None, name: str) -> PersistentVolumeClaim | None:
         return self.persistent_volume_claims.get(_key(namespace, name))
@@ -95,6 +114,14 @@ class Listers:
                 _put(self.stateful_sets, _key(meta.namespace, meta.name), obj, deleted)
             case PodGroup(metadata=meta):
                 _put(self.pod_groups, _key(meta.namespace, meta.name), obj, deleted)
+            case DeviceClass(metadata=meta):
+                _put(self.device_classes, meta.name, obj, deleted)
+            case ResourceSlice(metadata=meta):
+                _put(self.resource_slices, meta.name, obj, deleted)
+            case ResourceClaim(metadata=meta):
+                _put(self.resource_claims, _key(meta.namespace, meta.name), obj, deleted)
+            case ResourceClaimTemplate(metadata=meta):
+                _put(self.resource_claim_templates, _key(meta.namespace, meta.name), obj, deleted)
             case _:
                 pass
 
@@ -122,6 +149,10 @@ class Listers:
             self.replica_sets,
             self.stateful_sets,
             self.pod_groups,
+            self.device_classes,
+            self.resource_slices,
+            self.resource_claims,
+            self.resource_claim_templates,
         )
 
 

@@ -1,0 +1,54 @@
+"""The structured-parameters allocator (upstream's
+``staging/src/k8s.io/dynamic-resource-allocation/structured``): which devices of which
+pools satisfy a set of ResourceClaims on one node.
+
+Interface (fixed; the implementation fills it in)::
+
+    allocator = Allocator(
+        features=AllocatorFeatures.from_gates(),
+        allocated=frozenset_of_device_ids,     # "driver/pool/device", taken by others
+        classes=listers.device_classes,        # name -> DeviceClass
+        slices=list_of_resource_slices,
+        cel=CELCache(),                        # compiled selectors, shared, long-lived
+    )
+    results = allocator.allocate(node, claims)  # one AllocationResult per claim, in order
+    # -> None when the claims cannot all be allocated on this node (Unschedulable)
+    # -> raises AllocationError(message) for an error upstream returns as an error
+    #    (a missing DeviceClass, a CEL compile or runtime error, ...), with upstream's text
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+DEVICE_ID_SEPARATOR: Final = "/"
+
+
+def device_id(driver: str, pool: str, device: str) -> str:
+    """``driver/pool/device``: a driver has no slash and a device name none either, so
+    the pool (which may hold slashes) is what lies between the first and the last."""
+    return f"{driver}/{pool}/{device}"
+
+
+def split_device_id(value: str) -> tuple[str, str, str]:
+    driver, _, rest = value.partition("/")
+    pool, _, device = rest.rpartition("/")
+    return driver, pool, device
+
+
+class AllocationError(Exception):
+    """An error (not a plain "does not fit"): the message is upstream's."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatorFeatures:
+    """The allocator's switches, from the feature gates (upstream's ``Features``)."""
+
+    admin_access: bool = True
+    prioritized_list: bool = True
+    device_taints: bool = True
+    partitionable_devices: bool = True
+    consumable_capacity: bool = True
+    device_binding: bool = True
+    device_status: bool = True
