@@ -269,8 +269,7 @@ class DynamicResources(
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        data = StateData()
-        state.write(STATE_KEY, data)
+        state.write(STATE_KEY, StateData())
         if not pod.pod.spec.resource_claims:
             return None, SKIP
         self.in_flight.refresh(nodes)
@@ -280,9 +279,13 @@ class DynamicResources(
             return None, unschedulable(str(problem))
         if not found:
             return None, SKIP
-        data.pod = pod.pod
-        data.names = [name for name, _ in found]
-        data.claims = [claim for _, claim in found]
+        # PostFilter sees the claims only once every check passed (upstream stores
+        # them last): a pod rejected here has "no new claims to deallocate".
+        data = StateData(
+            pod=pod.pod,
+            names=[name for name, _ in found],
+            claims=[claim for _, claim in found],
+        )
         for index, claim in enumerate(data.claims):
             status = self._check_claim(pod.pod, claim, index, data)
             if status is not None:
@@ -296,6 +299,7 @@ class DynamicResources(
             data.allocator = self._new_allocator(allocated, classes, slices)
             if all(_asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = _servable_nodes(slices)
+        state.write(STATE_KEY, data)
         return None, SUCCESS
 
     def _check_claim(
