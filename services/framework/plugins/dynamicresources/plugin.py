@@ -49,6 +49,7 @@ from services.framework.api.interface import (
     ClaimStatusEffect,
     CycleState,
     EnqueueExtensions,
+    ExplainsNode,
     FilterPlugin,
     FilterResult,
     Handle,
@@ -194,6 +195,7 @@ class DynamicResources(
     BindingState,
     PreBindPlugin,
     EnqueueExtensions,
+    ExplainsNode,
 ):
     name: Final = NAME
 

@@ -328,3 +328,19 @@ class FakeAllocator:
         if not admin:
             taken.update(device_id(r.driver, r.pool, r.device) for r in found)
         return found
+
+
+class Allocators:
+    """A ``new_allocator`` that remembers the FakeAllocators it made."""
+
+    def __init__(self) -> None:
+        self.made: list[FakeAllocator] = []
+
+    def __call__(
+        self,
+        allocated: frozenset[str],
+        classes: Mapping[str, DeviceClass],
+        slices: list[ResourceSlice],
+    ) -> FakeAllocator:
+        self.made.append(FakeAllocator(allocated, classes, slices))
+        return self.made[-1]
