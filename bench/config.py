@@ -10,12 +10,14 @@ is: an unknown field, a missing template or a param no workload sets is a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
 import yaml
 
+from bench.dra import AnyObjects, DraSetup
 from bench.workload import Churn, Gangs, Template, Workload
 from contracts.k8s import PodGroup
 from contracts.kinds import BINDING_KIND, KINDS
@@ -84,7 +86,48 @@ class CreatePodGroupsOp(
     pod_group_template_path: str = DEFAULT_POD_GROUP_TEMPLATE
 
 
-Op = CreateNodesOp | CreatePodsOp | ChurnOp | CreatePodGroupsOp
+class CreateResourceDriverOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createResourceDriver",
+    rename="camel",
+):  # fmt: skip
+    """Upstream's: a ResourceSlice of ``maxClaimsPerNode`` devices per node of the scaled
+    createNodes op (``nodes``, upstream's glob over node names, is read and not needed:
+    ksched's DRA test cases have only DRA nodes)."""
+
+    driver_name: str
+    max_claims_per_node_param: str
+    nodes: str | None = None
+
+
+class CreateAnyOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createAny", rename="camel"
+):
+    """Upstream's: objects of any kind ksched ingests from ``templatePath``, one or
+    ``countParam`` (scaled as the pods are), in ``namespace`` for namespaced kinds."""
+
+    template_path: str
+    namespace: str | None = None
+    count_param: str | None = None
+
+
+class AllocResourceClaimsOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="allocResourceClaims",
+    rename="camel",
+):  # fmt: skip
+    """Upstream's: the claims created so far in ``namespace`` are allocated up front."""
+
+    namespace: str
+
+
+Op = (
+    CreateNodesOp
+    | CreatePodsOp
+    | ChurnOp
+    | CreatePodGroupsOp
+    | CreateResourceDriverOp
+    | CreateAnyOp
+    | AllocResourceClaimsOp
+)
 
 
 class WorkloadParams(_Strict, frozen=True, kw_only=True):
@@ -175,8 +218,11 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
     init: tuple[int, CreatePodsOp] | None = None
     churn: tuple[int, ChurnOp] | None = None
     gangs: tuple[int, CreatePodGroupsOp] | None = None
+    dra: list[tuple[int, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp]] = []
     for i, op in enumerate(ops[leading:measured_at], start=leading):
-        if isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
+        if isinstance(op, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp):
+            dra.append((i, op))
+        elif isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
             init = (i, op)
         elif isinstance(op, ChurnOp) and churn is None:
             churn = (i, op)
@@ -185,8 +231,9 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         else:
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}]: at most one init createPods (without "
-                "collectMetrics), one churn and one createPodGroups op before the "
-                "measured createPods"
+                "collectMetrics), one churn and one createPodGroups op, and the DRA ops "
+                "(createResourceDriver, createAny, allocResourceClaims) before the measured "
+                "createPods"
             )
 
     def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
@@ -235,6 +282,7 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         else (strategy.label_key, tuple(strategy.label_values)),
         churn=None if churn is None else _churn(path, where, *churn),
         gangs=None if gangs is None else _gangs(path, where, *gangs),
+        dra=_dra(path, where, dra, params) if dra else None,
         scheduler_config=None
         if case.scheduler_config_path is None
         else _scheduler_config(path, where, case.scheduler_config_path),
@@ -264,6 +312,45 @@ def _churn(path: Path, where: str, index: int, op: ChurnOp) -> Churn:
         op.mode,
         op.number,
     )
+
+
+def _dra(
+    path: Path,
+    where: str,
+    ops: list[tuple[int, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp]],
+    params: dict[str, int],
+) -> DraSetup:
+    def param(i: int, name: str, value: str) -> int:
+        key = value.removeprefix("$")
+        if not value.startswith("$") or key not in params:
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}].{name}: {value!r} is not "
+                f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
+            )
+        return params[key]
+
+    driver: str | None = None
+    per_node = 0
+    objects: list[AnyObjects] = []
+    for i, op in ops:
+        match op:
+            case CreateResourceDriverOp():
+                driver = op.driver_name
+                per_node = param(i, "maxClaimsPerNodeParam", op.max_claims_per_node_param)
+            case CreateAnyOp():
+                field = f"{where}.workloadTemplate[{i}].templatePath"
+                template = _template(path, field, op.template_path, None, named=True)
+                count = None if op.count_param is None else param(i, "countParam", op.count_param)
+                namespace = op.namespace or f"namespace-{i}"
+                objects.append(AnyObjects(template, namespace, count))
+            case AllocResourceClaimsOp():
+                objects = [
+                    replace(o, allocated=True)
+                    if o.namespace == op.namespace and o.template.kind == "resourceclaim"
+                    else o
+                    for o in objects
+                ]
+    return DraSetup(driver, per_node, tuple(objects))
 
 
 def _gangs(path: Path, where: str, index: int, op: CreatePodGroupsOp) -> Gangs:

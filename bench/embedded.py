@@ -32,10 +32,12 @@ def document(index: int, kind: str, obj: dict[str, Any]) -> Document:
 
 
 def setup_documents(workload: Workload, nodes: int, init: int, pods: int) -> list[Document]:
-    """The nodes (the fixed-count ops' ones first), then the init pods bound to them,
-    then the PodGroups the ``pods`` measured pods join (if the workload has gangs)."""
+    """The nodes (the fixed-count ops' ones first), the DRA objects, then the init pods
+    bound to them, then the PodGroups the ``pods`` measured pods join (with gangs)."""
     docs = [document(i, "node", node) for i, node in enumerate(workload.all_nodes(nodes))]
-    docs += [document(i, "pod", workload.init(i, nodes)) for i in range(init)]
+    objects, init_pods = workload.setup(nodes, init, pods)
+    docs += [document(i, kind, obj) for i, (kind, obj) in enumerate(objects)]
+    docs += [document(i, "pod", pod) for i, pod in enumerate(init_pods)]
     return docs + [document(i, "podgroup", g) for i, g in enumerate(workload.groups(pods))]
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from bench.dra import DraSetup, fill_index
 from contracts.kinds import NAMESPACED
 
 HOSTNAME: Final = "kubernetes.io/hostname"
@@ -72,8 +73,11 @@ class Template:
         return obj
 
     def pod(self, namespace: str, i: int) -> dict[str, Any]:
-        """Pod ``i`` of this template in ``namespace``, pending."""
+        """Pod ``i`` of this template in ``namespace``, pending (upstream's ``{{.Index}}``
+        expressions filled in)."""
         pod = self.instance(namespace, i)
+        if b"{{" in self.encoded:
+            pod = fill_index(pod, i)
         pod.setdefault("spec", {})
         return pod
 
@@ -168,6 +172,19 @@ class Workload:
     fixed_nodes: tuple[tuple[Template, int], ...] = ()
     """The createNodes ops with a fixed ``count``: (template, count), created before the
     ``--nodes`` ones whatever ``--nodes`` is."""
+    dra: DraSetup | None = None
+    """The DRA ops (slices, classes, claims, templates; :mod:`bench.dra`)."""
+
+    def setup(
+        self, nodes: int, init: int, pods: int
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+        """The DRA setup objects (none without DRA ops) and the ``init`` init pods."""
+        init_pods = [self.init(i, nodes) for i in range(init)]
+        if self.dra is None:
+            return [], init_pods
+        names = [self.node_name(i) for i in range(nodes)]
+        measured = [self.measured(i) for i in range(pods)]
+        return self.dra.build(names, init_pods, measured, nodes / self.reference_nodes)
 
     def total_nodes(self, nodes: int) -> int:
         """Every node of a run with ``nodes`` nodes of the scaled op."""
