@@ -18,6 +18,7 @@ import msgspec
 import yaml
 
 from bench.dra import AnyObjects, DraSetup
+from bench.steady import Steady, parse_duration
 from bench.workload import Churn, Gangs, Template, Workload
 from contracts.k8s import PodGroup
 from contracts.kinds import BINDING_KIND, KINDS
@@ -59,10 +60,16 @@ class CreateNodesOp(
 class CreatePodsOp(
     _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createPods", rename="camel"
 ):
-    count_param: str
+    count_param: str | None = None
+    count: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """A fixed count (upstream's; with ``steadyState``: the pods kept pending)."""
     pod_template_path: str | None = None
     namespace: str | None = None
     collect_metrics: bool = False
+    steady_state: bool = False
+    """Upstream's: keep ``count`` pods pending for ``durationParam`` (the measured op
+    only): each bound pod is deleted and replaced (bench.steady)."""
+    duration_param: str | None = None
 
 
 class ChurnOp(_Strict, frozen=True, kw_only=True, tag_field="opcode", tag="churn", rename="camel"):
@@ -237,14 +244,31 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
             )
 
     def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
+        if isinstance(op, CreatePodsOp) and op.count is not None and op.count_param is None:
+            return op.count
         param = op.count_param or ""
         name = param.removeprefix("$")
-        if not param.startswith("$") or name not in params:
+        if not param.startswith("$") or not isinstance(params.get(name), int):
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}].countParam: {param!r} is not "
-                f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
+                f"$<a count param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
             )
-        return params[name]
+        value = params[name]
+        assert isinstance(value, int)
+        return value
+
+    def steady(i: int, op: CreatePodsOp) -> Steady | None:
+        if not op.steady_state:
+            return None
+        name = (op.duration_param or "").removeprefix("$")
+        value = params.get(name)
+        seconds = parse_duration(value) if isinstance(value, str) else None
+        if op.duration_param is None or seconds is None:
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}].durationParam: {op.duration_param!r} is not "
+                f"$<a duration param (10s) of the {PERFORMANCE} workload>"
+            )
+        return Steady(count(i, op), seconds)
 
     def pod_template(i: int, op: CreatePodsOp) -> Template:
         field = f"workloadTemplate[{i}].podTemplatePath"
@@ -277,6 +301,7 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         reference_nodes=reference_nodes,
         init_pods=0 if init is None else count(*init),
         measured_pods=count(measured_at, measured_op),
+        steady=steady(measured_at, measured_op),
         node_label=None
         if strategy is None
         else (strategy.label_key, tuple(strategy.label_values)),
@@ -318,16 +343,17 @@ def _dra(
     path: Path,
     where: str,
     ops: list[tuple[int, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp]],
-    params: dict[str, int],
+    params: dict[str, int | str],
 ) -> DraSetup:
     def param(i: int, name: str, value: str) -> int:
         key = value.removeprefix("$")
-        if not value.startswith("$") or key not in params:
+        found = params.get(key)
+        if not value.startswith("$") or not isinstance(found, int):
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}].{name}: {value!r} is not "
                 f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
             )
-        return params[key]
+        return found
 
     driver: str | None = None
     per_node = 0
@@ -376,7 +402,7 @@ def _scheduler_config(path: Path, where: str, relative: str) -> Path:
     return config
 
 
-def _performance_params(where: str, case: TestCase) -> dict[str, int]:
+def _performance_params(where: str, case: TestCase) -> dict[str, int | str]:
     chosen = [(j, w) for j, w in enumerate(case.workloads) if PERFORMANCE in w.labels]
     if len(chosen) != 1:
         raise WorkloadError(
@@ -385,9 +411,11 @@ def _performance_params(where: str, case: TestCase) -> dict[str, int]:
         )
     j, workload = chosen[0]
     for key, value in workload.params.items():
-        if type(value) is not int or value < 0:
+        duration = isinstance(value, str) and parse_duration(value) is not None
+        if not duration and (type(value) is not int or value < 0):
             raise WorkloadError(
-                f"{where}.workloads[{j}].params.{key}: a count (an integer >= 0), not {value!r}"
+                f"{where}.workloads[{j}].params.{key}: a count (an integer >= 0) or a "
+                f"duration (10s), not {value!r}"
             )
     return workload.params
 

@@ -166,7 +166,7 @@ class DraSetup:
         referenced = _referenced_claims([*init_pods, *measured_pods])
         for op in self.objects:
             kind = op.template.kind
-            count = 1 if op.count is None else max(1, round(op.count * scale))
+            count = 1 if op.count is None else round(op.count * scale)
             if kind == "resourceclaim":
                 count = max(count, _needed(op, referenced))
             for i in range(count):

@@ -16,6 +16,7 @@ import msgspec
 
 from bench.churn import ChurnOp
 from bench.report import summary
+from bench.steady import SteadyState
 from bench.workload import Workload
 from contracts import topology
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
@@ -49,9 +50,18 @@ class Timings:
         self.published: dict[str, float] = {}
         self.decided: dict[str, float] = {}
         self.done = asyncio.Event()
+        self.steady: SteadyState | None = None
+        """A steady-state measurement: it replaces each bound pod; only the pods bound
+        within its window count."""
 
     def decision(self, pod: str, at: float) -> None:
         if pod in self.published and pod not in self.decided:
+            steady = self.steady
+            if steady is not None:
+                if at < steady.until:
+                    self.decided[pod] = at
+                    steady.bound(pod, at)
+                return
             self.decided[pod] = at
             if len(self.decided) >= self.expected:
                 self.done.set()
@@ -139,6 +149,10 @@ async def measure(
     if churn is not None:
         await churn.start()
     try:
+        if workload.steady is not None:
+            timings.steady = SteadyState(workload.steady, workload)
+            started = await timings.steady.run(publish, timings.published)
+            return started
         started = await timings.publish(publish, workload, pods, rate)
         await timings.done.wait()
     finally:

@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from bench.dra import DraSetup, fill_index
+from bench.steady import Steady
 from contracts.kinds import NAMESPACED
 
 HOSTNAME: Final = "kubernetes.io/hostname"
@@ -174,6 +175,9 @@ class Workload:
     ``--nodes`` ones whatever ``--nodes`` is."""
     dra: DraSetup | None = None
     """The DRA ops (slices, classes, claims, templates; :mod:`bench.dra`)."""
+    steady: Steady | None = None
+    """The measured createPods op keeps a number of pods pending for a while
+    (``steadyState``; :mod:`bench.steady`); the measured count is that number."""
 
     def setup(
         self, nodes: int, init: int, pods: int
@@ -207,6 +211,8 @@ class Workload:
         scale = nodes / self.reference_nodes
         if self.init_pod is None:
             init = 0
+        if self.steady is not None and measured is None:
+            measured = self.steady.in_flight
         return (
             init if init is not None else round(self.init_pods * scale),
             measured if measured is not None else max(1, round(self.measured_pods * scale)),
@@ -242,9 +248,15 @@ class Workload:
     @property
     def timed_to_binding(self) -> bool:
         """Whether a measured pod counts only once bound: gang members and preemptors
-        fail first (PreFilter, a preemption) and bind later."""
+        fail first (PreFilter, a preemption) and bind later, a pod with DRA claims may
+        wait for its claim first, and a steady state replaces bound pods."""
         spec = msgspec.json.decode(self.measured_pod.encoded).get("spec") or {}
-        return self.gangs is not None or bool(spec.get("priority"))
+        return (
+            self.gangs is not None
+            or self.dra is not None
+            or self.steady is not None
+            or bool(spec.get("priority"))
+        )
 
     def groups(self, pods: int) -> list[dict[str, Any]]:
         """The PodGroups of ``pods`` measured pods (none without gangs)."""

@@ -27,6 +27,9 @@ UPSTREAM_NAMES = {
     "SchedulingDaemonset",
     "SchedulingWithResourceClaimTemplate",
     "SchedulingWithResourceClaim",
+    "SteadyStateClusterResourceClaimTemplate_empty",
+    "SteadyStateClusterResourceClaimTemplate_half",
+    "SteadyStateClusterResourceClaimTemplate_full",
 }
 OWN_NAMES = {"GangScheduling"}
 """ksched's own test cases (scheduler_perf has no PodGroups)."""

@@ -55,6 +55,9 @@ def test_every_upstream_shape_is_offered() -> None:
             "SchedulingDaemonset",
             "SchedulingWithResourceClaimTemplate",
             "SchedulingWithResourceClaim",
+            "SteadyStateClusterResourceClaimTemplate_empty",
+            "SteadyStateClusterResourceClaimTemplate_half",
+            "SteadyStateClusterResourceClaimTemplate_full",
         ]
     )
 
