@@ -20,9 +20,10 @@ STEADY = [
     if WORKLOADS[shape].churn is None
     and WORKLOADS[shape].scheduler_config is None
     and not WORKLOADS[shape].timed_to_binding
+    and WORKLOADS[shape].dra is None
 ]
 """The shapes cycle mode places every pod of: no churn, no profile of their own, no
-pods that must preempt first."""
+pods that must preempt first, no DRA claims (their claim controller is the informer's)."""
 FIELDS = {
     "workload",
     "mode",
@@ -52,6 +53,11 @@ def test_every_upstream_shape_is_offered() -> None:
             "PreemptionAsync",
             "SchedulingWithMixedChurn",
             "SchedulingDaemonset",
+            "SchedulingWithResourceClaimTemplate",
+            "SchedulingWithResourceClaim",
+            "SteadyStateClusterResourceClaimTemplate_empty",
+            "SteadyStateClusterResourceClaimTemplate_half",
+            "SteadyStateClusterResourceClaimTemplate_full",
         ]
     )
 
@@ -152,12 +158,24 @@ async def test_gang_scheduling_binds_every_member_in_embedded_mode() -> None:
     assert report["pods"] == 24  # bound, not merely decided
 
 
-def test_cycle_mode_refuses_a_workload_with_its_own_profile(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    "shape",
+    ["GangScheduling", "SchedulingWithResourceClaimTemplate", "SchedulingWithResourceClaim"],
+)
+def test_cycle_mode_refuses_a_workload_that_needs_the_binding_cycle(
+    shape: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bench", "GangScheduling", "--nodes", "20", "--mode", "cycle"]) == 2
+    assert main(["bench", shape, "--nodes", "20", "--mode", "cycle"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "use --mode embedded or --mode services" in line
+
+
+@pytest.mark.parametrize(
+    "shape", ["SchedulingWithResourceClaimTemplate", "SchedulingWithResourceClaim"]
+)
+async def test_dra_workloads_bind_every_pod_in_embedded_mode(shape: str) -> None:
+    report = await bench_embedded(WORKLOADS[shape], 4, 10, 10)
+    assert report["pods"] == 10
 
 
 def test_cycle_mode_times_the_preemption_decisions(capsys: pytest.CaptureFixture[str]) -> None:
