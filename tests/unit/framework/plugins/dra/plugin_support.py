@@ -228,6 +228,19 @@ def pod_with_claim_name(name: str = CLAIM_NAME, uid: str = POD_UID) -> Pod:
     )
 
 
+def pod_with_two_claim_names() -> Pod:
+    """``podWithTwoClaimNames``: my-resource → my-pod-my-resource, my-resource-2 →
+    my-pod-my-resource-2."""
+    pod = make_pod(POD_NAME, NAMESPACE, uid=POD_UID)
+    entries = [
+        PodResourceClaim(name=RESOURCE, resource_claim_name=CLAIM_NAME),
+        PodResourceClaim(name=f"{RESOURCE}-2", resource_claim_name=f"{CLAIM_NAME}-2"),
+    ]
+    return msgspec.structs.replace(
+        pod, spec=msgspec.structs.replace(pod.spec, resource_claims=entries)
+    )
+
+
 def pod_with_claim_template(*, in_status: bool, claim_name: str | None = CLAIM_NAME) -> Pod:
     """``podWithClaimTemplate`` / ``podWithClaimTemplateInStatus``."""
     pod = make_pod(POD_NAME, NAMESPACE, uid=POD_UID)

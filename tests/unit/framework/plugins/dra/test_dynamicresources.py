@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 import pytest
 
 from contracts.k8s import DeviceClass, Node, Pod, ResourceClaim, ResourceSlice
@@ -26,9 +27,11 @@ from tests.unit.framework.plugins.dra.plugin_support import (
     ALLOCATION,
     CLAIM_NAME,
     CLASS,
+    DRIVER,
     NAMESPACE,
     NODE,
     NODE2,
+    NODE3,
     POD_NAME,
     POD_UID,
     FakeAllocator,
@@ -38,16 +41,20 @@ from tests.unit.framework.plugins.dra.plugin_support import (
     broken_cel,
     claim,
     device_class,
+    exactly,
     first_available,
     labelled,
     listers_of,
     pod_with_claim_name,
     pod_with_claim_template,
+    pod_with_two_claim_names,
     resource_slice,
+    with_device_status,
     worker,
 )
 
 NOW = 1_800_000_000.0
+DRIVER_2 = "some-driver-2"
 STAMP = "2027-01-15T08:00:00Z"
 U = Code.UnschedulableAndUnresolvable
 
@@ -75,6 +82,46 @@ GOOD_TOPOLOGY = allocated(
 WITH_PRIORITIZED_LIST = claim(
     CLAIM_NAME, first_available("req-1", ("subreq-1", CLASS, 1)), owner=POD_UID
 )
+
+
+CONDITIONS = {"binding_conditions": ["condition"], "binding_failure_conditions": ["failed"]}
+WITH_BINDING_CONDITIONS = allocation(("req-1", "instance-1"), **CONDITIONS)
+BOUND = with_device_status(
+    allocated(PENDING, WITH_BINDING_CONDITIONS), condition="True", failed="False"
+)
+"""``boundClaim``: the device reports its binding condition met."""
+PENDING_2 = claim(f"{CLAIM_NAME}-2", exactly("req-2"), owner=POD_UID)
+WITH_BINDING_CONDITIONS_2 = allocation(("req-2", "instance-2"), driver=DRIVER_2, **CONDITIONS)
+BOUND_2 = with_device_status(
+    allocated(PENDING_2, WITH_BINDING_CONDITIONS_2), condition="True", failed="False"
+)
+FAILED_BINDING_2 = with_device_status(
+    allocated(PENDING_2, WITH_BINDING_CONDITIONS_2), condition="False", failed="True"
+)
+"""``failedBindingClaim2``."""
+TIMED_OUT = with_device_status(
+    allocated(
+        PENDING,
+        msgspec.structs.replace(
+            WITH_BINDING_CONDITIONS, allocation_timestamp="2027-01-15T07:49:59Z"
+        ),
+    ),
+    condition1="True",
+    condition2="False",
+)
+"""Allocated 10 minutes and a second before NOW: past the default bindingTimeout."""
+WITH_TWO_PRIORITIZED = claim(
+    f"{CLAIM_NAME}-2",
+    first_available(
+        "req-1",
+        ("subreq-1", CLASS, 4),
+        ("subreq-2", CLASS, 3),
+        ("subreq-3", CLASS, 2),
+        ("subreq-4", CLASS, 1),
+    ),
+    owner=POD_UID,
+)
+"""``pendingClaim2WithPrioritizedListAndMultipleSubrequests``."""
 
 
 def with_class(c: ResourceClaim, name: str) -> ResourceClaim:
@@ -122,6 +169,8 @@ class Want:
     reserved_devices: tuple[str, ...] = ()
     prebind: tuple[ResourceClaim, ...] = ()
     unreserve_before_prebind: bool = False
+    scores: dict[str, tuple[int, int]] | None = None
+    """Node → (Score, normalized), for the nodes that pass (with two or more)."""
 
 
 @dataclass(frozen=True)
@@ -398,6 +447,77 @@ CASES = [
         ),
         id="claim-with-prioritized-list",
     ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (TIMED_OUT,),
+            want=Want(
+                filter={NODE: status(U, "resourceclaim not available on the node")},
+                postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+            ),
+        ),
+        id="bound-claim-with-mixed-binding-conditions",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_template(in_status=True),
+            (ALLOCATED, OTHER),
+            want=Want(prebind=(reserved_update(ALLOCATED),)),
+        ),
+        id="bound-claim-without-binding-conditions",
+    ),
+    pytest.param(
+        Case(
+            pod_with_two_claim_names(),
+            (BOUND, BOUND_2),
+            (device_class(),),
+            want=Want(prebind=(reserved_update(BOUND), reserved_update(BOUND_2))),
+        ),
+        id="multi-claims-binding-conditions-all-success",
+    ),
+    pytest.param(
+        Case(
+            pod_with_two_claim_names(),
+            (BOUND, FAILED_BINDING_2),
+            (device_class(),),
+            want=Want(
+                filter={NODE: status(U, "resourceclaim not available on the node")},
+                postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+            ),
+        ),
+        id="multi-claims-binding-conditions-one-fail",
+    ),
+    pytest.param(
+        Case(
+            pod_with_two_claim_names(),
+            (WITH_PRIORITIZED_LIST, WITH_TWO_PRIORITIZED),
+            (device_class(),),
+            (
+                resource_slice(
+                    NODE, DRIVER, "instance-1", "instance-2", "instance-3", "instance-4"
+                ),
+                resource_slice(NODE2, DRIVER, "instance-1", "instance-2"),
+                resource_slice(NODE3, DRIVER, "instance-1"),
+            ),
+            nodes=(worker(), worker(NODE2), worker(NODE3)),
+            want=Want(
+                filter={NODE3: status(U, "cannot allocate all claims")},
+                scores={NODE: (15, 100), NODE2: (13, 86)},
+                in_flight=(CLAIM_NAME, f"{CLAIM_NAME}-2"),
+                reserved_devices=tuple(f"some-driver/worker/instance-{i}" for i in (1, 2, 3, 4)),
+                prebind=(
+                    reserved_update(
+                        WITH_PRIORITIZED_LIST, allocation(("req-1/subreq-1", "instance-1"))
+                    ),
+                    reserved_update(
+                        WITH_TWO_PRIORITIZED,
+                        allocation(*(("req-1/subreq-2", f"instance-{i}") for i in (2, 3, 4))),
+                    ),
+                ),
+            ),
+        ),
+        id="multiple-claims-prioritized-list-scoring",
+    ),
 ]
 
 
@@ -448,6 +568,17 @@ def test_plugin(case: Case) -> None:
         return
     assert want.postfilter is None
 
+    if len(passing) > 1:
+        rows = np.flatnonzero(result.passed)
+        assert plugin.pre_score(state, info, nodes, rows).is_skip() == (want.scores is None)
+        if want.scores is not None:
+            raw = plugin.score_all(state, info, nodes, rows)
+            normalized = plugin.normalize_score(state, info, raw)
+            got_scores = {
+                nodes.names[row]: (int(a), int(b))
+                for row, a, b in zip(rows.tolist(), raw, normalized, strict=True)
+            }
+            assert got_scores == want.scores
     node = passing[0]
     assert plugin.reserve(state, info, node) == Status()
     in_flight = sorted(c.metadata.name for c in case.claims if plugin.in_flight.has(c.metadata.uid))
