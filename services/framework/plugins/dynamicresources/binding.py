@@ -27,6 +27,7 @@ from contracts.k8s.resource import (
     ResourceClaim,
     ResourceClaimConsumerReference,
 )
+from services.framework.api.types import pod_uid
 
 
 class PendingClaim(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
@@ -59,7 +60,7 @@ def reserved(pending: PendingClaim, pod: Pod, stamp: Callable[[], str] | None) -
     if pending.allocation is not None:
         claim = with_allocation(claim, pending.allocation)
     consumer = ResourceClaimConsumerReference(
-        resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
+        resource="pods", name=pod.metadata.name, uid=pod_uid(pod)
     )
     allocation = claim.status.allocation
     if stamp is not None and allocation is not None and allocation.allocation_timestamp is None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from contracts.k8s import Pod, PodResourceClaim, ResourceClaim
+from contracts.k8s import Pod, PodResourceClaim, ResourceClaim, namespaced_name
 from services.framework.api.listers import Listers
+from services.framework.api.types import pod_uid
 
 ERR_CLAIM_NOT_FOUND: Final = "ResourceClaim not created yet"
 ERR_API_UNSUPPORTED: Final = "none of the supported fields are set"
@@ -42,12 +43,16 @@ def claim_name(pod: Pod, entry: PodResourceClaim) -> tuple[str | None, bool]:
     )
 
 
+def claim_uid(claim: ResourceClaim) -> str:
+    """The claim's UID, or ``namespace/name`` for a claim published without one (as
+    :func:`~services.framework.api.types.pod_uid` for pods)."""
+    return claim.metadata.uid or namespaced_name(claim.metadata)
+
+
 def check_for_pod(pod: Pod, claim: ResourceClaim) -> None:
     """``resourceclaim.IsForPod``: a generated claim is controlled by its pod."""
     meta = claim.metadata
-    controlled = any(
-        ref.controller and ref.uid == pod.metadata.uid for ref in meta.owner_references
-    )
+    controlled = any(ref.controller and ref.uid == pod_uid(pod) for ref in meta.owner_references)
     if meta.namespace != pod.metadata.namespace or not controlled:
         raise ClaimProblem(
             f"ResourceClaim {meta.namespace}/{meta.name} was not created for pod "
@@ -57,7 +62,7 @@ def check_for_pod(pod: Pod, claim: ResourceClaim) -> None:
 
 def is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
     """``resourceclaim.IsReservedForPod``."""
-    return any(ref.uid == pod.metadata.uid for ref in claim.status.reserved_for)
+    return any(ref.uid == pod_uid(pod) for ref in claim.status.reserved_for)
 
 
 def not_found(namespace: str | None, name: str) -> str:

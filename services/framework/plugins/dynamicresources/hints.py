@@ -8,7 +8,8 @@ from contracts.k8s import Pod
 from contracts.k8s.resource import ResourceClaim
 from services.framework.api.events import QueueingHint
 from services.framework.api.listers import Listers
-from services.framework.plugins.dynamicresources.claims import ClaimProblem, pod_claims
+from services.framework.api.types import pod_uid
+from services.framework.plugins.dynamicresources.claims import ClaimProblem, claim_uid, pod_claims
 
 
 def after_claim_change(
@@ -25,7 +26,7 @@ def after_claim_change(
         return QueueingHint.QueueSkip
     if old is not None and old.status.allocation is not None and new.status.allocation is None:
         return QueueingHint.Queue
-    if all(claim.metadata.uid != new.metadata.uid for claim in claims):
+    if all(claim_uid(claim) != claim_uid(new) for claim in claims):
         return QueueingHint.QueueSkip
     if old is None or old.status != new.status:
         return QueueingHint.Queue
@@ -39,7 +40,7 @@ def after_pod_change(
     names, and every claim it names now exists and is usable."""
     if not isinstance(new, Pod):
         return QueueingHint.Queue
-    if new.metadata.uid != pod.metadata.uid:
+    if pod_uid(new) != pod_uid(pod):
         return QueueingHint.QueueSkip
     try:
         for _ in pod_claims(new, listers):

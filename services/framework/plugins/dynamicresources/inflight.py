@@ -26,6 +26,7 @@ from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.framework.api.listers import Listers
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources.allocator import device_id
+from services.framework.plugins.dynamicresources.claims import claim_uid
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class InFlightAllocations:
 
     def signal(self, claim: ResourceClaim, pod_uid: str, node: str) -> None:
         """``SignalClaimPendingAllocation``: ``claim`` carries its new allocation."""
-        self._by_uid[claim.metadata.uid] = InFlight(claim, pod_uid, node)
+        self._by_uid[claim_uid(claim)] = InFlight(claim, pod_uid, node)
 
     def remove(self, claim_uid: str, pod_uid: str) -> bool:
         """``RemoveClaimPendingAllocation`` for the pod that signalled it."""
@@ -83,7 +84,7 @@ class InFlightAllocations:
             listed = self._listers.resource_claim(meta.namespace, meta.name)
             if (
                 listed is None
-                or listed.metadata.uid != uid
+                or claim_uid(listed) != uid
                 or listed.status.allocation is not None
                 or not _still_placed(nodes, entry.pod_uid, entry.node)
             ):

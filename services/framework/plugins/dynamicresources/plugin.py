@@ -78,6 +78,7 @@ from services.framework.plugins.dynamicresources.args import (
 )
 from services.framework.plugins.dynamicresources.claims import (
     ClaimProblem,
+    claim_uid,
     is_reserved_for_pod,
     pod_claims,
 )
@@ -324,7 +325,7 @@ class DynamicResources(
                 data.unready.append(index)
             return None
         data.available_on.append(None)
-        if self.in_flight.has(meta.uid):
+        if self.in_flight.has(claim_uid(claim)):
             return unschedulable(
                 f"resource claim {meta.namespace}/{meta.name} is in the process of being allocated"
             )
@@ -484,7 +485,7 @@ class DynamicResources(
         except StatusError:
             return
         for claim in data.claims:
-            self.in_flight.remove(claim.metadata.uid, pod.uid)
+            self.in_flight.remove(claim_uid(claim), pod.uid)
         data.allocations.clear()
 
     # -- binding state / PreBind --------------------------------------------------------

@@ -435,3 +435,15 @@ async def test_the_second_pod_finds_no_device_left():
         "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable,"
         " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
+
+
+def test_claims_published_without_uids_are_told_apart_by_name():
+    def anonymous(name: str) -> ResourceClaim:
+        c = owned_claim(name, "pa")
+        return msgspec.structs.replace(c, metadata=msgspec.structs.replace(c.metadata, uid=""))
+
+    a, b = anonymous("a"), anonymous("b")
+    plugin = plugin_of(a, b, device_class(), resource_slice(NODE))
+    plugin.in_flight.signal(allocated(a), "pa-uid", NODE)
+    assert plugin.in_flight.has("default/a")
+    assert not plugin.in_flight.has("default/b")
