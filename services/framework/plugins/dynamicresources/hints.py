@@ -18,11 +18,13 @@ def after_claim_change(
     """``isSchedulableAfterClaimChange``: skip while any claim of the pod is missing
     (or otherwise unusable); a deallocated claim frees devices for anyone; else only a
     claim of the pod created, or with a changed status, helps."""
-    if not isinstance(new, ResourceClaim) or not isinstance(old, ResourceClaim | None):
+    if not isinstance(new, ResourceClaim | None) or not isinstance(old, ResourceClaim | None):
         return QueueingHint.Queue
     try:
         claims = [claim for _, claim in pod_claims(pod, listers)]
     except ClaimProblem:
+        return QueueingHint.QueueSkip
+    if new is None:  # a deletion (not registered: upstream never asks)
         return QueueingHint.QueueSkip
     if old is not None and old.status.allocation is not None and new.status.allocation is None:
         return QueueingHint.Queue

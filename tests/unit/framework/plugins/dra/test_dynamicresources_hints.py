@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from contracts.k8s import ResourceClaim
 from services.common import features
 from services.framework.api.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from services.framework.api.registry import ConfigError
@@ -14,6 +15,7 @@ from services.framework.config.load import load_config
 from services.framework.plugins.dynamicresources import DynamicResources, DynamicResourcesArgs
 from tests.builders import make_pod
 from tests.unit.framework.plugins.dra.plugin_support import (
+    ALLOCATION,
     POD_UID,
     FakeAllocator,
     allocated,
@@ -53,29 +55,53 @@ def test_events_are_upstreams():
 
 def with_finalizer(c):  # type: ignore[no-untyped-def]
     return msgspec.structs.replace(
-        c, metadata=msgspec.structs.replace(c.metadata, finalizers=["driver"])
+        c, metadata=msgspec.structs.replace(c.metadata, finalizers=["foo"])
     )
 
 
+NAMED = pod_with_claim_name()
+TEMPLATE = pod_with_claim_template(in_status=False)
+IN_STATUS = pod_with_claim_template(in_status=True)
+WRONG_OWNER = claim(owner=POD_UID + "123", allocation=ALLOCATION)
+UNRELATED = msgspec.structs.replace(
+    allocated(PENDING),
+    metadata=msgspec.structs.replace(
+        PENDING.metadata, name=PENDING.metadata.name + "-foo", uid="u123"
+    ),
+)
+
+
 @pytest.mark.parametrize(
-    ("listed", "old", "new", "hint"),
+    ("pod", "listed", "old", "new", "hint"),
     [
-        pytest.param((PENDING,), None, PENDING, Q, id="queue-on-add"),
-        pytest.param((PENDING,), None, "not a claim", Q, id="backoff-wrong-new-object"),
-        pytest.param((), None, PENDING, SKIP, id="skip-while-a-claim-is-missing"),
-        pytest.param((PENDING, OTHER), None, OTHER, SKIP, id="skip-other-claim"),
+        pytest.param(TEMPLATE, (), allocated(PENDING), None, SKIP, id="skip-deletes"),
+        pytest.param(TEMPLATE, (), None, "not-a-claim", Q, id="backoff-wrong-new-object"),
+        pytest.param(TEMPLATE, (), None, WRONG_OWNER, SKIP, id="skip-wrong-claim"),
         pytest.param(
-            (PENDING, OTHER), allocated(OTHER), OTHER, Q, id="queue-on-other-claim-deallocated"
+            IN_STATUS, (allocated(PENDING),), None, UNRELATED, SKIP, id="skip-unrelated-claim"
+        ),
+        pytest.param(NAMED, (PENDING,), None, PENDING, Q, id="queue-on-add"),
+        pytest.param(NAMED, (PENDING,), "not-a-claim", PENDING, Q, id="backoff-wrong-old-object"),
+        pytest.param(
+            NAMED, (PENDING,), PENDING, with_finalizer(PENDING), SKIP, id="skip-adding-finalizer"
         ),
         pytest.param(
-            (PENDING,), PENDING, with_finalizer(PENDING), SKIP, id="skip-finalizer-change"
+            NAMED, (PENDING,), PENDING, allocated(PENDING), Q, id="queue-on-status-change"
         ),
-        pytest.param((PENDING,), PENDING, allocated(PENDING), Q, id="queue-on-status-change"),
+        pytest.param(
+            NAMED,
+            (PENDING, allocated(OTHER)),
+            allocated(OTHER),
+            OTHER,
+            Q,
+            id="claim-deallocate",
+        ),
+        pytest.param(NAMED, (PENDING, OTHER), None, OTHER, SKIP, id="skip-other-claim-added"),
     ],
 )
-def test_is_schedulable_after_claim_change(listed, old, new, hint):
-    plugin = plugin_of(*listed)
-    assert plugin.is_schedulable_after_claim_change(pod_with_claim_name(), old, new) == hint
+def test_is_schedulable_after_claim_change(pod, listed, old, new, hint):
+    plugin = plugin_of(*listed, *([new] if isinstance(new, ResourceClaim) else []))
+    assert plugin.is_schedulable_after_claim_change(pod, old, new) == hint
 
 
 def test_a_pod_missing_a_claim_skips_every_claim_change():
