@@ -17,6 +17,7 @@ from typing import Literal, get_args
 import msgspec
 
 from contracts.k8s import (
+    DeviceClass,
     Namespace,
     Node,
     NodeMetrics,
@@ -29,6 +30,9 @@ from contracts.k8s import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     Service,
     StatefulSet,
     StorageClass,
@@ -124,6 +128,24 @@ class PodMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podmetrics"
     object: PodMetrics
 
 
+class DeviceClassEntry(_LogEntryBase, kw_only=True, frozen=True, tag="deviceclass"):
+    object: DeviceClass
+
+
+class ResourceSliceEntry(_LogEntryBase, kw_only=True, frozen=True, tag="resourceslice"):
+    object: ResourceSlice
+
+
+class ResourceClaimEntry(_LogEntryBase, kw_only=True, frozen=True, tag="resourceclaim"):
+    object: ResourceClaim
+
+
+class ResourceClaimTemplateEntry(
+    _LogEntryBase, kw_only=True, frozen=True, tag="resourceclaimtemplate"
+):
+    object: ResourceClaimTemplate
+
+
 LogEntry = (
     PodEntry
     | NodeEntry
@@ -140,6 +162,10 @@ LogEntry = (
     | PodGroupEntry
     | NodeMetricsEntry
     | PodMetricsEntry
+    | DeviceClassEntry
+    | ResourceSliceEntry
+    | ResourceClaimEntry
+    | ResourceClaimTemplateEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {
