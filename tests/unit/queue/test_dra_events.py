@@ -36,8 +36,9 @@ def recording() -> tuple[EventHandlers, list[tuple[ClusterEvent, Any, Any]]]:
     handlers = EventHandlers(queue, Nominator())
     seen: list[tuple[ClusterEvent, Any, Any]] = []
 
-    def record(event: ClusterEvent, old: Any, new: Any, **_: Any) -> None:
+    def record(event: ClusterEvent, old: Any, new: Any, pre_check: Any = None) -> int:
         seen.append((event, old, new))
+        return 0
 
     queue.move_all_to_active_or_backoff_queue = record  # type: ignore[method-assign]
     return handlers, seen
@@ -47,7 +48,7 @@ def recording() -> tuple[EventHandlers, list[tuple[ClusterEvent, Any, Any]]]:
     ("obj", "resource"),
     [(CLAIM, R.ResourceClaim), (SLICE, R.ResourceSlice), (CLASS, R.DeviceClass)],
 )
-def test_dra_objects_become_add_update_delete_events(obj: Any, resource: R) -> None:
+def test_dra_objects_become_add_update_delete_events(obj: Any, resource: EventResource) -> None:
     handlers, seen = recording()
     changed = with_(obj, metadata__labels={"x": "y"})
     handlers.handle(logged(obj))
