@@ -25,6 +25,7 @@ from contracts.preemption import Preemption
 from services.binder.service import POLL, BinderService
 from services.cli.manifests import Document
 from services.cli.progress import MAX_SAME_FAILURES, Progress
+from services.common import features
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import Clock, FakeClock
@@ -189,7 +190,11 @@ class EmbeddedCluster:
                 )
                 for p in profiles or (default_profile(),)
             ],
-            settings=QueueSettings(max_in_flight=max_in_flight, dispatch_batch=dispatch_batch),
+            settings=QueueSettings(
+                max_in_flight=max_in_flight,
+                dispatch_batch=dispatch_batch,
+                **features.setting_overrides(features.current()),
+            ),
             hold=hold,
             preempting=preempting,
             on_dispatch=self._dispatched,
