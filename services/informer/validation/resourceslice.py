@@ -81,11 +81,10 @@ def device_class_problems(device_class: DeviceClass) -> list[Problem]:
 
 
 def _is_extended_resource_name(name: str) -> bool:
-    """``IsExtendedResourceName``: a qualified name outside ``kubernetes.io`` with a
-    domain, that is not ``requests.``-prefixed."""
-    domain, slash, _ = name.partition("/")
-    if not slash or domain.endswith("kubernetes.io") or name.startswith("requests."):
-        return False
+    """``IsExtendedResourceName``: not native (it has a domain, not ``kubernetes.io``),
+    not ``requests.``-prefixed, and ``requests.<name>`` is a qualified name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False  # a native resource, or a quota name
     return not qualified_name_errors(f"requests.{name}")
 
 

@@ -84,7 +84,10 @@ def device_class() -> Obj:
     return {
         "kind": "DeviceClass",
         "metadata": {"name": "gpu.example.com"},
-        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        "spec": {
+            "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+            "extendedResourceName": "example.com/gpu",
+        },
     }
 
 
@@ -227,6 +230,9 @@ BAD: list[tuple[str, str, Callable[[Obj], None], str, str]] = [
      "can only be set if `perDeviceNodeSelection` is set to true"),
     ("class-selector", "class", _set("spec.selectors", [{"cel": {"expression": "x" * 10241}}]),
      "spec.selectors[0].cel.expression", "Too long: may not be more than 10240 bytes"),
+    ("class-extended", "class", _set("spec.extendedResourceName", "nvidia.com"),
+     "spec.extendedResourceName",
+     "Invalid value: 'nvidia.com': must be a valid extended resource name"),
     ("pod-claim-dup", "pod",
      _set("spec.resourceClaims", [{"name": "gpu", "resourceClaimName": n} for n in "ab"]),
      "spec.resourceClaims[1].name", "Duplicate value: 'gpu'"),
