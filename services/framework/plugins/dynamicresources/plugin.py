@@ -477,15 +477,21 @@ class DynamicResources(
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        """Drop the pod's allocations in flight; idempotent. Upstream also removes the
-        pod from ``reservedFor`` of a claim PreBind already reserved; ksched publishes
-        that reservation only with the Binding, so there is nothing to take back."""
+        """Drop the pod's allocations in flight and their devices from
+        ``reserved_devices`` (a retry on another node fills them anew); idempotent.
+        Upstream also removes the pod from ``reservedFor`` of a claim PreBind already
+        reserved; ksched publishes that reservation only with the Binding, so there is
+        nothing to take back."""
         try:
             data = state.read(STATE_KEY, StateData)
         except StatusError:
             return
         for claim in data.claims:
             self.in_flight.remove(claim_uid(claim), pod.uid)
+        for allocation in data.allocations.values():
+            for device in exclusive_devices(allocation):
+                if device in state.reserved_devices:
+                    state.reserved_devices.remove(device)
         data.allocations.clear()
 
     # -- binding state / PreBind --------------------------------------------------------

@@ -105,6 +105,7 @@ def test_reserve_takes_the_device_for_the_next_pod_and_unreserve_frees_it():
     assert second.describe(int(second.codes[0])) == Status(U, ("cannot allocate all claims",))
     plugin.unreserve(state, info, NODE)
     plugin.unreserve(state, info, NODE)  # idempotent
+    assert state.reserved_devices == []
     _, _, _, again = filtered(plugin, owned_pod("pb", "b"), [worker()], [placed])
     assert again.passed.tolist() == [True]
 
