@@ -1,0 +1,233 @@
+"""Kubernetes' CEL library types for DRA selectors: ``quantity`` and ``semver``
+(``k8s.io/apiserver/pkg/cel/library`` Quantity and Semver), as CEL message types
+``kubernetes.Quantity`` and ``kubernetes.Semver``.
+
+cel-expr-python cannot carry opaque Python objects, so each value is a protobuf message
+with one string field holding its canonical form: a quantity's exact value as
+``numerator/denominator`` (so ``quantity("1Gi") == quantity("1024Mi")`` holds, as
+upstream's semantic equality), a version's text. The function names, overloads and
+error texts are upstream's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, Final
+
+from cel_expr_python import cel
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from contracts.quantity import QuantityError, parse_quantity
+
+QUANTITY_TYPE: Final = "kubernetes.Quantity"
+SEMVER_TYPE: Final = "kubernetes.Semver"
+QUANTITY_SYNTAX_ERROR: Final = (
+    "quantities must match the regular expression "
+    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+_FIELD: Final = "canonical"
+_INT64_MAX: Final = 2**63 - 1
+_INT64_MIN: Final = -(2**63)
+
+
+def _pool() -> descriptor_pool.DescriptorPool:
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="ksched/kubernetes_cel.proto", package="kubernetes", syntax="proto3"
+    )
+    for name in ("Quantity", "Semver"):
+        message = proto.message_type.add(name=name)
+        message.field.add(
+            name=_FIELD,
+            number=1,
+            type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return pool
+
+
+POOL: Final = _pool()
+_QuantityMessage: Final[Any] = message_factory.GetMessageClass(
+    POOL.FindMessageTypeByName(QUANTITY_TYPE)
+)
+_SemverMessage: Final[Any] = message_factory.GetMessageClass(
+    POOL.FindMessageTypeByName(SEMVER_TYPE)
+)
+
+
+# -- quantity ---------------------------------------------------------------------
+
+
+def quantity_message(value: Fraction) -> Any:
+    return _QuantityMessage(canonical=f"{value.numerator}/{value.denominator}")
+
+
+def _value(message: Any) -> Fraction:
+    return Fraction(message.canonical)
+
+
+def _parse(text: str) -> Fraction:
+    try:
+        return parse_quantity(text)
+    except QuantityError:
+        raise ValueError(QUANTITY_SYNTAX_ERROR) from None
+
+
+def _quantity(text: str) -> Any:
+    return quantity_message(_parse(text))
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _compare(a: Fraction, b: Fraction) -> int:
+    return (a > b) - (a < b)
+
+
+def _as_integer(message: Any) -> int:
+    value = _value(message)
+    if value.denominator != 1 or not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError("cannot convert value to integer")
+    return int(value)
+
+
+def _is_integer(message: Any) -> bool:
+    value = _value(message)
+    return value.denominator == 1 and _INT64_MIN <= value <= _INT64_MAX
+
+
+def _add(a: Any, b: Any) -> Any:
+    other = Fraction(b) if isinstance(b, int) else _value(b)
+    return quantity_message(_value(a) + other)
+
+
+def _sub(a: Any, b: Any) -> Any:
+    other = Fraction(b) if isinstance(b, int) else _value(b)
+    return quantity_message(_value(a) - other)
+
+
+# -- semver -----------------------------------------------------------------------
+
+_SEMVER: Final = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+)
+
+
+def parse_semver(text: str) -> tuple[int, int, int, tuple[str, ...]]:
+    """blang/semver's ``Parse`` (strict semver 2.0.0); raises ValueError."""
+    match = _SEMVER.fullmatch(text)
+    if match is None:
+        raise ValueError(f"No Major.Minor.Patch elements found in {text!r}" if text else
+                         "Version string empty")
+    pre = tuple(match[4].split(".")) if match[4] else ()
+    for part in pre:
+        if part.isdigit() and len(part) > 1 and part[0] == "0":
+            raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {part!r}")
+    return int(match[1]), int(match[2]), int(match[3]), pre
+
+
+def semver_message(text: str) -> Any:
+    parse_semver(text)
+    return _SemverMessage(canonical=text)
+
+
+def _semver(text: str) -> Any:
+    try:
+        return semver_message(text)
+    except ValueError as err:
+        raise ValueError(f"could not parse {text!r} as semver: {err}") from None
+
+
+def _is_semver(text: str) -> bool:
+    try:
+        parse_semver(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _pre_key(part: str) -> tuple[int, int, str]:
+    return (0, int(part), "") if part.isdigit() else (1, 0, part)
+
+
+def _semver_compare(a: Any, b: Any) -> int:
+    va, vb = parse_semver(a.canonical), parse_semver(b.canonical)
+    if va[:3] != vb[:3]:
+        return -1 if va[:3] < vb[:3] else 1
+    pa, pb = va[3], vb[3]
+    if pa == pb:
+        return 0
+    if not pa or not pb:
+        return 1 if not pa else -1
+    ka, kb = [_pre_key(p) for p in pa], [_pre_key(p) for p in pb]
+    return -1 if ka < kb else 1
+
+
+# -- declarations -----------------------------------------------------------------
+
+
+def function_decls() -> list[cel.FunctionDecl]:
+    """The quantity and semver libraries' functions, with upstream's overload ids."""
+    t = cel.Type
+    q, v = t(QUANTITY_TYPE), t(SEMVER_TYPE)
+    decls: list[tuple[str, list[tuple[str, Any, list[Any], bool, Callable[..., Any] | None]]]] = [
+        ("quantity", [("string_to_quantity", q, [t.STRING], False, _quantity)]),
+        ("isQuantity", [("is_quantity_string", t.BOOL, [t.STRING], False, _is_quantity)]),
+        ("sign", [("quantity_sign", t.INT, [q], True, lambda a: _compare(_value(a), Fraction(0)))]),
+        ("isInteger", [("quantity_is_integer", t.BOOL, [q], True, _is_integer)]),
+        ("asInteger", [("quantity_as_integer", t.INT, [q], True, _as_integer)]),
+        ("asApproximateFloat",
+         [("quantity_as_float", t.DOUBLE, [q], True, lambda a: float(_value(a)))]),
+        ("add", [("quantity_add", q, [q, q], True, _add),
+                 ("quantity_add_int", q, [q, t.INT], True, _add)]),
+        ("sub", [("quantity_sub", q, [q, q], True, _sub),
+                 ("quantity_sub_int", q, [q, t.INT], True, _sub)]),
+        ("semver", [("string_to_semver", v, [t.STRING], False, _semver)]),
+        ("isSemver", [("is_semver_string", t.BOOL, [t.STRING], False, _is_semver)]),
+        ("major", [("semver_major", t.INT, [v], True, lambda a: parse_semver(a.canonical)[0])]),
+        ("minor", [("semver_minor", t.INT, [v], True, lambda a: parse_semver(a.canonical)[1])]),
+        ("patch", [("semver_patch", t.INT, [v], True, lambda a: parse_semver(a.canonical)[2])]),
+        ("isGreaterThan", [
+            ("quantity_is_greater_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) > 0),
+            ("semver_is_greater_than", t.BOOL, [v, v], True, None),
+        ]),
+        ("isLessThan", [
+            ("quantity_less_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) < 0),
+            ("semver_is_less_than", t.BOOL, [v, v], True, None),
+        ]),
+        ("compareTo", [
+            ("quantity_compare_to", t.INT, [q, q], True, _cmp),
+            ("semver_compare_to", t.INT, [v, v], True, None),
+        ]),
+    ]
+    # cel-cpp dispatches on value kinds, and both types are messages: an overload
+    # without impl shares the first one's, which tells them apart (_cmp).
+    return [
+        cel.FunctionDecl(
+            name,
+            [
+                cel.Overload(oid, ret, params, is_member=member, impl=impl)
+                if impl is not None
+                else cel.Overload(oid, ret, params, is_member=member)
+                for oid, ret, params, member, impl in overloads
+            ],
+        )
+        for name, overloads in decls
+    ]
+
+
+def _cmp(a: Any, b: Any) -> int:
+    """compareTo for two quantities or two versions (never mixed: the checker
+    refuses that)."""
+    if a.DESCRIPTOR.full_name == SEMVER_TYPE:
+        return _semver_compare(a, b)
+    return _compare(_value(a), _value(b))
