@@ -52,3 +52,33 @@ class AllocatorFeatures:
     consumable_capacity: bool = True
     device_binding: bool = True
     device_status: bool = True
+
+    @classmethod
+    def from_gates(cls) -> AllocatorFeatures:
+        """The switches as the process's feature gates set them."""
+        from services.common import features
+
+        return cls(
+            admin_access=features.enabled("DRAAdminAccess"),
+            prioritized_list=features.enabled("DRAPrioritizedList"),
+            device_taints=features.enabled("DRADeviceTaints"),
+            partitionable_devices=features.enabled("DRAPartitionableDevices"),
+            consumable_capacity=features.enabled("DRAConsumableCapacity"),
+            device_binding=features.enabled("DRADeviceBindingConditions"),
+            device_status=features.enabled("DRAResourceClaimDeviceStatus"),
+        )
+
+
+# The implementation, below the names it uses (its modules import them from here).
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache  # noqa: E402
+from services.framework.plugins.dynamicresources.allocator.search import Allocator  # noqa: E402
+
+__all__ = [
+    "DEVICE_ID_SEPARATOR",
+    "AllocationError",
+    "Allocator",
+    "AllocatorFeatures",
+    "CELCache",
+    "device_id",
+    "split_device_id",
+]

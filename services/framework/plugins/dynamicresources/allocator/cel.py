@@ -37,8 +37,7 @@ from services.framework.plugins.dynamicresources.allocator.celtypes import (
 
 DEVICE_VAR: Final = "device"
 NO_SUCH_KEY_HINT: Final = (
-    ". Consider using CEL optional chaining (?), has() macro, or orValue() for optional "
-    "fields"
+    ". Consider using CEL optional chaining (?), has() macro, or orValue() for optional fields"
 )
 _DOMAIN_LITERAL: Final = re.compile(r"""(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')""")
 _STATUS_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
@@ -131,7 +130,8 @@ def _with_empty_domains(device: DeviceInput, missing: list[tuple[str, str]]) -> 
 
 def _type_name(t: cel.Type) -> str:
     """cel-go's spelling of a type (``int``, ``string``, ``map(string, dyn)``)."""
-    return t.name().lower() if t.name().isupper() else t.name()
+    name = str(t.name())
+    return name.lower() if name.isupper() else name
 
 
 def _runtime_text(err: Exception | str) -> str:
@@ -189,8 +189,10 @@ class CELCache:
                 error=f"must evaluate to bool or the unknown type, not {_type_name(out)}",
             )
         domains = tuple(
-            dict.fromkeys((m[1], m[2] if m[2] is not None else m[3])
-                          for m in _DOMAIN_LITERAL.finditer(expression))
+            dict.fromkeys(
+                (m[1], m[2] if m[2] is not None else m[3])
+                for m in _DOMAIN_LITERAL.finditer(expression)
+            )
         )
         return CompiledSelector(expression, program=program, domains=domains)
 
@@ -230,4 +232,3 @@ def _quantity(value: str | int | float) -> Any:
         return parse_quantity(value)
     except QuantityError:
         return parse_quantity(0)
-

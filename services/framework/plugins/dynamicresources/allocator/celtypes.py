@@ -24,8 +24,7 @@ from contracts.quantity import QuantityError, parse_quantity
 QUANTITY_TYPE: Final = "kubernetes.Quantity"
 SEMVER_TYPE: Final = "kubernetes.Semver"
 QUANTITY_SYNTAX_ERROR: Final = (
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 _FIELD: Final = "canonical"
 _INT64_MAX: Final = 2**63 - 1
@@ -126,8 +125,9 @@ def parse_semver(text: str) -> tuple[int, int, int, tuple[str, ...]]:
     """blang/semver's ``Parse`` (strict semver 2.0.0); raises ValueError."""
     match = _SEMVER.fullmatch(text)
     if match is None:
-        raise ValueError(f"No Major.Minor.Patch elements found in {text!r}" if text else
-                         "Version string empty")
+        raise ValueError(
+            f"No Major.Minor.Patch elements found in {text!r}" if text else "Version string empty"
+        )
     pre = tuple(match[4].split(".")) if match[4] else ()
     for part in pre:
         if part.isdigit() and len(part) > 1 and part[0] == "0":
@@ -185,29 +185,50 @@ def function_decls() -> list[cel.FunctionDecl]:
         ("sign", [("quantity_sign", t.INT, [q], True, lambda a: _compare(_value(a), Fraction(0)))]),
         ("isInteger", [("quantity_is_integer", t.BOOL, [q], True, _is_integer)]),
         ("asInteger", [("quantity_as_integer", t.INT, [q], True, _as_integer)]),
-        ("asApproximateFloat",
-         [("quantity_as_float", t.DOUBLE, [q], True, lambda a: float(_value(a)))]),
-        ("add", [("quantity_add", q, [q, q], True, _add),
-                 ("quantity_add_int", q, [q, t.INT], True, _add)]),
-        ("sub", [("quantity_sub", q, [q, q], True, _sub),
-                 ("quantity_sub_int", q, [q, t.INT], True, _sub)]),
+        (
+            "asApproximateFloat",
+            [("quantity_as_float", t.DOUBLE, [q], True, lambda a: float(_value(a)))],
+        ),
+        (
+            "add",
+            [
+                ("quantity_add", q, [q, q], True, _add),
+                ("quantity_add_int", q, [q, t.INT], True, _add),
+            ],
+        ),
+        (
+            "sub",
+            [
+                ("quantity_sub", q, [q, q], True, _sub),
+                ("quantity_sub_int", q, [q, t.INT], True, _sub),
+            ],
+        ),
         ("semver", [("string_to_semver", v, [t.STRING], False, _semver)]),
         ("isSemver", [("is_semver_string", t.BOOL, [t.STRING], False, _is_semver)]),
         ("major", [("semver_major", t.INT, [v], True, lambda a: parse_semver(a.canonical)[0])]),
         ("minor", [("semver_minor", t.INT, [v], True, lambda a: parse_semver(a.canonical)[1])]),
         ("patch", [("semver_patch", t.INT, [v], True, lambda a: parse_semver(a.canonical)[2])]),
-        ("isGreaterThan", [
-            ("quantity_is_greater_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) > 0),
-            ("semver_is_greater_than", t.BOOL, [v, v], True, None),
-        ]),
-        ("isLessThan", [
-            ("quantity_less_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) < 0),
-            ("semver_is_less_than", t.BOOL, [v, v], True, None),
-        ]),
-        ("compareTo", [
-            ("quantity_compare_to", t.INT, [q, q], True, _cmp),
-            ("semver_compare_to", t.INT, [v, v], True, None),
-        ]),
+        (
+            "isGreaterThan",
+            [
+                ("quantity_is_greater_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) > 0),
+                ("semver_is_greater_than", t.BOOL, [v, v], True, None),
+            ],
+        ),
+        (
+            "isLessThan",
+            [
+                ("quantity_less_than", t.BOOL, [q, q], True, lambda a, b: _cmp(a, b) < 0),
+                ("semver_is_less_than", t.BOOL, [v, v], True, None),
+            ],
+        ),
+        (
+            "compareTo",
+            [
+                ("quantity_compare_to", t.INT, [q, q], True, _cmp),
+                ("semver_compare_to", t.INT, [v, v], True, None),
+            ],
+        ),
     ]
     # cel-cpp dispatches on value kinds, and both types are messages: an overload
     # without impl shares the first one's, which tells them apart (_cmp).
