@@ -41,7 +41,6 @@ class RequestView:
     has_admin_access: bool
     selectors: tuple[DeviceSelector, ...]
     tolerations: tuple[DeviceToleration, ...]
-    wants_capacity: bool
 
 
 def exact_view(request: DeviceRequest) -> RequestView:
@@ -56,7 +55,6 @@ def exact_view(request: DeviceRequest) -> RequestView:
         has_admin_access=exactly.admin_access is not None,
         selectors=tuple(exactly.selectors),
         tolerations=tuple(exactly.tolerations),
-        wants_capacity=exactly.capacity is not None and bool(exactly.capacity.requests),
     )
 
 
@@ -70,7 +68,6 @@ def sub_view(sub: DeviceSubRequest) -> RequestView:
         has_admin_access=False,
         selectors=tuple(sub.selectors),
         tolerations=tuple(sub.tolerations),
-        wants_capacity=sub.capacity is not None and bool(sub.capacity.requests),
     )
 
 

@@ -3,7 +3,7 @@
 
 Per claim: one result per picked device, in pick order; the configs of each used
 class once (``FromClass``, in request order), then the claim's own configs that apply
-(``FromClaim``); a config naming every request names none ("empty means all"). The
+(``FromClaim``), each with the request names it applies to. The
 node selector is the node itself when a device is node-local (or binds to the node),
 else the union of the single-term node selectors of the devices' slices, else none.
 """
@@ -105,7 +105,7 @@ def _configs(
     return [
         DeviceAllocationConfiguration(
             source=source,
-            requests=[] if len(names) == len(requests) else names,
+            requests=names,
             opaque=opaque,
         )
         for source, names, opaque in configs

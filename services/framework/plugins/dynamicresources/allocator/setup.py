@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 from contracts.k8s import Node
-from contracts.k8s.resource import ResourceClaim
+from contracts.k8s.resource import DeviceRequest, ResourceClaim
 from contracts.quantity import parse_quantity
 from services.framework.plugins.dynamicresources.allocator import AllocationError
 from services.framework.plugins.dynamicresources.allocator.pools import Pool, node_matches
@@ -222,12 +222,13 @@ def prepare(
     for claim_i, claim in enumerate(claims):
         min_devices = 0
         for request_i, request in enumerate(claim.spec.devices.requests):
+            if request.first_available and not owner.features.prioritized_list:
+                raise AllocationError(
+                    f"claim {kobj(claim)}, request {request.name}: has subrequests, but "
+                    "the DRAPrioritizedList feature is disabled"
+                )
+            _check_capacity_requests(owner.features.consumable_capacity, claim, request)
             if request.first_available:
-                if not owner.features.prioritized_list:
-                    raise AllocationError(
-                        f"claim {kobj(claim)}, request {request.name}: has subrequests, but "
-                        "the DRAPrioritizedList feature is disabled"
-                    )
                 least = None
                 for sub_i, sub in enumerate(request.first_available):
                     data = _validate(
@@ -253,6 +254,31 @@ def prepare(
         state.results.append([])
         state.constraints.append(_constraints(state, claim))
     return state
+
+
+def _check_capacity_requests(enabled: bool, claim: ResourceClaim, request: DeviceRequest) -> None:
+    """Capacity requests need DRAConsumableCapacity, which ksched does not implement
+    (the allocated-devices interface carries no consumed capacity to share devices by)."""
+    found = [
+        (kind, name)
+        for kind, name, capacity in (
+            ("request", request.name, request.exactly.capacity if request.exactly else None),
+            *(("subrequest", sub.name, sub.capacity) for sub in request.first_available),
+        )
+        if capacity is not None
+    ]
+    if not found:
+        return
+    kind, name = found[0]
+    if not enabled:
+        raise AllocationError(
+            f"claim {kobj(claim)}, {kind} {name}: has capacity requests, but the "
+            "DRAConsumableCapacity feature is disabled"
+        )
+    raise AllocationError(
+        f"claim {kobj(claim)}, {kind} {name}: capacity requests (DRAConsumableCapacity) are "
+        "not implemented in ksched"
+    )
 
 
 def _constraints(state: SearchState, claim: ResourceClaim) -> list[Constraint]:
@@ -285,10 +311,6 @@ def _validate(
             )
     if not owner.features.admin_access and request.has_admin_access:
         raise AllocationError(f"{where}: admin access is requested, but the feature is disabled")
-    if request.wants_capacity:
-        raise AllocationError(
-            f"{where}: capacity requests (DRAConsumableCapacity) are not implemented in ksched"
-        )
     if not request.device_class_name:
         raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
     device_class = owner.classes.get(request.device_class_name)
