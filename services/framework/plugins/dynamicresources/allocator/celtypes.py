@@ -115,24 +115,76 @@ def _sub(a: Any, b: Any) -> Any:
 
 # -- semver -----------------------------------------------------------------------
 
-_SEMVER: Final = re.compile(
-    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-)
+_DIGITS: Final = frozenset("0123456789")
+_ALNUM: Final = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
+
+
+def _number(text: str, name: str) -> int:
+    if not text or not set(text) <= _DIGITS:
+        raise ValueError(f'Invalid character(s) found in {name.lower()} number "{text}"')
+    if len(text) > 1 and text[0] == "0":
+        raise ValueError(f'{name} number must not contain leading zeroes "{text}"')
+    return int(text)
 
 
 def parse_semver(text: str) -> tuple[int, int, int, tuple[str, ...]]:
-    """blang/semver's ``Parse`` (strict semver 2.0.0); raises ValueError."""
-    match = _SEMVER.fullmatch(text)
-    if match is None:
-        raise ValueError(
-            f"No Major.Minor.Patch elements found in {text!r}" if text else "Version string empty"
-        )
-    pre = tuple(match[4].split(".")) if match[4] else ()
-    for part in pre:
-        if part.isdigit() and len(part) > 1 and part[0] == "0":
-            raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {part!r}")
-    return int(match[1]), int(match[2]), int(match[3]), pre
+    """blang/semver's ``Parse`` with its error texts; raises ValueError."""
+    if not text:
+        raise ValueError("Version string empty")
+    parts = text.split(".", 2)
+    if len(parts) != 3:
+        raise ValueError("No Major.Minor.Patch elements found")
+    major = _number(parts[0], "Major")
+    minor = _number(parts[1], "Minor")
+    rest = parts[2]
+    cut = min((i for i in (rest.find("+"), rest.find("-")) if i >= 0), default=len(rest))
+    patch = _number(rest[:cut], "Patch")
+    build = ""
+    pre_text = ""
+    if cut < len(rest):
+        tail = rest[cut:]
+        if tail[0] == "-":
+            pre_text, _, build = tail[1:].partition("+")
+            has_build = "+" in tail[1:]
+        else:
+            build, has_build = tail[1:], True
+        if has_build:
+            for part in build.split("."):
+                if not part:
+                    raise ValueError("Buildversion is empty")
+                if not set(part) <= _ALNUM:
+                    raise ValueError(f'Invalid character(s) found in build meta data "{part}"')
+    pre: tuple[str, ...] = ()
+    if cut < len(rest) and rest[cut] == "-":
+        pre = tuple(pre_text.split("."))
+        for part in pre:
+            if not part:
+                raise ValueError("Prerelease is empty")
+            if set(part) <= _DIGITS:
+                if len(part) > 1 and part[0] == "0":
+                    raise ValueError(
+                        f'Numeric PreRelease version must not contain leading zeroes "{part}"'
+                    )
+            elif not set(part) <= _ALNUM:
+                raise ValueError(f'Invalid character(s) found in prerelease "{part}"')
+    return major, minor, patch, pre
+
+
+def normalize_semver(text: str) -> str:
+    """The library's ``normalizeAndParse`` before parsing: no "v" prefix, no leading
+    zeros, missing minor and patch filled with 0."""
+    parts = text.removeprefix("v").split(".", 2)
+    for i, part in enumerate(parts):
+        if len(part) > 1:
+            part = part.lstrip("0")
+            if not part or part[0] not in _DIGITS:
+                part = "0" + part
+            parts[i] = part
+    if len(parts) < 3:
+        if any(c in parts[-1] for c in "+-"):
+            raise ValueError("short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
 
 
 def semver_message(text: str) -> Any:
@@ -140,16 +192,13 @@ def semver_message(text: str) -> Any:
     return _SemverMessage(canonical=text)
 
 
-def _semver(text: str) -> Any:
-    try:
-        return semver_message(text)
-    except ValueError as err:
-        raise ValueError(f"could not parse {text!r} as semver: {err}") from None
+def _semver(text: str, normalize: bool = False) -> Any:
+    return semver_message(normalize_semver(text) if normalize else text)
 
 
-def _is_semver(text: str) -> bool:
+def _is_semver(text: str, normalize: bool = False) -> bool:
     try:
-        parse_semver(text)
+        parse_semver(normalize_semver(text) if normalize else text)
     except ValueError:
         return False
     return True
@@ -170,6 +219,19 @@ def _semver_compare(a: Any, b: Any) -> int:
         return 1 if not pa else -1
     ka, kb = [_pre_key(p) for p in pa], [_pre_key(p) for p in pb]
     return -1 if ka < kb else 1
+
+
+# -- regex (Kubernetes' regex library) ----------------------------------------------
+
+
+def _find(text: str, pattern: str) -> str:
+    found = re.search(pattern, text)
+    return "" if found is None else found.group(0)
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    found = [m.group(0) for m in re.finditer(pattern, text)]
+    return found if limit < 0 else found[:limit]
 
 
 # -- declarations -----------------------------------------------------------------
@@ -203,8 +265,34 @@ def function_decls() -> list[cel.FunctionDecl]:
                 ("quantity_sub_int", q, [q, t.INT], True, _sub),
             ],
         ),
-        ("semver", [("string_to_semver", v, [t.STRING], False, _semver)]),
-        ("isSemver", [("is_semver_string", t.BOOL, [t.STRING], False, _is_semver)]),
+        (
+            "semver",
+            [
+                ("string_to_semver", v, [t.STRING], False, _semver),
+                ("string_bool_to_semver", v, [t.STRING, t.BOOL], False, _semver),
+            ],
+        ),
+        (
+            "isSemver",
+            [
+                ("is_semver_string", t.BOOL, [t.STRING], False, _is_semver),
+                ("is_semver_string_bool", t.BOOL, [t.STRING, t.BOOL], False, _is_semver),
+            ],
+        ),
+        ("find", [("string_find_n", t.STRING, [t.STRING, t.STRING], True, _find)]),
+        (
+            "findAll",
+            [
+                ("string_find_all", t.List(t.STRING), [t.STRING, t.STRING], True, _find_all),
+                (
+                    "string_find_all_n",
+                    t.List(t.STRING),
+                    [t.STRING, t.STRING, t.INT],
+                    True,
+                    _find_all,
+                ),
+            ],
+        ),
         ("major", [("semver_major", t.INT, [v], True, lambda a: parse_semver(a.canonical)[0])]),
         ("minor", [("semver_minor", t.INT, [v], True, lambda a: parse_semver(a.canonical)[1])]),
         ("patch", [("semver_patch", t.INT, [v], True, lambda a: parse_semver(a.canonical)[2])]),
