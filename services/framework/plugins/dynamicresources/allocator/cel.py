@@ -9,7 +9,9 @@ have gives an empty map, so ``device.attributes["other.example.com"].x`` fails w
 "no such key" rather than a missing domain (upstream's ``mapper`` default).
 
 :class:`CELCache` compiles each expression text once (upstream's ``cel.Cache``) and
-keeps each device's CEL input for the life of the cache, keyed by the Device object.
+keeps, for as long as a Device object lives (slices are immutable; a new generation
+brings new objects), its CEL input and each selector's result on it, so a scheduling
+cycle does not evaluate again what the previous one did.
 
 Departures (cel-cpp's Python binding exposes no cost tracking): the runtime cost limit
 (``CELSelectorExpressionMaxCost``) is not enforced; the empty-map default covers
@@ -44,6 +46,10 @@ _STATUS_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX: Final = re.compile(r" \[[A-Z_]+\]$")
 _NOT_FOUND: Final = re.compile(r'^Key not found in map ?: ?"?(.*?)"?$')
 _MAX_INPUTS: Final = 100_000
+_MAX_RESULTS: Final = 1_000_000
+_MAX_EXPRESSIONS: Final = 10_000
+"""Bounds on the caches: past one, it starts again (devices and selectors change
+rarely, so this is a guard against unbounded growth, not an eviction policy)."""
 
 
 class CELRuntimeError(Exception):
@@ -170,12 +176,28 @@ class CELCache:
     env: cel.Env = field(default_factory=_env)
     compiled: dict[str, CompiledSelector] = field(default_factory=dict)
     inputs: dict[int, tuple[Device, str, DeviceInput]] = field(default_factory=dict)
+    results: dict[tuple[str, int], tuple[Device, str, bool]] = field(default_factory=dict)
 
     def get_or_compile(self, expression: str) -> CompiledSelector:
         found = self.compiled.get(expression)
         if found is None:
+            if len(self.compiled) >= _MAX_EXPRESSIONS:
+                self.compiled.clear()
             found = self.compiled[expression] = self._compile(expression)
         return found
+
+    def matches(self, compiled: CompiledSelector, driver: str, device: Device) -> bool:
+        """``compiled`` (without compile error) on ``device``, evaluated once per Device
+        object while it lives; raises :class:`CELRuntimeError` (errors are not kept)."""
+        key = (compiled.expression, id(device))
+        found = self.results.get(key)
+        if found is not None and found[0] is device and found[1] == driver:
+            return found[2]
+        result = compiled.device_matches(self.env, self.device_input(driver, device))
+        if len(self.results) >= _MAX_RESULTS:
+            self.results.clear()
+        self.results[key] = (device, driver, result)
+        return result
 
     def _compile(self, expression: str) -> CompiledSelector:
         try:

@@ -9,6 +9,12 @@ only needs the device not to be picked for the same claim. A firstAvailable requ
 tries its subrequests in order. "All" requests fix their devices up front and need
 every one of them. On a dead end the last pick is undone (constraints, counters) and
 the next candidate is tried.
+
+Departure: upstream gathers pools into a Go map, so its pool order is not defined; here
+pools come in the order of their first slice in ``slices``, which makes the choice
+reproducible. Results of an Allocator are per call; what is kept across calls (the
+pools gathered per node name, counters left per pool) assumes the Allocator lives for
+one scheduling cycle, as the interface says.
 """
 
 from __future__ import annotations
@@ -64,8 +70,6 @@ class Allocator:
         self.classes = classes
         self.index = SliceIndex(slices)
         self.cel = cel
-        self.selector_results: dict[tuple[str, int], bool] = {}
-        """(expression, id(device)) -> match, for the allocator's life."""
         self.available_counters: dict[str, Counters] = {}
         """Per pool, the counters left by allocated devices (computed on first use)."""
         self._pools: dict[str, list[Pool]] = {}
@@ -95,27 +99,18 @@ class Allocator:
         where: str,
         index: int,
     ) -> bool:
-        """One selector against one device, evaluated once per allocator."""
-        device = candidate.device
-        key = (expression, id(device))
-        found = self.selector_results.get(key)
-        if found is not None:
-            return found
+        """One selector against one device (evaluated once: :class:`CELCache`)."""
         compiled = self.cel.get_or_compile(expression)
         if compiled.error is not None:
             raise AllocationError(
                 f"{where}: selector #{index}: CEL compile error: {compiled.error}"
             )
         try:
-            matches = compiled.device_matches(
-                self.cel.env, self.cel.device_input(candidate.driver, device)
-            )
+            return self.cel.matches(compiled, candidate.driver, candidate.device)
         except CELRuntimeError as err:
             raise AllocationError(
                 f"{where}: selector #{index} on device {candidate.id}: CEL runtime error: {err}"
             ) from None
-        self.selector_results[key] = matches
-        return matches
 
 
 class _Search:

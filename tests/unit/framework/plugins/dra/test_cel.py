@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from contracts.k8s.resource import Device, DeviceAttribute, DeviceCapacity
-from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
+from services.framework.plugins.dynamicresources.allocator.cel import (
+    CELCache,
+    CELRuntimeError,
+    CompiledSelector,
+)
 
 CACHE = CELCache()
 
@@ -336,3 +340,20 @@ def test_device_input_is_built_once_per_device() -> None:
     device = Device(name="d", attributes={"a": DeviceAttribute(int_=1)})
     assert cache.device_input(DRA, device) is cache.device_input(DRA, device)
     assert cache.device_input(DRA, device) is not cache.device_input("other", device)
+
+
+def test_a_selector_is_evaluated_once_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = CompiledSelector.device_matches
+
+    def counting(self: CompiledSelector, env: object, data: object) -> bool:
+        calls.append(self.expression)
+        return original(self, env, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CompiledSelector, "device_matches", counting)
+    cache = CELCache()
+    compiled = cache.get_or_compile('device.driver == "x"')
+    device = Device(name="d")
+    assert [cache.matches(compiled, "x", device) for _ in range(3)] == [True, True, True]
+    assert cache.matches(compiled, "y", device) is False
+    assert calls == ['device.driver == "x"'] * 2
