@@ -41,6 +41,13 @@ class AllocationError(Exception):
     """An error (not a plain "does not fit"): the message is upstream's."""
 
 
+class AllocationFailedOnNode(AllocationError):
+    """Upstream's ``ErrFailedAllocationOnNode`` (today: invalid resource pools were
+    encountered and nothing else fit): not an error of the pod but a reason this node
+    is unschedulable; the plugin reports it as Unschedulable with this text and goes
+    on with other nodes."""
+
+
 @dataclass(frozen=True, slots=True)
 class AllocatorFeatures:
     """The allocator's switches, from the feature gates (upstream's ``Features``)."""
@@ -76,6 +83,7 @@ from services.framework.plugins.dynamicresources.allocator.search import Allocat
 __all__ = [
     "DEVICE_ID_SEPARATOR",
     "AllocationError",
+    "AllocationFailedOnNode",
     "Allocator",
     "AllocatorFeatures",
     "CELCache",

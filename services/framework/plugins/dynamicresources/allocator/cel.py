@@ -2,21 +2,25 @@
 on cel-expr-python (Google's cel-cpp).
 
 A selector sees one variable, ``device``, with ``driver`` (string), ``attributes``
-(domain -> name -> int, bool, string or ``kubernetes.Semver``) and ``capacity``
-(domain -> name -> ``kubernetes.Quantity``). An attribute or capacity given by an
-unqualified name sits in the driver's domain. Looking up a domain the device does not
-have gives an empty map, so ``device.attributes["other.example.com"].x`` fails with
-"no such key" rather than a missing domain (upstream's ``mapper`` default).
+(domain -> name -> int, bool, string or ``kubernetes.Semver``), ``capacity``
+(domain -> name -> ``kubernetes.Quantity``) and ``allowMultipleAllocations`` (bool).
+An attribute or capacity given by an unqualified name sits in the driver's domain.
+Looking up a domain the device does not have gives an empty map, so
+``device.attributes["other.example.com"].x`` fails with "no such key" rather than a
+missing domain (upstream's ``mapper`` default).
 
 :class:`CELCache` compiles each expression text once (upstream's ``cel.Cache``) and
 keeps, for as long as a Device object lives (slices are immutable; a new generation
 brings new objects), its CEL input and each selector's result on it, so a scheduling
 cycle does not evaluate again what the previous one did.
 
-Departures (cel-cpp's Python binding exposes no cost tracking): the runtime cost limit
-(``CELSelectorExpressionMaxCost``) is not enforced; the empty-map default covers
+Departures: the runtime cost limit (``CELSelectorExpressionMaxCost``) is not enforced
+(cel-cpp's Python binding exposes no cost tracking); the empty-map default covers
 domains written as string literals in the expression (``attributes["domain"]``), not
-computed ones.
+computed ones, and such a literal also makes ``"domain" in device.attributes`` true;
+of Kubernetes' CEL libraries only quantity, semver, regex find/findAll and the CEL
+strings/math/optional/bindings extensions are there (lists, sets, url, ip, cidr and
+format are undeclared); runtime errors other than "no such key" keep cel-cpp's text.
 """
 
 from __future__ import annotations
@@ -245,7 +249,15 @@ class CELCache:
         for name, cap in device.capacity.items():
             domain, ident = _split(name, driver)
             capacity.setdefault(domain, {})[ident] = quantity_message(_quantity(cap.value))
-        data = {DEVICE_VAR: {"driver": driver, "attributes": attributes, "capacity": capacity}}
+        data = {
+            DEVICE_VAR: {
+                "driver": driver,
+                "attributes": attributes,
+                "capacity": capacity,
+                # Declared upstream while DRAConsumableCapacity is on (the default).
+                "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+            }
+        }
         return DeviceInput(attributes, capacity, data, self.env.Activation(data), error)
 
 

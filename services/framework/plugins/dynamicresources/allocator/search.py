@@ -30,6 +30,7 @@ from contracts.k8s.resource import (
 )
 from services.framework.plugins.dynamicresources.allocator import (
     AllocationError,
+    AllocationFailedOnNode,
     AllocatorFeatures,
 )
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
@@ -88,7 +89,7 @@ class Allocator:
             done = False
         if not done:
             if any(pool.invalid for pool in pools):
-                raise AllocationError("invalid resource pools were encountered")
+                raise AllocationFailedOnNode("invalid resource pools were encountered")
             return None
         return build_results(self, state, node)
 

@@ -15,6 +15,11 @@ from contracts.k8s.resource import (
     DeviceToleration,
     ResourceSlice,
 )
+from services.framework.plugins.dynamicresources.allocator import (
+    AllocationFailedOnNode,
+    Allocator,
+    CELCache,
+)
 from tests.unit.framework.plugins.dra.support import (
     ALL_NODES,
     CLAIM0,
@@ -1085,3 +1090,17 @@ def test_multiple_allocations_flag_is_ignored_with_the_gate_off() -> None:
             expect=[allocation(LOCAL1, result(REQ0, DRIVER_A, POOL1, DEVICE1))],
         )
     )
+
+
+def test_invalid_pools_fail_the_node_not_the_pod() -> None:
+    """Upstream wraps this one in ErrFailedAllocationOnNode: Unschedulable, not Error."""
+    case = CASES["invalid-pool-is-error-if-no-other-device-can-be-allocated"]
+    allocator = Allocator(
+        features=case.features,
+        allocated=frozenset(case.allocated),
+        classes={c.metadata.name: c for c in case.classes},
+        slices=case.slices,
+        cel=CELCache(),
+    )
+    with pytest.raises(AllocationFailedOnNode):
+        allocator.allocate(case.node, case.claims)

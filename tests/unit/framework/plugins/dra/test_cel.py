@@ -357,3 +357,11 @@ def test_a_selector_is_evaluated_once_per_device(monkeypatch: pytest.MonkeyPatch
     assert [cache.matches(compiled, "x", device) for _ in range(3)] == [True, True, True]
     assert cache.matches(compiled, "y", device) is False
     assert calls == ['device.driver == "x"'] * 2
+
+
+@pytest.mark.parametrize(("flag", "match"), [(True, True), (None, False)])
+def test_allow_multiple_allocations(flag: bool | None, match: bool) -> None:
+    """Upstream's ``allow_multiple_allocations`` and ``..._default``."""
+    compiled = CACHE.get_or_compile("device.allowMultipleAllocations == true")
+    device = Device(name=f"d-{flag}", allow_multiple_allocations=flag)
+    assert compiled.device_matches(CACHE.env, CACHE.device_input(DRA, device)) is match
