@@ -14,9 +14,10 @@ keeps, for as long as a Device object lives (slices are immutable; a new generat
 brings new objects), its CEL input and each selector's result on it, so a scheduling
 cycle does not evaluate again what the previous one did.
 
-Departures: the runtime cost limit (``CELSelectorExpressionMaxCost``) is not enforced
-(cel-cpp's Python binding exposes no cost tracking); the empty-map default covers
-domains written as string literals in the expression (``attributes["domain"]``), not
+Departures: the runtime cost limit (``CELSelectorExpressionMaxCost``, 1e6 cost units)
+is replaced by cel-cpp's comprehension iteration budget (a few thousand iterations;
+the Python binding exposes no cost tracking), reported with cel-go's text; the
+empty-map default covers domains written as string literals in the expression (``attributes["domain"]``), not
 computed ones, and such a literal also makes ``"domain" in device.attributes`` true;
 of Kubernetes' CEL libraries only quantity, semver, regex find/findAll and the CEL
 strings/math/optional/bindings extensions are there (lists, sets, url, ip, cidr and
@@ -49,6 +50,10 @@ _DOMAIN_LITERAL: Final = re.compile(r"""(attributes|capacity)\s*\[\s*(?:"([^"\\]
 _STATUS_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX: Final = re.compile(r" \[[A-Z_]+\]$")
 _NOT_FOUND: Final = re.compile(r'^Key not found in map ?: ?"?(.*?)"?$')
+_ITERATION_BUDGET: Final = "Iteration budget exceeded"
+COST_LIMIT_EXCEEDED: Final = "operation cancelled: actual cost limit exceeded"
+"""cel-go's text when a selector goes over its cost limit; ksched gives it when cel-cpp's
+comprehension iteration budget runs out, the bound it has instead."""
 _MAX_INPUTS: Final = 100_000
 _MAX_RESULTS: Final = 1_000_000
 _MAX_EXPRESSIONS: Final = 10_000
@@ -149,6 +154,8 @@ def _runtime_text(err: Exception | str) -> str:
     found = _NOT_FOUND.match(text)
     if found:
         return f"no such key: {found[1]}{NO_SUCH_KEY_HINT}"
+    if text == _ITERATION_BUDGET:
+        return COST_LIMIT_EXCEEDED
     return text
 
 

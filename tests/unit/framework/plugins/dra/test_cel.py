@@ -197,6 +197,14 @@ UPSTREAM: dict[str, Selector] = {
         capacity={"memory": "1Mi"},
         match=True,
     ),
+    "expensive": Selector(
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, "
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z2, "
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z3, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z4, "
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z5, int('1'.find('[0-9]*')) < 100)))))))",
+        driver=DRA,
+        match_error="actual cost limit exceeded",
+    ),
 }
 
 LIBRARIES: dict[str, Selector] = {
