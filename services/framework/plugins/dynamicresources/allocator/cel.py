@@ -16,12 +16,13 @@ cycle does not evaluate again what the previous one did.
 
 Departures: the runtime cost limit (``CELSelectorExpressionMaxCost``, 1e6 cost units)
 is replaced by cel-cpp's comprehension iteration budget (a few thousand iterations;
-the Python binding exposes no cost tracking), reported with cel-go's text; the
-empty-map default covers domains written as string literals in the expression (``attributes["domain"]``), not
-computed ones, and such a literal also makes ``"domain" in device.attributes`` true;
-of Kubernetes' CEL libraries only quantity, semver, regex find/findAll and the CEL
-strings/math/optional/bindings extensions are there (lists, sets, url, ip, cidr and
-format are undeclared); runtime errors other than "no such key" keep cel-cpp's text.
+the Python binding exposes no cost tracking), reported with cel-go's text. The
+empty-map default covers domains written as string literals in the expression
+(``attributes["domain"]``), not computed ones, and such a literal also makes
+``"domain" in device.attributes`` true. Of Kubernetes' CEL libraries only quantity,
+semver, regex find/findAll and the CEL strings/math/optional/bindings extensions are
+there (lists, sets, url, ip, cidr and format are undeclared). Runtime errors other
+than "no such key" keep cel-cpp's text.
 """
 
 from __future__ import annotations
