@@ -11,6 +11,7 @@ error texts are upstream's.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from fractions import Fraction
@@ -65,7 +66,12 @@ def quantity_message(value: Fraction) -> Any:
 
 
 def _value(message: Any) -> Fraction:
-    return Fraction(message.canonical)
+    return _fraction(message.canonical)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fraction(canonical: str) -> Fraction:
+    return Fraction(canonical)
 
 
 def _parse(text: str) -> Fraction:
