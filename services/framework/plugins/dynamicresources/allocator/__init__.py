@@ -1,8 +1,7 @@
 """The structured-parameters allocator (upstream's
 ``staging/src/k8s.io/dynamic-resource-allocation/structured``): which devices of which
-pools satisfy a set of ResourceClaims on one node.
-
-Interface (fixed; the implementation fills it in)::
+pools satisfy a set of ResourceClaims on one node, with the CEL environment of device
+selectors (:mod:`.cel`)::
 
     allocator = Allocator(
         features=AllocatorFeatures.from_gates(),
@@ -15,6 +14,9 @@ Interface (fixed; the implementation fills it in)::
     # -> None when the claims cannot all be allocated on this node (Unschedulable)
     # -> raises AllocationError(message) for an error upstream returns as an error
     #    (a missing DeviceClass, a CEL compile or runtime error, ...), with upstream's text
+
+Not here: which claims a pod has, in-flight allocations and the extension points (the
+DynamicResources plugin, one package up); API validation of the objects (the informer).
 """
 
 from __future__ import annotations
