@@ -71,7 +71,13 @@ from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusErr
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources import binding, conditions, hints
-from services.framework.plugins.dynamicresources.allocator import AllocationError
+from services.framework.plugins.dynamicresources.allocator import (
+    AllocationError,
+    AllocationFailedOnNode,
+    AllocatorFeatures,
+)
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache
+from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,
     binding_conditions_enabled,
@@ -371,9 +377,17 @@ class DynamicResources(
             return FilterResult.all_passed(nodes.num_nodes)
         codes = np.zeros(nodes.num_nodes, dtype=np.int64)
         to_allocate = [data.claims[i] for i in data.to_allocate()]
+        statuses = dict(_STATUSES)
         for row in range(nodes.num_nodes):
-            codes[row] = self._filter_node(data, nodes.nodes[row], to_allocate)
-        return FilterResult(codes == _PASSED, codes, _STATUSES.__getitem__)
+            try:
+                codes[row] = self._filter_node(data, nodes.nodes[row], to_allocate)
+            except AllocationFailedOnNode as err:
+                # Not the pod's error: this node is unschedulable, with the reason.
+                status = unschedulable(str(err))
+                code = next((c for c, s in statuses.items() if s == status), len(statuses) + 1)
+                statuses[code] = status
+                codes[row] = code
+        return FilterResult(codes == _PASSED, codes, statuses.__getitem__)
 
     def _filter_node(self, data: StateData, node: Node, to_allocate: list[ResourceClaim]) -> int:
         unavailable = [
@@ -390,6 +404,8 @@ class DynamicResources(
             started = self._clock()
             try:
                 allocations = data.allocator.allocate(node, to_allocate)
+            except AllocationFailedOnNode:
+                raise
             except AllocationError as err:
                 raise StatusError(str(err)) from err
             if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
@@ -589,21 +605,15 @@ def _servable_nodes(slices: Sequence[ResourceSlice]) -> frozenset[str] | None:
 def _structured_allocator() -> AllocatorFactory:
     """The structured-parameters allocator (:mod:`.allocator`), with one compiled-CEL
     cache for the plugin's lifetime."""
-    from services.framework.plugins.dynamicresources import allocator as structured
-
-    cel = structured.CELCache()  # type: ignore[attr-defined]
+    cel = CELCache()
 
     def new(
         allocated: frozenset[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
     ) -> Allocating:
-        made: Allocating = structured.Allocator(  # type: ignore[attr-defined]
-            features=structured.AllocatorFeatures.from_gates(),  # type: ignore[attr-defined]
-            allocated=allocated,
-            classes=classes,
-            slices=slices,
-            cel=cel,
+        features = AllocatorFeatures.from_gates()
+        return Allocator(
+            features=features, allocated=allocated, classes=classes, slices=slices, cel=cel
         )
-        return made
 
     return new
 

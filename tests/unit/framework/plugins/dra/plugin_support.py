@@ -1,6 +1,6 @@
 """Builders for DynamicResources' tests, named after upstream's test fixtures
 (``st.MakeResourceClaim()``, ``st.MakeResourceSlice(node, driver)``, ``podWithClaimName``),
-and a stand-in allocator for the plugin's own logic."""
+and a spy on the structured allocator."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ from contracts.k8s.resource import (
     AllocationResult,
     CELDeviceSelector,
     DeviceAllocationResult,
+    DeviceAttribute,
     DeviceClaim,
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSelector,
     DeviceSubRequest,
+    DeviceTaint,
     ExactDeviceRequest,
     ResourceClaimConsumerReference,
     ResourceClaimSpec,
@@ -42,7 +44,9 @@ from contracts.k8s.resource import (
 )
 from contracts.k8s.resource import Device as SliceDevice
 from services.framework.api.listers import Listers
-from services.framework.plugins.dynamicresources.allocator import AllocationError, device_id
+from services.framework.plugins.dynamicresources.allocator import AllocatorFeatures
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache
+from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from tests.builders import make_node, make_pod
 
 NODE = "worker"
@@ -79,6 +83,28 @@ def resource_slice(node: str, driver: str = DRIVER, *devices: str) -> ResourceSl
             devices=[SliceDevice(name=d) for d in devices or ("instance-1",)],
         ),
     )
+
+
+def healthy(s: ResourceSlice, value: bool) -> ResourceSlice:
+    """Every device of the slice with the ``healthy`` bool attribute (``attrName``)."""
+    devices = [
+        msgspec.structs.replace(d, attributes={"healthy": DeviceAttribute(bool_=value)})
+        for d in s.spec.devices
+    ]
+    return msgspec.structs.replace(s, spec=msgspec.structs.replace(s.spec, devices=devices))
+
+
+def tainted(s: ResourceSlice) -> ResourceSlice:
+    """Upstream's ``taintDevices``: every device NoSchedule-tainted."""
+    taint = DeviceTaint(key="taint-key", value="taint-value", effect="NoSchedule")
+    devices = [msgspec.structs.replace(d, taints=[*d.taints, taint]) for d in s.spec.devices]
+    return msgspec.structs.replace(s, spec=msgspec.structs.replace(s.spec, devices=devices))
+
+
+def broken_class(c: DeviceClass) -> DeviceClass:
+    """Upstream's ``breakCELInClass``."""
+    selector = DeviceSelector(cel=CELDeviceSelector(expression=BROKEN))
+    return msgspec.structs.replace(c, spec=msgspec.structs.replace(c.spec, selectors=[selector]))
 
 
 def exactly(name: str = "req-1", class_name: str = CLASS, **fields: Any) -> DeviceRequest:
@@ -262,98 +288,34 @@ def listers_of(*objects: object) -> Listers:
     return listers
 
 
-class FakeAllocator:
-    """Stands in for the structured allocator in tests of the plugin's own logic: each
-    request takes ``count`` free devices (admin access: taken or not) from the slices
-    of the node, in slice and device order; a ``firstAvailable`` request takes the
-    first subrequest that fits. The broken CEL selector raises as upstream's CEL."""
-
-    calls: list[str]
-
-    def __init__(
-        self,
-        allocated: frozenset[str],
-        classes: Mapping[str, DeviceClass],
-        slices: list[ResourceSlice],
-    ) -> None:
-        self.allocated = allocated
-        self.classes = classes
-        self.slices = slices
-        self.calls = []
-
-    def allocate(
-        self, node: Node, claims: Sequence[ResourceClaim]
-    ) -> list[AllocationResult] | None:
-        self.calls.append(node.metadata.name)
-        taken = set(self.allocated)
-        out = []
-        for c in claims:
-            results: list[DeviceRequestAllocationResult] = []
-            for request in c.spec.devices.requests:
-                if request.exactly is not None:
-                    for selector in request.exactly.selectors:
-                        if selector.cel is not None and selector.cel.expression == BROKEN:
-                            raise AllocationError(
-                                f"claim {c.metadata.namespace}/{c.metadata.name}: selector #0: "
-                                "CEL runtime error: no such key: healthy"
-                            )
-                    admin = bool(request.exactly.admin_access)
-                    got = self._take(node, request.name, request.exactly.count or 1, taken, admin)
-                else:
-                    got = None
-                    for sub in request.first_available:
-                        name = f"{request.name}/{sub.name}"
-                        got = self._take(node, name, sub.count or 1, taken, False)
-                        if got is not None:
-                            break
-                if got is None:
-                    return None
-                results += got
-            out.append(
-                AllocationResult(
-                    devices=DeviceAllocationResult(results=results),
-                    node_selector=on_node(node.metadata.name),
-                )
-            )
-        return out
-
-    def _take(
-        self, node: Node, request: str, count: int, taken: set[str], admin: bool
-    ) -> list[DeviceRequestAllocationResult] | None:
-        found = []
-        for s in self.slices:
-            if s.spec.node_name != node.metadata.name:
-                continue
-            for d in s.spec.devices:
-                ident = device_id(s.spec.driver, s.spec.pool.name, d.name)
-                if len(found) < count and (admin or ident not in taken):
-                    found.append(
-                        DeviceRequestAllocationResult(
-                            request=request,
-                            driver=s.spec.driver,
-                            pool=s.spec.pool.name,
-                            device=d.name,
-                            admin_access=True if admin else None,
-                        )
-                    )
-        if len(found) < count:
-            return None
-        if not admin:
-            taken.update(device_id(r.driver, r.pool, r.device) for r in found)
-        return found
-
-
 class Allocators:
-    """A ``new_allocator`` that remembers the FakeAllocators it made."""
+    """A ``new_allocator`` that builds the structured allocator and records, per
+    allocator, the nodes it was asked about."""
 
     def __init__(self) -> None:
-        self.made: list[FakeAllocator] = []
+        self.calls: list[list[str]] = []
+        self._cel = CELCache()
 
     def __call__(
         self,
         allocated: frozenset[str],
         classes: Mapping[str, DeviceClass],
         slices: list[ResourceSlice],
-    ) -> FakeAllocator:
-        self.made.append(FakeAllocator(allocated, classes, slices))
-        return self.made[-1]
+    ) -> Allocator:
+        calls: list[str] = []
+        self.calls.append(calls)
+        real = Allocator(
+            features=AllocatorFeatures.from_gates(),
+            allocated=allocated,
+            classes=classes,
+            slices=slices,
+            cel=self._cel,
+        )
+        allocate = real.allocate
+
+        def spied(node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+            calls.append(node.metadata.name)
+            return allocate(node, claims)
+
+        real.allocate = spied  # type: ignore[method-assign]
+        return real

@@ -4,7 +4,8 @@ points in order as the scheduler and the binder do: PreEnqueue, PreFilter, Filte
 every node, PostFilter when no node fits, else Reserve on the first node that fits and
 PreBind in a binder's CycleState restored from the binding state.
 
-The allocator is the plugin_support stand-in until the structured allocator lands."""
+The allocator is the real structured allocator (:mod:`...dynamicresources.allocator`).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ import numpy as np
 import pytest
 
 from contracts.k8s import DeviceClass, Node, Pod, ResourceClaim, ResourceSlice
-from contracts.k8s.resource import FINALIZER, AllocationResult, ResourceClaimConsumerReference
+from contracts.k8s.resource import (
+    FINALIZER,
+    AllocationResult,
+    CELDeviceSelector,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    ResourceClaimConsumerReference,
+)
+from services.common import features
 from services.framework.api.interface import ClaimStatusEffect, CycleState
 from services.framework.api.status import Code, Status, StatusError
 from services.framework.api.types import PodInfo
@@ -34,27 +44,36 @@ from tests.unit.framework.plugins.dra.plugin_support import (
     NODE3,
     POD_NAME,
     POD_UID,
-    FakeAllocator,
     admin_access,
     allocated,
     allocation,
     broken_cel,
+    broken_class,
     claim,
     device_class,
     exactly,
     first_available,
+    healthy,
     labelled,
     listers_of,
     pod_with_claim_name,
     pod_with_claim_template,
     pod_with_two_claim_names,
     resource_slice,
+    tainted,
     with_device_status,
     worker,
 )
 
 NOW = 1_800_000_000.0
+CEL_RUNTIME_ERROR = (
+    "claim default/my-pod-my-resource: selector #0 on device some-driver/worker/instance-1: "
+    "CEL runtime error: no such key: healthy. Consider using CEL optional chaining (?), "
+    "has() macro, or orValue() for optional fields"
+)
+"""Upstream's newest text (the device named, the hint appended)."""
 DRIVER_2 = "some-driver-2"
+HEALTHY = 'device.attributes["some-driver"].healthy'
 STAMP = "2027-01-15T08:00:00Z"
 U = Code.UnschedulableAndUnresolvable
 
@@ -122,6 +141,30 @@ WITH_TWO_PRIORITIZED = claim(
     owner=POD_UID,
 )
 """``pendingClaim2WithPrioritizedListAndMultipleSubrequests``."""
+WITH_PRIORITIZED_LIST_AND_SELECTOR = claim(
+    CLAIM_NAME,
+    DeviceRequest(
+        name="req-1",
+        first_available=[
+            DeviceSubRequest(
+                name="subreq-1",
+                device_class_name=CLASS,
+                count=1,
+                selectors=[DeviceSelector(cel=CELDeviceSelector(expression=HEALTHY))],
+            ),
+            DeviceSubRequest(name="subreq-2", device_class_name=CLASS, count=1),
+        ],
+    ),
+    owner=POD_UID,
+)
+"""``pendingClaimWithPrioritizedListAndSelector``."""
+WITH_MULTIPLE_PRIORITIZED_REQUESTS = claim(
+    CLAIM_NAME,
+    first_available("req-1", ("subreq-1", CLASS, 2), ("subreq-2", CLASS, 1)),
+    first_available("req-2", ("subreq-1", CLASS, 2), ("subreq-2", CLASS, 1)),
+    owner=POD_UID,
+)
+"""``pendingClaimWithMultiplePrioritizedListRequests``."""
 
 
 def with_class(c: ResourceClaim, name: str) -> ResourceClaim:
@@ -181,6 +224,8 @@ class Case:
     slices: tuple[ResourceSlice, ...] = ()
     nodes: tuple[Node, ...] = (worker(),)
     want: Want = Want()
+    gates: tuple[tuple[str, bool], ...] = ()
+    """Feature gates set otherwise than their defaults."""
 
 
 def status(code: Code, message: str = "") -> Status:
@@ -353,10 +398,7 @@ CASES = [
             (broken_cel(PENDING),),
             (device_class(),),
             (resource_slice(NODE),),
-            want=Want(
-                filter_error="claim default/my-pod-my-resource: selector #0: CEL runtime error: "
-                "no such key: healthy"
-            ),
+            want=Want(filter_error=CEL_RUNTIME_ERROR),
         ),
         id="claim-parameters-CEL-runtime-error",
     ),
@@ -367,10 +409,7 @@ CASES = [
             (device_class(),),
             (resource_slice(NODE), resource_slice(NODE2)),
             nodes=(worker(), worker(NODE2)),
-            want=Want(
-                filter_error="claim default/my-pod-my-resource: selector #0: CEL runtime error: "
-                "no such key: healthy"
-            ),
+            want=Want(filter_error=CEL_RUNTIME_ERROR),
         ),
         id="CEL-runtime-error-for-one-of-two-nodes",
     ),
@@ -518,6 +557,102 @@ CASES = [
         ),
         id="multiple-claims-prioritized-list-scoring",
     ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (PENDING,),
+            (device_class(),),
+            (tainted(resource_slice(NODE)),),
+            want=Want(
+                filter={NODE: status(U, "cannot allocate all claims")},
+                postfilter=status(Code.Unschedulable, "still not schedulable"),
+            ),
+        ),
+        id="tainted-device-enabled",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (PENDING,),
+            (device_class(),),
+            (tainted(resource_slice(NODE)),),
+            gates=(("DRADeviceTaints", False),),
+            want=Want(
+                in_flight=(CLAIM_NAME,),
+                reserved_devices=("some-driver/worker/instance-1",),
+                prebind=(reserved_update(PENDING, ALLOCATION),),
+            ),
+        ),
+        id="tainted-device-disabled",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (PENDING,),
+            (broken_class(device_class()),),
+            (resource_slice(NODE),),
+            want=Want(
+                filter_error="class my-resource-class: selector #0 on device "
+                "some-driver/worker/instance-1: CEL runtime error: no such key: healthy. "
+                "Consider using CEL optional chaining (?), has() macro, or orValue() for "
+                "optional fields"
+            ),
+        ),
+        id="class-parameters-CEL-runtime-error",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (WITH_PRIORITIZED_LIST_AND_SELECTOR,),
+            (device_class(),),
+            (healthy(resource_slice(NODE), True), healthy(resource_slice(NODE2), False)),
+            nodes=(worker(), worker(NODE2)),
+            want=Want(
+                scores={NODE: (8, 100), NODE2: (7, 87)},
+                in_flight=(CLAIM_NAME,),
+                reserved_devices=("some-driver/worker/instance-1",),
+                prebind=(
+                    reserved_update(
+                        WITH_PRIORITIZED_LIST_AND_SELECTOR,
+                        allocation(("req-1/subreq-1", "instance-1")),
+                    ),
+                ),
+            ),
+        ),
+        id="single-claim-prioritized-list-scoring",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (WITH_MULTIPLE_PRIORITIZED_REQUESTS,),
+            (device_class(),),
+            (
+                resource_slice(
+                    NODE, DRIVER, "instance-1", "instance-2", "instance-3", "instance-4"
+                ),
+                resource_slice(NODE2, DRIVER, "instance-1", "instance-2", "instance-3"),
+                resource_slice(NODE3, DRIVER, "instance-1", "instance-2"),
+            ),
+            nodes=(worker(), worker(NODE2), worker(NODE3)),
+            want=Want(
+                scores={NODE: (16, 100), NODE2: (15, 93), NODE3: (14, 87)},
+                in_flight=(CLAIM_NAME,),
+                reserved_devices=tuple(f"some-driver/worker/instance-{i}" for i in (1, 2, 3, 4)),
+                prebind=(
+                    reserved_update(
+                        WITH_MULTIPLE_PRIORITIZED_REQUESTS,
+                        allocation(
+                            ("req-1/subreq-1", "instance-1"),
+                            ("req-1/subreq-1", "instance-2"),
+                            ("req-2/subreq-1", "instance-3"),
+                            ("req-2/subreq-1", "instance-4"),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        id="multiple-requests-prioritized-list-scoring",
+    ),
 ]
 
 
@@ -525,13 +660,14 @@ def new_plugin(*objects: object) -> DynamicResources:
     return DynamicResources(
         DynamicResourcesArgs().defaulted(),
         listers_of(*objects),
-        new_allocator=FakeAllocator,
         now=lambda: NOW,
     )
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_plugin(case: Case) -> None:
+def test_plugin(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.gates:
+        monkeypatch.setattr(features, "_current", features.FeatureGates(dict(case.gates)))
     plugin = new_plugin(*case.claims, *case.classes, *case.slices)
     nodes = snapshot_of(case.nodes).snapshot()
     info = PodInfo.of(case.pod)

@@ -1,4 +1,5 @@
-"""DynamicResources in a scheduling cycle: the allocations in flight across a batch,
+"""DynamicResources in a scheduling cycle, with the structured allocator: the
+allocations in flight across a batch,
 the devices the store must guard, the binding state's format, Filter's shortcuts and
 timeout, Score, binding conditions and ``--explain``."""
 
@@ -17,8 +18,7 @@ from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
 from services.common.store import ProjectedEntry
 from services.common.store.memory import MemoryStore
-from services.framework.api.interface import CycleState, Handle
-from services.framework.api.registry import PluginEntry
+from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
@@ -41,7 +41,6 @@ from tests.unit.framework.plugins.dra.plugin_support import (
     NODE2,
     POD_UID,
     Allocators,
-    FakeAllocator,
     admin_access,
     allocated,
     allocation,
@@ -61,7 +60,6 @@ U = Code.UnschedulableAndUnresolvable
 
 def plugin_of(*objects: object, **kwargs: object) -> DynamicResources:
     args = kwargs.pop("args", None) or DynamicResourcesArgs().defaulted()
-    kwargs.setdefault("new_allocator", FakeAllocator)
     kwargs.setdefault("now", lambda: NOW)
     return DynamicResources(args, listers_of(*objects), **kwargs)  # type: ignore[arg-type]
 
@@ -129,9 +127,7 @@ def test_a_claim_in_flight_makes_a_sharing_pod_wait():
 def test_in_flight_entries_go_once_the_cluster_shows_them_or_the_pod_is_gone():
     pending = claim("c")
     listers = listers_of(pending)
-    plugin = DynamicResources(
-        DynamicResourcesArgs().defaulted(), listers, new_allocator=FakeAllocator
-    )
+    plugin = DynamicResources(DynamicResourcesArgs().defaulted(), listers)
     plugin.in_flight.signal(allocated(pending), "p-uid", NODE)
     placed = make_pod("p", uid="p-uid", node_name=NODE)
     plugin.in_flight.refresh(snapshot_of([worker()], [placed]).snapshot())
@@ -200,8 +196,7 @@ def test_nodes_no_slice_serves_are_rejected_without_the_allocator():
     _, _, _, result = filtered(plugin, pod_with_claim_name(), [worker(), worker(NODE2)])
     assert result.passed.tolist() == [True, False]
     assert result.describe(int(result.codes[1])) == Status(U, ("cannot allocate all claims",))
-    (allocator,) = made.made
-    assert allocator.calls == [NODE]
+    assert made.calls == [[NODE]]
 
 
 def test_a_slow_allocation_times_out_after_filter_timeout():
@@ -313,25 +308,13 @@ def test_score_is_skipped_without_first_available_requests():
 # -- the framework and the batch scheduler --------------------------------------------
 
 
-def registry_with_fake_allocator():
-    def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
-        return DynamicResources(
-            args or DynamicResourcesArgs().defaulted(), handle.listers, new_allocator=FakeAllocator
-        )
-
-    return {
-        **in_tree_registry(),
-        NAME: PluginEntry(NAME, DynamicResources, new, DynamicResourcesArgs),
-    }
-
-
 def test_explain_names_the_device_each_request_gets():
     snapshot = Cache()
     snapshot.add_node(worker())
     for obj in (claim(owner=POD_UID), device_class(), resource_slice(NODE)):
         snapshot.listers.put(obj)
     framework = Framework(
-        Profile(plugins=DEFAULT_PLUGINS), registry_with_fake_allocator(), listers=snapshot.listers
+        Profile(plugins=DEFAULT_PLUGINS), in_tree_registry(), listers=snapshot.listers
     )
     result = framework.schedule_pod(snapshot, pod_with_claim_name(), explain=True)
     assert result.node == NODE
@@ -363,7 +346,7 @@ async def schedule_batch(pods: list[Pod], objects: list[object], nodes: list) ->
         snapshot.add_node(node)
     for obj in objects:
         snapshot.listers.put(obj)
-    framework = Framework(profile, registry_with_fake_allocator(), listers=snapshot.listers)
+    framework = Framework(profile, in_tree_registry(), listers=snapshot.listers)
     store = MemoryStore()
     await store.apply(
         [

@@ -17,7 +17,6 @@ from tests.builders import make_pod
 from tests.unit.framework.plugins.dra.plugin_support import (
     ALLOCATION,
     POD_UID,
-    FakeAllocator,
     allocated,
     claim,
     listers_of,
@@ -32,7 +31,7 @@ OTHER = claim("not-my-claim")
 
 def plugin_of(*objects: object) -> DynamicResources:
     args = DynamicResourcesArgs().defaulted()
-    return DynamicResources(args, listers_of(*objects), new_allocator=FakeAllocator)
+    return DynamicResources(args, listers_of(*objects))
 
 
 def test_events_are_upstreams():
