@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from contracts.k8s import Pod, ResourceClaim
+from contracts.k8s import Pod, ResourceClaim, ResourceSlice
 from contracts.messages import ScheduleRequest
 from services.common.clock import FakeClock
 from services.common.resources import node_allocatable
@@ -431,3 +431,23 @@ def test_claims_published_without_uids_are_told_apart_by_name():
     plugin.in_flight.signal(allocated(a), "pa-uid", NODE)
     assert plugin.in_flight.has("default/a")
     assert not plugin.in_flight.has("default/b")
+
+
+def test_a_node_whose_pool_is_invalid_is_unschedulable_and_the_others_go_on():
+    def half(name: str) -> ResourceSlice:
+        s = resource_slice(NODE)
+        pool = msgspec.structs.replace(s.spec.pool, resource_slice_count=2)
+        return msgspec.structs.replace(
+            s,
+            metadata=msgspec.structs.replace(s.metadata, name=name, uid=name),
+            spec=msgspec.structs.replace(s.spec, pool=pool),
+        )
+
+    # Two slices of one pool publish the same device: the pool is invalid.
+    objects = (claim(owner=POD_UID), device_class(), half("a"), half("b"), resource_slice(NODE2))
+    plugin = plugin_of(*objects)
+    _, _, _, result = filtered(plugin, pod_with_claim_name(), [worker(), worker(NODE2)])
+    assert result.passed.tolist() == [False, True]
+    assert result.describe(int(result.codes[0])) == Status(
+        U, ("invalid resource pools were encountered",)
+    )
