@@ -54,6 +54,10 @@ class InFlightAllocations:
         self._listers = listers
         self._by_uid: dict[str, InFlight] = {}
         """By claim uid."""
+        self._listed: dict[str, tuple[ResourceClaim, tuple[str, ...]]] = {}
+        """Listed claim key → (the claim object, its devices)."""
+        self._taken: frozenset[str] | None = None
+        """The last :meth:`allocated_devices`; None when in-flight entries changed."""
 
     def __len__(self) -> int:
         return len(self._by_uid)
@@ -68,6 +72,7 @@ class InFlightAllocations:
     def signal(self, claim: ResourceClaim, pod_uid: str, node: str) -> None:
         """``SignalClaimPendingAllocation``: ``claim`` carries its new allocation."""
         self._by_uid[claim_uid(claim)] = InFlight(claim, pod_uid, node)
+        self._taken = None
 
     def remove(self, claim_uid: str, pod_uid: str) -> bool:
         """``RemoveClaimPendingAllocation`` for the pod that signalled it."""
@@ -75,6 +80,7 @@ class InFlightAllocations:
         if entry is None or entry.pod_uid != pod_uid:
             return False
         del self._by_uid[claim_uid]
+        self._taken = None
         return True
 
     def refresh(self, nodes: Snapshot) -> None:
@@ -89,16 +95,29 @@ class InFlightAllocations:
                 or not _still_placed(nodes, entry.pod_uid, entry.node)
             ):
                 del self._by_uid[uid]
+                self._taken = None
 
     def allocated_devices(self) -> frozenset[str]:
         """``ListAllAllocatedDevices``: the devices of every allocated claim the
-        listers hold and of every allocation in flight."""
-        return frozenset(
-            _devices(
-                [c.status.allocation for c in self._listers.resource_claims.values()]
-                + [e.claim.status.allocation for e in self._by_uid.values()]
-            )
-        )
+        listers hold and of every allocation in flight. Each listed claim's devices
+        are worked out once per claim object (upstream keeps them up to date from
+        informer events), and the set is rebuilt only when something changed."""
+        listed = self._listers.resource_claims
+        changed = self._taken is None
+        for key, claim in listed.items():
+            seen = self._listed.get(key)
+            if seen is None or seen[0] is not claim:
+                self._listed[key] = (claim, tuple(exclusive_devices(claim.status.allocation)))
+                changed = True
+        if len(self._listed) != len(listed):
+            for key in [key for key in self._listed if key not in listed]:
+                del self._listed[key]
+            changed = True
+        if changed or self._taken is None:
+            taken = {device for _, devices in self._listed.values() for device in devices}
+            taken.update(_devices(e.claim.status.allocation for e in self._by_uid.values()))
+            self._taken = frozenset(taken)
+        return self._taken
 
 
 def _devices(allocations: Iterable[AllocationResult | None]) -> Iterator[str]:

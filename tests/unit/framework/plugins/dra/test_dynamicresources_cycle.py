@@ -29,6 +29,7 @@ from services.framework.plugins.dynamicresources import (
     DynamicResources,
     DynamicResourcesArgs,
 )
+from services.framework.plugins.dynamicresources.claims import claim_uid
 from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchScheduler
 from services.scheduler.nominated import PendingPods
@@ -451,3 +452,18 @@ def test_a_node_whose_pool_is_invalid_is_unschedulable_and_the_others_go_on():
     assert result.describe(int(result.codes[0])) == Status(
         U, ("invalid resource pools were encountered",)
     )
+
+
+def test_taken_devices_follow_the_listers_and_the_allocations_in_flight():
+    a, b = claim("a"), claim("b")
+    listers = listers_of(allocated(a))
+    plugin = DynamicResources(DynamicResourcesArgs().defaulted(), listers)
+    taken = plugin.in_flight.allocated_devices
+    assert taken() == {"some-driver/worker/instance-1"}
+    listers.put(allocated(a, allocation(("req-1", "instance-2"))))  # a new object
+    assert taken() == {"some-driver/worker/instance-2"}
+    plugin.in_flight.signal(allocated(b, allocation(("req-1", "instance-3"))), "p", NODE)
+    assert taken() == {"some-driver/worker/instance-2", "some-driver/worker/instance-3"}
+    listers.put(a, deleted=True)
+    plugin.in_flight.remove(claim_uid(b), "p")
+    assert taken() == frozenset()
