@@ -10,7 +10,8 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
   without claims: Skip, so Filter and Score cost nothing.
 - Filter: an allocated claim's node selector must match the node; the claims to
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
-  ResourceSlice can serve are rejected without asking the allocator.
+  ResourceSlice can serve are rejected without asking the allocator. An allocator
+  error (CEL) fails the attempt; invalid pools only reject the node.
 - PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
   is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
 - PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
@@ -19,6 +20,7 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
   (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
 - PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
   yet, from the binding state (:mod:`.binding`).
+- ``--explain``: the device of each request on the chosen node (ExplainsNode).
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
 """
