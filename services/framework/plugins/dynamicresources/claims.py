@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
+import msgspec
+
 from contracts.k8s import Pod, PodResourceClaim, ResourceClaim, namespaced_name
 from services.framework.api.listers import Listers
 from services.framework.api.types import pod_uid
@@ -70,16 +72,22 @@ def not_found(namespace: str | None, name: str) -> str:
     return f'could not find ResourceClaim "{namespace or ""}/{name}"'
 
 
-def pod_claims(pod: Pod, listers: Listers) -> Iterator[tuple[str, ResourceClaim]]:
+def pod_claims(
+    pod: Pod, listers: Listers, newer: ResourceClaim | None = None
+) -> Iterator[tuple[str, ResourceClaim]]:
     """``foreachPodResourceClaim``: ``(spec.resourceClaims[].name, claim)`` for every
     claim of the pod that exists (in spec order), checking each as upstream does;
     raises :class:`ClaimProblem` at the first that is missing, being deleted or not
-    the pod's."""
+    the pod's. ``newer``: a claim to take instead of the listed one of its name (a
+    queueing hint runs before the listers see the change that triggered it)."""
     for entry in pod.spec.resource_claims:
         name, must_check_owner = claim_name(pod, entry)
         if name is None:
             continue
         claim = listers.resource_claim(pod.metadata.namespace, name)
+        key = namespaced_name(msgspec.structs.replace(pod.metadata, name=name))
+        if newer is not None and namespaced_name(newer.metadata) == key:
+            claim = newer
         if claim is None:
             raise ClaimProblem(not_found(pod.metadata.namespace, name))
         if claim.metadata.deletion_timestamp is not None:

@@ -16,12 +16,13 @@ def after_claim_change(
     listers: Listers, pod: Pod, old: object | None, new: object | None
 ) -> QueueingHint:
     """``isSchedulableAfterClaimChange``: skip while any claim of the pod is missing
-    (or otherwise unusable); a deallocated claim frees devices for anyone; else only a
-    claim of the pod created, or with a changed status, helps."""
+    (or otherwise unusable), the changed claim as it is now; a deallocated claim frees
+    devices for anyone; else only a claim of the pod created, or with a changed
+    status, helps."""
     if not isinstance(new, ResourceClaim | None) or not isinstance(old, ResourceClaim | None):
         return QueueingHint.Queue
     try:
-        claims = [claim for _, claim in pod_claims(pod, listers)]
+        claims = [claim for _, claim in pod_claims(pod, listers, newer=new)]
     except ClaimProblem:
         return QueueingHint.QueueSkip
     if new is None:  # a deletion (not registered: upstream never asks)
