@@ -129,6 +129,20 @@ TIMED_OUT = with_device_status(
     condition2="False",
 )
 """Allocated 10 minutes and a second before NOW: past the default bindingTimeout."""
+TIMED_OUT_NO_CONDITIONS = with_device_status(
+    allocated(
+        PENDING,
+        msgspec.structs.replace(
+            WITH_BINDING_CONDITIONS, allocation_timestamp="2027-01-15T07:49:59Z"
+        ),
+    ),
+)
+FAILED_BINDING = with_device_status(
+    allocated(PENDING, WITH_BINDING_CONDITIONS), condition="False", failed="True"
+)
+"""``failedBindingClaim``."""
+LARGE = claim(CLAIM_NAME, *(exactly(f"req-{i}") for i in range(1, 6)), owner=POD_UID)
+"""``largeClaim``: five requests, one more than the node has devices."""
 WITH_TWO_PRIORITIZED = claim(
     f"{CLAIM_NAME}-2",
     first_available(
@@ -226,6 +240,7 @@ class Case:
     want: Want = Want()
     gates: tuple[tuple[str, bool], ...] = ()
     """Feature gates set otherwise than their defaults."""
+    args: DynamicResourcesArgs | None = None
 
 
 def status(code: Code, message: str = "") -> Status:
@@ -653,12 +668,84 @@ CASES = [
         ),
         id="multiple-requests-prioritized-list-scoring",
     ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (LARGE,),
+            (device_class(),),
+            (resource_slice(NODE, DRIVER, *(f"instance-{i}" for i in range(1, 5))),),
+            args=DynamicResourcesArgs(filter_timeout="1ns"),
+            want=Want(
+                filter={NODE: status(U, "timed out trying to allocate devices")},
+                postfilter=status(Code.Unschedulable, "still not schedulable"),
+            ),
+        ),
+        id="timeout",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (PENDING,),
+            (device_class(),),
+            (resource_slice(NODE),),
+            gates=(("DRASchedulerFilterTimeout", False),),
+            args=DynamicResourcesArgs(),
+            want=Want(
+                in_flight=(CLAIM_NAME,),
+                reserved_devices=("some-driver/worker/instance-1",),
+                prebind=(reserved_update(PENDING, ALLOCATION),),
+            ),
+        ),
+        id="timeout_disabled",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (PENDING,),
+            (device_class(),),
+            (resource_slice(NODE),),
+            args=DynamicResourcesArgs(filter_timeout="0s"),
+            want=Want(
+                in_flight=(CLAIM_NAME,),
+                reserved_devices=("some-driver/worker/instance-1",),
+                prebind=(reserved_update(PENDING, ALLOCATION),),
+            ),
+        ),
+        id="timeout_zero",
+    ),
+    pytest.param(
+        Case(pod_with_claim_name(), (BOUND,), want=Want(prebind=(reserved_update(BOUND),))),
+        id="bound-claim-with-succeeded-binding-conditions",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (FAILED_BINDING,),
+            slices=(resource_slice(NODE),),
+            want=Want(
+                filter={NODE: status(U, "resourceclaim not available on the node")},
+                postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+            ),
+        ),
+        id="bound-claim-with-failed-binding",
+    ),
+    pytest.param(
+        Case(
+            pod_with_claim_name(),
+            (TIMED_OUT_NO_CONDITIONS,),
+            want=Want(
+                filter={NODE: status(U, "resourceclaim not available on the node")},
+                postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+            ),
+        ),
+        id="bound-claim-with-timed-out-binding",
+    ),
 ]
 
 
-def new_plugin(*objects: object) -> DynamicResources:
+def new_plugin(*objects: object, args: DynamicResourcesArgs | None = None) -> DynamicResources:
     return DynamicResources(
-        DynamicResourcesArgs().defaulted(),
+        (args or DynamicResourcesArgs()).defaulted(),
         listers_of(*objects),
         now=lambda: NOW,
     )
@@ -668,7 +755,7 @@ def new_plugin(*objects: object) -> DynamicResources:
 def test_plugin(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     if case.gates:
         monkeypatch.setattr(features, "_current", features.FeatureGates(dict(case.gates)))
-    plugin = new_plugin(*case.claims, *case.classes, *case.slices)
+    plugin = new_plugin(*case.claims, *case.classes, *case.slices, args=case.args)
     nodes = snapshot_of(case.nodes).snapshot()
     info = PodInfo.of(case.pod)
     want = case.want
