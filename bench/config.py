@@ -10,12 +10,15 @@ is: an unknown field, a missing template or a param no workload sets is a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
 import yaml
 
+from bench.dra import AnyObjects, DraSetup
+from bench.steady import Steady, parse_duration
 from bench.workload import Churn, Gangs, Template, Workload
 from contracts.k8s import PodGroup
 from contracts.kinds import BINDING_KIND, KINDS
@@ -57,10 +60,16 @@ class CreateNodesOp(
 class CreatePodsOp(
     _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createPods", rename="camel"
 ):
-    count_param: str
+    count_param: str | None = None
+    count: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """A fixed count (upstream's; with ``steadyState``: the pods kept pending)."""
     pod_template_path: str | None = None
     namespace: str | None = None
     collect_metrics: bool = False
+    steady_state: bool = False
+    """Upstream's: keep ``count`` pods pending for ``durationParam`` (the measured op
+    only): each bound pod is deleted and replaced (bench.steady)."""
+    duration_param: str | None = None
 
 
 class ChurnOp(_Strict, frozen=True, kw_only=True, tag_field="opcode", tag="churn", rename="camel"):
@@ -84,7 +93,48 @@ class CreatePodGroupsOp(
     pod_group_template_path: str = DEFAULT_POD_GROUP_TEMPLATE
 
 
-Op = CreateNodesOp | CreatePodsOp | ChurnOp | CreatePodGroupsOp
+class CreateResourceDriverOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createResourceDriver",
+    rename="camel",
+):  # fmt: skip
+    """Upstream's: a ResourceSlice of ``maxClaimsPerNode`` devices per node of the scaled
+    createNodes op (``nodes``, upstream's glob over node names, is read and not needed:
+    ksched's DRA test cases have only DRA nodes)."""
+
+    driver_name: str
+    max_claims_per_node_param: str
+    nodes: str | None = None
+
+
+class CreateAnyOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="createAny", rename="camel"
+):
+    """Upstream's: objects of any kind ksched ingests from ``templatePath``, one or
+    ``countParam`` (scaled as the pods are), in ``namespace`` for namespaced kinds."""
+
+    template_path: str
+    namespace: str | None = None
+    count_param: str | None = None
+
+
+class AllocResourceClaimsOp(
+    _Strict, frozen=True, kw_only=True, tag_field="opcode", tag="allocResourceClaims",
+    rename="camel",
+):  # fmt: skip
+    """Upstream's: the claims created so far in ``namespace`` are allocated up front."""
+
+    namespace: str
+
+
+Op = (
+    CreateNodesOp
+    | CreatePodsOp
+    | ChurnOp
+    | CreatePodGroupsOp
+    | CreateResourceDriverOp
+    | CreateAnyOp
+    | AllocResourceClaimsOp
+)
 
 
 class WorkloadParams(_Strict, frozen=True, kw_only=True):
@@ -175,8 +225,11 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
     init: tuple[int, CreatePodsOp] | None = None
     churn: tuple[int, ChurnOp] | None = None
     gangs: tuple[int, CreatePodGroupsOp] | None = None
+    dra: list[tuple[int, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp]] = []
     for i, op in enumerate(ops[leading:measured_at], start=leading):
-        if isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
+        if isinstance(op, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp):
+            dra.append((i, op))
+        elif isinstance(op, CreatePodsOp) and init is None and not op.collect_metrics:
             init = (i, op)
         elif isinstance(op, ChurnOp) and churn is None:
             churn = (i, op)
@@ -185,19 +238,37 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         else:
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}]: at most one init createPods (without "
-                "collectMetrics), one churn and one createPodGroups op before the "
-                "measured createPods"
+                "collectMetrics), one churn and one createPodGroups op, and the DRA ops "
+                "(createResourceDriver, createAny, allocResourceClaims) before the measured "
+                "createPods"
             )
 
     def count(i: int, op: CreateNodesOp | CreatePodsOp) -> int:
+        if isinstance(op, CreatePodsOp) and op.count is not None and op.count_param is None:
+            return op.count
         param = op.count_param or ""
         name = param.removeprefix("$")
-        if not param.startswith("$") or name not in params:
+        if not param.startswith("$") or not isinstance(params.get(name), int):
             raise WorkloadError(
                 f"{where}.workloadTemplate[{i}].countParam: {param!r} is not "
-                f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
+                f"$<a count param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
             )
-        return params[name]
+        value = params[name]
+        assert isinstance(value, int)
+        return value
+
+    def steady(i: int, op: CreatePodsOp) -> Steady | None:
+        if not op.steady_state:
+            return None
+        name = (op.duration_param or "").removeprefix("$")
+        value = params.get(name)
+        seconds = parse_duration(value) if isinstance(value, str) else None
+        if op.duration_param is None or seconds is None:
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}].durationParam: {op.duration_param!r} is not "
+                f"$<a duration param (10s) of the {PERFORMANCE} workload>"
+            )
+        return Steady(count(i, op), seconds)
 
     def pod_template(i: int, op: CreatePodsOp) -> Template:
         field = f"workloadTemplate[{i}].podTemplatePath"
@@ -230,11 +301,13 @@ def _workload(path: Path, index: int, case: TestCase) -> Workload:
         reference_nodes=reference_nodes,
         init_pods=0 if init is None else count(*init),
         measured_pods=count(measured_at, measured_op),
+        steady=steady(measured_at, measured_op),
         node_label=None
         if strategy is None
         else (strategy.label_key, tuple(strategy.label_values)),
         churn=None if churn is None else _churn(path, where, *churn),
         gangs=None if gangs is None else _gangs(path, where, *gangs),
+        dra=_dra(path, where, dra, params) if dra else None,
         scheduler_config=None
         if case.scheduler_config_path is None
         else _scheduler_config(path, where, case.scheduler_config_path),
@@ -266,6 +339,46 @@ def _churn(path: Path, where: str, index: int, op: ChurnOp) -> Churn:
     )
 
 
+def _dra(
+    path: Path,
+    where: str,
+    ops: list[tuple[int, CreateResourceDriverOp | CreateAnyOp | AllocResourceClaimsOp]],
+    params: dict[str, int | str],
+) -> DraSetup:
+    def param(i: int, name: str, value: str) -> int:
+        key = value.removeprefix("$")
+        found = params.get(key)
+        if not value.startswith("$") or not isinstance(found, int):
+            raise WorkloadError(
+                f"{where}.workloadTemplate[{i}].{name}: {value!r} is not "
+                f"$<a param of the {PERFORMANCE} workload> ({', '.join(sorted(params))})"
+            )
+        return found
+
+    driver: str | None = None
+    per_node = 0
+    objects: list[AnyObjects] = []
+    for i, op in ops:
+        match op:
+            case CreateResourceDriverOp():
+                driver = op.driver_name
+                per_node = param(i, "maxClaimsPerNodeParam", op.max_claims_per_node_param)
+            case CreateAnyOp():
+                field = f"{where}.workloadTemplate[{i}].templatePath"
+                template = _template(path, field, op.template_path, None, named=True)
+                count = None if op.count_param is None else param(i, "countParam", op.count_param)
+                namespace = op.namespace or f"namespace-{i}"
+                objects.append(AnyObjects(template, namespace, count))
+            case AllocResourceClaimsOp():
+                objects = [
+                    replace(o, allocated=True)
+                    if o.namespace == op.namespace and o.template.kind == "resourceclaim"
+                    else o
+                    for o in objects
+                ]
+    return DraSetup(driver, per_node, tuple(objects))
+
+
 def _gangs(path: Path, where: str, index: int, op: CreatePodGroupsOp) -> Gangs:
     field = f"{where}.workloadTemplate[{index}].podGroupTemplatePath"
     template = _template(path, field, op.pod_group_template_path, "PodGroup")
@@ -289,7 +402,7 @@ def _scheduler_config(path: Path, where: str, relative: str) -> Path:
     return config
 
 
-def _performance_params(where: str, case: TestCase) -> dict[str, int]:
+def _performance_params(where: str, case: TestCase) -> dict[str, int | str]:
     chosen = [(j, w) for j, w in enumerate(case.workloads) if PERFORMANCE in w.labels]
     if len(chosen) != 1:
         raise WorkloadError(
@@ -298,9 +411,11 @@ def _performance_params(where: str, case: TestCase) -> dict[str, int]:
         )
     j, workload = chosen[0]
     for key, value in workload.params.items():
-        if type(value) is not int or value < 0:
+        duration = isinstance(value, str) and parse_duration(value) is not None
+        if not duration and (type(value) is not int or value < 0):
             raise WorkloadError(
-                f"{where}.workloads[{j}].params.{key}: a count (an integer >= 0), not {value!r}"
+                f"{where}.workloads[{j}].params.{key}: a count (an integer >= 0) or a "
+                f"duration (10s), not {value!r}"
             )
     return workload.params
 

@@ -16,6 +16,7 @@ import msgspec
 
 from bench.churn import ChurnOp
 from bench.report import summary
+from bench.steady import SteadyState
 from bench.workload import Workload
 from contracts import topology
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
@@ -32,10 +33,12 @@ def document(index: int, kind: str, obj: dict[str, Any]) -> Document:
 
 
 def setup_documents(workload: Workload, nodes: int, init: int, pods: int) -> list[Document]:
-    """The nodes (the fixed-count ops' ones first), then the init pods bound to them,
-    then the PodGroups the ``pods`` measured pods join (if the workload has gangs)."""
+    """The nodes (the fixed-count ops' ones first), the DRA objects, then the init pods
+    bound to them, then the PodGroups the ``pods`` measured pods join (with gangs)."""
     docs = [document(i, "node", node) for i, node in enumerate(workload.all_nodes(nodes))]
-    docs += [document(i, "pod", workload.init(i, nodes)) for i in range(init)]
+    objects, init_pods = workload.setup(nodes, init, pods)
+    docs += [document(i, kind, obj) for i, (kind, obj) in enumerate(objects)]
+    docs += [document(i, "pod", pod) for i, pod in enumerate(init_pods)]
     return docs + [document(i, "podgroup", g) for i, g in enumerate(workload.groups(pods))]
 
 
@@ -47,9 +50,18 @@ class Timings:
         self.published: dict[str, float] = {}
         self.decided: dict[str, float] = {}
         self.done = asyncio.Event()
+        self.steady: SteadyState | None = None
+        """A steady-state measurement: it replaces each bound pod; only the pods bound
+        within its window count."""
 
     def decision(self, pod: str, at: float) -> None:
         if pod in self.published and pod not in self.decided:
+            steady = self.steady
+            if steady is not None:
+                if at < steady.until:
+                    self.decided[pod] = at
+                    steady.bound(pod, at)
+                return
             self.decided[pod] = at
             if len(self.decided) >= self.expected:
                 self.done.set()
@@ -137,6 +149,10 @@ async def measure(
     if churn is not None:
         await churn.start()
     try:
+        if workload.steady is not None:
+            timings.steady = SteadyState(workload.steady, workload)
+            started = await timings.steady.run(publish, timings.published)
+            return started
         started = await timings.publish(publish, workload, pods, rate)
         await timings.done.wait()
     finally:

@@ -111,12 +111,16 @@ async def bench_services(
     bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
     store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
     timings = Timings(pods)
-    watch = decisions_queue(f"ksched.bench.{namespace}", "binding.*", "preemption.*")
+    watch = decisions_queue(f"ksched.bench.{namespace}", "binding.*", "preemption.*", "claim.*")
 
     async def on_decisions(deliveries: Sequence[Delivery]) -> None:
         now = time.time()
         victims: list[Document] = []
         for delivery in deliveries:
+            if delivery.routing_key.startswith("claim."):
+                # As a client applying the claim's status update (DRA's PreBind).
+                victims.append(applied_claim(delivery.body))
+                continue
             if delivery.routing_key.startswith("preemption."):
                 # As a client carrying out the preemption: the victims are deleted.
                 preemption = msgspec.json.decode(delivery.body, type=Preemption)
@@ -286,6 +290,12 @@ def broker_figures(before: Counters, after: Counters, client: int, pods: int) ->
         "messages_by_process": by_process,
         "deliveries_per_pod": round(consumed / pods, 2) if pods else None,
     }
+
+
+def applied_claim(body: bytes) -> Document:
+    """The MODIFIED watch event that applies a ``claim.<namespace>`` decision."""
+    event = b'{"type":"MODIFIED","object":' + body + b"}"
+    return Document(0, "resourceclaim", event, topology.event_key("resourceclaim", "MODIFIED"))
 
 
 def deleted(victim: PodRef) -> Document:

@@ -21,6 +21,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from bench.dra import DraSetup, fill_index
+from bench.steady import Steady
 from contracts.kinds import NAMESPACED
 
 HOSTNAME: Final = "kubernetes.io/hostname"
@@ -72,8 +74,11 @@ class Template:
         return obj
 
     def pod(self, namespace: str, i: int) -> dict[str, Any]:
-        """Pod ``i`` of this template in ``namespace``, pending."""
+        """Pod ``i`` of this template in ``namespace``, pending (upstream's ``{{.Index}}``
+        expressions filled in)."""
         pod = self.instance(namespace, i)
+        if b"{{" in self.encoded:
+            pod = fill_index(pod, i)
         pod.setdefault("spec", {})
         return pod
 
@@ -168,6 +173,22 @@ class Workload:
     fixed_nodes: tuple[tuple[Template, int], ...] = ()
     """The createNodes ops with a fixed ``count``: (template, count), created before the
     ``--nodes`` ones whatever ``--nodes`` is."""
+    dra: DraSetup | None = None
+    """The DRA ops (slices, classes, claims, templates; :mod:`bench.dra`)."""
+    steady: Steady | None = None
+    """The measured createPods op keeps a number of pods pending for a while
+    (``steadyState``; :mod:`bench.steady`); the measured count is that number."""
+
+    def setup(
+        self, nodes: int, init: int, pods: int
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+        """The DRA setup objects (none without DRA ops) and the ``init`` init pods."""
+        init_pods = [self.init(i, nodes) for i in range(init)]
+        if self.dra is None:
+            return [], init_pods
+        names = [self.node_name(i) for i in range(nodes)]
+        measured = [self.measured(i) for i in range(pods)]
+        return self.dra.build(names, init_pods, measured, nodes / self.reference_nodes)
 
     def total_nodes(self, nodes: int) -> int:
         """Every node of a run with ``nodes`` nodes of the scaled op."""
@@ -190,6 +211,8 @@ class Workload:
         scale = nodes / self.reference_nodes
         if self.init_pod is None:
             init = 0
+        if self.steady is not None and measured is None:
+            measured = self.steady.in_flight
         return (
             init if init is not None else round(self.init_pods * scale),
             measured if measured is not None else max(1, round(self.measured_pods * scale)),
@@ -225,9 +248,15 @@ class Workload:
     @property
     def timed_to_binding(self) -> bool:
         """Whether a measured pod counts only once bound: gang members and preemptors
-        fail first (PreFilter, a preemption) and bind later."""
+        fail first (PreFilter, a preemption) and bind later, a pod with DRA claims may
+        wait for its claim first, and a steady state replaces bound pods."""
         spec = msgspec.json.decode(self.measured_pod.encoded).get("spec") or {}
-        return self.gangs is not None or bool(spec.get("priority"))
+        return (
+            self.gangs is not None
+            or self.dra is not None
+            or self.steady is not None
+            or bool(spec.get("priority"))
+        )
 
     def groups(self, pods: int) -> list[dict[str, Any]]:
         """The PodGroups of ``pods`` measured pods (none without gangs)."""

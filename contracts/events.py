@@ -17,6 +17,7 @@ from typing import Literal, get_args
 import msgspec
 
 from contracts.k8s import (
+    DeviceClass,
     Namespace,
     Node,
     NodeMetrics,
@@ -29,6 +30,9 @@ from contracts.k8s import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     Service,
     StatefulSet,
     StorageClass,
@@ -36,7 +40,7 @@ from contracts.k8s import (
 )
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Origin = Literal["user", "binding"]
+Origin = Literal["user", "binding", "controller"]
 
 
 class WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
@@ -56,8 +60,11 @@ class _LogEntryBase(Wire, kw_only=True, frozen=True, tag_field="kind"):
     """W3C trace context of the ingest span, so downstream spans join the same trace."""
     origin: Origin = "user"
     """``user``: a watch event someone published. ``binding``: the informer recorded a
-    Binding the binder published (the pod got its spec.nodeName). Replay feeds the
-    user entries back and compares its decisions with the binding entries."""
+    Binding the binder published (the pod got its spec.nodeName). ``controller``: ksched
+    wrote it as kube-controller-manager's resourceclaim controller would (a claim
+    generated from a template, the pod's ``status.resourceClaimStatuses``, a claim
+    released, deallocated or deleted when its pod ended). Replay feeds the user and
+    controller entries back and compares its decisions with the binding entries."""
 
 
 class PodEntry(_LogEntryBase, kw_only=True, frozen=True, tag="pod"):
@@ -124,6 +131,24 @@ class PodMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podmetrics"
     object: PodMetrics
 
 
+class DeviceClassEntry(_LogEntryBase, kw_only=True, frozen=True, tag="deviceclass"):
+    object: DeviceClass
+
+
+class ResourceSliceEntry(_LogEntryBase, kw_only=True, frozen=True, tag="resourceslice"):
+    object: ResourceSlice
+
+
+class ResourceClaimEntry(_LogEntryBase, kw_only=True, frozen=True, tag="resourceclaim"):
+    object: ResourceClaim
+
+
+class ResourceClaimTemplateEntry(
+    _LogEntryBase, kw_only=True, frozen=True, tag="resourceclaimtemplate"
+):
+    object: ResourceClaimTemplate
+
+
 LogEntry = (
     PodEntry
     | NodeEntry
@@ -140,6 +165,10 @@ LogEntry = (
     | PodGroupEntry
     | NodeMetricsEntry
     | PodMetricsEntry
+    | DeviceClassEntry
+    | ResourceSliceEntry
+    | ResourceClaimEntry
+    | ResourceClaimTemplateEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {

@@ -12,11 +12,13 @@ import re
 from typing import Final
 
 __all__ = [
+    "C_IDENTIFIER_FMT",
     "DNS1035_LABEL_MAX_LENGTH",
     "DNS1123_LABEL_MAX_LENGTH",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
     "LABEL_VALUE_MAX_LENGTH",
     "QUALIFIED_NAME_MAX_LENGTH",
+    "c_identifier_errors",
     "dns1035_label_errors",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
@@ -133,3 +135,18 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 def dns1035_label_errors(value: str) -> list[str]:
     """``IsDNS1035Label``: Service names."""
     return _checked(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035, _DNS1035_MSG, "my-name", "abc-123")
+
+
+C_IDENTIFIER_FMT: Final = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER = re.compile(C_IDENTIFIER_FMT)
+_C_IDENTIFIER_MSG: Final = (
+    "a valid C identifier must start with alphabetic character or '_', followed by a "
+    "string of alphanumeric characters or '_'"
+)
+
+
+def c_identifier_errors(value: str) -> list[str]:
+    """``IsCIdentifier``: device attribute and capacity names (after the domain)."""
+    if _C_IDENTIFIER.fullmatch(value):
+        return []
+    return [_regex_error(_C_IDENTIFIER_MSG, C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")]

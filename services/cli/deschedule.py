@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import msgspec
 
 from contracts.k8s import (
+    DeviceClass,
     Namespace,
     Node,
     NodeMetrics,
@@ -29,6 +30,8 @@ from contracts.k8s import (
     PodDisruptionBudget,
     PodMetrics,
     PriorityClass,
+    ResourceClaim,
+    ResourceSlice,
 )
 from contracts.kinds import KINDS
 from services.cli.errors import InputError
@@ -59,6 +62,7 @@ def cluster_view(
     classes: dict[str, PriorityClass] = {}
     node_metrics: list[NodeMetrics] = []
     pod_metrics: dict[tuple[str, str], PodMetrics] = {}
+    dra: list[object] = []
     for document in documents:
         event = json.loads(document.body)
         if event.get("type") == "DELETED" or document.kind not in KINDS:
@@ -81,12 +85,14 @@ def cluster_view(
                 node_metrics.append(obj)
             case PodMetrics():
                 pod_metrics[(obj.metadata.namespace or "default", obj.metadata.name)] = obj
+            case DeviceClass() | ResourceSlice() | ResourceClaim():
+                dra.append(obj)
     pods = [_admitted(p, classes) for p in pods]
     collector = NodeUsageCollector()
     for error in collector.collect(node_metrics):
         print(f"warning: {error}", file=sys.stderr)
     usage = collector.usage() if collect_metrics else None
-    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics)
+    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics, dra)
 
 
 def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
@@ -146,6 +152,7 @@ def place(
         cluster.pdbs,
         cluster.claims,
         cluster.priority_classes,
+        dra=cluster.dra,
     )
     fit = SchedulerFit(rest, profiles)
     placements = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +27,7 @@ from services.cli import claims
 from services.cli.claims import CLAIM_ALLOCATION
 from services.cli.manifests import Document
 from services.cli.progress import MAX_SAME_FAILURES, Progress
+from services.common import features
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import Clock, FakeClock
@@ -170,9 +172,12 @@ class EmbeddedCluster:
         on_decision: Callable[[DecisionRecord], None] | None = None,
         explain: bool = False,
         max_same_failures: int = MAX_SAME_FAILURES,
+        generate_claims: bool = True,
     ) -> None:
         """``explain``: the scheduler explains every decision (``--explain``).
-        ``max_same_failures``: see cli.progress.MAX_SAME_FAILURES."""
+        ``max_same_failures``: see cli.progress.MAX_SAME_FAILURES. ``generate_claims``:
+        the informer's resourceclaim controller runs (a replay turns it off: the log
+        holds the claims it generated); its names are drawn from ``seed``."""
         self.clock = clock or FakeClock()
         self._stall = (0, 0)
         """(log seq, attempts dispatched) when the log last moved (see _dispatched)."""
@@ -186,7 +191,14 @@ class EmbeddedCluster:
         """Pod → the ClaimAllocation records of its claims, until its Binding (their
         node) comes: each is recorded just before it."""
         # One store client per service, as each process has its own on Redis.
-        self.informer = InformerService(self.bus, self.store.client(), self.log, self.clock)
+        self.informer = InformerService(
+            self.bus,
+            self.store.client(),
+            self.log,
+            self.clock,
+            rng=random.Random(seed),
+            generate_claims=generate_claims,
+        )
         preempting = Preempting()
         self.queue = QueueService(
             self.bus,
@@ -198,7 +210,11 @@ class EmbeddedCluster:
                 )
                 for p in profiles or (default_profile(),)
             ],
-            settings=QueueSettings(max_in_flight=max_in_flight, dispatch_batch=dispatch_batch),
+            settings=QueueSettings(
+                max_in_flight=max_in_flight,
+                dispatch_batch=dispatch_batch,
+                **features.setting_overrides(features.current()),
+            ),
             hold=hold,
             preempting=preempting,
             on_dispatch=self._dispatched,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
-from services.common import gctune, redact
+from services.common import features, gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
 if TYPE_CHECKING:
@@ -58,7 +58,10 @@ def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    # Installed by main from --feature-gates before this; a gate set there sets its field.
+    gated = features.setting_overrides(features.current())
     return from_env(
+        feature_gates=getattr(args, "feature_gates", None),
         amqp_url=args.amqp_url,
         redis_url=args.redis_url,
         namespace=args.namespace,
@@ -73,7 +76,23 @@ def _settings(args: argparse.Namespace) -> Settings:
         lease_ttl=_interval(getattr(args, "lease_ttl", None), "--lease-ttl"),
         dry_run=getattr(args, "dry_run", None),
         scheduled_events=getattr(args, "scheduled_events", None),
+        pop_from_backoff=gated.get("pop_from_backoff"),
+        pre_enqueue_pod_status=gated.get("pre_enqueue_pod_status"),
     )
+
+
+def _feature_gates(args: argparse.Namespace) -> features.FeatureGates:
+    """``--feature-gates``, else ``KSCHED_FEATURE_GATES``, parsed (a bad value is bad
+    input, with component-base's message)."""
+    text = getattr(args, "feature_gates", None)
+    source = 'for "--feature-gates" flag'
+    if text is None:
+        text = os.environ.get(ENV["feature_gates"], "")
+        source = f"in {ENV['feature_gates']}"
+    try:
+        return features.parse(text)
+    except features.FeatureGateError as error:
+        raise InputError(f'invalid argument "{text}" {source}: {error}') from None
 
 
 def _scheduled_events_flag(parser: argparse.ArgumentParser, prefix: str) -> None:
@@ -101,7 +120,15 @@ def _interval(text: str | None, flag: str = "--interval") -> float | None:
 def _settings_argv(args: argparse.Namespace) -> list[str]:
     """The flags ``ksched up`` gives every service (see :func:`_service_argv`)."""
     argv: list[str] = []
-    for flag in ("amqp_url", "redis_url", "namespace", "event_log", "config", "seed"):
+    for flag in (
+        "amqp_url",
+        "redis_url",
+        "namespace",
+        "event_log",
+        "config",
+        "seed",
+        "feature_gates",
+    ):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
@@ -177,6 +204,15 @@ def parser() -> argparse.ArgumentParser:
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument(
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    gates_help = (
+        "A set of key=value pairs that describe feature gates for alpha/experimental "
+        "features, as kube-scheduler's (env KSCHED_FEATURE_GATES); e.g. "
+        "SchedulerPopFromBackoffQ=false"
+    )
+    root.add_argument("--feature-gates", metavar="NAME=BOOL,...", help=gates_help)
+    verbose.add_argument(
+        "--feature-gates", default=argparse.SUPPRESS, metavar="NAME=BOOL,...", help=gates_help
     )
     sub = root.add_subparsers(dest="command", required=True)
 
@@ -386,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:  # a failed connection is reported once, as main's one line
         logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
     try:
+        features.install(_feature_gates(args))  # before anything is built
         return _dispatch(args)
     except BrokenPipeError:  # the reader went away (ksched asyncapi | head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

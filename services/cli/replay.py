@@ -1,11 +1,12 @@
 """``ksched replay LOG``: feed a recorded event log through the embedded pipeline and
 compare the decisions with the recorded ones.
 
-The user entries of the log are fed back in lockstep with the recorded bindings: the
-entries up to a recorded binding are ingested (the queue held, as ``simulate`` does),
-then the pipeline runs until it settles. A run of the embedded mode (``simulate
---record``) is reproduced exactly with the same seed; a run of the services is
-reproduced up to the snapshot lag the live schedulers had.
+The user entries of the log (and those of ksched's resourceclaim controller: the claims
+it generated, with their names, so none is generated again) are fed back in lockstep
+with the recorded bindings: the entries up to a recorded binding are ingested (the
+queue held, as ``simulate`` does), then the pipeline runs until it settles. A run of the
+embedded mode (``simulate --record``) is reproduced exactly with the same seed; a run of
+the services is reproduced up to the snapshot lag the live schedulers had.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ async def replay(
     events: Iterable[LogEntry], *, seed: int | None, profiles: Sequence[Profile] | None = None
 ) -> ReplayResult:
     parts, recorded = segments(events)
-    cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)
+    cluster = EmbeddedCluster(
+        clock=FakeClock(), seed=seed, profiles=profiles, generate_claims=False
+    )
     await cluster.start()
     try:
         for part in parts:

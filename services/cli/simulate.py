@@ -53,7 +53,8 @@ from services.framework.config import Profile
 
 # Objects others refer to go first, so a pod bound to a node never precedes the node.
 _FIRST: tuple[str, ...] = ("namespace", "priorityclass", "storageclass", "persistentvolume")
-_FIRST += ("persistentvolumeclaim", "node")
+_FIRST += ("persistentvolumeclaim", "node", "deviceclass", "resourceslice", "resourceclaimtemplate")
+_FIRST += ("resourceclaim",)
 
 
 def _rank(kind: str) -> int:

@@ -124,6 +124,21 @@ def parse(text: str) -> FeatureGates:
     return FeatureGates(overrides)
 
 
+SETTINGS: Final[Mapping[str, str]] = {
+    "SchedulerPopFromBackoffQ": "pop_from_backoff",
+    "SchedulerPreEnqueuePodStatus": "pre_enqueue_pod_status",
+}
+"""Gates that ksched implements as a settings field (of QueueSettings): gate → field."""
+
+
+def setting_overrides(gates: FeatureGates) -> dict[str, bool]:
+    """The settings fields the gates set explicitly (a gate left to its default sets
+    nothing, so the setting keeps its own default or value)."""
+    return {
+        field: gates.overrides[name] for name, field in SETTINGS.items() if name in gates.overrides
+    }
+
+
 def _bool(raw: str) -> bool | None:
     """Go's ``strconv.ParseBool``."""
     if raw in ("1", "t", "T", "true", "TRUE", "True"):

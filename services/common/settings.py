@@ -143,6 +143,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     config: str | None = None
     """KubeSchedulerConfiguration file the scheduler, the queue and the binder read (``--config``);
     None: upstream's default profile."""
+    feature_gates: str = ""
+    """``--feature-gates`` (``KSCHED_FEATURE_GATES``): ``NAME=true,NAME=false`` as
+    kube-scheduler takes it (:mod:`services.common.features`); the CLI parses and
+    installs it before anything is built. Empty: every gate at its default."""
     metrics_port: int | None = None
     """Port of this process's Prometheus endpoint (``/metrics``; ``--metrics-port``):
     the queue's and the binder's metrics; 0 picks a free port. None (the default): no
@@ -185,6 +189,7 @@ ENV = {
     "tls_ca": "KSCHED_TLS_CA",
     "tls_cert": "KSCHED_TLS_CERT",
     "tls_key": "KSCHED_TLS_KEY",
+    "feature_gates": "KSCHED_FEATURE_GATES",
 }
 
 

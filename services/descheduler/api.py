@@ -100,6 +100,10 @@ class ClusterView:
     the policy runs no metrics collector."""
     pod_metrics: Mapping[tuple[str, str], PodMetrics] = field(default_factory=dict)
     """PodMetrics by (namespace, name)."""
+    dra: Sequence[object] = ()
+    """DRA's DeviceClasses, ResourceSlices and ResourceClaims: nodeFit runs the
+    scheduler's DynamicResources filter, so a pod whose claim cannot be allocated on
+    another node does not fit there."""
 
     def __post_init__(self) -> None:
         self._by_node: dict[str, list[Pod]] = {}
@@ -137,6 +141,7 @@ class ClusterView:
             self.priority_classes,
             self.node_usage,
             self.pod_metrics,
+            self.dra,
         )
 
 

@@ -67,6 +67,8 @@ class SchedulerFit:
                 cache.listers.put(claim)
             for namespace in cluster.namespaces.values():
                 cache.listers.put(namespace)
+            for obj in cluster.dra:
+                cache.listers.put(obj)
             self._cache = cache
         return self._cache
 

@@ -136,7 +136,7 @@ def has_pvc(pod: Pod) -> bool:
 
 
 def has_resource_claims(pod: Pod) -> bool:
-    return bool(getattr(pod.spec, "resource_claims", None))
+    return bool(pod.spec.resource_claims)
 
 
 def covered_by_pdb(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> bool:

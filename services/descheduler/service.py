@@ -31,7 +31,7 @@ import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -46,6 +46,7 @@ from contracts.eviction import (
     Preconditions,
 )
 from contracts.k8s import (
+    DeviceClass,
     Namespace,
     Node,
     NodeMetrics,
@@ -55,6 +56,8 @@ from contracts.k8s import (
     PodDisruptionBudget,
     PodMetrics,
     PriorityClass,
+    ResourceClaim,
+    ResourceSlice,
 )
 from services.common import failpoints
 from services.common.bus import Bus, Message
@@ -77,6 +80,14 @@ log = logging.getLogger("ksched.descheduler")
 T = TypeVar("T")
 
 LEASE: str = "descheduler"
+
+
+DRA_KINDS: Final = {
+    "deviceclass": DeviceClass,
+    "resourceslice": ResourceSlice,
+    "resourceclaim": ResourceClaim,
+}
+"""The DRA objects nodeFit's DynamicResources filter reads."""
 
 
 @dataclass
@@ -212,6 +223,9 @@ class DeschedulerService:
         if self.policy.collects_metrics and not self.usage.synced:
             await self.collect()  # upstream waits for the collector's first sync
         pod_metrics = _decode(await objects("podmetrics"), PodMetrics)
+        dra: list[object] = []
+        for kind, cls in DRA_KINDS.items():
+            dra += _decode(await objects(kind), cls)
         return ClusterView(
             nodes,
             pods,
@@ -222,6 +236,7 @@ class DeschedulerService:
             {c.metadata.name: c for c in classes},
             self.usage.usage() if self.policy.collects_metrics else None,
             {(m.metadata.namespace or "default", m.metadata.name): m for m in pod_metrics},
+            dra,
         )
 
     async def run_once(self) -> CycleReport:

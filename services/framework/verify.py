@@ -9,7 +9,9 @@ checks is what the profile filters on: resources and pod count (NodeResourcesFit
 host ports (NodePorts), required pod affinity and anti-affinity in both directions
 (InterPodAffinity), ``DoNotSchedule`` spread with minDomains and the node inclusion
 policies (PodTopologySpread), taints (TaintToleration), node affinity and selectors
-(NodeAffinity), node name, cordons, volume restrictions, limits, binding and zones.
+(NodeAffinity), node name, cordons, volume restrictions, limits, binding and zones,
+and DRA claims (DynamicResources' Filter; besides, no device may be allocated to two
+claims).
 
 Only plugins that have a Filter judge: a PreFilter of a plugin without one (the
 Coscheduling group's admission) is a check on the attempt, not on a placement.
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from contracts.k8s import TERMINAL_PHASES, Node, Pod, namespaced_name
+from contracts.k8s import TERMINAL_PHASES, Node, Pod, ResourceClaim, namespaced_name
 from services.common.resources import ResourceError
 from services.common.store import ClusterStore
 from services.framework.api.interface import CycleState, FilterPlugin, PreFilterPlugin
@@ -173,7 +175,30 @@ def _judge_all(
             cache.add_pod(pod)
         if verdict is not None:
             found.append(Violation(key, node, *verdict))
+    found += _devices_given_twice(cache.listers.resource_claims.values())
     return sorted(found)
+
+
+def _devices_given_twice(claims: Iterable[ResourceClaim]) -> list[Violation]:
+    """DRA: a device allocated to two claims (admin access aside, which may share a
+    device in use): each later claim is a violation of its own (``pod`` names the
+    claim, ``node`` the device)."""
+    holder: dict[str, str] = {}
+    found = []
+    for claim in sorted(claims, key=lambda c: namespaced_name(c.metadata)):
+        allocation = claim.status.allocation
+        if allocation is None:
+            continue
+        key = namespaced_name(claim.metadata)
+        for result in allocation.devices.results:
+            if result.admin_access:
+                continue
+            device = f"{result.driver}/{result.pool}/{result.device}"
+            first = holder.setdefault(device, key)
+            if first != key:
+                reason = f"device {device} is also allocated to claim {first}"
+                found.append(Violation(f"claim {key}", device, "DynamicResources", reason))
+    return found
 
 
 __all__ = ["Violation", "store_violations", "violations"]

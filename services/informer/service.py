@@ -5,7 +5,10 @@ published):
 
 1. validate each (a bad one becomes an ErrorReport on ``ksched.errors``, as does a pod
    bound to an unknown node or an object whose uid another live object has);
-2. reconcile it with the current view (duplicates and stale versions change nothing);
+2. reconcile it with the current view (duplicates and stale versions change nothing),
+   followed by what ksched's resourceclaim controller writes after it
+   (:mod:`services.informer.claims`: claims generated from templates, released when
+   their pod ends), as entries of origin ``controller``;
 3. give each change the next seq and append them to the log (durable);
 4. apply them to the store projection (one atomic call);
 5. republish them as one ClusterBatch on ``ksched.cluster``;
@@ -31,7 +34,9 @@ messages are then duplicates). :attr:`InformerService.ready` is False meanwhile.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +59,7 @@ from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
-from services.informer import rebuild
+from services.informer import claims, rebuild
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
@@ -82,7 +87,21 @@ _Stage = Callable[[Staged, Delivery, _Changes, list[ErrorReport]], None]
 
 
 class InformerService:
-    def __init__(self, bus: Bus, store: ClusterStore, event_log: EventLog, clock: Clock) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        store: ClusterStore,
+        event_log: EventLog,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+        generate_claims: bool = True,
+    ) -> None:
+        """``rng``: the random suffixes of generated claim names (seeded in the embedded
+        mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
+        controller (off for a replay: the log holds what it wrote)."""
+        self._rng = rng or random.Random()
+        self._generate_claims = generate_claims
         self._bus = bus
         self._store = store
         self._log = event_log
@@ -296,7 +315,20 @@ class InformerService:
                 return
             span.set_attribute("ksched.duplicate", outcome is None)
             if outcome is not None:
-                changes.append((outcome, continued.carrier()))
+                carrier = continued.carrier()
+                changes.append((outcome, carrier))
+                changes.extend((c, carrier) for c in self._controller(staged, outcome))
+
+    def _controller(self, staged: Staged, change: Change) -> list[Change]:
+        """What ksched's resourceclaim controller writes after ``change`` (staged)."""
+        if not self._generate_claims:
+            return []
+        try:
+            derived = claims.react(staged, change, self._rng)
+        except Exception:  # the user's event is kept; only the controller's work is lost
+            log.exception("the resourceclaim controller failed on %s %s", change.kind, change.key)
+            return []
+        return [dataclasses.replace(c, origin="controller") for c in derived]
 
     def _ingest(self, staged: Staged, delivery: Delivery) -> Change | ErrorReport | None:
         """The change one watch event makes (staged), its report, or None (a duplicate)."""
@@ -332,7 +364,7 @@ class InformerService:
                     type=change.type,
                     at=now,
                     trace=carrier,
-                    origin=origin,
+                    origin=change.origin or origin,
                     object=change.object,
                 )
             )

@@ -25,12 +25,12 @@ durable, so a redelivered event is reconciled again instead of being taken as a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import msgspec
 
-from contracts.events import EventType
+from contracts.events import EventType, Origin
 from contracts.k8s import Pod
 from contracts.kinds import KINDS, KubeObject
 
@@ -43,6 +43,9 @@ class Change:
     key: str
     type: EventType
     object: KubeObject
+    origin: Origin | None = None
+    """Who made it, when not the batch's origin (``controller``: see
+    :mod:`services.informer.claims`)."""
 
 
 def _version(obj: KubeObject) -> int | None:
@@ -74,6 +77,9 @@ class ClusterObjects:
 
     def has_node(self, name: str) -> bool:
         return name in self._objects["node"]
+
+    def values(self, kind: str) -> Iterator[KubeObject]:
+        return iter(self._objects[kind].values())
 
     def load(self, kind: str, items: Iterable[tuple[str, KubeObject]]) -> None:
         for key, obj in items:
@@ -133,6 +139,15 @@ class Staged:
 
     def has_node(self, name: str) -> bool:
         return self.get("node", name) is not None
+
+    def values(self, kind: str) -> Iterator[KubeObject]:
+        """Every ``kind`` object, as staged (a scan: for rare events only)."""
+        for key, obj in self.base._objects[kind].items():
+            if (kind, key) not in self._objects:
+                yield obj
+        for (staged_kind, _), staged in list(self._objects.items()):
+            if staged_kind == kind and staged is not None:
+                yield staged
 
     def uid_owner(self, uid: str) -> tuple[str, str] | None:
         if uid in self._uids:

@@ -99,11 +99,21 @@ def _tolerations_changed(new: Pod, old: Pod) -> ActionType | None:
     return None
 
 
+def _generated_claim_changed(new: Pod, old: Pod) -> ActionType | None:
+    """``extractPodGeneratedResourceClaimChange``: ``status.resourceClaimStatuses``
+    differs (``resourceclaim.PodStatusEqual``: same entries, names and claim names, in
+    order), as when a claim was generated from a template for the pod."""
+    if new.status.resource_claim_statuses != old.status.resource_claim_statuses:
+        return A.UpdatePodGeneratedResourceClaim
+    return None
+
+
 _POD_EXTRACTORS: Final[tuple[Callable[[Pod, Pod], ActionType | None], ...]] = (
     _labels_changed,
     _scaled_down,
     _gates_eliminated,
     _tolerations_changed,
+    _generated_claim_changed,  # upstream: with DynamicResourceAllocation (GA, locked on)
 )
 
 

@@ -16,6 +16,10 @@ queue). Per kind:
 - Node: ``NodeAdd``; on update each ``NodeSchedulingPropertiesChange`` event (none for a
   heartbeat); ``NodeDelete``.
 - PersistentVolume, PersistentVolumeClaim, StorageClass: Add, Update, Delete.
+- ResourceClaim, ResourceSlice: Add, Update, Delete; DeviceClass: Add, Update (upstream
+  registers no DeviceClass deletion handler that matters to a plugin: none asks for it).
+- A pod update whose ``status.resourceClaimStatuses`` changed (its claim was generated):
+  ``UpdatePodGeneratedResourceClaim`` (see :mod:`services.queue.cluster_events`).
 - PriorityClass: pods that take their priority from it are repositioned.
 """
 
@@ -25,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from contracts.events import (
+    DeviceClassEntry,
     EventType,
     LogEntry,
     NodeEntry,
@@ -33,16 +38,21 @@ from contracts.events import (
     PodEntry,
     PodGroupEntry,
     PriorityClassEntry,
+    ResourceClaimEntry,
+    ResourceSliceEntry,
     StorageClassEntry,
 )
 from contracts.k8s import (
     TERMINAL_PHASES,
+    DeviceClass,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodGroup,
     PriorityClass,
+    ResourceClaim,
+    ResourceSlice,
     StorageClass,
     namespaced_name,
 )
@@ -60,7 +70,16 @@ from services.queue.priority import PriorityClasses
 from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import QueueEntry
 
-Volume = PersistentVolume | PersistentVolumeClaim | StorageClass
+Volume = (
+    PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | ResourceClaim
+    | ResourceSlice
+    | DeviceClass
+)
+"""The objects whose changes are plain Add/Update/Delete events (volumes and DRA's)."""
+_NAMESPACED_OBJECTS = (PersistentVolumeClaim, ResourceClaim)
 
 
 def is_terminal(pod: Pod) -> bool:
@@ -98,6 +117,9 @@ class EventHandlers:
             EventResource.PersistentVolume: {},
             EventResource.PersistentVolumeClaim: {},
             EventResource.StorageClass: {},
+            EventResource.ResourceClaim: {},
+            EventResource.ResourceSlice: {},
+            EventResource.DeviceClass: {},
         }
         self._uids: dict[str, str] = {}
         """Pod ``namespace/name`` → uid: a pod re-created under its name is a new pod."""
@@ -123,6 +145,12 @@ class EventHandlers:
                 self.on_volume(EventResource.PersistentVolumeClaim, type_, obj)
             case StorageClassEntry(object=obj, type=type_):
                 self.on_volume(EventResource.StorageClass, type_, obj)
+            case ResourceClaimEntry(object=obj, type=type_):
+                self.on_volume(EventResource.ResourceClaim, type_, obj)
+            case ResourceSliceEntry(object=obj, type=type_):
+                self.on_volume(EventResource.ResourceSlice, type_, obj)
+            case DeviceClassEntry(object=obj, type=type_):
+                self.on_volume(EventResource.DeviceClass, type_, obj)
             case PriorityClassEntry(object=priority_class, type=type_):
                 self.on_priority_class(type_, priority_class)
             case PodGroupEntry(object=group, type=type_):
@@ -240,9 +268,11 @@ class EventHandlers:
     def on_volume(self, resource: EventResource, type_: EventType, obj: Volume) -> None:
         cache = self._volumes[resource]
         meta = obj.metadata
-        key = namespaced_name(meta) if isinstance(obj, PersistentVolumeClaim) else meta.name
+        key = namespaced_name(meta) if isinstance(obj, _NAMESPACED_OBJECTS) else meta.name
         if type_ == "DELETED":
             old = cache.pop(key, obj)
+            if resource is EventResource.DeviceClass:
+                return
             event = ClusterEvent(resource, ActionType.Delete)
             self.queue.move_all_to_active_or_backoff_queue(event, old, None)
             return
@@ -300,13 +330,16 @@ class EventHandlers:
             PersistentVolume: EventResource.PersistentVolume,
             PersistentVolumeClaim: EventResource.PersistentVolumeClaim,
             StorageClass: EventResource.StorageClass,
+            ResourceClaim: EventResource.ResourceClaim,
+            ResourceSlice: EventResource.ResourceSlice,
+            DeviceClass: EventResource.DeviceClass,
         }
         seen: dict[EventResource, set[str]] = {r: set() for r in self._volumes}
         current: list[tuple[EventResource, Volume]] = []
         for obj in volumes:
             resource = resources[type(obj)]
             meta = obj.metadata
-            key = namespaced_name(meta) if isinstance(obj, PersistentVolumeClaim) else meta.name
+            key = namespaced_name(meta) if isinstance(obj, _NAMESPACED_OBJECTS) else meta.name
             seen[resource].add(key)
             current.append((resource, obj))
         for resource, cache in self._volumes.items():

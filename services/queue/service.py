@@ -43,12 +43,15 @@ from contracts import topology
 from contracts.events import ClusterBatch, LogEntry, PodEntry
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
+    DeviceClass,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     PodGroup,
     PriorityClass,
+    ResourceClaim,
+    ResourceSlice,
     StorageClass,
     namespaced_name,
 )
@@ -87,6 +90,9 @@ _VOLUME_KINDS: Final[dict[str, type[Volume]]] = {
     "persistentvolume": PersistentVolume,
     "persistentvolumeclaim": PersistentVolumeClaim,
     "storageclass": StorageClass,
+    "resourceclaim": ResourceClaim,
+    "resourceslice": ResourceSlice,
+    "deviceclass": DeviceClass,
 }
 
 

@@ -80,7 +80,41 @@ def _base(kind: str, name: str, uid: str) -> Obj:
             obj["spec"] = {"selector": selector}
         case "podgroup":
             obj["spec"] = {"minMember": 2, "minResources": {"cpu": "1"}}
+        case "deviceclass":
+            obj["spec"] = {"selectors": [{"cel": {"expression": _GPU_SELECTOR}}]}
+        case "resourceslice":
+            obj["spec"] = {
+                "driver": "gpu.example.com",
+                "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "node-1",
+                "devices": [
+                    {
+                        "name": "gpu-0",
+                        "attributes": {
+                            "model": {"string": "a100"},
+                            "gpu.example.com/x": {"int": 1},
+                        },
+                        "capacity": {"memory": {"value": "40Gi"}},
+                    }
+                ],
+            }
+        case "resourceclaim":
+            obj["spec"] = _claim_spec()
+        case "resourceclaimtemplate":
+            obj["spec"] = {"metadata": {"labels": {"app": "web"}}, "spec": _claim_spec()}
     return obj
+
+
+_GPU_SELECTOR = 'device.driver == "gpu.example.com"'
+
+
+def _claim_spec() -> Obj:
+    return {
+        "devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}],
+            "constraints": [{"requests": ["gpu"], "matchAttribute": "gpu.example.com/x"}],
+        }
+    }
 
 
 def _key(kind: str, obj: Obj) -> str:
@@ -143,6 +177,9 @@ _WRONG_TYPES: dict[str, list[tuple[tuple[str, ...], Any]]] = {
     "node": [(("status", "allocatable"), []), (("spec", "unschedulable"), "no")],
     "priorityclass": [(("value",), "high"), (("globalDefault",), 1)],
     "poddisruptionbudget": [(("spec", "minAvailable"), [1])],
+    "resourceslice": [(("spec", "pool", "generation"), "1"), (("spec", "devices"), {})],
+    "resourceclaim": [(("spec", "devices", "requests"), "gpu")],
+    "deviceclass": [(("spec", "selectors"), [1])],
 }
 
 
@@ -303,7 +340,52 @@ def too_many_items(rng: random.Random, kind: str, obj: Obj, i: int) -> _Made | N
     return _Made(_event(obj), f"spec.{field}", _named(obj))
 
 
+def _bad_resource_value(rng: random.Random, kind: str, obj: Obj) -> _Made | None:
+    """A resource.k8s.io object the API server refuses (a common mistake each)."""
+    spec = obj["spec"]
+    if kind == "resourceslice":
+        match rng.randrange(4):
+            case 0:
+                spec["pool"]["resourceSliceCount"] = rng.choice([0, -1])
+                field = "spec.pool.resourceSliceCount"
+            case 1:
+                spec["allNodes"] = True
+                field = "spec"
+            case 2:
+                spec["devices"].append(copy.deepcopy(spec["devices"][0]))
+                field = "spec.devices[1]"
+            case _:
+                spec["devices"][0]["attributes"]["model"] = {"string": "a", "int": 1}
+                field = "spec.devices[0].attributes[model]"
+        return _Made(_event(obj), field, _named(obj))
+    if kind == "deviceclass":
+        spec["selectors"] = [{}]
+        return _Made(_event(obj), "spec.selectors[0].cel", _named(obj))
+    if kind not in ("resourceclaim", "resourceclaimtemplate"):
+        return None
+    at = "spec.devices" if kind == "resourceclaim" else "spec.spec.devices"
+    devices = spec["devices"] if kind == "resourceclaim" else spec["spec"]["devices"]
+    request = devices["requests"][0]
+    match rng.randrange(4):
+        case 0:
+            del request["exactly"]
+            field = f"{at}.requests[0]"
+        case 1:
+            request["exactly"]["deviceClassName"] = ""
+            field = f"{at}.requests[0].exactly.deviceClassName"
+        case 2:
+            devices["constraints"][0]["requests"] = ["tpu"]
+            field = f"{at}.constraints[0].requests[0]"
+        case _:
+            request["exactly"]["allocationMode"] = "All"
+            request["exactly"]["count"] = 2
+            field = f"{at}.requests[0].exactly.count"
+    return _Made(_event(obj), field, _named(obj))
+
+
 def bad_spec_value(rng: random.Random, kind: str, obj: Obj, i: int) -> _Made | None:
+    if kind in ("resourceslice", "deviceclass", "resourceclaim", "resourceclaimtemplate"):
+        return _bad_resource_value(rng, kind, obj)
     if kind == "priorityclass":
         value = rng.choice([1_000_000_001, 2_000_000_000, 2**31, -(2**31) - 1, 2**80])
         obj["value"] = value

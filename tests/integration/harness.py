@@ -167,6 +167,8 @@ class Client:
         self.errors: list[dict[str, Any]] = []
         self.recorded: dict[str, str] = {}
         """pod → node for every binding the informer recorded in the log (ksched.cluster)."""
+        self.entries: list[dict[str, Any]] = []
+        """Every log entry republished on ksched.cluster, in arrival order."""
         self.arrived = asyncio.Event()
 
     async def open(self) -> None:
@@ -191,6 +193,7 @@ class Client:
     async def _on_cluster(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         async with message.process():
             for entry in json.loads(message.body)["events"]:
+                self.entries.append(entry)
                 if entry["kind"] == "pod" and entry.get("origin") == "binding":
                     meta = entry["object"]["metadata"]
                     self.recorded[f"{meta['namespace']}/{meta['name']}"] = entry["object"]["spec"][

@@ -1,7 +1,8 @@
 """What the API server refuses in an object, checked per kind (see the modules here):
 names, labels, annotations, counts against :mod:`services.informer.limits`, quantities,
-PriorityClass values. Each check returns ``(field path, reason)`` pairs; the informer
-reports the first one, so a malformed event yields exactly one report.
+PriorityClass values, ``resource.k8s.io`` objects and a pod's claims. Each check
+returns ``(field path, reason)`` pairs; the informer reports the first one, so a
+malformed event yields exactly one report.
 
 Not here: field paths and errors the framework shares (:mod:`services.common.k8s.validation`),
 what the informer does with an accepted object (:mod:`services.informer.state`).
@@ -11,12 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.k8s import Node, Pod, PriorityClass
+from contracts.k8s import (
+    DeviceClass,
+    Node,
+    Pod,
+    PriorityClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from contracts.kinds import KubeObject
 from services.informer.validation.meta import Problem, meta_problems
 from services.informer.validation.node import node_problems
 from services.informer.validation.pod import pod_problems
 from services.informer.validation.priority import priority_class_problems
+from services.informer.validation.resourceclaim import (
+    resource_claim_problems,
+    resource_claim_template_problems,
+)
+from services.informer.validation.resourceslice import (
+    device_class_problems,
+    resource_slice_problems,
+)
 
 __all__ = ["Problem", "object_problems"]
 
@@ -24,6 +41,10 @@ _SPEC_CHECKS: dict[type, Callable[..., list[Problem]]] = {
     Pod: pod_problems,
     Node: node_problems,
     PriorityClass: priority_class_problems,
+    DeviceClass: device_class_problems,
+    ResourceSlice: resource_slice_problems,
+    ResourceClaim: resource_claim_problems,
+    ResourceClaimTemplate: resource_claim_template_problems,
 }
 
 

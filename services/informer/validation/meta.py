@@ -51,7 +51,7 @@ def meta_problems(kind: str, meta: ObjectMeta, *, identity_only: bool = False) -
     if identity_only or found:
         return found[:1]
     found += label_problems(meta.labels, "metadata.labels")
-    found += _annotation_problems(meta.annotations)
+    found += annotation_problems(meta.annotations)
     return found[:1]
 
 
@@ -67,16 +67,16 @@ def label_problems(labels: Mapping[str, str], field: str) -> list[Problem]:
     return []
 
 
-def _annotation_problems(annotations: Mapping[str, str]) -> list[Problem]:
+def annotation_problems(
+    annotations: Mapping[str, str], field: str = "metadata.annotations"
+) -> list[Problem]:
     """``ValidateAnnotations``: keys are qualified names (compared lower-cased), and keys
     plus values total at most 256 KiB."""
     total = 0
     for key, value in annotations.items():
         for error in qualified_name_errors(key.lower()):
-            return [("metadata.annotations", f"Invalid value: {shown(key)}: {error}")]
+            return [(field, f"Invalid value: {shown(key)}: {error}")]
         total += len(key.encode()) + len(value.encode())
     if total > MAX_ANNOTATIONS_BYTES:
-        return [
-            ("metadata.annotations", f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes")
-        ]
+        return [(field, f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes")]
     return []

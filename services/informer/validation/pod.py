@@ -19,6 +19,7 @@ from services.informer.limits import (
     MAX_VOLUMES,
 )
 from services.informer.validation.meta import Problem, label_problems, shown
+from services.informer.validation.resourceclaim import pod_claim_problems
 
 _INT64_MAX: Final = 2**63 - 1
 
@@ -69,6 +70,7 @@ def pod_problems(pod: Pod) -> list[Problem]:
         found += out_of_range(f"{field}.maxSkew", c.max_skew, 1, INT32_MAX)
         found += out_of_range(f"{field}.minDomains", c.min_domains, 1, INT32_MAX)
     found += _affinity_problems(spec.affinity)
+    found += pod_claim_problems(pod)
     if found:
         return found[:1]
     return validate_pod(pod)[:1]

@@ -25,6 +25,11 @@ UPSTREAM_NAMES = {
     "PreemptionAsync",
     "SchedulingWithMixedChurn",
     "SchedulingDaemonset",
+    "SchedulingWithResourceClaimTemplate",
+    "SchedulingWithResourceClaim",
+    "SteadyStateClusterResourceClaimTemplate_empty",
+    "SteadyStateClusterResourceClaimTemplate_half",
+    "SteadyStateClusterResourceClaimTemplate_full",
 }
 OWN_NAMES = {"GangScheduling"}
 """ksched's own test cases (scheduler_perf has no PodGroups)."""
@@ -40,7 +45,8 @@ def test_every_workload_file_loads_and_its_objects_decode(path: Path) -> None:
         for node in workload.all_nodes(2):
             msgspec.convert(node, Node)
         if init:
-            assert msgspec.convert(workload.init(0, 10), Pod).spec.node_name == "node-0"
+            first = workload.node_name(0)
+            assert msgspec.convert(workload.init(0, 10), Pod).spec.node_name == first
         pod = msgspec.convert(workload.measured(0), Pod)
         assert pod.spec.node_name is None
         assert f"{pod.metadata.namespace}/{pod.metadata.name}" == workload.measured_key(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -20,9 +21,10 @@ STEADY = [
     if WORKLOADS[shape].churn is None
     and WORKLOADS[shape].scheduler_config is None
     and not WORKLOADS[shape].timed_to_binding
+    and WORKLOADS[shape].dra is None
 ]
 """The shapes cycle mode places every pod of: no churn, no profile of their own, no
-pods that must preempt first."""
+pods that must preempt first, no DRA claims (their claim controller is the informer's)."""
 FIELDS = {
     "workload",
     "mode",
@@ -52,6 +54,11 @@ def test_every_upstream_shape_is_offered() -> None:
             "PreemptionAsync",
             "SchedulingWithMixedChurn",
             "SchedulingDaemonset",
+            "SchedulingWithResourceClaimTemplate",
+            "SchedulingWithResourceClaim",
+            "SteadyStateClusterResourceClaimTemplate_empty",
+            "SteadyStateClusterResourceClaimTemplate_half",
+            "SteadyStateClusterResourceClaimTemplate_full",
         ]
     )
 
@@ -74,7 +81,7 @@ def test_cycle_mode_prints_the_report(shape: str, capsys: pytest.CaptureFixture[
     assert 0 < report["p50_ms"] <= report["p99_ms"]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [s for s in SHAPES if WORKLOADS[s].steady is None])
 async def test_embedded_mode_schedules_every_shape(shape: str) -> None:
     workload = WORKLOADS[shape]
     init, _ = workload.counts(20)
@@ -82,6 +89,17 @@ async def test_embedded_mode_schedules_every_shape(shape: str) -> None:
     churned = {"unschedulable_churn", "churn_events"} if workload.churn else set()
     assert set(report) == FIELDS | churned
     assert (report["mode"], report["pods"], report["init_pods"]) == ("embedded", 10, init)
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if WORKLOADS[s].steady is not None])
+async def test_embedded_steady_state_keeps_replacing_bound_pods(shape: str) -> None:
+    workload = WORKLOADS[shape]
+    assert workload.steady is not None
+    short = replace(workload, steady=replace(workload.steady, duration=1.0))
+    report = await bench_embedded(short, 20, 0, workload.steady.in_flight)
+    # More pods bound in the window than are ever pending at once: bound ones were
+    # deleted and replaced (their devices freed by the claim controller).
+    assert isinstance(report["pods"], int) and report["pods"] > workload.steady.in_flight
 
 
 @pytest.mark.parametrize(
@@ -152,12 +170,24 @@ async def test_gang_scheduling_binds_every_member_in_embedded_mode() -> None:
     assert report["pods"] == 24  # bound, not merely decided
 
 
-def test_cycle_mode_refuses_a_workload_with_its_own_profile(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    "shape",
+    ["GangScheduling", "SchedulingWithResourceClaimTemplate", "SchedulingWithResourceClaim"],
+)
+def test_cycle_mode_refuses_a_workload_that_needs_the_binding_cycle(
+    shape: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bench", "GangScheduling", "--nodes", "20", "--mode", "cycle"]) == 2
+    assert main(["bench", shape, "--nodes", "20", "--mode", "cycle"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "use --mode embedded or --mode services" in line
+
+
+@pytest.mark.parametrize(
+    "shape", ["SchedulingWithResourceClaimTemplate", "SchedulingWithResourceClaim"]
+)
+async def test_dra_workloads_bind_every_pod_in_embedded_mode(shape: str) -> None:
+    report = await bench_embedded(WORKLOADS[shape], 4, 10, 10)
+    assert report["pods"] == 10
 
 
 def test_cycle_mode_times_the_preemption_decisions(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,156 +1,103 @@
-"""The embedded mode plays the API server's part in DRA: a ``claim.<namespace>``
-decision is applied (the claim's MODIFIED watch event goes to the informer) and
-recorded as a ``ClaimAllocation`` just before the Binding of the pod it is reserved
-for, naming the pod's own name for the claim. The binder's publish is played here by
-hand (claims, then the Binding, as DynamicResources' PreBind and DefaultBinder leave
-them)."""
+"""DRA objects in a cluster file (a kubectl List dump): loaded, published before the
+pods; the claim generated for a template claim is named from the seed, recorded in the
+log, and a replay reads it from there instead of generating another."""
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-import msgspec
+from contracts.events import LogEntry
+from services.cli.embedded import EmbeddedCluster
+from services.cli.replay import segments
+from services.cli.simulate import load_cluster, simulate
+from services.common.clock import FakeClock
+from services.common.eventlog import open_event_log
+from services.common.eventlog.memory import MemoryEventLog
 
-from contracts import topology
-from contracts.k8s import Pod
-from services.cli.embedded import DecisionRecord, EmbeddedCluster
-from services.cli.simulate import print_json, print_table
-from services.common.bus import Delivery, Message
-from services.common.decisions import ATTEMPT_HEADER, binding_for
-from tests.builders import make_pod
-
-TRAINER = msgspec.json.decode(
-    msgspec.json.encode(
+SPEC = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+DUMP = {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": [
         {
-            "metadata": {"name": "trainer", "namespace": "ml", "uid": "uid-trainer"},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "u-train"},
             "spec": {
-                "containers": [{"name": "c"}],
-                "resourceClaims": [
-                    {"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
-                    {"name": "nic", "resourceClaimName": "shared-nic"},
-                ],
+                "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
             },
-            "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "tr-gpu"}]},
-        }
-    ),
-    type=Pod,
-)
-
-
-def claim_decision(name: str, device: str, *, pod: str = "trainer") -> Message:
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
-        "status": {
-            "allocation": {
-                "devices": {
-                    "results": [
-                        {
-                            "request": "req",
-                            "driver": "gpu.example.com",
-                            "pool": "n1",
-                            "device": device,
-                        }
-                    ]
-                }
-            },
-            "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}],
         },
-    }
-    key = topology.decision_key(topology.CLAIM_DECISION, "ml")
-    return Message(topology.DECISIONS.name, key, msgspec.json.encode(claim), {ATTEMPT_HEADER: "1"})
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n1-gpu"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "n1",
+                "devices": [{"name": "gpu-0"}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": "ml"},
+            "spec": {"spec": SPEC},
+        },
+    ],
+}  # fmt: skip
 
 
-def binding(pod: Pod, node: str) -> Message:
-    body = msgspec.json.encode(binding_for(pod, node))
-    key = topology.decision_key("binding", pod.metadata.namespace)
-    return Message(topology.DECISIONS.name, key, body, {ATTEMPT_HEADER: "1"})
+def _generated(entries: list[LogEntry]) -> list[tuple[str, str, str]]:
+    return [
+        (str(e.__struct_config__.tag), e.type, e.object.metadata.name)
+        for e in entries
+        if e.origin == "controller"
+    ]
 
 
-async def run(messages: Sequence[Message]) -> tuple[list[DecisionRecord], list[bytes]]:
-    """The records the embedded cluster makes of ``messages`` (published after the
-    trainer pod), and the claim events it applied."""
-    cluster = EmbeddedCluster()
-    applied: list[bytes] = []
+def test_dra_kinds_load_and_go_before_the_pods() -> None:
+    documents = load_cluster(json.dumps(DUMP), "dump.json")
+    assert [d.kind for d in documents] == [
+        "node",
+        "deviceclass",
+        "resourceslice",
+        "resourceclaimtemplate",
+        "pod",
+    ]
 
-    async def collect(deliveries: Sequence[Delivery]) -> None:
-        applied.extend(d.body for d in deliveries)
 
-    spy = topology.QueueSpec(
-        "test.claims",
-        (topology.QueueBinding(topology.EVENTS.name, "resourceclaim.*"),),
-        dead_letter=False,
-    )
+async def test_the_generated_name_comes_from_the_seed_and_replay_reads_it(
+    tmp_path: Path,
+) -> None:
+    documents = load_cluster(json.dumps(DUMP), "dump.json")
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path in paths:
+        await simulate(documents, seed=3, event_log=open_event_log(str(path)))
+    first, second = (list(open_event_log(str(p)).read()) for p in paths)
+    generated = _generated(first)
+    assert [(kind, type_) for kind, type_, _ in generated] == [
+        ("resourceclaim", "ADDED"),
+        ("pod", "MODIFIED"),
+    ]
+    assert generated[0][2].startswith("train-gpu-")
+    assert _generated(second) == generated  # the same seed, the same name
+
+    replayed = MemoryEventLog()
+    cluster = EmbeddedCluster(clock=FakeClock(), seed=99, event_log=replayed, generate_claims=False)
     await cluster.start()
     try:
-        await cluster.bus.consume_raw(spy, collect)
-        pod_event = msgspec.json.encode({"type": "ADDED", "object": TRAINER})
-        await cluster.bus.publish([Message(topology.EVENTS.name, "pod.added", pod_event)])
-        await cluster.bus.wait_idle()
-        await cluster.bus.publish(list(messages))
-        await cluster.bus.wait_idle()
+        parts, _ = segments(first)
+        for part in parts:
+            await cluster.publish_and_schedule(part)
     finally:
         await cluster.stop()
-    return cluster.decisions, applied
-
-
-async def test_claims_are_applied_and_recorded_before_the_pods_binding() -> None:
-    other = make_pod("other", "ml", uid="uid-other")
-    records, applied = await run(
-        [
-            claim_decision("tr-gpu", "gpu-0"),
-            claim_decision("shared-nic", "nic-0"),
-            binding(other, "n2"),
-            binding(TRAINER, "n1"),
-        ]
-    )
-    assert [(r.kind, r.pod) for r in records] == [
-        ("Binding", "ml/other"),
-        ("ClaimAllocation", "ml/trainer"),
-        ("ClaimAllocation", "ml/trainer"),
-        ("Binding", "ml/trainer"),
-    ]
-    assert records[1].to_json() == {
-        "kind": "ClaimAllocation",
-        "claim": "ml/tr-gpu",
-        "pod": "ml/trainer",
-        "podClaim": "gpu",
-        "node": "n1",
-        "results": [
-            {"request": "req", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}
-        ],
-    }
-    assert (records[2].claim, records[2].pod_claim) == ("ml/shared-nic", "nic")
-    events = [json.loads(body) for body in applied]
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("MODIFIED", "tr-gpu"),
-        ("MODIFIED", "shared-nic"),
-    ]
-    assert events[0]["object"]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
-
-
-async def test_json_and_table_output() -> None:
-    records, _ = await run([claim_decision("tr-gpu", "gpu-0"), binding(TRAINER, "n1")])
-    out = io.StringIO()
-    for record in records:
-        print_json(record, out)
-    kinds = [json.loads(line)["kind"] for line in out.getvalue().splitlines()]
-    assert kinds == ["ClaimAllocation", "Binding"]
-
-    table = io.StringIO()
-    print_table(records, table)
-    lines = table.getvalue().splitlines()
-    assert lines[1].split() == [
-        "ClaimAllocation",
-        "ml/trainer",
-        "n1:",
-        "ml/tr-gpu",
-        "(gpu)",
-        "req=gpu.example.com/n1/gpu-0",
-        "1",
-    ]
-    assert lines[2].split() == ["Binding", "ml/trainer", "n1", "1"]
-    assert lines[-1] == "1 bound, 0 failed scheduling"
+    again: list[Any] = list(replayed.read())
+    claims = [e.object.metadata.name for e in again if e.__struct_config__.tag == "resourceclaim"]
+    assert claims == [generated[0][2]]  # read from the log, not generated with seed 99

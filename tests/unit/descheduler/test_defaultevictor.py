@@ -19,6 +19,7 @@ from contracts.k8s import (
     Pod,
     PodDisruptionBudget,
     PodDisruptionBudgetSpec,
+    PodResourceClaim,
     Taint,
     Toleration,
 )
@@ -49,6 +50,7 @@ LOCAL = [Volume(name="sample", host_path={"path": "somePath"}, empty_dir={"mediu
 FOO_CLAIM = [
     Volume(name="pvc", persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name="foo"))
 ]
+GPU_CLAIM = [PodResourceClaim(name="gpu", resource_claim_template_name="gpu-template")]
 EVICT = {"descheduler.alpha.kubernetes.io/evict": "true"}
 SOFT = {"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}
 
@@ -258,6 +260,20 @@ FILTER = {
     "Pod with PVC is not evicted because 'PodsWithPVC' is in ExtraEnabled": Case(
         [owned_pod("p", "node1", spec_volumes=FOO_CLAIM)],
         args={"pod_protections": PodProtections(extra_enabled=["PodsWithPVC"])},
+    ),
+    "Pod with ResourceClaims is not evicted because 'PodsWithResourceClaims' is in "
+    "ExtraEnabled": Case(
+        [owned_pod("p", "node1", spec_resource_claims=GPU_CLAIM)],
+        args={"pod_protections": PodProtections(extra_enabled=["PodsWithResourceClaims"])},
+    ),
+    "Pod with ResourceClaims is evicted when 'PodsWithResourceClaims' is not enabled": Case(
+        [owned_pod("p", "node1", spec_resource_claims=GPU_CLAIM)], True
+    ),
+    "Pod without ResourceClaims is evicted though 'PodsWithResourceClaims' is in "
+    "ExtraEnabled": Case(
+        [owned_pod("p", "node1")],
+        True,
+        {"pod_protections": PodProtections(extra_enabled=["PodsWithResourceClaims"])},
     ),
     "Pod without PDB is not evicted because 'PodsWithoutPDB' is in ExtraEnabled": Case(
         [owned_pod("p", "node1")],

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import msgspec
 import pytest
 
-from contracts.k8s import Node, Pod
+from contracts.k8s import Node, Pod, ResourceClaim
 from services.framework.verify import Violation, violations
 from tests.builders import make_node, make_pod
 from tests.builders.constraints import (
@@ -34,6 +35,20 @@ class Case:
 
 
 N1, N2 = zoned_node("n1", "z1"), zoned_node("n2", "z2")
+
+
+def allocated_claim(name: str, *devices: tuple[str, bool]) -> ResourceClaim:
+    """A claim allocated ``devices`` of pool n1: (device, admin access)."""
+    results = [
+        {"request": "r", "driver": "gpu.example.com", "pool": "n1", "device": device,
+         **({"adminAccess": True} if admin else {})}
+        for device, admin in devices
+    ]  # fmt: skip
+    return msgspec.convert(
+        {"metadata": {"name": name, "namespace": "default"},
+         "status": {"allocation": {"devices": {"results": results}}}},
+        ResourceClaim,
+    )  # fmt: skip
 TWO_ZONES = [N1, N2, zoned_node("n3", "z1")]
 
 CASES = {
@@ -83,6 +98,18 @@ CASES = {
     "a ReadWriteOncePod claim used twice": Case(
         [N1, N2], [rwop("a", "n1"), rwop("b", "n2")],
         {("a", "VolumeRestrictions"), ("b", "VolumeRestrictions")}, rwop_objects(),
+    ),
+    "a DRA device allocated to two claims: the later one": Case(
+        [N1], [],
+        {("c2", "DynamicResources")},
+        {"resourceclaim": [allocated_claim("c1", ("gpu-0", False)),
+                           allocated_claim("c2", ("gpu-0", False), ("gpu-1", False)),
+                           allocated_claim("c3", ("gpu-2", False))]},
+    ),
+    "a DRA device in use taken again with admin access": Case(
+        [N1], [], set(),
+        {"resourceclaim": [allocated_claim("c1", ("gpu-0", False)),
+                           allocated_claim("c2", ("gpu-0", True))]},
     ),
     "a node the cluster lacks": Case([N1], [make_pod("a", node_name="gone")], {("a", "")}),
     "pending and finished pods are not judged": Case(
