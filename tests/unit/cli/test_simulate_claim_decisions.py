@@ -10,15 +10,18 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
+import pytest
 
 from contracts import topology
 from contracts.k8s import Pod
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
-from services.cli.simulate import print_json, print_table
+from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.bus import Delivery, Message
 from services.common.decisions import ATTEMPT_HEADER, binding_for
+from services.framework.config.in_tree import in_tree_registry
 from tests.builders import make_pod
 
 TRAINER = msgspec.json.decode(
@@ -154,3 +157,34 @@ async def test_json_and_table_output() -> None:
     ]
     assert lines[2].split() == ["Binding", "ml/trainer", "n1", "1"]
     assert lines[-1] == "1 bound, 0 failed scheduling"
+
+
+GPU_EXAMPLE = Path(__file__).resolve().parents[3] / "ops" / "examples" / "gpu-cluster.yaml"
+
+
+@pytest.mark.skipif(
+    "DynamicResources" not in in_tree_registry(), reason="the DynamicResources plugin"
+)
+async def test_the_gpu_example_prints_each_claim_before_its_pods_binding() -> None:
+    """ops/examples/gpu-cluster.yaml with DynamicResources: every bound pod's claim is
+    a ClaimAllocation line just before its Binding, on its node; no device is given to
+    two claims (the shared claim is one claim)."""
+    documents = load_cluster(GPU_EXAMPLE.read_text(), str(GPU_EXAMPLE))
+    records = await simulate(documents, seed=0)
+    bound = [i for i, r in enumerate(records) if r.kind == "Binding"]
+    assert bound
+    for i in bound:
+        claim = records[i - 1]
+        assert (claim.kind, claim.pod, claim.node) == (
+            "ClaimAllocation",
+            records[i].pod,
+            records[i].node,
+        )
+        assert claim.pod_claim == "gpu" and claim.results
+    owners: dict[str, str] = {}
+    for r in records:
+        if r.kind == "ClaimAllocation":
+            for res in r.results:
+                device = f"{res['driver']}/{res['pool']}/{res['device']}"
+                assert owners.setdefault(device, r.claim or "") == r.claim, device
+                assert res["pool"] == r.node  # node-local pools, named after their node
