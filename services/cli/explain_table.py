@@ -9,7 +9,8 @@ PreFilterResult excluded) gets a column of its own. Score cells read
 ``normalized (weighted)``; rows are ordered by total, the chosen node (marked ``*``)
 first among equals. A preempting attempt adds the candidates of its preemption: a row
 per node with its victims (``namespace/name (priority)``) and PDB violations, the
-nominated node marked ``*``, and what decided it.
+nominated node marked ``*``, and what decided it. A pod with ResourceClaims adds the
+devices it gets on its node: a row per request (``driver/pool/device``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,21 @@ def render(explanation: Mapping[str, Any], out: TextIO, chosen: str | None = Non
             f"Preemption: nominated {preemption['nominatedNode']} ({preemption['decidedBy']})\n"
         )
         _write(out, preemption_rows(preemption))
+    details = explanation.get("nodeDetails", {}).get("DynamicResources")
+    if details:
+        out.write("Devices (DynamicResources):\n")
+        _write(out, device_rows(details))
+
+
+def device_rows(details: Mapping[str, Any]) -> list[list[str]]:
+    """The devices table: a header, then one row per request of each claim."""
+    rows = [["CLAIM", "REQUEST", "DEVICE", "ALLOCATED"]]
+    for name, entry in details["claims"].items():
+        when = "now" if entry["allocated"] else "before"
+        for device in entry["devices"]:
+            where = f"{device['driver']}/{device['pool']}/{device['device']}"
+            rows.append([f"{name} ({entry['claim']})", device["request"], where, when])
+    return rows
 
 
 def preemption_rows(preemption: Mapping[str, Any]) -> list[list[str]]:

@@ -50,6 +50,7 @@ async def test_pods_published_on_rabbitmq_come_back_as_bindings(
     assert event["involvedObject"]["name"] == "too-big"
     assert event["message"] == (
         "0/3 nodes are available: 3 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     assert event["type"] == "Warning"
@@ -211,7 +212,8 @@ async def test_the_default_plugins_decide_across_processes(
     (failed,) = client.events_with("FailedScheduling")
     assert failed["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-        "2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are "
+        "2 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate,"
+        " preemption: 0/3 nodes are "
         "available: 3 Preemption is not helpful for scheduling."
     )
 

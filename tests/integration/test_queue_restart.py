@@ -93,6 +93,7 @@ async def test_a_high_priority_pod_behind_a_backlog_gets_the_only_slot(
     first = client.events_with("FailedScheduling")[0]
     assert first["message"] == (
         "0/1 nodes are available: 1 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 

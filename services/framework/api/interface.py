@@ -519,6 +519,16 @@ class BindingState(Protocol):
         ...
 
 
+@runtime_checkable
+class ExplainsNode(Protocol):
+    """A plugin that adds to an explained attempt (``--explain``) what it decided for
+    the node the pod goes to (DynamicResources: which device each request gets)."""
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: str) -> Mapping[str, Any] | None:
+        """JSON-ready details, or None when the plugin has nothing to say."""
+        ...
+
+
 class PermitPlugin(Plugin, Protocol):
     def permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, float]:
         """Success, Wait (with a timeout in seconds) or a rejection."""

@@ -1,7 +1,9 @@
 """Upstream's v1 default plugins (``getDefaultPlugins`` in default_plugins.go).
 
-The multiPoint list in upstream's order, with its score weights. DynamicResources and
-the alpha plugins stay off, as their feature gates are off by default upstream.
+The multiPoint list in upstream's order, with its score weights. DynamicResources is on
+(its gate, DynamicResourceAllocation, is GA and locked on): ``applyFeatureGates`` puts it
+just before DefaultPreemption, so that PostFilter frees an idle ResourceClaim before it
+evicts a pod.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ DEFAULT_PLUGINS: Final = Plugins(
             PluginRef("VolumeZone"),
             PluginRef("PodTopologySpread", weight=2),
             PluginRef("InterPodAffinity", weight=2),
+            PluginRef("DynamicResources"),
             PluginRef("DefaultPreemption"),
             PluginRef("NodeResourcesBalancedAllocation", weight=1),
             PluginRef("ImageLocality", weight=1),

@@ -7,9 +7,9 @@ logger ``ksched.config`` once the whole configuration is valid.
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
+from services.common.k8s.durations import parse_go_duration
 from services.framework.api.registry import ConfigError, join_path
 from services.framework.config.v1 import (
     ClientConnectionV1,
@@ -38,11 +38,6 @@ WHY_IGNORED: Final = {
 }
 """Top-level field → why ksched ignores it."""
 
-_DURATION = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+")
-_UNIT = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_SECONDS: Final = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0
-}  # fmt: skip
 LEASE_DURATION: Final = 15.0
 RENEW_DEADLINE: Final = 10.0
 RETRY_PERIOD: Final = 2.0
@@ -87,12 +82,10 @@ def check_ignored(config: KubeSchedulerConfigurationV1) -> list[tuple[str, str]]
 
 def parse_duration(text: str, path: str) -> float:
     """A Go duration (``1m30s``, ``-2.5h``, ``0``) in seconds, as ``time.ParseDuration``."""
-    if text in ("0", "+0", "-0"):
-        return 0.0
-    if not _DURATION.fullmatch(text):
+    seconds = parse_go_duration(text)
+    if seconds is None:
         raise ConfigError(path, f'Invalid value: "{text}": time: invalid duration "{text}"')
-    seconds = sum(float(number) * _SECONDS[unit] for number, unit in _UNIT.findall(text))
-    return -seconds if text.startswith("-") else seconds
+    return seconds
 
 
 def _check_leader_election(raw: LeaderElectionV1, path: str) -> None:

@@ -8,7 +8,7 @@ with the user's, and plugins without a ``pluginConfig`` entry get their default 
 Fields that mean nothing to ksched are validated, then ignored with one warning each
 on logger ``ksched.config`` (see :mod:`.ignored`).
 
-Upstream in-tree plugins ksched does not implement (DynamicResources…) may be
+Upstream in-tree plugins ksched does not implement (NodeDeclaredFeatures…) may be
 disabled, so real configurations load; enabling one is refused as "not implemented
 in ksched".
 """

@@ -19,7 +19,10 @@ travels on the decision (annotation ``ksched.io/explain``) and that ``ksched sim
       "score": {
         "a": {"plugins": {"NodeResourcesFit": {"score": 62, "weighted": 62}}, "total": 62},
         "c": {"plugins": {"NodeResourcesFit": {"score": 40, "weighted": 40}}, "total": 40}
-      }
+      },
+      "nodeDetails": {"DynamicResources": {"claims": {"gpu": {"claim": "web-gpu",
+        "allocated": true, "devices": [{"request": "req-1", "driver": "gpu.example.com",
+        "pool": "a", "device": "gpu-0"}]}}}}
     }
 
 - ``filter`` has every node the Filter phase evaluated (with node sampling, only those
@@ -30,6 +33,9 @@ travels on the decision (annotation ``ksched.io/explain``) and that ``ksched sim
   normalized score (0-100), ``weighted`` that times the plugin's weight, ``total`` the
   sum the node was ranked by. It is empty when there was nothing to rank (one
   feasible node, or the pod's nominated node fit), as upstream does not score then.
+- ``nodeDetails`` (only when a plugin has something to say): per plugin, what it
+  decided for the node the pod goes to; DynamicResources names the device of each
+  request of each claim (``allocated``: chosen in this attempt, else allocated before).
 """
 
 from __future__ import annotations
@@ -62,11 +68,15 @@ class Explanation:
     score: Mapping[str, NodeScore]
     preemption: Mapping[str, Any] | None = None
     """PostFilter's preemption, when it ran: candidates, victims, the chosen node."""
+    node_details: Mapping[str, Mapping[str, Any]] | None = None
+    """Plugin → what it decided for the chosen node (``ExplainsNode``), when any did."""
 
     def to_json(self) -> dict[str, Any]:
         out = self._json()
         if self.preemption is not None:
             out["preemption"] = dict(self.preemption)
+        if self.node_details:
+            out["nodeDetails"] = {name: dict(d) for name, d in self.node_details.items()}
         return out
 
     def _json(self) -> dict[str, Any]:

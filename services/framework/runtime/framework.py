@@ -37,6 +37,7 @@ from services.framework.api.interface import (
     BindPlugin,
     CycleState,
     EnqueueExtensions,
+    ExplainsNode,
     ExtensionPoint,
     FilterPlugin,
     Handle,
@@ -313,6 +314,7 @@ class Framework:
             return self._unschedulable(pod, state, nodes, diagnosis, explanation)
         if len(feasible) == 1:
             node = nodes.names[int(feasible[0])]
+            explanation = self._with_node_details(explanation, state, pod, node)
             return ScheduleResult(
                 pod, state, node, evaluated_nodes=evaluated, feasible_nodes=1,
                 explanation=explanation,
@@ -325,6 +327,7 @@ class Framework:
                 nodes.names, feasible.tolist(), breakdown, self.score_weights, totals
             )
             explanation = replace(explanation, score=scored)
+        explanation = self._with_node_details(explanation, state, pod, nodes.names[row])
         return ScheduleResult(
             pod,
             state,
@@ -334,6 +337,20 @@ class Framework:
             scores=breakdown or {},
             explanation=explanation,
         )
+
+    def _with_node_details(
+        self, explanation: Explanation | None, state: CycleState, pod: PodInfo, node: str
+    ) -> Explanation | None:
+        """An explained attempt's plugins' details for the node chosen (ExplainsNode)."""
+        if explanation is None:
+            return None
+        details = {}
+        for name, plugin in self.plugins.items():
+            if isinstance(plugin, ExplainsNode):
+                said = plugin.explain_node(state, pod, node)
+                if said:
+                    details[name] = said
+        return replace(explanation, node_details=details) if details else explanation
 
     def _pre_filter_rejected(
         self,

@@ -124,7 +124,8 @@ async def test_a_gang_that_cannot_complete_times_out_at_coscheduling() -> None:
         assert {d.kind for d in run.last().values()} == {"FailedScheduling"}
         assert run.last()["default/m0"].message == (
             "0/1 nodes are available: pre-filter pod m0 cannot find enough sibling pods, "
-            "current pods number: 2, minMember of group: 3. preemption: 0/1 nodes are "
+            "current pods number: 2, minMember of group: 3. no new claims to deallocate,"
+            " preemption: 0/1 nodes are "
             "available: 1 Preemption is not helpful for scheduling., PodGroup default/g gets "
             "rejected due to Pod m0 is unschedulable even after PostFilter"
         )

@@ -21,6 +21,7 @@ EXPECTED_BINDINGS = {
     "demo/trainer": "large",
 }
 EXPECTED_FAILURE = (
-    "0/4 nodes are available: 1 Too many pods, 4 Insufficient cpu. preemption: 0/4 nodes "
+    "0/4 nodes are available: 1 Too many pods, 4 Insufficient cpu. no new claims to deallocate,"
+    " preemption: 0/4 nodes "
     "are available: 4 No preemption victims found for incoming pod."
 )

@@ -116,6 +116,7 @@ async def test_no_room_elsewhere_reports_the_nominated_pass(harness):
     (result,) = harness.results
     assert result.message == (
         "0/2 nodes are available: 2 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 

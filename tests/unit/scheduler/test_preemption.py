@@ -74,16 +74,19 @@ async def test_no_victims_and_not_helpful_are_upstreams_words() -> None:
     )
     lines = {line["pod"]: line for line in await run(text)}
     assert lines["demo/equal"]["message"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
     assert lines["demo/never"]["message"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate,"
+        " preemption: not eligible due to "
         "preemptionPolicy=Never."
     )
     assert lines["demo/nowhere"]["message"] == (
         "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        "no new claims to deallocate,"
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
 
 

@@ -51,6 +51,7 @@ async def test_schedules_a_batch_and_reports_the_unschedulable(harness):
     )
     assert result.message == (
         "0/2 nodes are available: 2 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
     (event,) = harness.events
@@ -80,6 +81,7 @@ async def test_store_conflict_corrects_the_view_and_retries(harness):
     assert result.outcome == "unschedulable"
     assert result.message == (
         "0/2 nodes are available: 2 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 
@@ -148,6 +150,7 @@ async def test_bound_pod_in_store_is_counted_after_restart(harness):
     assert harness.binds == []
     assert harness.results[0].message == (
         "0/1 nodes are available: 1 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 

@@ -51,7 +51,13 @@ def test_no_profiles_means_the_default_profile():
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     )
+    # DynamicResources (DynamicResourceAllocation is GA) sits just before DefaultPreemption,
+    # at every point it serves.
+    assert fw.plugin_names(P.PostFilter) == ("DynamicResources", "DefaultPreemption")
+    for point in (P.PreEnqueue, P.PreFilter, P.Score, P.Reserve, P.PreBind):
+        assert "DynamicResources" in fw.plugin_names(point), point
     assert fw.plugin_names(P.PreFilter)[:3] == ("NodeAffinity", "NodePorts", "NodeResourcesFit")
     assert fw.plugin_names(P.Bind) == ("DefaultBinder",)
     weights = {
@@ -60,6 +66,7 @@ def test_no_profiles_means_the_default_profile():
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 1,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }

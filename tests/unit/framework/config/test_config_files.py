@@ -218,9 +218,9 @@ ENABLE_PREEMPTION = (
     ("text", "error"),
     [
         pytest.param(
-            ENABLE_PREEMPTION.format("DynamicResources"),
+            ENABLE_PREEMPTION.format("GangScheduling"),
             "7: profiles[0].plugins.postFilter.enabled[0].name: "
-            'Invalid value: "DynamicResources": not implemented in ksched',
+            'Invalid value: "GangScheduling": not implemented in ksched',
             id="not-implemented plugin enabled",
         ),
         pytest.param(
@@ -230,9 +230,10 @@ ENABLE_PREEMPTION = (
             id="unknown plugin enabled",
         ),
         pytest.param(
-            HEAD + "profiles: [{plugins: {multiPoint: {enabled: [{name: DynamicResources}]}}}]\n",
-            '3: profiles[0].plugins.multiPoint.enabled[0].name: Invalid value: "DynamicResources": '
-            "not implemented in ksched",
+            HEAD
+            + "profiles: [{plugins: {multiPoint: {enabled: [{name: NodeDeclaredFeatures}]}}}]\n",
+            "3: profiles[0].plugins.multiPoint.enabled[0].name: "
+            'Invalid value: "NodeDeclaredFeatures": not implemented in ksched',
             id="not-implemented plugin in multiPoint",
         ),
         pytest.param(
@@ -367,9 +368,9 @@ profiles:
             id="preemption unknown arg",
         ),
         pytest.param(
-            HEAD + "profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
-            "    args: {filterTimeout: 5s}\n",
-            "6: profiles[0].pluginConfig[0].args: not supported: DynamicResources is not "
+            HEAD + "profiles:\n- pluginConfig:\n  - name: GangScheduling\n"
+            "    args: {timeout: 5s}\n",
+            "6: profiles[0].pluginConfig[0].args: not supported: GangScheduling is not "
             "implemented in ksched, so its args cannot be checked",
             id="args of a not-implemented plugin ksched cannot check",
         ),
@@ -417,7 +418,11 @@ def test_default_preemption_is_registered_with_its_args(tmp_path):
     text += "          - name: DefaultPreemption\n"
     (profile,) = load_config(write(tmp_path, text)).profiles
     framework = Framework(profile, in_tree_registry())
-    assert framework.plugin_names(ExtensionPoint.PostFilter) == ("DefaultPreemption",)
+    # The point's own plugins first, then multiPoint's (upstream's expandMultiPointPlugins).
+    assert framework.plugin_names(ExtensionPoint.PostFilter) == (
+        "DefaultPreemption",
+        "DynamicResources",
+    )
     plugin = framework.plugins["DefaultPreemption"]
     assert isinstance(plugin, DefaultPreemption)
     assert plugin.percentage == 20

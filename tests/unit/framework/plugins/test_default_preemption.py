@@ -237,7 +237,8 @@ def test_the_victims_and_the_node(
                 pods=[victim(f"x{i}", f"n{i}", HIGH, cpu="4") for i in (1, 2, 3)],
             ),
             preemptor(),
-            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+            "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate,"
+            " preemption: 0/3 nodes are available: "
             "3 No preemption victims found for incoming pod.",
             id="no lower-priority pods anywhere",
         ),
@@ -245,13 +246,15 @@ def test_the_victims_and_the_node(
             Cluster(nodes=("n1", "n2")),
             preemptor(node_selector={"disk": "ssd"}),
             "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+            "no new claims to deallocate,"
+            " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
             id="unresolvable everywhere: preemption cannot help",
         ),
         pytest.param(
             Cluster(pods=[victim("low", "n1", LOW, cpu="4")]),
             preemptor(cpu="8"),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate,"
+            " preemption: 0/1 nodes are available: "
             "1 Insufficient cpu.",
             id="even without every victim the pod does not fit",
         ),
@@ -261,7 +264,8 @@ def test_the_victims_and_the_node(
                 preemptor(),
                 spec=msgspec.structs.replace(preemptor().spec, preemption_policy="Never"),
             ),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate,"
+            " preemption: not eligible due to "
             "preemptionPolicy=Never.",
             id="preemptionPolicy Never",
         ),
@@ -286,7 +290,8 @@ def test_the_victims_and_the_node(
                 ]
             ),
             preemptor(nominated_node_name="n1"),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to a "
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate,"
+            " preemption: not eligible due to a "
             "terminating pod on the nominated node.",
             id="its victim on the nominated node is still terminating",
         ),

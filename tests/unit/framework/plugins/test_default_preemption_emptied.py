@@ -152,7 +152,8 @@ def test_the_fit_error_names_each_emptied_node_s_own_reason() -> None:
     assert result.node is None
     assert result.message == (
         "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
+        "no new claims to deallocate,"
+        " preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
         "1 No preemption victims found for incoming pod."
     )
 

@@ -48,6 +48,7 @@ def test_fit_error_message_counts_every_reason_over_nodes():
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/4 nodes are available: 1 Insufficient memory, 1 Too many pods, 3 Insufficient cpu."
+        " no new claims to deallocate,"
         " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.unschedulable_plugins == {"NodeResourcesFit"}
@@ -70,6 +71,7 @@ def test_fit_error_histogram_is_sorted_as_go_strings():
     )
     assert result.message == (
         "0/12 nodes are available: 10 Insufficient cpu, 2 Insufficient memory."
+        " no new claims to deallocate,"
         " preemption: 0/12 nodes are available: 12 No preemption victims found for incoming pod."
     )
 
@@ -242,6 +244,7 @@ class TestNominatedPods:
         result = framework.schedule_pod(snapshot, pod, nominated=self.nominated(waiting))
         assert result.message == (
             "0/1 nodes are available: 1 Insufficient cpu."
+            " no new claims to deallocate,"
             " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
         assert framework.schedule_pod(snapshot, pod).node == "a"  # without nominator

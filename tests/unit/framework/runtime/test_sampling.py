@@ -172,7 +172,8 @@ class TestSampledSearch:
         snapshot = snapshot_of(nodes(150))
         result = framework.schedule_pod(snapshot, make_pod(requests={"cpu": "8"}))
         assert result.message == (
-            "0/150 nodes are available: 150 Insufficient cpu. preemption: 0/150 nodes are "
+            "0/150 nodes are available: 150 Insufficient cpu. no new claims to deallocate,"
+            " preemption: 0/150 nodes are "
             "available: 150 No preemption victims found for incoming pod."
         )
         assert framework.next_start_node_index.value == 7

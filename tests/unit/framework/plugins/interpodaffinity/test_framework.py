@@ -100,6 +100,7 @@ def test_anti_affinity_spreads_one_per_host_then_fails_with_upstreams_message():
     assert result.status.code == Code.Unschedulable
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules."
+        " no new claims to deallocate,"
         " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.unschedulable_plugins == {NAME}
@@ -137,6 +138,7 @@ def test_fit_error_counts_each_nodes_first_reason():
     assert result.message == (
         "0/4 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
         "3 node(s) didn't match pod anti-affinity rules."
+        " no new claims to deallocate,"
         " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     )
     assert result.fit_error is not None
@@ -151,6 +153,7 @@ def test_unmatched_required_affinity_is_unresolvable():
     result = framework(snap).schedule_pod(snap, incoming)
     assert result.message == (
         "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
+        " no new claims to deallocate,"
         " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
     assert result.fit_error is not None

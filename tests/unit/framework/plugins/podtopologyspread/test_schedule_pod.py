@@ -85,7 +85,8 @@ def test_fit_error_message_counts_the_reasons():
     assert result.message == (
         "0/5 nodes are available: 1 node(s) didn't match pod topology spread constraints "
         "(missing required label), 4 node(s) didn't match pod topology spread constraints. "
-        "preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "no new claims to deallocate,"
+        " preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, "
         "4 No preemption victims found for incoming pod."
     )
     assert result.unschedulable_plugins == {"PodTopologySpread"}

@@ -247,6 +247,7 @@ async def test_the_second_pod_finds_no_volume_left():
     assert failure.result.plugins == ["VolumeBinding"]
     assert failure.result.message == (
         "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+        " no new claims to deallocate,"
         " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 

@@ -1,0 +1,555 @@
+"""DynamicResources: the pod's ResourceClaims must be allocated, or allocatable, on the
+node (upstream's ``plugins/dynamicresources``, structured parameters).
+
+- PreEnqueue: every claim must exist, not be being deleted, and (generated from a
+  template) be the pod's; else the pod waits, with upstream's message.
+- PreFilter: the same checks (UnschedulableAndUnresolvable); an allocated claim must be
+  reservable; an unallocated one must not be in flight for another pod, and its device
+  classes must exist. Builds one allocator for the pod over every ResourceSlice and
+  the devices taken (allocated claims and this replica's in-flight allocations). A pod
+  without claims: Skip, so Filter and Score cost nothing.
+- Filter: an allocated claim's node selector must match the node; the claims to
+  allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
+  ResourceSlice can serve are rejected without asking the allocator. An allocator
+  error (CEL) fails the attempt; invalid pools only reject the node.
+- PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
+  is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
+- PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
+  subrequests score more; normalized to 0-100.
+- Reserve / Unreserve: record / drop the allocations in flight
+  (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
+- PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
+  yet, from the binding state (:mod:`.binding`).
+- ``--explain``: the device of each request on the chosen node (ExplainsNode).
+
+Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from contracts.k8s import DeviceClass, Node, Pod, ResourceSlice
+from contracts.k8s.resource import AllocationResult, ResourceClaim
+from services.common import features
+from services.common.k8s.nodeaffinity import Term, compile_terms, terms_match
+from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from services.framework.api.interface import (
+    BindingState,
+    ClaimStatusEffect,
+    CycleState,
+    EnqueueExtensions,
+    ExplainsNode,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
+    Rows,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from services.framework.api.listers import Listers
+from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
+from services.framework.api.types import Int64Array, PodInfo
+from services.framework.cache.snapshot import Snapshot
+from services.framework.plugins.dynamicresources import binding, conditions, hints
+from services.framework.plugins.dynamicresources.allocator import (
+    AllocationError,
+    AllocationFailedOnNode,
+    AllocatorFeatures,
+)
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache
+from services.framework.plugins.dynamicresources.allocator.search import Allocator
+from services.framework.plugins.dynamicresources.args import (
+    DynamicResourcesArgs,
+    binding_conditions_enabled,
+)
+from services.framework.plugins.dynamicresources.claims import (
+    ClaimProblem,
+    claim_uid,
+    is_reserved_for_pod,
+    pod_claims,
+)
+from services.framework.plugins.dynamicresources.inflight import (
+    InFlightAllocations,
+    exclusive_devices,
+)
+from services.framework.plugins.dynamicresources.score import compute_score
+from services.framework.plugins.dynamicresources.state import (
+    Allocating,
+    AllocatorFactory,
+    StateData,
+    asks_for_devices,
+    servable_nodes,
+)
+from services.framework.plugins.helper.normalize_score import default_normalize_score
+
+NAME: Final = "DynamicResources"
+STATE_KEY: Final = NAME
+PENDING_KEY: Final = f"{NAME}/pending"
+"""Where the binder's CycleState holds the claims handed on (``restore_binding_state``)."""
+MAX_NODE_SCORE: Final = 100
+RESERVED_FOR_MAX_SIZE: Final = 256
+"""``ResourceClaimReservedForMaxSize``: the API server refuses a longer ``reservedFor``;
+ksched has none, so PreFilter keeps the limit (see :func:`can_be_reserved`)."""
+
+ERR_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
+ERR_TIMEOUT: Final = "timed out trying to allocate devices"
+ERR_NOT_AVAILABLE: Final = "resourceclaim not available on the node"
+ERR_IN_USE: Final = "resourceclaim in use"
+MSG_DEALLOCATED: Final = "deallocation of ResourceClaim completed"
+MSG_NO_CLAIMS: Final = "no new claims to deallocate"
+MSG_STILL_NOT_SCHEDULABLE: Final = "still not schedulable"
+
+_PASSED, _CANNOT_ALLOCATE, _TIMED_OUT, _NOT_AVAILABLE = 0, 1, 2, 3
+_STATUSES: Final = {
+    code: Status(Code.UnschedulableAndUnresolvable, (text,))
+    for code, text in (
+        (_CANNOT_ALLOCATE, ERR_CANNOT_ALLOCATE),
+        (_TIMED_OUT, ERR_TIMEOUT),
+        (_NOT_AVAILABLE, ERR_NOT_AVAILABLE),
+    )
+}
+
+
+def unschedulable(reason: str) -> Status:
+    """``statusUnschedulable``: upstream's DRA rejections are all unresolvable."""
+    return Status(Code.UnschedulableAndUnresolvable, (reason,))
+
+
+def can_be_reserved(claim: ResourceClaim) -> bool:
+    """``resourceclaim.CanBeReserved`` plus the API server's ``reservedFor`` limit."""
+    return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ScoreExtensions,
+    ReservePlugin,
+    BindingState,
+    PreBindPlugin,
+    EnqueueExtensions,
+    ExplainsNode,
+):
+    name: Final = NAME
+
+    def __init__(
+        self,
+        args: DynamicResourcesArgs,
+        listers: Listers,
+        *,
+        new_allocator: AllocatorFactory | None = None,
+        now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.args = args
+        self._listers = listers
+        self.in_flight = InFlightAllocations(listers)
+        self._new_allocator = new_allocator
+        """None: the structured allocator, built at first use."""
+        self._now = now
+        """Wall time: binding timeouts, ``allocationTimestamp``."""
+        self._clock = clock
+        """Elapsed time: the filter timeout."""
+        self._filter_timeout = args.filter_timeout_seconds
+        self._binding_timeout = args.binding_timeout_seconds
+
+    # -- events -----------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Nodes appearing or changing; claims, classes and slices changing; the pod
+        getting its generated claims' names."""
+        add_update = ActionType.Add | ActionType.Update
+        node = (
+            ActionType.Add
+            | ActionType.UpdateNodeLabel
+            | ActionType.UpdateNodeTaint
+            | ActionType.UpdateNodeAllocatable
+        )
+        return (
+            ClusterEventWithHint(ClusterEvent(EventResource.Node, node)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ResourceClaim, add_update),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.Pod, ActionType.UpdatePodGeneratedResourceClaim),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.DeviceClass, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.ResourceSlice, add_update)),
+        )
+
+    def is_schedulable_after_claim_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        return hints.after_claim_change(self._listers, pod, old, new)
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        return hints.after_pod_change(self._listers, pod, old, new)
+
+    # -- PreEnqueue / PreFilter -------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not pod.pod.spec.resource_claims:
+            return SUCCESS
+        try:
+            for _ in pod_claims(pod.pod, self._listers):
+                pass
+        except ClaimProblem as problem:
+            return unschedulable(str(problem))
+        return SUCCESS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(STATE_KEY, StateData())
+        if not pod.pod.spec.resource_claims:
+            return None, SKIP
+        self.in_flight.refresh(nodes)
+        try:
+            found = list(pod_claims(pod.pod, self._listers))
+        except ClaimProblem as problem:
+            return None, unschedulable(str(problem))
+        if not found:
+            return None, SKIP
+        # PostFilter sees the claims only once every check passed (upstream stores
+        # them last): a pod rejected here has "no new claims to deallocate".
+        data = StateData(
+            pod=pod.pod,
+            names=[name for name, _ in found],
+            claims=[claim for _, claim in found],
+        )
+        for index, claim in enumerate(data.claims):
+            status = self._check_claim(pod.pod, claim, index, data)
+            if status is not None:
+                return None, status
+        if data.to_allocate():
+            classes = self._listers.device_classes
+            slices = list(self._listers.resource_slices.values())
+            if self._new_allocator is None:
+                self._new_allocator = _structured_allocator()
+            allocated = self.in_flight.allocated_devices()
+            data.allocator = self._new_allocator(allocated, classes, slices)
+            if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
+                data.servable = servable_nodes(slices)
+        state.write(STATE_KEY, data)
+        return None, SUCCESS
+
+    def _check_claim(
+        self, pod: Pod, claim: ResourceClaim, index: int, data: StateData
+    ) -> Status | None:
+        meta = claim.metadata
+        allocation = claim.status.allocation
+        if allocation is not None:
+            if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
+                return unschedulable(ERR_IN_USE)
+            terms: tuple[Term, ...] | None = None
+            if allocation.node_selector is not None:
+                terms = compile_terms(allocation.node_selector.node_selector_terms, "")
+                errors = [e for t in terms for e in t.errors]
+                if errors:
+                    return Status(Code.Error, (str(errors[0]),))
+            data.available_on.append(terms)
+            timeout, now = self._binding_timeout, self._now()
+            if binding_conditions_enabled() and conditions.unready(claim, timeout, now):
+                data.unready.append(index)
+            return None
+        data.available_on.append(None)
+        if self.in_flight.has(claim_uid(claim)):
+            return unschedulable(
+                f"resource claim {meta.namespace}/{meta.name} is in the process of being allocated"
+            )
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None:
+                status = self._check_class(request.exactly.device_class_name, request.name)
+            elif request.first_available:
+                if not features.enabled("DRAPrioritizedList"):
+                    return unschedulable(
+                        f"resource claim {meta.namespace}/{meta.name}, request {request.name}: "
+                        "has subrequests, but the DRAPrioritizedList feature is disabled"
+                    )
+                status = None
+                for sub in request.first_available:
+                    status = self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                    if status is not None:
+                        break
+            else:
+                return unschedulable(
+                    f"resource claim {meta.namespace}/{meta.name}, request {request.name}: "
+                    "unknown request type"
+                )
+            if status is not None:
+                return status
+        return None
+
+    def _check_class(self, class_name: str, request: str) -> Status | None:
+        """``validateDeviceClass``."""
+        if not class_name:
+            return Status(Code.Error, (f"request {request}: unsupported request type",))
+        if class_name not in self._listers.device_classes:
+            return unschedulable(f"request {request}: device class {class_name} does not exist")
+        return None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    # -- Filter -------------------------------------------------------------------------
+
+    def filter_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot) -> FilterResult:
+        data = state.read(STATE_KEY, StateData)
+        if not data.claims:
+            return FilterResult.all_passed(nodes.num_nodes)
+        codes = np.zeros(nodes.num_nodes, dtype=np.int64)
+        to_allocate = [data.claims[i] for i in data.to_allocate()]
+        statuses = dict(_STATUSES)
+        for row in range(nodes.num_nodes):
+            try:
+                codes[row] = self._filter_node(data, nodes.nodes[row], to_allocate)
+            except AllocationFailedOnNode as err:
+                # Not the pod's error: this node is unschedulable, with the reason.
+                status = unschedulable(str(err))
+                code = next((c for c, s in statuses.items() if s == status), len(statuses) + 1)
+                statuses[code] = status
+                codes[row] = code
+        return FilterResult(codes == _PASSED, codes, statuses.__getitem__)
+
+    def _filter_node(self, data: StateData, node: Node, to_allocate: list[ResourceClaim]) -> int:
+        unavailable = [
+            index
+            for index, terms in enumerate(data.available_on)
+            if terms is not None and not terms_match(terms, node)
+        ]
+        unavailable += data.unready
+        allocations: list[AllocationResult] | None = None
+        if data.allocator is not None:
+            name = node.metadata.name
+            if data.servable is not None and name not in data.servable:
+                return _CANNOT_ALLOCATE
+            started = self._clock()
+            try:
+                allocations = data.allocator.allocate(node, to_allocate)
+            except AllocationFailedOnNode:
+                raise
+            except AllocationError as err:
+                raise StatusError(str(err)) from err
+            if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
+                return _TIMED_OUT
+            if allocations is None or len(allocations) != len(to_allocate):
+                return _CANNOT_ALLOCATE
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return _NOT_AVAILABLE
+        if allocations is not None:
+            data.node_allocations[node.metadata.name] = allocations
+        return _PASSED
+
+    # -- PostFilter ---------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream deallocates (by a status update) one claim that was unavailable on
+        some node and is reserved by nobody, or by this pod only, and says so. ksched's
+        PostFilter cannot write to the cluster, so it names that outcome and leaves the
+        claim as it is (the README's departures)."""
+        try:
+            data = state.read(STATE_KEY, StateData)
+        except StatusError:
+            # Upstream's CycleState.Read error, as a FailedScheduling message shows it
+            # when an earlier PreFilter rejected the pod ("... PersistentVolumeClaims.
+            # not found"); preemption does not run then.
+            return None, Status(Code.Error, ("not found",))
+        if not data.claims:
+            return None, Status(Code.Unschedulable, (MSG_NO_CLAIMS,))
+        for index in sorted(data.unavailable):
+            reserved = data.claims[index].status.reserved_for
+            if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                return None, Status(Code.Unschedulable, (MSG_DEALLOCATED,))
+        return None, Status(Code.Unschedulable, (MSG_STILL_NOT_SCHEDULABLE,))
+
+    # -- PreScore / Score ---------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Status:
+        """Skip when every node would score 0: no allocation in this cycle, or no
+        ``firstAvailable`` request (ksched's shortcut; upstream scores 0 everywhere)."""
+        data = state.read(STATE_KEY, StateData)
+        if not features.enabled("DRAPrioritizedList") or data.allocator is None:
+            return SKIP
+        if not any(r.first_available for c in data.claims for r in c.spec.devices.requests):
+            return SKIP
+        return SUCCESS
+
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Snapshot, rows: Rows) -> Int64Array:
+        data = state.read(STATE_KEY, StateData)
+        scores = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows.tolist()):
+            allocations = data.node_allocations.get(nodes.names[row])
+            if allocations is not None:
+                scores[i] = compute_score(data.claims, allocations)
+        return scores
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:
+        return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # -- Reserve / Unreserve ------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        data = state.read(STATE_KEY, StateData)
+        to_allocate = data.to_allocate()
+        if not to_allocate:
+            return SUCCESS
+        allocations = data.node_allocations.get(node)
+        if not allocations:
+            return Status(Code.Error, ("claim allocation not found for node",))
+        if len(allocations) != len(to_allocate):
+            return Status(
+                Code.Error,
+                (
+                    f"internal error, have {len(allocations)} allocations, {len(to_allocate)} "
+                    f"claims to allocate, want {len(to_allocate)} claims",
+                ),
+            )
+        for index, allocation in zip(to_allocate, allocations, strict=True):
+            data.allocations[index] = allocation
+            allocated = binding.with_allocation(data.claims[index], allocation)
+            self.in_flight.signal(allocated, pod.uid, node)
+            state.reserved_devices.extend(exclusive_devices(allocation))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Drop the pod's allocations in flight and their devices from
+        ``reserved_devices`` (a retry on another node fills them anew); idempotent.
+        Upstream also removes the pod from ``reservedFor`` of a claim PreBind already
+        reserved; ksched publishes that reservation only with the Binding, so there is
+        nothing to take back."""
+        try:
+            data = state.read(STATE_KEY, StateData)
+        except StatusError:
+            return
+        for claim in data.claims:
+            self.in_flight.remove(claim_uid(claim), pod.uid)
+        for allocation in data.allocations.values():
+            for device in exclusive_devices(allocation):
+                if device in state.reserved_devices:
+                    state.reserved_devices.remove(device)
+        data.allocations.clear()
+
+    # -- binding state / PreBind --------------------------------------------------------
+
+    def binding_state(self, state: CycleState) -> bytes | None:
+        """``BindingState``: :class:`.binding.PendingClaims` as JSON (None: nothing)."""
+        try:
+            pending = state.read(STATE_KEY, StateData).pending()
+        except StatusError:
+            return None
+        return binding.encoder.encode(pending) if pending is not None else None
+
+    def restore_binding_state(self, state: CycleState, data: bytes) -> None:
+        state.write(PENDING_KEY, binding.decoder.decode(data))
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """One ClaimStatusEffect per claim not yet reserved for the pod, before the
+        Binding. In the binder the claims come from the binding state; in the
+        scheduling cycle's own state, from PreFilter and Reserve. Upstream then waits
+        for the devices' binding conditions; the binder holds no claims to watch, so
+        ksched binds at once (Filter still frees claims whose binding failed)."""
+        try:
+            pending = state.read(PENDING_KEY, binding.PendingClaims)
+        except StatusError:
+            try:
+                found = state.read(STATE_KEY, StateData).pending()
+            except StatusError:
+                return SUCCESS
+            if found is None:
+                return SUCCESS
+            pending = found
+        stamp = self._stamp if binding_conditions_enabled() else None
+        for item in pending.claims:
+            if is_reserved_for_pod(pod.pod, item.claim):
+                continue
+            state.effects.append(ClaimStatusEffect(binding.reserved(item, pod.pod, stamp)))
+        return SUCCESS
+
+    def _stamp(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._now()))
+
+    # -- explain ------------------------------------------------------------------------
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: str) -> Mapping[str, Any] | None:
+        """For ``--explain``: which device of which pool each request of each claim
+        gets on ``node`` (already allocated claims as allocated)."""
+        try:
+            data = state.read(STATE_KEY, StateData)
+        except StatusError:
+            return None
+        if not data.claims:
+            return None
+        fresh = dict(zip(data.to_allocate(), data.node_allocations.get(node, []), strict=False))
+        claims: dict[str, Any] = {}
+        for index, claim in enumerate(data.claims):
+            allocation = claim.status.allocation or fresh.get(index)
+            if allocation is None:
+                continue
+            claims[data.names[index]] = {
+                "claim": claim.metadata.name,
+                "allocated": index in fresh,
+                "devices": [
+                    {
+                        "request": r.request,
+                        "driver": r.driver,
+                        "pool": r.pool,
+                        "device": r.device,
+                    }
+                    for r in allocation.devices.results
+                ],
+            }
+        return {"claims": claims} if claims else None
+
+
+def _structured_allocator() -> AllocatorFactory:
+    """The structured-parameters allocator (:mod:`.allocator`), with one compiled-CEL
+    cache for the plugin's lifetime."""
+    cel = CELCache()
+
+    def new(
+        allocated: frozenset[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
+    ) -> Allocating:
+        features = AllocatorFeatures.from_gates()
+        return Allocator(
+            features=features, allocated=allocated, classes=classes, slices=slices, cel=cel
+        )
+
+    return new
+
+
+def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
+    return DynamicResources(
+        args or DynamicResourcesArgs().defaulted(), handle.listers, now=handle.now
+    )
