@@ -1,17 +1,21 @@
-"""A stand-in for DynamicResources in the scheduler's tests: each node has a list of
-devices, a pod asking for one (label ``test/devices: "1"``) fits a node with a
-device that is neither reserved here nor held elsewhere (the Handle's listers), and
-Reserve takes the first such device into ``CycleState.reserved_devices``."""
+"""DRA in the scheduler's tests. A stand-in for DynamicResources (:class:`FakeDevices`):
+each node has a list of devices, a pod asking for one (label ``test/devices: "1"``)
+fits a node with a device that is neither reserved here nor held elsewhere (the
+Handle's listers), and Reserve takes the first such device into
+``CycleState.reserved_devices``. And objects for the real plugin: a DeviceClass, a
+node's slice of GPUs, claims and pods naming them (:func:`dra_objects`)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import msgspec
 import numpy as np
 
-from contracts.k8s import Pod
+from contracts.k8s import DeviceClass, Pod, PodResourceClaim, ResourceClaim, ResourceSlice
 from services.framework.api.interface import (
     CycleState,
     FilterPlugin,
@@ -92,3 +96,51 @@ def device_framework(
     return Framework(
         profile, registry, listers=cache.listers, rng=random.Random(0), now=lambda: now
     )
+
+
+DRIVER = "gpu.example.com"
+
+
+def dra_objects(node: str, devices: int, claims: Sequence[str]) -> dict[str, list[object]]:
+    """For the listers: DeviceClass ``gpu``, a slice of ``devices`` GPUs on ``node`` (pool
+    ``node``) and an unallocated claim ``default/<name>`` for one GPU per name."""
+    cls = {"metadata": {"name": "gpu"}, "spec": {"selectors": []}}
+    slice_ = {
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+        },
+    }
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    made: list[object] = [
+        _decode(
+            {
+                "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+                "spec": {"devices": {"requests": [request]}},
+            },
+            ResourceClaim,
+        )
+        for name in claims
+    ]
+    return {
+        "deviceclass": [_decode(cls, DeviceClass)],
+        "resourceslice": [_decode(slice_, ResourceSlice)],
+        "resourceclaim": made,
+    }
+
+
+def claiming_pod(name: str, claim: str) -> Pod:
+    """Pod ``default/<name>`` (uid ``uid-<name>``) with the claim ``claim`` as ``gpu``."""
+    pod = make_pod(name, uid=f"uid-{name}")
+    spec = msgspec.structs.replace(
+        pod.spec,
+        resource_claims=[PodResourceClaim(name="gpu", resource_claim_name=claim)],
+    )
+    return msgspec.structs.replace(pod, spec=spec)
+
+
+def _decode(body: dict[str, object], kind: type[Any]) -> Any:
+    return msgspec.json.decode(msgspec.json.encode(body), type=kind)

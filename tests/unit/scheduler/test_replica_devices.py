@@ -9,10 +9,19 @@ from __future__ import annotations
 from services.common.clock import FakeClock
 from services.common.store import MemoryStore
 from services.framework.cache.cache import Cache
+from services.framework.config import default_profile
+from services.framework.config.in_tree import in_tree_registry
+from services.framework.runtime.framework import Framework
 from services.scheduler.cycle import BatchScheduler
 from tests.builders import make_node
 from tests.builders.scheduling import batch_scheduler, loaded_cache, schedule_request, store_node
-from tests.unit.scheduler.device_support import device_framework, device_pod
+from tests.unit.scheduler.device_support import (
+    DRIVER,
+    claiming_pod,
+    device_framework,
+    device_pod,
+    dra_objects,
+)
 
 D0, D1 = "gpu.example.com/n1/gpu-0", "gpu.example.com/n1/gpu-1"
 NODE = make_node("n1")
@@ -76,3 +85,35 @@ async def test_a_replica_blind_to_what_is_held_elsewhere_retries_in_vain() -> No
         f'node "n1" no longer fits the pod: device {D0} is already allocated'
     )
     assert await store.devices() == {D0: "pod:uid-a"}
+
+
+def default_framework(cache: Cache, clock: FakeClock) -> Framework:
+    """The default profile on ``cache``'s listers, keeping the scheduler's time."""
+    return Framework(default_profile(), in_tree_registry(), listers=cache.listers, now=clock.now)
+
+
+async def test_with_dynamic_resources_the_retry_takes_the_free_device() -> None:
+    """The same race with the in-tree DynamicResources on the default profile: the
+    second replica's allocator, not knowing the first one's pod, chooses the device
+    that pod holds; the store refuses it, and the retry allocates the other one."""
+    pods = (claiming_pod("a", "a-gpu"), claiming_pod("b", "b-gpu"))
+    objects = dra_objects("n1", 2, ["a-gpu", "b-gpu"])
+    store = MemoryStore()
+    await store_node(store, NODE)
+    await store.set_leases({"uid-a": 1, "uid-b": 1})
+    clock = FakeClock()
+    caches = [loaded_cache([NODE], (), objects) for _ in range(2)]
+    first, second = (
+        batch_scheduler(c, store, pods, framework=default_framework(c, clock), clock=clock)[0]
+        for c in caches
+    )
+
+    won = await first.run([schedule_request(pods[0])])
+    raced = await second.run([schedule_request(pods[1])])
+
+    assert [b.name for b in won.binds + raced.binds] == ["a", "b"]
+    assert raced.assume_conflicts == 1
+    held = await store.devices()
+    assert sorted(held.values()) == ["pod:uid-a", "pod:uid-b"]
+    assert sorted(held) == [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-1"]
+    assert set(caches[1].foreign_devices) == {d for d, h in held.items() if h == "pod:uid-a"}
