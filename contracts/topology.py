@@ -96,8 +96,8 @@ DECISIONS: Final = ExchangeSpec(
     "topic",
     description=(
         "Decisions for users, routing key <kind>.<namespace>: Bindings, Events, waiting"
-        " pods, PodGroup status, preemptions, nominations, Evictions and pods'"
-        " PodScheduled conditions (status)."
+        " pods, PodGroup status, preemptions, nominations, Evictions, pods'"
+        " PodScheduled conditions (status) and ResourceClaims' allocations (claim)."
     ),
 )
 PERMIT: Final = ExchangeSpec(
@@ -218,6 +218,13 @@ QUEUES: Final = (
 def event_key(kind: str, event_type: str) -> str:
     """Routing key of a user watch event: ``pod.added``."""
     return f"{kind.lower()}.{event_type.lower()}"
+
+
+CLAIM_DECISION: Final = "claim"
+"""The kind of a ResourceClaim's update on ``ksched.decisions`` (``claim.<namespace>``):
+its ``status.allocation`` and the pod in ``status.reservedFor``, published at PreBind
+before the pod's Binding. A client applies it by publishing the claim's MODIFIED
+watch event; until then the store counts its devices as held by the pod."""
 
 
 def decision_key(kind: str, namespace: str | None) -> str:

@@ -53,6 +53,7 @@ def _address(exchange: topology.ExchangeSpec) -> tuple[str, JSON]:
             "waiting",
             "podgroup",
             "status",
+            topology.CLAIM_DECISION,
             "preemption",
             "nomination",
         ]

@@ -22,6 +22,7 @@ from contracts.eviction import Eviction
 from contracts.k8s import Pod
 from contracts.k8s.decisions import Binding, Event
 from contracts.k8s.podgroup import PodGroup
+from contracts.k8s.resource import ResourceClaim
 from contracts.kinds import EVENT_TYPES
 from contracts.messages import BindBatch, BoundBatch, ResultBatch, ScheduleBatch
 from contracts.permit import PermitDecision, WaitingPod
@@ -30,6 +31,8 @@ from contracts.preemption import Preemption
 
 NOMINATION: Final = "Nomination"
 """The message id of a preemption's nomination (a v1 Pod status update)."""
+CLAIM_ALLOCATION: Final = "ClaimAllocation"
+"""The message id of a ResourceClaim's allocation and reservation (``claim.<ns>``)."""
 
 # --- schemas -------------------------------------------------------------------------
 
@@ -217,6 +220,15 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
         " identity and `status.nominatedNodeName`, the node preemption nominated it to"
         " (empty: its nomination was cleared).",
     )
+    messages[CLAIM_ALLOCATION] = _message(
+        CLAIM_ALLOCATION,
+        refs[ResourceClaim],
+        f"A resource.k8s.io/v1 ResourceClaim (routing key `{topology.CLAIM_DECISION}"
+        ".<namespace>`) with the `status.allocation` DynamicResources chose and the pod in"
+        " `status.reservedFor`, published at PreBind, before the pod's Binding. Apply it"
+        " by publishing the claim's MODIFIED watch event; until then its devices count as"
+        " taken by the pod.",
+    )
     messages[_DEAD_LETTER] = _message(
         _DEAD_LETTER,
         {"description": "The rejected message's body, unchanged."},
@@ -249,6 +261,7 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
         Eviction.__name__,
         PodStatusPatch.__name__,
         NOMINATION,
+        CLAIM_ALLOCATION,
     ],
     topology.PERMIT.name: [PermitDecision.__name__],
     topology.ERRORS.name: [ErrorReport.__name__],

@@ -38,9 +38,9 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.DECISIONS.name,
         None,
         "client",
-        "Receive Bindings, Events, waiting pods, PodGroup status and pods' PodScheduled"
-        " conditions (bind a queue with `binding.*`, `event.<ns>`, `waiting.#`,"
-        " `podgroup.#`, `status.#` or `#`).",
+        "Receive Bindings, Events, waiting pods, PodGroup status, pods' PodScheduled"
+        " conditions and ResourceClaims' allocations (bind a queue with `binding.*`,"
+        " `event.<ns>`, `waiting.#`, `podgroup.#`, `status.#`, `claim.#` or `#`).",
     ),
     (
         "publishPermitDecision",
@@ -223,7 +223,8 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         topology.DECISIONS.name,
         None,
         "internal",
-        "Publish the Binding and its Scheduled event (FailedScheduling after a rejection).",
+        "Publish the Binding and its Scheduled event (FailedScheduling after a rejection),"
+        " preceded by the pod's ResourceClaims' allocations (DynamicResources' PreBind).",
     ),
     (
         "binderSendVolumeEvents",

@@ -9,10 +9,14 @@ Per pod, on its profile's framework (the same profiles as the scheduler's)::
 What a plugin decided in the scheduling cycle and needs here travels in the
 BindRequest (``plugin_state``) and is restored into the cycle's CycleState first.
 PreBind and Bind plugins do not publish: they leave effects (``CycleState.effects``:
-watch events such as VolumeBinding's volume and claim updates, and the Binding
-DefaultBinder asks for), which the binder publishes with the ``Scheduled`` Event and the
-results for the queue, all in one confirmed publish. The informer records the batch's
-Bindings from one BoundBatch in that publish (not from the users' copies, one per pod).
+watch events such as VolumeBinding's volume and claim updates, DynamicResources'
+ResourceClaims with their allocation on ``claim.<namespace>``, and the Binding
+DefaultBinder asks for), which the binder publishes in that order with the
+``Scheduled`` Event and the results for the queue, all in one confirmed publish. The
+informer records the batch's Bindings from one BoundBatch in that publish (not from the
+users' copies, one per pod); a claim's update is the client's to apply (its MODIFIED
+watch event), as the API server would have stored it: until then the store counts its
+devices as held by the pod.
 
 Claims: before binding, every reservation is claimed in the store (``begin_bind``: it
 cannot expire any more). A reservation that expired or was taken over is not bound: the
@@ -68,13 +72,19 @@ from services.common.decisions import (
     ATTEMPT_HEADER,
     EXPLAIN_ANNOTATION,
     binding_for,
+    claim_message,
     decision_message,
     pod_event,
 )
 from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
 from services.framework.api.diagnosis import truncate_message
-from services.framework.api.interface import BindEffect, CycleState, WatchEffect
+from services.framework.api.interface import (
+    BindEffect,
+    ClaimStatusEffect,
+    CycleState,
+    WatchEffect,
+)
 from services.framework.api.registry import Registry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
@@ -328,6 +338,8 @@ class BinderService:
                     body = _encoder.encode(_WatchEvent(kind_type, obj))
                     key = topology.event_key(kind, kind_type)
                     out.append(Message(topology.EVENTS.name, key, body, dict(headers)))
+                case ClaimStatusEffect(claim=claim):
+                    out.append(claim_message(claim, _encoder.encode(claim), dict(headers)))
                 case BindEffect(node=node):
                     binding = binding_for(cycle.pod.pod, node)
                     out.append(decision_message(binding, _encoder.encode(binding), headers))

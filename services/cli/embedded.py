@@ -14,7 +14,7 @@ import json
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -23,6 +23,8 @@ from contracts import topology
 from contracts.k8s import Binding, Decision, Event, namespaced_name
 from contracts.preemption import Preemption
 from services.binder.service import POLL, BinderService
+from services.cli import claims
+from services.cli.claims import CLAIM_ALLOCATION
 from services.cli.manifests import Document
 from services.cli.progress import MAX_SAME_FAILURES, Progress
 from services.common import features
@@ -64,8 +66,8 @@ log = logging.getLogger("ksched.embedded")
 @dataclass(frozen=True, slots=True)
 class DecisionRecord:
     kind: str
-    """``Binding``, ``FailedScheduling``, ``Scheduled``, ``Preemption`` or
-    ``NotReadyForScheduling``."""
+    """``Binding``, ``FailedScheduling``, ``Scheduled``, ``Preemption``,
+    ``NotReadyForScheduling`` or ``ClaimAllocation``."""
     pod: str
     attempts: int
     node: str | None = None
@@ -78,8 +80,23 @@ class DecisionRecord:
     is the preemptor's nominated node."""
     plugin: str | None = None
     """NotReadyForScheduling: the PreEnqueue plugin holding the pod back."""
+    claim: str | None = None
+    """ClaimAllocation: the claim (``namespace/name``); ``node`` is the pod's."""
+    pod_claim: str | None = None
+    """ClaimAllocation: the name the pod gives the claim (``spec.resourceClaims[].name``)."""
+    results: tuple[Mapping[str, str], ...] = ()
+    """ClaimAllocation: each allocated device (``request``, ``driver``, ``pool``, ``device``)."""
 
     def to_json(self) -> dict[str, object]:
+        if self.kind == CLAIM_ALLOCATION:
+            return {
+                "kind": self.kind,
+                "claim": self.claim,
+                "pod": self.pod,
+                "podClaim": self.pod_claim,
+                "node": self.node,
+                "results": [dict(r) for r in self.results],
+            }
         out: dict[str, object] = {"kind": self.kind, "pod": self.pod}
         if self.kind == NOT_READY:
             return {**out, "plugin": self.plugin, "message": self.message}
@@ -170,6 +187,9 @@ class EmbeddedCluster:
         self.log = event_log or MemoryEventLog()
         self.decisions: list[DecisionRecord] = []
         self._on_decision = on_decision
+        self._claims: dict[str, list[DecisionRecord]] = {}
+        """Pod → the ClaimAllocation records of its claims, until its Binding (their
+        node) comes: each is recorded just before it."""
         # One store client per service, as each process has its own on Redis.
         self.informer = InformerService(
             self.bus,
@@ -324,14 +344,43 @@ class EmbeddedCluster:
 
     async def _on_decisions(self, deliveries: Sequence[Delivery]) -> None:
         for delivery in deliveries:
+            if delivery.routing_key.startswith(f"{topology.CLAIM_DECISION}."):
+                await self._allocated(delivery)
+                continue
             record = record_of(delivery, self.clock.now())
             if record is None:
                 continue
-            self.decisions.append(record)
-            if self._on_decision is not None:
-                self._on_decision(record)
+            if record.kind == "Binding":
+                for claimed in self._claims.pop(record.pod, ()):
+                    self._record(replace(claimed, node=record.node, at=record.at))
+            self._record(record)
             if record.kind == PREEMPTION:
                 await self._delete(record.victims)
+
+    def _record(self, record: DecisionRecord) -> None:
+        self.decisions.append(record)
+        if self._on_decision is not None:
+            self._on_decision(record)
+
+    async def _allocated(self, delivery: Delivery) -> None:
+        """A claim's allocation (``claim.<namespace>``): applied at once, as the API
+        server would store it (its MODIFIED watch event), and recorded before the
+        Binding of the pod it is reserved for."""
+        await self.bus.publish([claims.applied(delivery.body)])
+        claim = claims.decode_claim(delivery.body)
+        pod_key = claims.reserved_pod(claim)
+        if pod_key is None:
+            return
+        pod = claims.pod_of(await self.store.objects("pod"), pod_key)
+        record = DecisionRecord(
+            CLAIM_ALLOCATION,
+            pod_key,
+            int(delivery.headers.get(ATTEMPT_HEADER, "0")),
+            claim=claims.claim_key(claim),
+            pod_claim=claims.pod_claim_name(pod, claim) if pod is not None else None,
+            results=claims.results(claim),
+        )
+        self._claims.setdefault(pod_key, []).append(record)
 
     async def _delete(self, pods: Sequence[str]) -> None:
         """What the API server does once a client deletes preemption's victims: their

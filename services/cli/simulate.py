@@ -14,7 +14,11 @@ many were not. A pod the run ends with held back at PreEnqueue (scheduling gates
 gang short of its quorum) is reported last as ``NotReadyForScheduling`` with the plugin
 and its message (json: ``{"kind", "pod", "plugin", "message"}``; table: a row, counted
 apart as not ready for scheduling), whatever the delay of the ``status.<namespace>``
-patch the live queue would publish (see EmbeddedCluster.report_held_back). With
+patch the live queue would publish (see EmbeddedCluster.report_held_back). A pod
+bound with DRA claims DynamicResources allocated is preceded by one ``ClaimAllocation``
+per claim (json: ``{"kind", "claim", "pod", "podClaim", "node", "results": [{"request",
+"driver", "pool", "device"}]}``; table: a row before the pod's Binding row); the claim's
+update is applied as the API server would (cli.claims). With
 ``explain`` every decision carries the scheduler's explanation (framework.explain),
 which the table output renders for each pod's last decision (cli.explain_table).
 
@@ -39,6 +43,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.cli import explain_table
+from services.cli.claims import CLAIM_ALLOCATION
 from services.cli.embedded import NOT_READY, PREEMPTION, DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document, check, read_documents
 from services.common import telemetry
@@ -155,10 +160,20 @@ def print_json(record: DecisionRecord, out: TextIO | None = None) -> None:
 
 
 def last_decisions(records: Sequence[DecisionRecord]) -> list[DecisionRecord]:
-    """Each pod's last decision (a Binding or a FailedScheduling; preemptions are
-    listed apart), in the order those were made."""
-    last = {r.pod: (i, r) for i, r in enumerate(records) if r.kind != PREEMPTION}
+    """Each pod's last decision (a Binding or a FailedScheduling; preemptions and
+    claim allocations are listed apart), in the order those were made."""
+    last = {
+        r.pod: (i, r) for i, r in enumerate(records) if r.kind not in (PREEMPTION, CLAIM_ALLOCATION)
+    }
     return [r for _, r in sorted(last.values(), key=lambda item: item[0])]
+
+
+def _claim_cell(record: DecisionRecord) -> str:
+    """A ClaimAllocation's NODE / MESSAGE cell: ``node: claim (podClaim) request=device``."""
+    devices = " ".join(
+        f"{r['request']}={r['driver']}/{r['pool']}/{r['device']}" for r in record.results
+    )
+    return f"{record.node}: {record.claim} ({record.pod_claim or '-'}) {devices}".rstrip()
 
 
 def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) -> None:
@@ -171,12 +186,19 @@ def print_table(records: Sequence[DecisionRecord], out: TextIO | None = None) ->
     for r in records:  # the attempts that preempted, explained
         if r.explain is not None and r.kind != PREEMPTION and (r.pod, r.attempts) in preempting:
             print_explanation(r, out)
+    allocated: dict[str, list[DecisionRecord]] = {}
+    for r in records:
+        if r.kind == CLAIM_ALLOCATION:
+            allocated.setdefault(r.pod, []).append(r)
     records = last_decisions(records)
     for r in records:
         if r.explain is not None:
             print_explanation(r, out)
     rows = [("DECISION", "POD", "NODE / MESSAGE", "ATTEMPTS")]
     for r in records:
+        if r.kind == "Binding":  # its claims' allocations first, as in decision order
+            claimed = allocated.get(r.pod, [])
+            rows += [(c.kind, c.pod, _claim_cell(c), str(c.attempts)) for c in claimed]
         said = f"{r.message} ({r.plugin})" if r.kind == NOT_READY else r.message
         rows.append((r.kind, r.pod, r.node or said or "", str(r.attempts)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

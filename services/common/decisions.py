@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 import msgspec
 
 from contracts import topology
-from contracts.k8s import Binding, Event, EventSource, ObjectMeta, ObjectReference, Pod
+from contracts.k8s import (
+    Binding,
+    Event,
+    EventSource,
+    ObjectMeta,
+    ObjectReference,
+    Pod,
+    ResourceClaim,
+)
 from contracts.permit import WaitingPod as WaitingPodAnnouncement
 from services.common.bus import Message
 
@@ -109,6 +117,13 @@ def with_explanation(pod: Pod, explanation: str) -> Pod:
 def decision_message(decision: Binding | Event, body: bytes, headers: dict[str, str]) -> Message:
     kind = "binding" if isinstance(decision, Binding) else "event"
     key = topology.decision_key(kind, decision.metadata.namespace)
+    return Message(topology.DECISIONS.name, key, body, headers)
+
+
+def claim_message(claim: ResourceClaim, body: bytes, headers: dict[str, str]) -> Message:
+    """A ResourceClaim with its allocation and reservation (``claim.<namespace>``,
+    contracts.topology.CLAIM_DECISION): ``body`` is its JSON."""
+    key = topology.decision_key(topology.CLAIM_DECISION, claim.metadata.namespace)
     return Message(topology.DECISIONS.name, key, body, headers)
 
 

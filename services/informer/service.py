@@ -47,13 +47,14 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from contracts import topology
 from contracts.errors import ErrorReport
 from contracts.events import ENTRY_FOR_KIND, ClusterBatch, LogEntry, Origin, PodEntry
-from contracts.k8s import TERMINAL_PHASES, Binding, Pod, PriorityClass
+from contracts.k8s import TERMINAL_PHASES, Binding, Pod, PriorityClass, ResourceClaim
 from contracts.kinds import KINDS, KubeObject
 from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog, LogWriteError
+from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
@@ -445,6 +446,9 @@ def _projected(event: LogEntry) -> ProjectedEntry:
     if kind == "node":
         allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
         return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
+    if isinstance(obj, ResourceClaim):
+        devices = () if deleted else allocated_devices(obj)
+        return ProjectedEntry(event.seq, kind, key, body, devices=devices)
     return ProjectedEntry(event.seq, kind, key, body)
 
 

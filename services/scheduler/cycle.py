@@ -20,6 +20,10 @@ only what the profile filters on (``Framework.checked_resources``). Then one
   another replica placed a pod in one of those domains since, the store refuses it;
   the cache is brought up to what the store holds (its log position and every
   replica's assumptions) before the pod is scheduled again.
+  A reservation takes the DRA devices the pod's Reserve allocated
+  (``CycleState.reserved_devices``): when the store says others hold some, the cache
+  counts them as held elsewhere for the assume TTL (``Cache.devices_held_elsewhere``,
+  which DynamicResources reads) before the pod is scheduled again.
 - ``stale``: the attempt is no longer the pod's lease; the local assumption and the
   reservation are undone.
 
@@ -350,6 +354,8 @@ class BatchScheduler:
             self._undo(attempt)
             if answer.keys:  # pods it knew nothing of: read their keys' domains too
                 self.versions.watched.update(answer.keys)
+            if answer.devices:  # held by others: not to be chosen again for a while
+                self._cache.hold_foreign_devices(answer.devices, self._clock.now() + self._ttl)
             if answer.versions or answer.keys:
                 outcome.domain_conflicts += 1
                 answered.moved.update(answer.versions)
@@ -413,6 +419,7 @@ class BatchScheduler:
                     touches=a.touches,
                     watched=watched,
                     keys=tuple(anti_affinity_keys(a.pod.pod)),
+                    devices=tuple(a.state.reserved_devices),
                 )
             )
         return reservations

@@ -28,7 +28,8 @@ and ksched's own:
 - ``ksched_nomination_conflicts_total``: preemptions not carried out because another
   replica nominated a pod to the node meanwhile (the pod was scheduled again).
 - ``ksched_store_assume_conflicts_total``: reservations the store refused because the
-  node no longer had the room (another replica took it).
+  node no longer had the room (another replica took it), or a DRA device they take is
+  held by another pod's reservation or an allocated claim.
 - ``ksched_store_domain_conflicts_total``: reservations the store refused because
   another replica placed a pod meanwhile in a domain the decision read (a node, a
   topology domain, a ReadWriteOncePod claim; see scheduler.domains).

@@ -56,7 +56,8 @@ class BatchOutcome:
     algorithm: list[float] = field(default_factory=list)
     """Seconds each ``schedule_pod`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
     assume_conflicts: int = 0
-    """Reservations the store refused because the node no longer had the room."""
+    """Reservations the store refused because the node no longer had the room (or a
+    DRA device they take is held by another pod or a claim)."""
     domain_conflicts: int = 0
     """Reservations the store refused because another replica placed a pod meanwhile
     in a domain the decision read (scheduler.domains)."""

@@ -84,6 +84,16 @@ def pod_entry(
     return ProjectedEntry(seq=seq, kind="pod", key=f"default/{name}", body=body, pod=charge)
 
 
+def claim_entry(
+    seq: int, name: str, devices: tuple[str, ...] = (), *, deleted: bool = False
+) -> ProjectedEntry:
+    """The informer's entry for ResourceClaim ``default/name`` whose allocation holds
+    ``devices`` (none: not allocated); ``deleted``: its deletion."""
+    body = None if deleted else msgspec.json.encode({"metadata": {"name": name}})
+    held = () if deleted else devices
+    return ProjectedEntry(seq, "resourceclaim", f"default/{name}", body, devices=held)
+
+
 def res(
     name: str,
     on: str,
@@ -112,6 +122,7 @@ async def snapshot(store: ClusterStore) -> tuple[Any, ...]:
         await store.assumed(),
         await store.leases(),
         await store.nominations(),
+        await store.devices(),
     )
 
 

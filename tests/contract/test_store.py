@@ -33,7 +33,7 @@ from tests.contract.store_support import (
 
 
 async def test_empty_store(store: ClusterStore) -> None:
-    assert await snapshot(store) == (0, {}, {}, {}, {}, {}, {}, {})
+    assert await snapshot(store) == (0, {}, {}, {}, {}, {}, {}, {}, {})
     assert await store.node_usage(["n1"]) == {"n1": {}}
     assert await store.allocatable(["n1"]) == {}
 

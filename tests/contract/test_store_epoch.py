@@ -27,6 +27,7 @@ GUARDED_CALLS: dict[str, Any] = {
     "clear_nominations": lambda s: s.clear_nominations(["uid-a"]),
     "nominations": lambda s: s.nominations(),
     "domain_versions": lambda s: s.domain_versions(),
+    "devices": lambda s: s.devices(),
 }
 
 

@@ -224,10 +224,12 @@ def test_routing_keys_are_documented_per_channel() -> None:
         "waiting",
         "podgroup",
         "status",
+        "claim",
         "preemption",
         "nomination",
     }
     assert _matches(decisions["address"], topology.decision_key("waiting", "team-a"))
+    assert _matches(decisions["address"], topology.decision_key(topology.CLAIM_DECISION, "ml"))
     assert _matches(decisions["address"], topology.decision_key("status", "team-a"))
     assert _matches(decisions["address"], topology.decision_key("preemption", "team-a"))
 
@@ -261,6 +263,13 @@ def test_operations_reference_existing_channels_and_their_messages() -> None:
             assert message["$ref"].startswith(f"{channel_ref}/messages/"), op_id
             _resolve(message["$ref"])
         assert channel["messages"], op_id
+
+
+def test_a_claims_allocation_is_a_resource_claim_on_the_decisions_channel() -> None:
+    channel = DOC["channels"][channel_id(topology.DECISIONS.name)]
+    message = _resolve(channel["messages"]["ClaimAllocation"]["$ref"])
+    assert message["payload"]["$ref"].endswith("/ResourceClaim")
+    assert "claim.<namespace>" in message["summary"] + message.get("description", "")
 
 
 def _operations_on(name: str, action: str) -> list[str]:

@@ -6,7 +6,7 @@ holds the two to the same answers.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from services.common.store.base import PODS
 
@@ -42,3 +42,11 @@ def fit_reasons(
         if usage.get(name, 0) + amount > allocatable.get(name, 0):
             reasons.append(f"Insufficient {name}")
     return reasons
+
+
+def devices_taken(held: Sequence[str]) -> str:
+    """The reason of a reservation refused for DRA devices others hold (both backends
+    word it here, the Redis one from the devices its script returns)."""
+    if len(held) == 1:
+        return f"device {held[0]} is already allocated"
+    return f"devices {', '.join(held)} are already allocated"

@@ -18,6 +18,10 @@ before anything is read or written when the marker is not what the client may us
 - ``lease``: hash uid → attempt.       ``nominated``: hash uid → ``node|priority``.
 - ``domains``: hash placement domain → version (scheduler.domains).
 - ``antikeys``: set of the topology keys of the placed pods' required anti-affinity.
+- ``devices``: hash DRA device → holder, ``pod:{uid}`` or ``claim:{ns/name}``.
+- ``devpod``: hash uid → the devices (newline-separated) its reservation asked for;
+  the pod holds those ``devices`` still names it for.
+- ``devclaim``: hash claim key → the devices (newline-separated) its allocation holds.
 - ``wait:*``: the pods waiting at Permit (see :mod:`services.common.store._lua_waiting`).
 - ``evicting``: hash uid → ``namespace/name`` of pods being evicted (the descheduler).
 - ``svclease:{name}``: a service's lease (holder, with a TTL).
@@ -75,7 +79,19 @@ local function incr(node, reqs, sign)
   end
 end
 
-local function release(uid)
+local function unhold(uid)
+  local v = redis.call('HGET', P .. 'devpod', uid)
+  if not v then return end
+  local mine = 'pod:' .. uid
+  for d in string.gmatch(v, '[^\\n]+') do
+    if redis.call('HGET', P .. 'devices', d) == mine then redis.call('HDEL', P .. 'devices', d) end
+  end
+  redis.call('HDEL', P .. 'devpod', uid)
+end
+
+-- The pod's assumption, and the devices it holds unless keep_devices (bound).
+local function release(uid, keep_devices)
+  if not keep_devices then unhold(uid) end
   local v = redis.call('HGET', P .. 'assumed', uid)
   if not v then return end
   local node, _, _, reqs = parse_assumed(v)
@@ -90,11 +106,12 @@ APPLY = (
     _HELPERS
     + """
 -- ARGV: P, expected, op, token, count, then per entry:
---   seq, kind, key, deleted, body, mode, uid, node, reqs
+--   seq, kind, key, deleted, body, mode, uid, node, reqs, devs
 -- op 'apply': guarded; on a Blank store the first entries make it live:{token}.
 -- op 'restore' / 'final': a Blank or Building store only; Building after, live:{token}
 -- after 'final'. Returns the token when the store became live, else ''.
--- mode 'n': node (reqs = allocatable); 'p': pod charge; '': object only.
+-- mode 'n': node (reqs = allocatable); 'p': pod charge; 'c': a claim holding devs
+-- (newline-separated; none when deallocated or deleted); '': object only.
 local op, token, count = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local marker
 if op == 'apply' then
@@ -105,7 +122,7 @@ else
 end
 local applied = tonumber(redis.call('GET', P .. 'seq') or '0')
 for k = 0, count - 1 do
-  local seq = tonumber(ARGV[6 + 9 * k])
+  local seq = tonumber(ARGV[6 + 10 * k])
   if seq > applied then
     if seq ~= applied + 1 then
       lost('is at seq ' .. applied .. ': applying seq ' .. seq ..
@@ -120,7 +137,8 @@ local i = 6
 for _ = 1, count do
   local seq, kind, key, deleted, body = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local mode, uid, node, reqs = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
-  i = i + 9
+  local devs = ARGV[i + 9]
+  i = i + 10
   if tonumber(seq) > applied then
     applied = tonumber(seq)
     last = seq
@@ -147,7 +165,7 @@ for _ = 1, count do
         redis.call('HDEL', P .. 'charge', uid)
       end
       if node ~= '' or deleted == '1' then
-        release(uid)
+        release(uid, deleted ~= '1')  -- bound: its devices held until its claims are
         redis.call('HDEL', P .. 'lease', uid)
         redis.call('HDEL', P .. 'nominated', uid)
       end
@@ -163,6 +181,21 @@ for _ = 1, count do
       if node ~= '' and deleted ~= '1' then
         redis.call('HSET', P .. 'charge', uid, node .. '|' .. reqs)
         incr(node, reqs, 1)
+      end
+    elseif mode == 'c' then
+      local holder = 'claim:' .. key
+      local old = redis.call('HGET', P .. 'devclaim', key)
+      if old then
+        for d in string.gmatch(old, '[^\\n]+') do
+          if redis.call('HGET', P .. 'devices', d) == holder then
+            redis.call('HDEL', P .. 'devices', d)
+          end
+        end
+        redis.call('HDEL', P .. 'devclaim', key)
+      end
+      if deleted ~= '1' and devs ~= '' then
+        for d in string.gmatch(devs, '[^\\n]+') do redis.call('HSET', P .. 'devices', d, holder) end
+        redis.call('HSET', P .. 'devclaim', key, devs)
       end
     end
   end
@@ -180,14 +213,16 @@ ASSUME = (
     _HELPERS
     + """
 -- ARGV: P, expected, now, count, then per reservation:
---   uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys
+--   uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys, devices
 -- (checked: '*' for every resource, else the comma-separated resources to check;
 -- reads: newline-separated domain, version pairs; touches: newline-separated domains;
 -- watched: '*' for unchecked, else the newline-separated anti-affinity topology keys
--- the decision knew of; keys: the pod's own, newline-separated).
+-- the decision knew of; keys: the pod's own, newline-separated; devices: the DRA
+-- devices it takes, newline-separated, once each).
 -- Returns per reservation {status, reason, usage as a flat field/value list,
 -- versions of the reads as a flat list on a conflict of the reads, anti-affinity
--- keys placed that the decision did not know of}.
+-- keys placed that the decision did not know of, devices others hold (the reason is
+-- then empty: Python words it)}.
 guard()
 local now = tonumber(ARGV[3])
 local swept = {}
@@ -259,21 +294,51 @@ local function moved(reads)
   return {table.concat(changed, ', '), flat}
 end
 
-local function assume(uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys)
+-- The devices others hold; a pod whose assumption expired holds nothing (released).
+local function taken(uid, devices)
+  local held, mine = {}, 'pod:' .. uid
+  for d in string.gmatch(devices, '[^\\n]+') do
+    local holder = redis.call('HGET', P .. 'devices', d)
+    if holder and holder ~= mine and string.sub(holder, 1, 4) == 'pod:' then
+      local other = string.sub(holder, 5)
+      local v = redis.call('HGET', P .. 'assumed', other)
+      if v then
+        local _, _, deadline = parse_assumed(v)
+        if deadline ~= 'inf' and tonumber(deadline) < now then
+          release(other)
+          holder = nil
+        end
+      end
+    end
+    if holder and holder ~= mine then table.insert(held, d) end
+  end
+  return held
+end
+
+local function hold(uid, devices)
+  if devices == '' then return end
+  for d in string.gmatch(devices, '[^\\n]+') do
+    redis.call('HSET', P .. 'devices', d, 'pod:' .. uid)
+  end
+  redis.call('HSET', P .. 'devpod', uid, devices)
+end
+
+local function assume(uid, node, attempt, deadline, reqs, checked, reads, touches, watched, keys,
+                      devices)
   if redis.call('HGET', P .. 'lease', uid) ~= attempt then
-    return {'stale', "attempt is not the pod's lease", {}, {}, {}}
+    return {'stale', "attempt is not the pod's lease", {}, {}, {}, {}}
   end
   if redis.call('HEXISTS', P .. 'charge', uid) == 1 then
-    return {'stale', 'pod is bound', {}, {}, {}}
+    return {'stale', 'pod is bound', {}, {}, {}, {}}
   end
   local cur = redis.call('HGET', P .. 'assumed', uid)
   if cur then
     local cnode, cattempt, cdeadline = parse_assumed(cur)
-    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}, {}, {}} end
+    if cdeadline == 'inf' then return {'stale', 'pod is binding', {}, {}, {}, {}} end
     if cnode == node and cattempt == attempt and tonumber(cdeadline) >= now then
       touch(touches)
       record(keys)
-      return {'assumed', '', {}, {}, {}}
+      return {'assumed', '', {}, {}, {}, {}}
     end
     release(uid)
   end
@@ -283,7 +348,7 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
   end
   local flat = redis.call('HGETALL', P .. 'usage:' .. node)
   if redis.call('SISMEMBER', P .. 'nodes', node) == 0 then
-    return {'conflict', 'node not found', flat, {}, {}}
+    return {'conflict', 'node not found', flat, {}, {}, {}}
   end
   local usage = tomap(flat)
   local alloc = tomap(redis.call('HGETALL', P .. 'alloc:' .. node))
@@ -297,20 +362,23 @@ local function assume(uid, node, attempt, deadline, reqs, checked, reads, touche
       table.insert(reasons, 'Insufficient ' .. name)
     end
   end
-  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat, {}, {}} end
+  if #reasons > 0 then return {'conflict', table.concat(reasons, ', '), flat, {}, {}, {}} end
   local m = moved(reads)
-  if m then return {'conflict', 'placements changed in ' .. m[1], flat, m[2], {}} end
+  if m then return {'conflict', 'placements changed in ' .. m[1], flat, m[2], {}, {}} end
   local missing = unknown(watched)
   if #missing > 0 then
     local why = 'pods with required anti-affinity on ' .. table.concat(missing, ', ') .. ' placed'
-    return {'conflict', why, flat, current(reads), missing}
+    return {'conflict', why, flat, current(reads), missing, {}}
   end
+  local held = taken(uid, devices)
+  if #held > 0 then return {'conflict', '', flat, {}, {}, held} end
   redis.call('HSET', P .. 'assumed', uid, table.concat({node, attempt, deadline, reqs}, '|'))
   redis.call('SADD', P .. 'assumed:' .. node, uid)
   incr(node, reqs, 1)
   touch(touches)
   record(keys)
-  return {'assumed', '', {}, {}, {}}
+  hold(uid, devices)
+  return {'assumed', '', {}, {}, {}, {}}
 end
 
 -- A refusal voids every later decision of the call that read a domain it touched: it
@@ -318,7 +386,7 @@ end
 local function voided(node, reads)
   local usage = redis.call('HGETALL', P .. 'usage:' .. node)
   return {'conflict', 'an earlier reservation of the same call was refused', usage,
-          current(reads), {}}
+          current(reads), {}, {}}
 end
 
 local function depends(reads, gone)
@@ -336,12 +404,12 @@ for k = 1, tonumber(ARGV[4]) do
     out[k] = voided(ARGV[i + 1], ARGV[i + 6])
   else
     out[k] = assume(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-                    ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9])
+                    ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10])
   end
   if out[k][1] ~= 'assumed' then
     for d in string.gmatch(ARGV[i + 7], '[^\\n]+') do gone[d] = true end
   end
-  i = i + 10
+  i = i + 11
 end
 return out
 """

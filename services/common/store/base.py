@@ -24,6 +24,21 @@ State of a pod in the store (upstream's cache draws the same machine)::
   decision read a domain (a node, a topology domain, a claim) in which another pod
   was placed since, and raises the version of every domain it touches. They go with
   the rest of a lost store (its clients reload them with the projection).
+- DRA devices (``driver/pool/device``): a device is held by at most one holder, a
+  pod's reservation (``Reservation.devices``) or an allocated ResourceClaim (a
+  ``resourceclaim`` entry's ``ProjectedEntry.devices``). ``assume`` refuses a
+  reservation wanting a device someone else holds (``conflict``, the held ones in
+  ``AssumeResult.devices``), else the pod holds its devices::
+
+      assume ──▶ held by the pod ──── claim's allocation applied ──▶ held by the claim
+                   │  forget, expiry before binding, pod deleted        │ claim deallocated,
+                   ▼                                                    ▼ deleted, or
+                 free ◀──────────────────────────────────────────── free  allocated otherwise
+
+  A pod's hold outlives its binding (the Binding may reach the log before the client
+  publishes the claim's allocation): it ends when the claim takes the devices over
+  or the pod is deleted. The claims' holds are projection (a rebuild restores them
+  from the log); the pods' go with the assumptions.
 - Leases: the queue records the attempt number it handed out for each pod. ``assume``
   refuses (``stale``) an attempt that is not the pod's current lease, so a pod attempted
   again after a queue restart is never reserved twice.
@@ -93,6 +108,10 @@ class ProjectedEntry:
     """For pods: the charge after this event."""
     allocatable: Mapping[str, int] | None = None
     """For nodes: allocatable after this event (including ``pods``); None when deleted."""
+    devices: tuple[str, ...] | None = None
+    """For resourceclaims: the devices its allocation holds after this event
+    (``services.common.k8s.devices.allocated_devices``); empty when it is not allocated
+    or deleted. None for other kinds (a resourceclaim entry without it holds nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +303,9 @@ class ClusterStore(Protocol):
         skipped, the first one after must be applied_seq + 1 (StoreLost otherwise).
         Updates objects, node allocatable, pod charges and node usage, converts a
         matching assumption into the bound charge, releases assumptions, leases and
-        nominations of pods that are bound or deleted."""
+        nominations of pods that are bound or deleted (and the devices of deleted
+        pods); a resourceclaim entry makes the claim hold ``devices`` instead of what
+        it held before (taking them from the pods holding them)."""
 
     async def objects(self, kind: str) -> dict[str, bytes]:
         """Every stored object of ``kind``: key → JSON."""
@@ -302,8 +323,11 @@ class ClusterStore(Protocol):
         ``Reservation.reads`` has another version (``versions``; reason
         ``placements changed in <domain>``), or a pod with required anti-affinity on a
         topology key not in ``Reservation.watched`` was placed (``keys``, and the
-        ``versions`` of the reads), else the whole request is charged, every domain
-        of ``Reservation.touches`` raised by one and ``Reservation.keys`` recorded.
+        ``versions`` of the reads), or a device of ``Reservation.devices`` is held by
+        another pod or a claim (``devices``, those held; reason ``device <id> is
+        already allocated``), else the whole request is charged, every domain of
+        ``Reservation.touches`` raised by one, ``Reservation.keys`` recorded and the
+        devices held for the pod.
         Once one reservation of the call is refused (``conflict`` or ``stale``), every
         later one that reads a domain it touches is refused too (``conflict``, reason
         :data:`VOIDED`, the current ``versions`` of its reads): its decision was taken
@@ -322,13 +346,18 @@ class ClusterStore(Protocol):
         it (scheduler.domains): binding it after that could break what they guard."""
 
     async def forget(self, claims: Sequence[BindClaim]) -> None:
-        """Release the assumption of each (uid, node, attempt) if it is still that one."""
+        """Release the assumption of each (uid, node, attempt) if it is still that one,
+        and the devices it holds."""
 
     async def assumed(self) -> dict[str, Assumed]:
         """Every current assumption, by pod uid."""
 
     async def domain_versions(self) -> dict[str, int]:
         """Every domain's placement version (``Reservation.touches``); missing: 0."""
+
+    async def devices(self) -> dict[str, str]:
+        """Every held DRA device → its holder: ``pod:<uid>`` (a reservation) or
+        ``claim:<namespace>/<name>`` (an allocated claim)."""
 
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         """Record the attempt number now in flight for each pod uid."""

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from services.common.store._charges import fit_reasons, normalize
+from services.common.store._charges import devices_taken, fit_reasons, normalize
 from services.common.store._waiting import WAITING_REMOVED, first_due, resolve
 from services.common.store.base import (
     VOIDED,
@@ -60,6 +60,12 @@ class _Data:
         """Placement versions (Reservation.reads and touches)."""
         self.anti_keys: set[str] = set()
         """Topology keys of the placed pods' required anti-affinity (Reservation.keys)."""
+        self.holders: dict[str, str] = {}
+        """DRA device → ``pod:<uid>`` or ``claim:<key>`` (see store.base)."""
+        self.pod_devices: dict[str, tuple[str, ...]] = {}
+        """Pod uid → the devices its reservation asked for (held while ``holders`` says so)."""
+        self.claim_devices: dict[str, tuple[str, ...]] = {}
+        """Claim key → the devices its allocation holds."""
         self.leases: dict[str, int] = {}
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
@@ -165,6 +171,19 @@ class MemoryStore:
                     self._d.alloc[entry.key] = dict(entry.allocatable or {})
             if entry.pod is not None:
                 self._apply_pod(entry.pod.uid, entry.pod.node, entry.pod.requests, entry.body)
+            if entry.kind == "resourceclaim":
+                devices = () if entry.body is None else entry.devices or ()
+                self._apply_claim(entry.key, devices)
+
+    def _apply_claim(self, key: str, devices: tuple[str, ...]) -> None:
+        holder, holders = f"claim:{key}", self._d.holders
+        for device in self._d.claim_devices.pop(key, ()):
+            if holders.get(device) == holder:
+                del holders[device]
+        for device in devices:
+            holders[device] = holder  # a pod's hold ends here: the claim has them now
+        if devices:
+            self._d.claim_devices[key] = devices
 
     def _apply_pod(
         self, uid: str, node: str | None, requests: Mapping[str, int], body: bytes | None
@@ -175,7 +194,7 @@ class MemoryStore:
         if node is not None or body is None:
             # Bound or deleted: any assumption ends here. When it was on ``node`` its
             # capacity is taken over by the bound charge below (released, then re-added).
-            self._release(uid)
+            self._release(uid, devices=body is None)  # bound: held until its claims are
             self._d.leases.pop(uid, None)
             self._d.nominations.pop(uid, None)
             if body is None:
@@ -255,12 +274,32 @@ class MemoryStore:
             versions = {d: domains.get(d, 0) for d in r.reads}
             reason = f"pods with required anti-affinity on {', '.join(missing)} placed"
             return AssumeResult("conflict", dict(usage), reason, versions, missing)
+        devices = tuple(dict.fromkeys(r.devices))
+        mine = f"pod:{r.uid}"
+        held = tuple(d for d in devices if self._holder(d, now) not in (None, mine))
+        if held:
+            return AssumeResult("conflict", dict(usage), devices_taken(held), devices=held)
         self._touch(r.touches)
         self._d.anti_keys.update(r.keys)
         deadline = min(now + r.ttl, sys.float_info.max)  # inf means binding
         self._d.assumed[r.uid] = Assumed(r.node, r.attempt, deadline, requests)
         self._charge(r.node, requests, +1)
+        if devices:
+            self._d.pod_devices[r.uid] = devices
+            self._d.holders.update(dict.fromkeys(devices, mine))
         return AssumeResult("assumed")
+
+    def _holder(self, device: str, now: float) -> str | None:
+        """Who holds ``device`` at ``now``: a pod whose assumption expired (on another
+        node than the one being swept) holds nothing any more and is released."""
+        holder = self._d.holders.get(device)
+        if holder is not None and holder.startswith("pod:"):
+            uid = holder.removeprefix("pod:")
+            a = self._d.assumed.get(uid)
+            if a is not None and a.deadline < now:
+                self._release(uid)
+                return None
+        return holder
 
     def _touch(self, domains: Sequence[str]) -> None:
         versions = self._d.domains
@@ -270,6 +309,10 @@ class MemoryStore:
     async def domain_versions(self) -> dict[str, int]:
         self._guard()
         return dict(self._d.domains)
+
+    async def devices(self) -> dict[str, str]:
+        self._guard()
+        return dict(self._d.holders)
 
     async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         self._guard()
@@ -441,10 +484,16 @@ class MemoryStore:
     async def close(self) -> None:
         pass
 
-    def _release(self, uid: str) -> None:
+    def _release(self, uid: str, *, devices: bool = True) -> None:
+        """Release the pod's assumption and (``devices``) the devices it holds."""
         a = self._d.assumed.pop(uid, None)
         if a is not None:
             self._charge(a.node, a.requests, -1)
+        if devices:
+            mine, holders = f"pod:{uid}", self._d.holders
+            for device in self._d.pod_devices.pop(uid, ()):
+                if holders.get(device) == mine:
+                    del holders[device]
 
     def _charge(self, node: str, requests: Mapping[str, int], sign: int) -> None:
         usage = self._d.usage.setdefault(node, {})

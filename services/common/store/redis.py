@@ -17,7 +17,8 @@ Details the Protocol leaves open (the in-memory store behaves the same):
   ``node_usage()`` covers every node in the log plus any node still charged.
   ``allocatable(nodes)`` leaves out nodes that are not in the log.
 - Expiry is lazy: an assumption past its deadline is released by the next ``assume`` that
-  targets its node, or by ``begin_bind``, which never claims it. Until then it still
+  targets its node or wants one of its DRA devices, or by ``begin_bind``, which never
+  claims it. Until then it still
   holds its capacity and ``assumed()`` lists it: nothing else can have been given that
   capacity.
 - A pending pod (``node=None``, body present) loses its bound charge only; a bound or
@@ -54,7 +55,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from services.common import redact, telemetry
-from services.common.store._charges import normalize
+from services.common.store._charges import devices_taken, normalize
 from services.common.store._lua import (
     ACQUIRE_LEASE,
     APPLY,
@@ -241,15 +242,17 @@ class RedisStore:
         token = uuid.uuid4().hex[:16]
         args: list[str | bytes] = [op, token, str(len(entries))]
         for e in entries:
-            mode, uid, node, reqs = "", "", "", ""
-            if e.kind == "node":
+            mode, uid, node, reqs, devs = "", "", "", "", ""
+            if e.kind == "resourceclaim":
+                mode, devs = "c", "\n".join(map(_device, e.devices or ()))
+            elif e.kind == "node":
                 mode, reqs = "n", _encode(e.allocatable or {})
             elif e.pod is not None:
                 mode, uid = "p", e.pod.uid
                 node = _name(e.pod.node or "")
                 reqs = _encode(normalize(e.pod.requests))
             deleted = "1" if e.body is None else "0"
-            args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs]
+            args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs, devs]
         if await self._run(self._apply, *args):  # the store became live: ours
             self._expected = token
 
@@ -285,23 +288,20 @@ class RedisStore:
             touches = "\n".join(map(_domain, r.touches))
             watched = "*" if r.watched is None else "\n".join(sorted(r.watched))
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
-            args += [reads, touches, watched, "\n".join(r.keys)]
+            devices = "\n".join(map(_device, dict.fromkeys(r.devices)))
+            args += [reads, touches, watched, "\n".join(r.keys), devices]
         replies = await self._run(self._assume, *args)
-        return [
-            AssumeResult(
-                _STATUSES[status],
-                _pairs(usage),
-                reason.decode(),
-                _pairs(versions),
-                tuple(k.decode() for k in keys),
-            )
-            for status, reason, usage, versions, keys in replies
-        ]
+        return [_assume_result(*reply) for reply in replies]
 
     @_traced("EVALSHA", "read_hash")
     async def domain_versions(self) -> dict[str, int]:
         raw = await self._hgetall("domains")
         return {name.decode(): int(version) for name, version in raw.items()}
+
+    @_traced("EVALSHA", "read_hash")
+    async def devices(self) -> dict[str, str]:
+        raw = await self._hgetall("devices")
+        return {device.decode(): holder.decode() for device, holder in raw.items()}
 
     @_traced("EVALSHA", "begin_bind")
     async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
@@ -518,6 +518,33 @@ def _waiting(row: Sequence[Any]) -> WaitingRecord:
         message=message,
         pending=pending,
     )
+
+
+def _assume_result(
+    status: bytes,
+    reason: bytes,
+    usage: Sequence[bytes],
+    versions: Sequence[bytes],
+    keys: Sequence[bytes],
+    held: Sequence[bytes],
+) -> AssumeResult:
+    """One reservation's answer from the assume script (a refusal for devices comes
+    without its reason, worded here as the in-memory store does)."""
+    devices = tuple(d.decode() for d in held)
+    return AssumeResult(
+        _STATUSES[status],
+        _pairs(usage),
+        devices_taken(devices) if devices else reason.decode(),
+        _pairs(versions),
+        tuple(k.decode() for k in keys),
+        devices,
+    )
+
+
+def _device(device: str) -> str:
+    if not device or "\n" in device:
+        raise ValueError(f"device {device!r} is empty or contains a newline")
+    return device
 
 
 def _name(name: str) -> str:

@@ -8,7 +8,7 @@ them current from the same log entries it applies."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -39,6 +39,10 @@ KINDS: Mapping[str, type] = {
 """The kinds the listers hold, by routing-key kind: what the scheduler loads at start."""
 
 
+def _none_held(now: float) -> frozenset[str]:
+    return frozenset()
+
+
 def _key(namespace: str | None, name: str) -> str:
     return f"{namespace or 'default'}/{name}"
 
@@ -66,6 +70,11 @@ class Listers:
         self.resource_claims: dict[str, ResourceClaim] = {}
         """By ``namespace/name``, as the templates."""
         self.resource_claim_templates: dict[str, ResourceClaimTemplate] = {}
+        self.devices_held_elsewhere: Callable[[float], frozenset[str]] = _none_held
+        """DRA devices (``driver/pool/device``) others hold at a time (clock seconds) as
+        far as this replica knows beyond its log (another replica's reservation that
+        the store refused ours for): DynamicResources counts them as allocated. The
+        scheduler's Cache sets it (``Cache.devices_held_elsewhere``); none otherwise."""
 
     def pod_group(self, namespace: str | None, name: str) -> PodGroup | None:
         return self.pod_groups.get(_key(namespace, name))

@@ -16,6 +16,15 @@ Pods bound to a node the cache does not (yet, or any more) have are remembered a
 counted as soon as the node appears. The store stays the authority on capacity: when
 its atomic assume reports a conflict, :meth:`correct_usage` lays the store's usage over
 the node until the next cluster event for that node.
+
+DRA devices other replicas hold (``foreign_devices``): when the store refuses a
+reservation because another replica's pod or an allocated claim the log has not
+brought here yet holds a device (``AssumeResult.devices``), the scheduler records
+those devices until the assume TTL passes (:meth:`hold_foreign_devices`), and the
+DynamicResources plugin treats :meth:`devices_held_elsewhere` (which it reads as
+``Handle.listers.devices_held_elsewhere``) as allocated, so the retry does not pick
+them again. By then the other pod's claim is in the log (allocated
+in the plugin's listers) or its reservation has expired.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ class Cache:
     def __init__(self) -> None:
         self.listers = Listers()
         """Namespaces, volumes, claims, storage classes, PDBs, priority classes."""
+        self.listers.devices_held_elsewhere = self.devices_held_elsewhere
         self._reset()
 
     def _reset(self) -> None:
@@ -65,6 +75,10 @@ class Cache:
         self._assumed: dict[str, tuple[str, float]] = {}
         self._extra: dict[str, dict[str, int]] = {}
         self._seq = 0
+        self.foreign_devices: dict[str, float] = {}
+        """DRA device (``driver/pool/device``) → until when (clock seconds) another
+        replica's reservation or a claim the store knows of holds it: read it through
+        :meth:`devices_held_elsewhere`."""
 
     @property
     def applied_seq(self) -> int:
@@ -254,6 +268,21 @@ class Cache:
         for uid in expired:
             self.forget(uid)
         return expired
+
+    def hold_foreign_devices(self, devices: Iterable[str], until: float) -> None:
+        """The store said others hold ``devices``: count them as allocated until
+        ``until`` (a later deadline for a device already held wins)."""
+        held = self.foreign_devices
+        for device in devices:
+            held[device] = max(held.get(device, until), until)
+
+    def devices_held_elsewhere(self, now: float) -> frozenset[str]:
+        """The devices others hold as far as this replica knows at ``now`` (those past
+        their deadline are dropped): the allocator must not choose them."""
+        held = self.foreign_devices
+        for device in [d for d, until in held.items() if until < now]:
+            del held[device]
+        return frozenset(held)
 
     def correct_usage(self, node: str, usage: Mapping[str, int]) -> None:
         """Raise the node's requested amounts to the store's ``usage`` (another replica's

@@ -255,7 +255,10 @@ class DynamicResources(
             slices = list(self._listers.resource_slices.values())
             if self._new_allocator is None:
                 self._new_allocator = _structured_allocator()
-            allocated = self.in_flight.allocated_devices()
+            # Devices other replicas' reservations hold, as the store said (the
+            # scheduler's Cache): not chosen again while the pod is retried.
+            elsewhere = self._listers.devices_held_elsewhere(self._now())
+            allocated = self.in_flight.allocated_devices() | elsewhere
             data.allocator = self._new_allocator(allocated, classes, slices)
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable_nodes(slices)

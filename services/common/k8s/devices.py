@@ -1,0 +1,32 @@
+"""DRA devices as the store holds them: a device's id (``driver/pool/device``) and the
+devices a ResourceClaim's allocation takes for itself alone.
+
+The same id as the allocator's ``device_id`` (upstream's ``MakeDeviceID``), here because
+the informer and the store need it below the framework; tests hold the two together.
+"""
+
+from __future__ import annotations
+
+from contracts.k8s.resource import ResourceClaim
+
+
+def device_id(driver: str, pool: str, device: str) -> str:
+    """``driver/pool/device`` (a driver and a device name have no slash; a pool may)."""
+    return f"{driver}/{pool}/{device}"
+
+
+def allocated_devices(claim: ResourceClaim) -> tuple[str, ...]:
+    """The devices the claim's ``status.allocation`` holds exclusively, in result
+    order, once each: every result except those with ``adminAccess: true`` (which
+    allocate nothing) and those with a ``shareID`` (a share of a device that allows
+    multiple allocations), as upstream's ``GatherAllocatedState`` counts them.
+    Empty when the claim is not allocated."""
+    allocation = claim.status.allocation
+    if allocation is None:
+        return ()
+    found = (
+        device_id(r.driver, r.pool, r.device)
+        for r in allocation.devices.results
+        if not r.admin_access and r.share_id is None
+    )
+    return tuple(dict.fromkeys(found))
