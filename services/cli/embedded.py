@@ -190,6 +190,9 @@ class EmbeddedCluster:
         self._claims: dict[str, list[DecisionRecord]] = {}
         """Pod → the ClaimAllocation records of its claims, until its Binding (their
         node) comes: each is recorded just before it."""
+        self._allocations: dict[str, tuple[Mapping[str, str], ...]] | None = None
+        """Each claim's allocation as last seen: a decision that allocates nothing new (a
+        claim already allocated, reserved for one more pod) is not recorded."""
         # One store client per service, as each process has its own on Redis.
         self.informer = InformerService(
             self.bus,
@@ -366,19 +369,28 @@ class EmbeddedCluster:
         """A claim's allocation (``claim.<namespace>``): applied at once, as the API
         server would store it (its MODIFIED watch event), and recorded before the
         Binding of the pod it is reserved for."""
+        if self._allocations is None:  # the claims allocated before the first decision
+            stored = await self.store.objects("resourceclaim")
+            self._allocations = {}
+            for body in stored.values():
+                known = claims.decode_claim(body)
+                self._allocations[claims.claim_key(known)] = claims.results(known)
         await self.bus.publish([claims.applied(delivery.body)])
         claim = claims.decode_claim(delivery.body)
         pod_key = claims.reserved_pod(claim)
-        if pod_key is None:
-            return
+        allocated = claims.results(claim)
+        key = claims.claim_key(claim)
+        if pod_key is None or self._allocations.get(key) == allocated:
+            return  # only a reservation for another pod: the claim was allocated before
+        self._allocations[key] = allocated
         pod = claims.pod_of(await self.store.objects("pod"), pod_key)
         record = DecisionRecord(
             CLAIM_ALLOCATION,
             pod_key,
             int(delivery.headers.get(ATTEMPT_HEADER, "0")),
-            claim=claims.claim_key(claim),
+            claim=key,
             pod_claim=claims.pod_claim_name(pod, claim) if pod is not None else None,
-            results=claims.results(claim),
+            results=allocated,
         )
         self._claims.setdefault(pod_key, []).append(record)
 

@@ -166,14 +166,21 @@ GPU_EXAMPLE = Path(__file__).resolve().parents[3] / "ops" / "examples" / "gpu-cl
     "DynamicResources" not in in_tree_registry(), reason="the DynamicResources plugin"
 )
 async def test_the_gpu_example_prints_each_claim_before_its_pods_binding() -> None:
-    """ops/examples/gpu-cluster.yaml with DynamicResources: every bound pod's claim is
-    a ClaimAllocation line just before its Binding, on its node; no device is given to
-    two claims (the shared claim is one claim)."""
+    """ops/examples/gpu-cluster.yaml with DynamicResources: every claim allocated is a
+    ClaimAllocation line just before its pod's Binding, on its node; the second pod of
+    the shared claim allocates nothing (its Binding alone); no device is given to two
+    claims."""
     documents = load_cluster(GPU_EXAMPLE.read_text(), str(GPU_EXAMPLE))
     records = await simulate(documents, seed=0)
     bound = [i for i, r in enumerate(records) if r.kind == "Binding"]
-    assert bound
+    sharing = [r.pod for r in records if r.kind == "Binding" and r.pod.startswith("default/infer")]
+    assert len(bound) == 7 and len(sharing) == 2
+    allocated = [r.claim for r in records if r.kind == "ClaimAllocation"]
+    assert len(allocated) == len(set(allocated)) == 6
     for i in bound:
+        if records[i].pod == sharing[1]:
+            assert records[i - 1].kind == "Binding"
+            continue
         claim = records[i - 1]
         assert (claim.kind, claim.pod, claim.node) == (
             "ClaimAllocation",

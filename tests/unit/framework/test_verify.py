@@ -49,6 +49,8 @@ def allocated_claim(name: str, *devices: tuple[str, bool]) -> ResourceClaim:
          "status": {"allocation": {"devices": {"results": results}}}},
         ResourceClaim,
     )  # fmt: skip
+
+
 TWO_ZONES = [N1, N2, zoned_node("n3", "z1")]
 
 CASES = {
