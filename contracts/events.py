@@ -29,10 +29,12 @@ from contracts.k8s import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    SchedulingPodGroup,
     Service,
     StatefulSet,
     StorageClass,
     Wire,
+    Workload,
 )
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -116,6 +118,14 @@ class PodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podgroup"):
     object: PodGroup
 
 
+class WorkloadEntry(_LogEntryBase, kw_only=True, frozen=True, tag="workload"):
+    object: Workload
+
+
+class SchedulingPodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="schedulingpodgroup"):
+    object: SchedulingPodGroup
+
+
 class NodeMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="nodemetrics"):
     object: NodeMetrics
 
@@ -140,6 +150,8 @@ LogEntry = (
     | PodGroupEntry
     | NodeMetricsEntry
     | PodMetricsEntry
+    | WorkloadEntry
+    | SchedulingPodGroupEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {

@@ -83,6 +83,10 @@ tracer = telemetry.tracer("queue")
 _encoder = msgspec.json.Encoder()
 FLUSH_PERIOD: Final = 1.0
 """Seconds between backoffQ flushes (and view publications), aligned to the second."""
+_LISTED_KINDS = ("podgroup", "schedulingpodgroup", "workload")
+"""The kinds the queue's plugins read (Coscheduling's QueueSort, GangScheduling's
+PreEnqueue)."""
+
 _VOLUME_KINDS: Final[dict[str, type[Volume]]] = {
     "persistentvolume": PersistentVolume,
     "persistentvolumeclaim": PersistentVolumeClaim,
@@ -371,9 +375,10 @@ class QueueService:
             volumes: list[Volume] = []
             for kind, cls in _VOLUME_KINDS.items():
                 volumes.extend(_decode(await self._store.objects(kind), cls))
-            listed = {kind: await self._store.objects(kind) for kind in ("podgroup",)}
+            listed = {kind: await self._store.objects(kind) for kind in _LISTED_KINDS}
             for listers in self.queue.listers:
                 listers.load(listed)
+                listers.scheduling_group_members.load(pods)
             self._groups.load(_decode(listed["podgroup"], PodGroup), pods)
             leases = await self._store.leases()
             self.nominator.load(await self._store.nominations())

@@ -80,6 +80,11 @@ def _base(kind: str, name: str, uid: str) -> Obj:
             obj["spec"] = {"selector": selector}
         case "podgroup":
             obj["spec"] = {"minMember": 2, "minResources": {"cpu": "1"}}
+        case "workload":
+            policy = {"gang": {"minCount": 2}}
+            obj["spec"] = {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": policy}]}
+        case "schedulingpodgroup":
+            obj["spec"] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
     return obj
 
 

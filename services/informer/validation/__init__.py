@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.k8s import Node, Pod, PriorityClass
+from contracts.k8s import Node, Pod, PriorityClass, SchedulingPodGroup, Workload
 from contracts.kinds import KubeObject
 from services.informer.validation.meta import Problem, meta_problems
 from services.informer.validation.node import node_problems
 from services.informer.validation.pod import pod_problems
 from services.informer.validation.priority import priority_class_problems
+from services.informer.validation.workload import (
+    pod_group_problems,
+    scheduling_group_problems,
+    workload_problems,
+)
 
 __all__ = ["Problem", "object_problems"]
 
@@ -24,6 +29,8 @@ _SPEC_CHECKS: dict[type, Callable[..., list[Problem]]] = {
     Pod: pod_problems,
     Node: node_problems,
     PriorityClass: priority_class_problems,
+    Workload: workload_problems,
+    SchedulingPodGroup: pod_group_problems,
 }
 
 
@@ -34,4 +41,7 @@ def object_problems(kind: str, obj: KubeObject, *, deleted: bool) -> list[Proble
     if deleted or found:
         return found
     check = _SPEC_CHECKS.get(type(obj))
-    return check(obj) if check is not None else []
+    found = check(obj) if check is not None else []
+    if not found and isinstance(obj, Pod):
+        found = scheduling_group_problems(obj)
+    return found
