@@ -11,6 +11,7 @@ from services.framework.plugins import (
     defaultbinder,
     defaultpreemption,
     externalpermit,
+    gangscheduling,
     imagelocality,
     interpodaffinity,
     nodename,
@@ -50,6 +51,7 @@ ENTRIES: tuple[PluginEntry, ...] = (
     defaultbinder.ENTRY,
     externalpermit.ENTRY,
     coscheduling.ENTRY,
+    gangscheduling.ENTRY,
 )
 
 
