@@ -386,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:  # a failed connection is reported once, as main's one line
         logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
     try:
+        _install_feature_gates_from_env()
+    except ValueError as error:  # FeatureGateError: component-base's message
+        print(f"ksched {_command(args)}: KSCHED_FEATURE_GATES: {error}", file=sys.stderr)
+        return 2
+    try:
         return _dispatch(args)
     except BrokenPipeError:  # the reader went away (ksched asyncapi | head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -402,6 +407,16 @@ def main(argv: list[str] | None = None) -> int:
         if failure.line:
             print(failure.line, file=sys.stderr)
         return failure.code
+
+
+def _install_feature_gates_from_env() -> None:
+    """``KSCHED_FEATURE_GATES`` (``--feature-gates``' syntax), for child processes such as
+    the integration tests' services; a ``--feature-gates`` flag, where given, wins."""
+    from services.common import features
+
+    gates = os.environ.get("KSCHED_FEATURE_GATES", "")
+    if gates:
+        features.install(features.parse(gates))
 
 
 def _log_format_flag(parser: argparse.ArgumentParser) -> None:
