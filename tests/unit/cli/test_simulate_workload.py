@@ -14,6 +14,7 @@ import pytest
 
 from services.cli.simulate import load_cluster, simulate
 from services.common import features
+from services.framework.config import load_config
 
 NS = "gang-scheduling"
 NODE = "kind: Node\nmetadata: {name: node}\nstatus: {allocatable: {cpu: '4', pods: '110'}}\n"
@@ -37,7 +38,13 @@ def pod_group(name: str = "pg", min_count: int | None = 3) -> str:
 
 
 def pod(
-    name: str, group: str | None = "pg", *, cpu: str = "1", priority: int = 100, node: str = ""
+    name: str,
+    group: str | None = "pg",
+    *,
+    cpu: str = "1",
+    priority: int = 100,
+    node: str = "",
+    labels: str = "",
 ) -> str:
     spec = [
         f"priority: {priority}",
@@ -144,3 +151,46 @@ async def test_workload_scenario(case: Case) -> None:
         (r.pod.split("/")[1], r.message) for r in records if r.kind == "NotReadyForScheduling"
     )
     assert held == case.held_back
+
+
+async def test_coscheduling_and_gang_scheduling_together_on_different_pods() -> None:
+    """One profile with Coscheduling (scheduler-plugins' PodGroup, by label) and
+    GangScheduling (the native PodGroup): each gang binds whole, a gang short of its
+    members binds nothing."""
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "*"}],
+                    },
+                },
+            }
+        ],
+    }
+    plugins_group = (
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+        f"metadata: {{name: cos, namespace: {NS}}}\nspec: {{minMember: 2}}\n"
+    )
+    labelled = [pod(f"c{i}", None, labels="scheduling.x-k8s.io/pod-group: cos") for i in (1, 2)]
+    text = cluster(
+        plugins_group,
+        pod_group(min_count=2),
+        pod_group("short", min_count=3),
+        *labelled,
+        pod("n1"),
+        pod("n2"),
+        pod("s1", "short"),
+    )
+    profiles = load_config(config).profiles
+    assert "GangScheduling" in [p.name for p in profiles[0].plugins.multi_point.enabled]
+    records = await simulate(load_cluster(text, "mixed.yaml"), seed=0, profiles=profiles)
+    bound = {r.pod.split("/")[1] for r in records if r.kind == "Binding"}
+    assert bound == {"c1", "c2", "n1", "n2"}
+    held = {r.pod.split("/")[1]: r.plugin for r in records if r.kind == "NotReadyForScheduling"}
+    assert held == {"s1": "GangScheduling"}
