@@ -8,8 +8,9 @@ workload and :class:`Timings` of the measured pods.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -21,6 +22,7 @@ from bench.workload import Workload
 from contracts import topology
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
+from services.common import features
 from services.common.clock import SystemClock
 from services.framework.config import load_config
 
@@ -39,7 +41,8 @@ def setup_documents(workload: Workload, nodes: int, init: int, pods: int) -> lis
     objects, init_pods = workload.setup(nodes, init, pods)
     docs += [document(i, kind, obj) for i, (kind, obj) in enumerate(objects)]
     docs += [document(i, "pod", pod) for i, pod in enumerate(init_pods)]
-    return docs + [document(i, "podgroup", g) for i, g in enumerate(workload.groups(pods))]
+    kind = workload.gangs.kind if workload.gangs is not None else "podgroup"
+    return docs + [document(i, kind, g) for i, g in enumerate(workload.groups(pods))]
 
 
 class Timings:
@@ -107,6 +110,24 @@ class Timings:
 
 
 async def bench_embedded(workload: Workload, nodes: int, init: int, pods: int) -> dict[str, object]:
+    with feature_gates(workload.feature_gates):
+        return await _bench_embedded(workload, nodes, init, pods)
+
+
+@contextlib.contextmanager
+def feature_gates(text: str) -> Iterator[None]:
+    """The test case's feature gates installed for the run (in this process)."""
+    before = features.current()
+    features.install(features.parse(text))
+    try:
+        yield
+    finally:
+        features.install(before)
+
+
+async def _bench_embedded(
+    workload: Workload, nodes: int, init: int, pods: int
+) -> dict[str, object]:
     timings = Timings(pods)
     timed_to_binding = workload.timed_to_binding
 

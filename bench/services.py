@@ -154,6 +154,8 @@ async def bench_services(
         await bus.declare([*topology.QUEUES, *([PASSTHROUGH_QUEUE] if passthrough else [])])
         await bus.consume_raw(watch, on_decisions, max_batch=1024)
         env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
+        if workload.feature_gates:
+            env["KSCHED_FEATURE_GATES"] = workload.feature_gates
         for name, own in plan:
             port = ["--metrics-port", str(endpoints.ports[name])]
             if passthrough:

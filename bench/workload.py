@@ -114,6 +114,21 @@ class Gangs:
 
     template: Template
     min_member: int
+    native: bool = False
+    """A native ``scheduling.k8s.io`` PodGroup (``minCount``, pods join by
+    ``spec.schedulingGroup``) rather than scheduler-plugins' (``minMember``, a label)."""
+
+    @property
+    def kind(self) -> str:
+        """The groups' routing kind."""
+        return "schedulingpodgroup" if self.native else "podgroup"
+
+    def join(self, pod: dict[str, Any], i: int) -> None:
+        """Make ``pod`` a member of group ``i``."""
+        if self.native:
+            pod["spec"]["schedulingGroup"] = {"podGroupName": self.name(i)}
+        else:
+            pod["metadata"]["labels"][POD_GROUP_LABEL] = self.name(i)
 
     def count(self, pods: int) -> int:
         """Groups for ``pods`` measured pods (the last one may be short of members)."""
@@ -127,7 +142,13 @@ class Gangs:
         it has when ``pods`` is not a multiple of ``min_member``."""
         obj = self.template.object(self.name(i))
         members = min(self.min_member, pods - i * self.min_member)
-        obj.setdefault("spec", {})["minMember"] = members
+        if self.native:
+            gang = (
+                obj.setdefault("spec", {}).setdefault("schedulingPolicy", {}).setdefault("gang", {})
+            )
+            gang["minCount"] = members
+        else:
+            obj.setdefault("spec", {})["minMember"] = members
         obj["metadata"]["namespace"] = namespace
         obj["metadata"]["uid"] = f"bench-{namespace}-{self.name(i)}"
         # Older groups first, as Coscheduling orders them: one second apart.
@@ -178,6 +199,8 @@ class Workload:
     steady: Steady | None = None
     """The measured createPods op keeps a number of pods pending for a while
     (``steadyState``; :mod:`bench.steady`); the measured count is that number."""
+    feature_gates: str = ""
+    """The test case's ``featureGates`` as ``--feature-gates`` text ("": the defaults)."""
 
     def setup(
         self, nodes: int, init: int, pods: int
@@ -242,7 +265,7 @@ class Workload:
         """Measured pod ``i``, pending (in group ``i // minMember`` with gangs)."""
         pod = self.measured_pod.pod(self.measured_namespace, i)
         if self.gangs is not None:
-            pod["metadata"]["labels"][POD_GROUP_LABEL] = self.gangs.name(i // self.gangs.min_member)
+            self.gangs.join(pod, i // self.gangs.min_member)
         return pod
 
     @property

@@ -33,10 +33,12 @@ from contracts.k8s import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    SchedulingPodGroup,
     Service,
     StatefulSet,
     StorageClass,
     Wire,
+    Workload,
 )
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -123,6 +125,14 @@ class PodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="podgroup"):
     object: PodGroup
 
 
+class WorkloadEntry(_LogEntryBase, kw_only=True, frozen=True, tag="workload"):
+    object: Workload
+
+
+class SchedulingPodGroupEntry(_LogEntryBase, kw_only=True, frozen=True, tag="schedulingpodgroup"):
+    object: SchedulingPodGroup
+
+
 class NodeMetricsEntry(_LogEntryBase, kw_only=True, frozen=True, tag="nodemetrics"):
     object: NodeMetrics
 
@@ -169,6 +179,8 @@ LogEntry = (
     | ResourceSliceEntry
     | ResourceClaimEntry
     | ResourceClaimTemplateEntry
+    | WorkloadEntry
+    | SchedulingPodGroupEntry
 )
 
 ENTRY_FOR_KIND: dict[str, type[LogEntry]] = {

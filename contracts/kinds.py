@@ -22,9 +22,11 @@ from contracts.k8s import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    SchedulingPodGroup,
     Service,
     StatefulSet,
     StorageClass,
+    Workload,
 )
 
 KubeObject = (
@@ -47,6 +49,8 @@ KubeObject = (
     | ResourceSlice
     | ResourceClaim
     | ResourceClaimTemplate
+    | Workload
+    | SchedulingPodGroup
 )
 
 KINDS: Final[dict[str, type[KubeObject]]] = {
@@ -71,6 +75,8 @@ NAMESPACED: Final = frozenset(
         "podmetrics",
         "resourceclaim",
         "resourceclaimtemplate",
+        "workload",
+        "schedulingpodgroup",
     }
 )
 

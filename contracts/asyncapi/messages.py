@@ -23,6 +23,7 @@ from contracts.k8s import Pod
 from contracts.k8s.decisions import Binding, Event
 from contracts.k8s.podgroup import PodGroup
 from contracts.k8s.resource import ResourceClaim
+from contracts.k8s.workload import SchedulingPodGroup
 from contracts.kinds import EVENT_TYPES
 from contracts.messages import BindBatch, BoundBatch, ResultBatch, ScheduleBatch
 from contracts.permit import PermitDecision, WaitingPod
@@ -45,6 +46,7 @@ def _top_level_types() -> list[type[Any]]:
         Event,
         WaitingPod,
         PodGroup,
+        SchedulingPodGroup,
         Preemption,
         Eviction,
         PodStatusPatch,
@@ -184,6 +186,13 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             "A PodGroup's status as the scheduler-plugins controller would write it"
             " (routing key `podgroup.<namespace>`): phase and member counts."
         ),
+        SchedulingPodGroup: (
+            "A native scheduling.k8s.io PodGroup's scheduling condition (routing key"
+            " `podgroup.<namespace>`, GenericWorkload): PodGroupInitiallyScheduled"
+            " (v1beta1) or PodGroupScheduled (v1alpha2), False/Unschedulable with the"
+            " attempt's message when a member fails, True/Scheduled once minCount members"
+            " are bound (terminal)."
+        ),
         Preemption: (
             "A preemption (routing key `preemption.<namespace>`): the preemptor, the node"
             " it is nominated to, and the victims to delete, each with the DisruptionTarget"
@@ -257,6 +266,7 @@ _EXCHANGE_MESSAGES: Final[dict[str, list[str]]] = {
         Event.__name__,
         WaitingPod.__name__,
         PodGroup.__name__,
+        SchedulingPodGroup.__name__,
         Preemption.__name__,
         Eviction.__name__,
         PodStatusPatch.__name__,

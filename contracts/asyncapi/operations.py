@@ -12,6 +12,7 @@ from contracts.asyncapi.messages import NOMINATION, _ref
 from contracts.eviction import Eviction
 from contracts.k8s.decisions import Event
 from contracts.k8s.podgroup import PodGroup
+from contracts.k8s.workload import SchedulingPodGroup
 from contracts.permit import WaitingPod
 from contracts.podstatus import PodStatusPatch
 from contracts.preemption import Preemption
@@ -129,7 +130,7 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         "queueSendPodGroupStatus",
         "send",
         topology.DECISIONS.name,
-        [PodGroup.__name__],
+        [PodGroup.__name__, SchedulingPodGroup.__name__],
         "internal",
         "Publish a PodGroup's status when its members change it.",
     ),

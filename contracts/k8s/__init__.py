@@ -76,6 +76,17 @@ from contracts.k8s.storage import (
     StorageClass,
     VolumeNodeAffinity,
 )
+from contracts.k8s.workload import (
+    POD_GROUP_INITIALLY_SCHEDULED,
+    POD_GROUP_SCHEDULED,
+    WORKLOAD_API_VERSIONS,
+    Condition,
+    PodSchedulingGroup,
+    SchedulingPodGroup,
+    SchedulingPodGroupSpec,
+    SchedulingPodGroupStatus,
+    Workload,
+)
 from contracts.k8s.workloads import (
     ReplicaSet,
     ReplicaSetSpec,
@@ -89,10 +100,14 @@ from contracts.k8s.workloads import (
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
+    "POD_GROUP_INITIALLY_SCHEDULED",
     "POD_GROUP_LABEL",
+    "POD_GROUP_SCHEDULED",
     "TERMINAL_PHASES",
+    "WORKLOAD_API_VERSIONS",
     "Affinity",
     "Binding",
+    "Condition",
     "Container",
     "ContainerImage",
     "ContainerMetrics",
@@ -136,6 +151,7 @@ __all__ = [
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "PodSchedulingGate",
+    "PodSchedulingGroup",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -149,6 +165,9 @@ __all__ = [
     "ResourceClaimTemplate",
     "ResourceRequirements",
     "ResourceSlice",
+    "SchedulingPodGroup",
+    "SchedulingPodGroupSpec",
+    "SchedulingPodGroupStatus",
     "Service",
     "ServiceSpec",
     "StatefulSet",
@@ -161,5 +180,6 @@ __all__ = [
     "VolumeNodeAffinity",
     "WeightedPodAffinityTerm",
     "Wire",
+    "Workload",
     "namespaced_name",
 ]

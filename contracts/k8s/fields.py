@@ -51,7 +51,7 @@ UNMODELLED: Final[Mapping[type[msgspec.Struct], frozenset[str]]] = {
             "enableServiceLinks", "ephemeralContainers", "evictionResponders", "hostAliases",
             "hostIPC", "hostPID", "hostUsers", "hostname", "hostnameOverride",
             "imagePullSecrets", "os", "readinessGates", "resources",
-            "runtimeClassName", "schedulingGroup", "securityContext", "serviceAccount",
+            "runtimeClassName", "securityContext", "serviceAccount",
             "serviceAccountName", "setHostnameAsFQDN", "shareProcessNamespace", "subdomain",
         }
     ),

@@ -14,6 +14,7 @@ from contracts.k8s.base import (
     Quantity,
     Wire,
 )
+from contracts.k8s.workload import PodSchedulingGroup
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -170,6 +171,8 @@ class PodSpec(Wire, kw_only=True, frozen=True):
     host_network: bool = False
     restart_policy: str | None = None
     termination_grace_period_seconds: int | None = None
+    scheduling_group: PodSchedulingGroup | None = None
+    """The native PodGroup the pod belongs to (GenericWorkload; see contracts.k8s.workload)."""
 
 
 class PodCondition(Wire, kw_only=True, frozen=True):

@@ -66,6 +66,10 @@ _Loader.yaml_implicit_resolvers = {
 _API_GROUPS = {kind: cls().api_version.rpartition("/")[0] for kind, cls in KINDS.items()}
 """The API group of each kind (``""`` for core/v1): a Knative ``Service`` is not a Service."""
 
+_KIND_IN_GROUP = {("podgroup", "scheduling.k8s.io"): "schedulingpodgroup"}
+"""(lower-case ``kind``, API group) → routing kind, where a wire kind names two structs:
+the native PodGroup is ``schedulingpodgroup``, scheduler-plugins' keeps ``podgroup``."""
+
 
 def read_documents(
     text: str, *, event_type: str = "ADDED", source: str = "<input>", warn: Warn = _stderr
@@ -83,6 +87,8 @@ def read_documents(
             raise ManifestError(f"{source}: document {index}: field kind: is required")
         kind = kind_name.lower()
         api_version = obj.get("apiVersion")
+        if isinstance(api_version, str):
+            kind = _KIND_IN_GROUP.get((kind, api_version.rpartition("/")[0]), kind)
         if kind not in KINDS:
             skipped[kind_name] += 1
             continue

@@ -18,10 +18,11 @@ import msgspec
 
 from contracts.errors import ErrorReport
 from contracts.events import EventType, WatchEvent
-from contracts.k8s import ObjectMeta
+from contracts.k8s import ObjectMeta, Pod
 from contracts.kinds import EVENT_TYPES, KINDS, NAMESPACED, KubeObject
 from services.informer.limits import MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH
 from services.informer.validation import object_problems
+from services.informer.validation.workload import drop_disabled_fields, gate_problem
 
 __all__ = ["MAX_MESSAGE_BYTES", "Accepted", "default_uid", "object_key", "validate"]
 
@@ -134,6 +135,9 @@ def validate(body: bytes, routing_key: str) -> Accepted | ErrorReport:
     if kind not in KINDS:
         known = ", ".join(sorted(KINDS))
         return report("kind", f"unknown kind {kind!r} in routing key (known kinds: {known})")
+    gated = gate_problem(kind)
+    if gated is not None:
+        return report("kind", gated)
     try:
         envelope = _envelope_decoder.decode(body)
     except msgspec.DecodeError as error:
@@ -148,6 +152,8 @@ def validate(body: bytes, routing_key: str) -> Accepted | ErrorReport:
     except msgspec.DecodeError as error:
         field, reason = _field(error)
         return report(field, reason)
+    if isinstance(obj, Pod):
+        obj = drop_disabled_fields(obj)
     problems = object_problems(kind, obj, deleted=envelope.type == "DELETED")
     if problems:
         field, reason = problems[0]

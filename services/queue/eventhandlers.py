@@ -40,7 +40,9 @@ from contracts.events import (
     PriorityClassEntry,
     ResourceClaimEntry,
     ResourceSliceEntry,
+    SchedulingPodGroupEntry,
     StorageClassEntry,
+    WorkloadEntry,
 )
 from contracts.k8s import (
     TERMINAL_PHASES,
@@ -53,6 +55,7 @@ from contracts.k8s import (
     PriorityClass,
     ResourceClaim,
     ResourceSlice,
+    SchedulingPodGroup,
     StorageClass,
     namespaced_name,
 )
@@ -62,6 +65,7 @@ from services.queue.cluster_events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_DELETE,
+    UNSCHEDULED_POD_ADD,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
@@ -155,6 +159,9 @@ class EventHandlers:
                 self.on_priority_class(type_, priority_class)
             case PodGroupEntry(object=group, type=type_):
                 self.on_pod_group(type_, group)
+            case SchedulingPodGroupEntry() | WorkloadEntry():
+                self.on_workload_object(entry)
+                return
             case _:
                 pass  # namespaces and PDBs move no pod
         if not isinstance(entry, (PodEntry, NodeEntry)):
@@ -173,7 +180,53 @@ class EventHandlers:
 
     # -- pods ---------------------------------------------------------------------------
 
+    def on_workload_object(self, entry: SchedulingPodGroupEntry | WorkloadEntry) -> None:
+        """A native PodGroup or Workload: the listers first (GangScheduling's PreEnqueue
+        reads them when the move runs it again), then its Add or Update moves the pods
+        whose hints say so (upstream's ``PodGroup``/``Workload`` events)."""
+        obj = entry.object
+        meta = obj.metadata
+        resource = (
+            EventResource.SchedulingPodGroup
+            if isinstance(obj, SchedulingPodGroup)
+            else EventResource.Workload
+        )
+        old: object | None = None
+        if self.queue.listers:
+            listers = self.queue.listers[0]
+            table = (
+                listers.scheduling_pod_groups
+                if resource == EventResource.SchedulingPodGroup
+                else listers.workloads
+            )
+            old = table.get(f"{meta.namespace or 'default'}/{meta.name}")
+        for listers in self.queue.listers:
+            listers.apply(entry)
+        if entry.type == "DELETED":
+            return
+        action = ActionType.Add if old is None else ActionType.Update
+        self.queue.move_all_to_active_or_backoff_queue(ClusterEvent(resource, action), old, obj)
+
+    def _scheduling_group_member(self, type_: EventType, pod: Pod) -> bool:
+        """Count the pod in its native PodGroup (before PreEnqueue runs for it); True
+        when it is a new member, whose arrival may complete a gang."""
+        known = False
+        for listers in self.queue.listers:
+            members = listers.scheduling_group_members
+            known = members.has(pod.metadata.uid)
+            members.put(pod, deleted=type_ == "DELETED")
+        return type_ != "DELETED" and not known and pod.spec.scheduling_group is not None
+
     def on_pod(self, type_: EventType, pod: Pod, *, order: int, attempts: int = 0) -> None:
+        new_member = False
+        if pod.spec.scheduling_group is not None or type_ == "DELETED":
+            new_member = self._scheduling_group_member(type_, pod)
+        self._on_pod(type_, pod, order=order, attempts=attempts)
+        if new_member and not is_assigned(pod):
+            # Another member of its group may now pass GangScheduling's PreEnqueue.
+            self.queue.move_all_to_active_or_backoff_queue(UNSCHEDULED_POD_ADD, None, pod)
+
+    def _on_pod(self, type_: EventType, pod: Pod, *, order: int, attempts: int = 0) -> None:
         uid, key = pod.metadata.uid, namespaced_name(pod.metadata)
         previous = self._uids.get(key)
         if previous is not None and previous != uid:

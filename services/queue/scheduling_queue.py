@@ -101,9 +101,20 @@ def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInf
 
 
 def gang_of(pod: Pod) -> tuple[str, str] | None:
-    """The pod's group (namespace, ``scheduling.x-k8s.io/pod-group``), if any."""
+    """The pod's group (namespace, ``scheduling.x-k8s.io/pod-group``), if any; a native
+    group (``spec.schedulingGroup``) as (namespace, ``scheduling.k8s.io/<name>``)."""
+    native = native_group_of(pod)
+    if native is not None:
+        return native
     group = pod.metadata.labels.get(POD_GROUP_LABEL)
     return (pod.metadata.namespace or "default", group) if group else None
+
+
+def native_group_of(pod: Pod) -> tuple[str, str] | None:
+    group = pod.spec.scheduling_group
+    if group is None or not group.pod_group_name:
+        return None
+    return (pod.metadata.namespace or "default", f"scheduling.k8s.io/{group.pod_group_name}")
 
 
 class SchedulingQueue:
@@ -338,9 +349,27 @@ class SchedulingQueue:
             gangs = gangs or group is not None
             if from_backoff and group is not None:
                 break
+            if not from_backoff and group is not None and native_group_of(info.pod) == group:
+                popped.extend(self._pop_siblings(group, now))
         if popped:
             self.version += 1
         return popped
+
+    def _pop_siblings(self, group: tuple[str, str], now: float) -> list[QueueEntry]:
+        """The other members of a native PodGroup in activeQ, in activeQ's order: they
+        go out with the first (one batch, one replica), as upstream's pod group
+        scheduling cycle takes a group's pods together; PrioritySort alone would
+        interleave two gangs' members, each gang reserving half the room."""
+        siblings = sorted(
+            (i for i in self._active.items() if native_group_of(i.pod) == group),
+            key=self._active_key,
+        )
+        for info in siblings:
+            self._active.delete(info.uid)
+            info.attempts += 1
+            info.where, info.since = SubQueue.IN_FLIGHT, now
+            self._in_flight.add(info.uid)
+        return siblings
 
     def _continues_gang(self, popped: list[QueueEntry]) -> bool:
         """Whether activeQ's head belongs to the same pod group as the last pod popped:

@@ -52,6 +52,7 @@ from contracts.k8s import (
     PriorityClass,
     ResourceClaim,
     ResourceSlice,
+    SchedulingPodGroup,
     StorageClass,
     namespaced_name,
 )
@@ -59,6 +60,7 @@ from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, Schedu
 from services.common import gctune, telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
+from services.common.decisions import rfc3339
 from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
@@ -68,6 +70,7 @@ from services.framework.api.preemption import Preempting
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import QueueMetrics
+from services.queue.native_podgroups import NativePodGroups
 from services.queue.nominator import Nominator
 from services.queue.pod_status import status_messages
 from services.queue.podgroups import PodGroups
@@ -86,6 +89,10 @@ tracer = telemetry.tracer("queue")
 _encoder = msgspec.json.Encoder()
 FLUSH_PERIOD: Final = 1.0
 """Seconds between backoffQ flushes (and view publications), aligned to the second."""
+_LISTED_KINDS = ("podgroup", "schedulingpodgroup", "workload")
+"""The kinds the queue's plugins read (Coscheduling's QueueSort, GangScheduling's
+PreEnqueue)."""
+
 _VOLUME_KINDS: Final[dict[str, type[Volume]]] = {
     "persistentvolume": PersistentVolume,
     "persistentvolumeclaim": PersistentVolumeClaim,
@@ -173,6 +180,8 @@ class QueueService:
         reported yet: gangs are dispatched one at a time (see SchedulingQueue.pop)."""
         self._groups = PodGroups()
         """PodGroups and their members, for the status the queue publishes."""
+        self._native_groups = NativePodGroups(lambda: rfc3339(self._clock.now()))
+        """Native PodGroups and their members, for their scheduling condition."""
         self.forgotten = 0
         """Assumptions forgotten in binding cycles so far (ScheduleBatch.forgotten)."""
         self.dispatched = 0
@@ -295,7 +304,10 @@ class QueueService:
     async def _publish_groups(self) -> None:
         """Publish the status of the PodGroups whose members or spec changed (only when
         it changed), on ``ksched.decisions`` as ``podgroup.<namespace>``."""
-        changed = self._groups.changed()
+        changed: list[PodGroup | SchedulingPodGroup] = [
+            *self._groups.changed(),
+            *self._native_groups.changed(),
+        ]
         if not changed:
             return
         messages = [
@@ -334,6 +346,7 @@ class QueueService:
                     self._ended.add(uid)
                     self.waiting.pop(uid, None)
             self._groups.apply(event)
+            self._native_groups.apply(event)
             if isinstance(event, PodEntry):
                 self._note_origin(event)
                 if event.type == "DELETED" or event.object.spec.node_name:
@@ -377,10 +390,13 @@ class QueueService:
             volumes: list[Volume] = []
             for kind, cls in _VOLUME_KINDS.items():
                 volumes.extend(_decode(await self._store.objects(kind), cls))
-            listed = {kind: await self._store.objects(kind) for kind in ("podgroup",)}
+            listed = {kind: await self._store.objects(kind) for kind in _LISTED_KINDS}
             for listers in self.queue.listers:
                 listers.load(listed)
+                listers.scheduling_group_members.load(pods)
             self._groups.load(_decode(listed["podgroup"], PodGroup), pods)
+            native = _decode(listed["schedulingpodgroup"], SchedulingPodGroup)
+            self._native_groups.load(native, pods)
             leases = await self._store.leases()
             self.nominator.load(await self._store.nominations())
             self.handlers.resync(ClusterState(pods, nodes, volumes, classes, leases))
@@ -500,6 +516,8 @@ class QueueService:
                 self.nominator.forget(uid)
                 self._origin.pop(uid, None)
             case "unschedulable":
+                if info is not None:
+                    self._native_groups.attempt_failed(info.pod, result.message)
                 self._nominate(result)
                 self.queue.add_unschedulable_if_not_present(
                     uid, result.plugins, message=result.message

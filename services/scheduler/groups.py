@@ -1,7 +1,9 @@
-"""The pods of each pod group, for Coscheduling (the Handle's ``PodLister``).
+"""The pods of each pod group, for Coscheduling and GangScheduling (the Handle's
+``PodLister``).
 
 Fed the same log entries as the snapshot (every pod labelled
-``scheduling.x-k8s.io/pod-group``, pending or bound); a pod this replica assumed shows
+``scheduling.x-k8s.io/pod-group``, and every pod with a native ``spec.schedulingGroup``,
+pending or bound); a pod this replica assumed shows
 on its node once it has been through Permit, as upstream's snapshot shows the pods
 assumed by earlier cycles but not the one being permitted.
 """
@@ -31,8 +33,9 @@ class GroupPods:
         self._assumed_node = assumed_node
         self._excluded = excluded
         self._waiting_node = waiting_node
-        self._groups: dict[tuple[str, str], dict[str, Pod]] = {}
-        self._group_of: dict[str, tuple[str, str]] = {}
+        self._groups: dict[tuple[str, str, str], dict[str, Pod]] = {}
+        """(API group, namespace, group name) → the members by uid."""
+        self._group_of: dict[str, tuple[str, str, str]] = {}
 
     def load(self, pods: Iterable[Pod]) -> None:
         self._groups, self._group_of = {}, {}
@@ -49,11 +52,10 @@ class GroupPods:
 
     def _put(self, pod: Pod) -> None:
         uid = pod_uid(pod)
-        group = pod.metadata.labels.get(POD_GROUP_LABEL)
-        if not group:
+        key = _group_key(pod)
+        if key is None:
             self._drop(uid)
             return
-        key = (pod.metadata.namespace or "default", group)
         if self._group_of.get(uid, key) != key:
             self._drop(uid)
         self._group_of[uid] = key
@@ -68,7 +70,13 @@ class GroupPods:
                 self._groups.pop(key, None)
 
     def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
-        members = self._groups.get((namespace, group), {})
+        return self._members((_X_K8S, namespace, group))
+
+    def pods_in_scheduling_group(self, namespace: str, group: str) -> list[Pod]:
+        return self._members((_NATIVE, namespace, group))
+
+    def _members(self, key: tuple[str, str, str]) -> list[Pod]:
+        members = self._groups.get(key, {})
         excluded = self._excluded()
         out: list[Pod] = []
         for uid, pod in members.items():
@@ -80,3 +88,18 @@ class GroupPods:
                     )
             out.append(pod)
         return out
+
+
+_X_K8S = "scheduling.x-k8s.io"
+_NATIVE = "scheduling.k8s.io"
+
+
+def _group_key(pod: Pod) -> tuple[str, str, str] | None:
+    """The pod's group: its native ``spec.schedulingGroup``, else its
+    ``scheduling.x-k8s.io/pod-group`` label (None: neither)."""
+    namespace = pod.metadata.namespace or "default"
+    native = pod.spec.scheduling_group
+    if native is not None and native.pod_group_name:
+        return (_NATIVE, namespace, native.pod_group_name)
+    group = pod.metadata.labels.get(POD_GROUP_LABEL)
+    return (_X_K8S, namespace, group) if group else None

@@ -102,6 +102,11 @@ def _base(kind: str, name: str, uid: str) -> Obj:
             obj["spec"] = _claim_spec()
         case "resourceclaimtemplate":
             obj["spec"] = {"metadata": {"labels": {"app": "web"}}, "spec": _claim_spec()}
+        case "workload":
+            policy = {"gang": {"minCount": 2}}
+            obj["spec"] = {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": policy}]}
+        case "schedulingpodgroup":
+            obj["spec"] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
     return obj
 
 

@@ -25,6 +25,7 @@ from tests.integration.harness import (
     running_cluster,
     until_true,
 )
+from tests.integration.permit_support import failed, not_settled, waiting
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -79,41 +80,6 @@ class Permits:
             aio_pika.Message(json.dumps(body).encode(), content_type="application/json"),
             routing_key=f"{verdict}.e2e",
         )
-
-
-def waiting(client: Client) -> dict[str, dict[str, Any]]:
-    return {b["name"]: b for k, b, _ in client.decisions if k.startswith("waiting.")}
-
-
-def failed(client: Client) -> dict[str, str]:
-    return {
-        e["involvedObject"]["name"]: e["message"] for e in client.events_with("FailedScheduling")
-    }
-
-
-async def not_settled(processes: Processes, client: Client, store: RedisStore) -> str:
-    """What a run that did not settle in time did: bound, failed, waiting, assumed, and
-    the scheduler's, binder's and queue's logs."""
-    return (
-        f"not settled: bound {sorted(client.bindings())}, failed {failed(client)}, "
-        f"waiting {sorted(waiting(client))}, assumed {sorted(await store.assumed())}\n"
-        + "\n".join(
-            f"{key} {body.get('reason', body.get('kind'))} {_named(body)} "
-            f"{body.get('node', '')} {headers.get('x-ksched-attempt', '')} "
-            f"{str(body.get('message', ''))[:150]}"
-            for key, body, headers in client.decisions
-        )
-        + "\n"
-        + "\n".join(
-            f"--- {n}:\n{processes.log(n)[-4000:]}"
-            for n in ("queue", "scheduler", "scheduler-2", "binder", "binder-2")
-        )
-    )
-
-
-def _named(body: dict[str, Any]) -> str:
-    named = body.get("involvedObject") or body.get("metadata") or body
-    return str(named.get("name"))
 
 
 def labelled(name: str, cpu: str = "100m", **labels: str) -> dict[str, Any]:

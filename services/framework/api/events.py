@@ -35,6 +35,9 @@ class EventResource(enum.StrEnum):
     DeviceClass = "resource.k8s.io/DeviceClass"
     PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
     """scheduler-plugins' PodGroup (Coscheduling registers it as a GVK resource)."""
+    SchedulingPodGroup = "PodGroup"
+    """The native ``scheduling.k8s.io`` PodGroup (upstream's ``fwk.PodGroup``)."""
+    Workload = "Workload"
     WildCard = "*"
 
 

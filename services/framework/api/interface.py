@@ -367,11 +367,19 @@ class PodLister(Protocol):
         has ``spec.nodeName`` set."""
         ...
 
+    def pods_in_scheduling_group(self, namespace: str, group: str) -> list[Pod]:
+        """The same for the native PodGroup ``group``: every pod of ``namespace`` whose
+        ``spec.schedulingGroup.podGroupName`` is ``group`` (GangScheduling)."""
+        ...
+
 
 class NoPods:
     """A Handle's pod lister where nothing lists pods (the binder, the queue)."""
 
     def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
+        return []
+
+    def pods_in_scheduling_group(self, namespace: str, group: str) -> list[Pod]:
         return []
 
 

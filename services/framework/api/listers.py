@@ -3,12 +3,13 @@ namespaces (InterPodAffinity's namespaceSelector), PersistentVolumes, claims and
 StorageClasses (the volume plugins), PodDisruptionBudgets and PriorityClasses
 (preemption), Services, ReplicationControllers, ReplicaSets and StatefulSets
 (PodTopologySpread's default selector), PodGroups (Coscheduling), DeviceClasses,
-ResourceSlices, ResourceClaims and ResourceClaimTemplates (DynamicResources). The snapshot keeps
+ResourceSlices, ResourceClaims and ResourceClaimTemplates (DynamicResources), Workloads and
+the native PodGroups with their members (GangScheduling). The snapshot keeps
 them current from the same log entries it applies."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -19,6 +20,7 @@ from contracts.k8s import (
     Namespace,
     PersistentVolume,
     PersistentVolumeClaim,
+    Pod,
     PodDisruptionBudget,
     PodGroup,
     PriorityClass,
@@ -27,9 +29,11 @@ from contracts.k8s import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    SchedulingPodGroup,
     Service,
     StatefulSet,
     StorageClass,
+    Workload,
 )
 from contracts.kinds import KINDS as ALL_KINDS
 
@@ -75,6 +79,16 @@ class Listers:
         far as this replica knows beyond its log (another replica's reservation that
         the store refused ours for): DynamicResources counts them as allocated. The
         scheduler's Cache sets it (``Cache.devices_held_elsewhere``); none otherwise."""
+        self.workloads: dict[str, Workload] = {}
+        """By ``namespace/name``, as the native PodGroups."""
+        self.scheduling_pod_groups: dict[str, SchedulingPodGroup] = {}
+        self.scheduling_group_members = SchedulingGroupMembers()
+        """The pods of each native PodGroup; fed pods only where a PreEnqueue counts
+        them (the queue), see :meth:`SchedulingGroupMembers.put`."""
+
+    def scheduling_pod_group(self, namespace: str | None, name: str) -> SchedulingPodGroup | None:
+        """The native (``scheduling.k8s.io``) PodGroup ``namespace/name``."""
+        return self.scheduling_pod_groups.get(_key(namespace, name))
 
     def pod_group(self, namespace: str | None, name: str) -> PodGroup | None:
         return self.pod_groups.get(_key(namespace, name))
@@ -131,6 +145,10 @@ class Listers:
                 _put(self.resource_claims, _key(meta.namespace, meta.name), obj, deleted)
             case ResourceClaimTemplate(metadata=meta):
                 _put(self.resource_claim_templates, _key(meta.namespace, meta.name), obj, deleted)
+            case Workload(metadata=meta):
+                _put(self.workloads, _key(meta.namespace, meta.name), obj, deleted)
+            case SchedulingPodGroup(metadata=meta):
+                _put(self.scheduling_pod_groups, _key(meta.namespace, meta.name), obj, deleted)
             case _:
                 pass
 
@@ -162,6 +180,8 @@ class Listers:
             self.resource_slices,
             self.resource_claims,
             self.resource_claim_templates,
+            self.workloads,
+            self.scheduling_pod_groups,
         )
 
 
@@ -170,3 +190,37 @@ def _put(into: dict[str, Any], key: str, obj: object, deleted: bool) -> None:
         into.pop(key, None)
     else:
         into[key] = obj
+
+
+class SchedulingGroupMembers:
+    """The pods of each native PodGroup by ``spec.schedulingGroup`` (any phase, pending or
+    bound): upstream's ``PodGroupState.AllPods``, what GangScheduling's PreEnqueue counts."""
+
+    def __init__(self) -> None:
+        self._members: dict[str, set[str]] = {}
+        self._group_of: dict[str, str] = {}
+
+    def load(self, pods: Iterable[Pod]) -> None:
+        self._members, self._group_of = {}, {}
+        for pod in pods:
+            self.put(pod)
+
+    def put(self, pod: Pod, *, deleted: bool = False) -> None:
+        uid = pod.metadata.uid
+        old = self._group_of.pop(uid, None)
+        if old is not None:
+            self._members[old].discard(uid)
+            if not self._members[old]:
+                del self._members[old]
+        group = pod.spec.scheduling_group
+        if deleted or group is None or not group.pod_group_name:
+            return
+        key = _key(pod.metadata.namespace, group.pod_group_name)
+        self._group_of[uid] = key
+        self._members.setdefault(key, set()).add(uid)
+
+    def has(self, uid: str) -> bool:
+        return uid in self._group_of
+
+    def count(self, namespace: str | None, name: str) -> int:
+        return len(self._members.get(_key(namespace, name), ()))

@@ -8,9 +8,11 @@ evicts a pod.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from contracts.k8s import DEFAULT_SCHEDULER_NAME
+from services.common import features
 from services.framework.runtime.profile import PluginRef, Plugins, PluginSet, Profile
 
 DEFAULT_PLUGINS: Final = Plugins(
@@ -42,4 +44,14 @@ DEFAULT_PLUGINS: Final = Plugins(
 
 def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
     """The profile kube-scheduler runs when given no configuration."""
-    return Profile(scheduler_name=scheduler_name, plugins=DEFAULT_PLUGINS)
+    return Profile(scheduler_name=scheduler_name, plugins=default_plugins())
+
+
+def default_plugins() -> Plugins:
+    """DEFAULT_PLUGINS with the feature-gated ones whose gates are on
+    (``applyFeatureGates``)."""
+    plugins = DEFAULT_PLUGINS
+    if features.enabled("GangScheduling") and features.enabled("GenericWorkload"):
+        enabled = (*plugins.multi_point.enabled, PluginRef("GangScheduling"))
+        plugins = replace(plugins, multi_point=replace(plugins.multi_point, enabled=enabled))
+    return plugins

@@ -12,6 +12,7 @@ from services.framework.plugins import (
     defaultpreemption,
     dynamicresources,
     externalpermit,
+    gangscheduling,
     imagelocality,
     interpodaffinity,
     nodename,
@@ -52,6 +53,7 @@ ENTRIES: tuple[PluginEntry, ...] = (
     defaultbinder.ENTRY,
     externalpermit.ENTRY,
     coscheduling.ENTRY,
+    gangscheduling.ENTRY,
 )
 
 

@@ -32,7 +32,7 @@ from services.framework.api.registry import (
     is_not_implemented,
     missing_plugin,
 )
-from services.framework.config.defaults import DEFAULT_PLUGINS, default_profile
+from services.framework.config.defaults import default_plugins, default_profile
 from services.framework.config.ignored import WHY_IGNORED, check_ignored
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.config.source import Source, check_type_meta, read_source
@@ -183,7 +183,7 @@ def _profile(
         args[entry.name] = _plugin_args(entry.name, entry.args, where, registry)
     if raw.percentage_of_nodes_to_score is not None:
         percentage = raw.percentage_of_nodes_to_score
-    profile = Profile(name, merge_plugins(DEFAULT_PLUGINS, custom), args, percentage)
+    profile = Profile(name, merge_plugins(default_plugins(), custom), args, percentage)
     resolve_plugins(profile, registry, path)
     return profile
 

@@ -1,6 +1,7 @@
 """What the API server refuses in an object, checked per kind (see the modules here):
 names, labels, annotations, counts against :mod:`services.informer.limits`, quantities,
-PriorityClass values, ``resource.k8s.io`` objects and a pod's claims. Each check
+PriorityClass values, ``resource.k8s.io`` objects and a pod's claims, and the
+``scheduling.k8s.io`` Workload and PodGroup. Each check
 returns ``(field path, reason)`` pairs; the informer reports the first one, so a
 malformed event yields exactly one report.
 
@@ -20,6 +21,8 @@ from contracts.k8s import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    SchedulingPodGroup,
+    Workload,
 )
 from contracts.kinds import KubeObject
 from services.informer.validation.meta import Problem, meta_problems
@@ -34,6 +37,11 @@ from services.informer.validation.resourceslice import (
     device_class_problems,
     resource_slice_problems,
 )
+from services.informer.validation.workload import (
+    pod_group_problems,
+    scheduling_group_problems,
+    workload_problems,
+)
 
 __all__ = ["Problem", "object_problems"]
 
@@ -45,6 +53,8 @@ _SPEC_CHECKS: dict[type, Callable[..., list[Problem]]] = {
     ResourceSlice: resource_slice_problems,
     ResourceClaim: resource_claim_problems,
     ResourceClaimTemplate: resource_claim_template_problems,
+    Workload: workload_problems,
+    SchedulingPodGroup: pod_group_problems,
 }
 
 
@@ -55,4 +65,7 @@ def object_problems(kind: str, obj: KubeObject, *, deleted: bool) -> list[Proble
     if deleted or found:
         return found
     check = _SPEC_CHECKS.get(type(obj))
-    return check(obj) if check is not None else []
+    found = check(obj) if check is not None else []
+    if not found and isinstance(obj, Pod):
+        found = scheduling_group_problems(obj)
+    return found

@@ -31,7 +31,7 @@ UPSTREAM_NAMES = {
     "SteadyStateClusterResourceClaimTemplate_half",
     "SteadyStateClusterResourceClaimTemplate_full",
 }
-OWN_NAMES = {"GangScheduling"}
+OWN_NAMES = {"GangScheduling", "GangSchedulingNative"}
 """ksched's own test cases (scheduler_perf has no PodGroups)."""
 
 

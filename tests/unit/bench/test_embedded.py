@@ -50,6 +50,7 @@ def test_every_upstream_shape_is_offered() -> None:
             "SchedulingPodAffinity",
             "Unschedulable",
             "GangScheduling",
+            "GangSchedulingNative",
             "PreemptionBasic",
             "PreemptionAsync",
             "SchedulingWithMixedChurn",

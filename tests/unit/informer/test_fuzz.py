@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from services.cli.manifests import ManifestError, check, read_documents
+from services.common import features
 from services.framework.api.registry import ConfigError
 from services.framework.config.load import load_config
 from tests.fuzz.events import generate
@@ -38,6 +40,14 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _workload_kinds() -> Iterator[None]:
+    """Workload and the native PodGroup are fuzzed like every kind: their gate is on."""
+    features.install(features.parse("GenericWorkload=true"))
+    yield
+    features.install(features.DEFAULTS)
 
 
 @FUZZ

@@ -85,6 +85,9 @@ class World:
     def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
         return [p for p in self.pods if p.metadata.labels.get(POD_GROUP_LABEL) == group]
 
+    def pods_in_scheduling_group(self, namespace: str, group: str) -> list[Pod]:
+        return []
+
     def get_waiting_pod(self, uid: str) -> Waiting | None:
         return next((w for w in self.waiting if w.pod.metadata.uid == uid), None)
 
