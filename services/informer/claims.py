@@ -154,7 +154,7 @@ def _claims_for(staged: Staged, pod: Pod, rng: random.Random) -> list[Change]:
 def _owned_claim(staged: Staged, pod: Pod, pod_claim_name: str) -> ResourceClaim | None:
     """``findPodResourceClaim``: a claim the pod controls, annotated with its claim name
     (one generated before the pod's status lost its entry)."""
-    for claim in staged.values("resourceclaim"):
+    for claim in staged.claims_owned_by(pod.metadata.uid):
         if (
             isinstance(claim, ResourceClaim)
             and claim.metadata.namespace == pod.metadata.namespace

@@ -53,6 +53,14 @@ def _version(obj: KubeObject) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
+def controller_uid(obj: KubeObject) -> str | None:
+    """The uid of the object's controlling owner, if any."""
+    for owner in obj.metadata.owner_references:
+        if owner.controller:
+            return owner.uid
+    return None
+
+
 class ClusterObjects:
     """Objects by kind and key, with the bytes they were stored as."""
 
@@ -61,6 +69,9 @@ class ClusterObjects:
         self._bytes: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self._uids: dict[str, tuple[str, str]] = {}
         """uid → (kind, key) of the live object that has it."""
+        self._owned: dict[str, set[str]] = {}
+        """Controller uid → keys of the ResourceClaims it controls (the claim
+        controller's ``claimPodOwnerIndex``)."""
 
     def uid_owner(self, uid: str) -> tuple[str, str] | None:
         """The (kind, key) of the live object with this uid, if any."""
@@ -71,6 +82,15 @@ class ClusterObjects:
             del self._uids[old.metadata.uid]
         if new is not None:
             self._uids[new.metadata.uid] = (kind, key)
+        if kind == "resourceclaim":
+            if old is not None and (owner := controller_uid(old)) is not None:
+                keys = self._owned.get(owner)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._owned[owner]
+            if new is not None and (owner := controller_uid(new)) is not None:
+                self._owned.setdefault(owner, set()).add(key)
 
     def get(self, kind: str, key: str) -> KubeObject | None:
         return self._objects[kind].get(key)
@@ -131,6 +151,16 @@ class Staged:
         self._objects: dict[tuple[str, str], KubeObject | None] = {}
         self._bytes: dict[tuple[str, str], bytes] = {}
         self._uids: dict[str, tuple[str, str] | None] = {}
+
+    def claims_owned_by(self, uid: str) -> Iterator[KubeObject]:
+        """The ResourceClaims, as staged, whose controller has ``uid`` (an index, not a
+        scan: the claim controller asks for every pod)."""
+        keys = set(self.base._owned.get(uid, ()))
+        keys.update(key for kind, key in self._objects if kind == "resourceclaim")
+        for key in keys:
+            obj = self.get("resourceclaim", key)
+            if obj is not None and controller_uid(obj) == uid:
+                yield obj
 
     def get(self, kind: str, key: str) -> KubeObject | None:
         if (kind, key) in self._objects:

@@ -47,6 +47,10 @@ def _none_held(now: float) -> frozenset[str]:
     return frozenset()
 
 
+_MAX_CHANGES = 1 << 16
+"""Claim changes kept before the journal starts over (a new epoch)."""
+
+
 def _key(namespace: str | None, name: str) -> str:
     return f"{namespace or 'default'}/{name}"
 
@@ -72,6 +76,12 @@ class Listers:
         self.resource_slices: dict[str, ResourceSlice] = {}
         """By name (cluster-scoped)."""
         self.resource_claims: dict[str, ResourceClaim] = {}
+        self.resource_claim_changes: list[str] = []
+        """The keys of the claims put or deleted, in order, for readers that follow
+        them (DynamicResources' devices taken); starts over with a new
+        :attr:`resource_claims_epoch` (after a reload, or when it grew long), when a
+        reader must read every claim again."""
+        self.resource_claims_epoch = 0
         """By ``namespace/name``, as the templates."""
         self.resource_claim_templates: dict[str, ResourceClaimTemplate] = {}
         self.devices_held_elsewhere: Callable[[float], frozenset[str]] = _none_held
@@ -142,7 +152,12 @@ class Listers:
             case ResourceSlice(metadata=meta):
                 _put(self.resource_slices, meta.name, obj, deleted)
             case ResourceClaim(metadata=meta):
-                _put(self.resource_claims, _key(meta.namespace, meta.name), obj, deleted)
+                key = _key(meta.namespace, meta.name)
+                _put(self.resource_claims, key, obj, deleted)
+                if len(self.resource_claim_changes) >= _MAX_CHANGES:
+                    self.resource_claim_changes = []
+                    self.resource_claims_epoch += 1
+                self.resource_claim_changes.append(key)
             case ResourceClaimTemplate(metadata=meta):
                 _put(self.resource_claim_templates, _key(meta.namespace, meta.name), obj, deleted)
             case Workload(metadata=meta):
@@ -156,6 +171,8 @@ class Listers:
         """Replace everything with the store's objects: kind → key → JSON."""
         for table in self._tables():
             table.clear()
+        self.resource_claim_changes = []
+        self.resource_claims_epoch += 1
         for kind, items in objects.items():
             cls = KINDS.get(kind)
             if cls is not None:

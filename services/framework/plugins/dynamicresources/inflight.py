@@ -19,11 +19,15 @@ which holds the pod's reservation with them (``CycleState.reserved_devices``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.framework.api.listers import Listers
+from services.framework.api.types import Int64Array
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources.allocator import device_id
 from services.framework.plugins.dynamicresources.claims import claim_uid
@@ -54,10 +58,26 @@ class InFlightAllocations:
         self._listers = listers
         self._by_uid: dict[str, InFlight] = {}
         """By claim uid."""
-        self._listed: dict[str, tuple[ResourceClaim, tuple[str, ...]]] = {}
-        """Listed claim key → (the claim object, its devices)."""
+        self._by_key: dict[str, str] = {}
+        """Claim key (``namespace/name``) → uid of its entry."""
+        self._by_node: dict[str, set[str]] = {}
+        """Node → uids of the entries of pods placed there."""
+        self._flight_count: Counter[str] = Counter()
+        """Device → how many entries hold it."""
+        self._listed: dict[str, tuple[str, ...]] = {}
+        """Listed claim key → its devices."""
+        self._listed_count: Counter[str] = Counter()
+        """Device → how many listed claims hold it."""
+        self._epoch = -1
+        self._seen = 0
+        """How far :attr:`Listers.resource_claim_changes` was followed."""
+        self._versions: Int64Array | None = None
+        self._index: object = None
+        """The node rows' pod versions (and the row index) at the last refresh."""
+        self._pending_keys: set[str] = set()
+        """Claims changed in the listers since the last refresh."""
         self._taken: frozenset[str] | None = None
-        """The last :meth:`allocated_devices`; None when in-flight entries changed."""
+        """The last :meth:`allocated_devices`; None when something changed."""
 
     def __len__(self) -> int:
         return len(self._by_uid)
@@ -71,7 +91,13 @@ class InFlightAllocations:
 
     def signal(self, claim: ResourceClaim, pod_uid: str, node: str) -> None:
         """``SignalClaimPendingAllocation``: ``claim`` carries its new allocation."""
-        self._by_uid[claim_uid(claim)] = InFlight(claim, pod_uid, node)
+        uid = claim_uid(claim)
+        self._drop(uid)
+        entry = InFlight(claim, pod_uid, node)
+        self._by_uid[uid] = entry
+        self._by_key[_claim_key(claim)] = uid
+        self._by_node.setdefault(node, set()).add(uid)
+        self._flight_count.update(exclusive_devices(claim.status.allocation))
         self._taken = None
 
     def remove(self, claim_uid: str, pod_uid: str) -> bool:
@@ -79,13 +105,58 @@ class InFlightAllocations:
         entry = self._by_uid.get(claim_uid)
         if entry is None or entry.pod_uid != pod_uid:
             return False
-        del self._by_uid[claim_uid]
-        self._taken = None
+        self._drop(claim_uid)
         return True
 
+    def _drop(self, uid: str) -> None:
+        entry = self._by_uid.pop(uid, None)
+        if entry is None:
+            return
+        key = _claim_key(entry.claim)
+        if self._by_key.get(key) == uid:
+            del self._by_key[key]
+        on_node = self._by_node.get(entry.node)
+        if on_node is not None:
+            on_node.discard(uid)
+            if not on_node:
+                del self._by_node[entry.node]
+        count = self._flight_count
+        for device in exclusive_devices(entry.claim.status.allocation):
+            count[device] -= 1
+            if count[device] <= 0:
+                del count[device]
+        self._taken = None
+
     def refresh(self, nodes: Snapshot) -> None:
-        """Drop stale entries (see the module docstring)."""
-        for uid, entry in list(self._by_uid.items()):
+        """Drop stale entries (see the module docstring). Only the entries whose claim
+        changed in the listers, or whose node's pods changed, since the last refresh
+        are looked at (every entry after a new snapshot layout)."""
+        self._follow_changes()
+        if not self._by_uid:
+            self._pending_keys.clear()
+            self._remember(nodes)
+            return
+        if (
+            self._versions is None
+            or self._index is not nodes.index
+            or len(self._versions) != len(nodes.pod_versions)
+        ):
+            candidates = set(self._by_uid)
+        else:
+            moved = np.flatnonzero(self._versions != nodes.pod_versions)
+            candidates = set()
+            for row in moved.tolist():
+                candidates |= self._by_node.get(nodes.names[row], set())
+            for key in self._pending_keys:
+                uid = self._by_key.get(key)
+                if uid is not None:
+                    candidates.add(uid)
+        self._pending_keys.clear()
+        self._remember(nodes)
+        for uid in candidates:
+            entry = self._by_uid.get(uid)
+            if entry is None:
+                continue
             meta = entry.claim.metadata
             listed = self._listers.resource_claim(meta.namespace, meta.name)
             if (
@@ -94,35 +165,58 @@ class InFlightAllocations:
                 or listed.status.allocation is not None
                 or not _still_placed(nodes, entry.pod_uid, entry.node)
             ):
-                del self._by_uid[uid]
-                self._taken = None
+                self._drop(uid)
+
+    def _remember(self, nodes: Snapshot) -> None:
+        self._versions = nodes.pod_versions.copy()
+        self._index = nodes.index
 
     def allocated_devices(self) -> frozenset[str]:
         """``ListAllAllocatedDevices``: the devices of every allocated claim the
-        listers hold and of every allocation in flight. Each listed claim's devices
-        are worked out once per claim object (upstream keeps them up to date from
-        informer events), and the set is rebuilt only when something changed."""
-        listed = self._listers.resource_claims
-        changed = self._taken is None
-        for key, claim in listed.items():
-            seen = self._listed.get(key)
-            if seen is None or seen[0] is not claim:
-                self._listed[key] = (claim, tuple(exclusive_devices(claim.status.allocation)))
-                changed = True
-        if len(self._listed) != len(listed):
-            for key in [key for key in self._listed if key not in listed]:
-                del self._listed[key]
-            changed = True
-        if changed or self._taken is None:
-            taken = {device for _, devices in self._listed.values() for device in devices}
-            taken.update(_devices(e.claim.status.allocation for e in self._by_uid.values()))
+        listers hold and of every allocation in flight. Both are kept up to date as
+        they change (the listed claims from the listers' journal of claim changes, as
+        upstream keeps them from informer events); the set is rebuilt only when
+        something changed."""
+        self._follow_changes()
+        if self._taken is None:
+            taken = set(self._listed_count)
+            taken.update(self._flight_count)
             self._taken = frozenset(taken)
         return self._taken
 
+    def _follow_changes(self) -> None:
+        listers = self._listers
+        changes = listers.resource_claim_changes
+        if listers.resource_claims_epoch != self._epoch:
+            self._epoch = listers.resource_claims_epoch
+            self._listed, self._listed_count = {}, Counter()
+            for key in listers.resource_claims:
+                self._relist(key)
+            self._seen = len(changes)
+            self._pending_keys.update(self._by_key)
+            self._taken = None
+        elif self._seen < len(changes):
+            for key in changes[self._seen :]:
+                self._relist(key)
+                self._pending_keys.add(key)
+            self._seen = len(changes)
+            self._taken = None
 
-def _devices(allocations: Iterable[AllocationResult | None]) -> Iterator[str]:
-    for allocation in allocations:
-        yield from exclusive_devices(allocation)
+    def _relist(self, key: str) -> None:
+        count = self._listed_count
+        for device in self._listed.pop(key, ()):
+            count[device] -= 1
+            if count[device] <= 0:
+                del count[device]
+        claim = self._listers.resource_claims.get(key)
+        devices = tuple(exclusive_devices(claim.status.allocation)) if claim is not None else ()
+        if devices:
+            self._listed[key] = devices
+            count.update(devices)
+
+
+def _claim_key(claim: ResourceClaim) -> str:
+    return f"{claim.metadata.namespace or 'default'}/{claim.metadata.name}"
 
 
 def _still_placed(nodes: Snapshot, uid: str, node: str) -> bool:

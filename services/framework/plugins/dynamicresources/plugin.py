@@ -78,6 +78,7 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocatorFeatures,
 )
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache
+from services.framework.plugins.dynamicresources.allocator.pools import SliceIndex
 from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,
@@ -93,6 +94,7 @@ from services.framework.plugins.dynamicresources.inflight import (
     InFlightAllocations,
     exclusive_devices,
 )
+from services.framework.plugins.dynamicresources.memo import Answer, FilterMemo, signature
 from services.framework.plugins.dynamicresources.score import compute_score
 from services.framework.plugins.dynamicresources.state import (
     Allocating,
@@ -171,6 +173,8 @@ class DynamicResources(
         self.in_flight = InFlightAllocations(listers)
         self._new_allocator = new_allocator
         """None: the structured allocator, built at first use."""
+        self._memo = FilterMemo()
+        """The allocator's answers per node, reused across pods (:mod:`.memo`)."""
         self._now = now
         """Wall time: binding timeouts, ``allocationTimestamp``."""
         self._clock = clock
@@ -259,7 +263,9 @@ class DynamicResources(
             # scheduler's Cache): not chosen again while the pod is retried.
             elsewhere = self._listers.devices_held_elsewhere(self._now())
             allocated = self.in_flight.allocated_devices() | elsewhere
-            data.allocator = self._new_allocator(allocated, classes, slices)
+            data.allocator = _Lazy(self._new_allocator, allocated, classes, slices)
+            self._memo.begin(slices, classes, allocated)
+            data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable_nodes(slices)
         state.write(STATE_KEY, data)
@@ -355,15 +361,23 @@ class DynamicResources(
             name = node.metadata.name
             if data.servable is not None and name not in data.servable:
                 return _CANNOT_ALLOCATE
-            started = self._clock()
-            try:
-                allocations = data.allocator.allocate(node, to_allocate)
-            except AllocationFailedOnNode:
-                raise
-            except AllocationError as err:
-                raise StatusError(str(err)) from err
-            if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
-                return _TIMED_OUT
+            answer = self._memo.get(data.memo_key, node)
+            if answer is None:
+                started = self._clock()
+                try:
+                    allocations = data.allocator.allocate(node, to_allocate)
+                except AllocationFailedOnNode as err:
+                    self._memo.put(data.memo_key, Answer(node, None, str(err)))
+                    raise
+                except AllocationError as err:
+                    raise StatusError(str(err)) from err
+                if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
+                    return _TIMED_OUT
+                self._memo.put(data.memo_key, Answer(node, allocations))
+            elif answer.failed is not None:
+                raise AllocationFailedOnNode(answer.failed)
+            else:
+                allocations = answer.allocations
             if allocations is None or len(allocations) != len(to_allocate):
                 return _CANNOT_ALLOCATE
         if unavailable:
@@ -536,17 +550,50 @@ class DynamicResources(
         return {"claims": claims} if claims else None
 
 
+class _Lazy:
+    """The pod's allocator, built on its first question (with the memo's answers, most
+    pods ask about one node or none)."""
+
+    def __init__(
+        self,
+        factory: AllocatorFactory,
+        allocated: frozenset[str],
+        classes: Mapping[str, DeviceClass],
+        slices: list[ResourceSlice],
+    ) -> None:
+        self._args = (allocated, classes, slices)
+        self._factory = factory
+        self._built: Allocating | None = None
+
+    def allocate(
+        self, node: Node, claims: Sequence[ResourceClaim]
+    ) -> list[AllocationResult] | None:
+        if self._built is None:
+            self._built = self._factory(*self._args)
+        return self._built.allocate(node, claims)
+
+
 def _structured_allocator() -> AllocatorFactory:
     """The structured-parameters allocator (:mod:`.allocator`), with one compiled-CEL
-    cache for the plugin's lifetime."""
+    cache for the plugin's lifetime and the slices' index kept while they are the same
+    objects (immutable, replaced on update; kept alive with the index)."""
     cel = CELCache()
+    indexed: list[tuple[tuple[int, ...], list[ResourceSlice], SliceIndex]] = []
 
     def new(
         allocated: frozenset[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
     ) -> Allocating:
         features = AllocatorFeatures.from_gates()
+        ids = tuple(map(id, slices))
+        if not indexed or indexed[0][0] != ids:
+            indexed[:] = [(ids, slices, SliceIndex(slices))]
         return Allocator(
-            features=features, allocated=allocated, classes=classes, slices=slices, cel=cel
+            features=features,
+            allocated=allocated,
+            classes=classes,
+            slices=slices,
+            cel=cel,
+            index=indexed[0][2],
         )
 
     return new

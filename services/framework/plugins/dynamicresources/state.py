@@ -44,6 +44,8 @@ class StateData:
     """Allocated claims whose binding conditions failed or timed out."""
     allocator: Allocating | None = None
     """Set when some claim needs allocating."""
+    memo_key: bytes = b""
+    """The claims to allocate, as the memo of Filter's answers keys them."""
     servable: frozenset[str] | None = None
     """Nodes some ResourceSlice may serve (None: possibly any); only set when every
     claim to allocate asks for a device, so that no slice means no fit."""

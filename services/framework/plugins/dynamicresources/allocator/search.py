@@ -65,11 +65,14 @@ class Allocator:
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel: CELCache,
+        index: SliceIndex | None = None,
     ) -> None:
+        """``index``: the slices' index when the caller keeps one for them (it depends
+        on nothing else)."""
         self.features = features
         self.allocated = allocated
         self.classes = classes
-        self.index = SliceIndex(slices)
+        self.index = index if index is not None else SliceIndex(slices)
         self.cel = cel
         self.available_counters: dict[str, Counters] = {}
         """Per pool, the counters left by allocated devices (computed on first use)."""
