@@ -82,6 +82,9 @@ class Listers:
         :attr:`resource_claims_epoch` (after a reload, or when it grew long), when a
         reader must read every claim again."""
         self.resource_claims_epoch = 0
+        self.device_generation = 0
+        """Raised whenever a DeviceClass or ResourceSlice is put or deleted: readers
+        that derive something from them all (DynamicResources) redo it only then."""
         """By ``namespace/name``, as the templates."""
         self.resource_claim_templates: dict[str, ResourceClaimTemplate] = {}
         self.devices_held_elsewhere: Callable[[float], frozenset[str]] = _none_held
@@ -149,8 +152,10 @@ class Listers:
                 _put(self.pod_groups, _key(meta.namespace, meta.name), obj, deleted)
             case DeviceClass(metadata=meta):
                 _put(self.device_classes, meta.name, obj, deleted)
+                self.device_generation += 1
             case ResourceSlice(metadata=meta):
                 _put(self.resource_slices, meta.name, obj, deleted)
+                self.device_generation += 1
             case ResourceClaim(metadata=meta):
                 key = _key(meta.namespace, meta.name)
                 _put(self.resource_claims, key, obj, deleted)
@@ -173,6 +178,7 @@ class Listers:
             table.clear()
         self.resource_claim_changes = []
         self.resource_claims_epoch += 1
+        self.device_generation += 1
         for kind, items in objects.items():
             cls = KINDS.get(kind)
             if cls is not None:

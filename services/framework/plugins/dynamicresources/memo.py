@@ -20,16 +20,19 @@ allocator only about the node the previous pod took devices on.
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import msgspec
+import numpy as np
 
 from contracts.k8s import DeviceClass, Node, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common import features
+from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources.allocator import split_device_id
 
 MAX_SIGNATURES: Final = 64
@@ -53,6 +56,17 @@ def signature(claims: Sequence[ResourceClaim]) -> bytes:
     return b"\x00".join(_encoder.encode(c.spec) for c in claims)
 
 
+@dataclass(slots=True)
+class _Codes:
+    """Filter's codes for every row of a snapshot layout, and the nodes whose answers
+    were dropped since (to ask again)."""
+
+    index: object
+    nodes: tuple[Node, ...]
+    codes: np.ndarray
+    dirty: set[str]
+
+
 class FilterMemo:
     def __init__(self) -> None:
         self._inputs: tuple[object, ...] = ()
@@ -60,21 +74,29 @@ class FilterMemo:
         self._taken: frozenset[str] = frozenset()
         self._pool_node: dict[tuple[str, str], str | None] = {}
         self._answers: OrderedDict[bytes, dict[str, Answer]] = OrderedDict()
+        self._codes: dict[bytes, _Codes] = {}
 
     def begin(
         self,
         slices: Sequence[ResourceSlice],
         classes: Mapping[str, DeviceClass],
         taken: frozenset[str],
+        generation: int | None = None,
     ) -> None:
-        """Before a pod's Filter: drop what the changes since the last pod invalidate."""
-        class_objects = tuple(classes.values())
-        inputs = (tuple(map(id, slices)), tuple(map(id, class_objects)), id(features.current()))
+        """Before a pod's Filter: drop what the changes since the last pod invalidate.
+        ``generation``: the listers' ``device_generation`` (the slices and classes are
+        the same while it is), else they are compared object by object."""
+        if generation is not None:
+            inputs: tuple[object, ...] = (generation, id(features.current()))
+        else:
+            ids = (tuple(map(id, slices)), tuple(map(id, classes.values())))
+            inputs = (*ids, id(features.current()))
         if inputs != self._inputs:
             self._inputs = inputs
-            self._kept = (tuple(slices), class_objects, features.current())
+            self._kept = (tuple(slices), tuple(classes.values()), features.current())
             self._pool_node = _pool_nodes(slices)
             self._answers.clear()
+            self._codes.clear()
             self._taken = taken
             return
         changed = taken ^ self._taken
@@ -87,11 +109,14 @@ class FilterMemo:
             node = self._pool_node.get((driver, pool))
             if node is None:  # not node-local (or unknown): may serve any node
                 self._answers.clear()
+                self._codes.clear()
                 return
             nodes.add(node)
         for answers in self._answers.values():
             for node in nodes:
                 answers.pop(node, None)
+        for cached in self._codes.values():
+            cached.dirty |= nodes
 
     def get(self, key: bytes, node: Node) -> Answer | None:
         answers = self._answers.get(key)
@@ -101,12 +126,35 @@ class FilterMemo:
         answer = answers.get(node.metadata.name)
         return answer if answer is not None and answer.node is node else None
 
+    def answer(self, key: bytes, node: str) -> Answer | None:
+        """The answer kept for ``node`` (by name: for the attempt whose Filter used it)."""
+        answers = self._answers.get(key)
+        return None if answers is None else answers.get(node)
+
+    def codes(self, key: bytes, nodes: Snapshot) -> tuple[np.ndarray, set[str]] | None:
+        """Filter's codes for ``nodes`` (a copy) and the nodes to ask about again, when
+        kept for the same rows of the same node objects."""
+        cached = self._codes.get(key)
+        if cached is None or cached.index is not nodes.index:
+            return None
+        if len(cached.nodes) != len(nodes.nodes) or not all(
+            map(operator.is_, cached.nodes, nodes.nodes)
+        ):
+            return None
+        return cached.codes.copy(), cached.dirty
+
+    def keep_codes(self, key: bytes, nodes: Snapshot, codes: np.ndarray) -> None:
+        """Filter's codes for every row of ``nodes``, all answered now."""
+        if key in self._answers:
+            self._codes[key] = _Codes(nodes.index, tuple(nodes.nodes), codes.copy(), set())
+
     def put(self, key: bytes, answer: Answer) -> None:
         answers = self._answers.get(key)
         if answers is None:
             answers = self._answers[key] = {}
             if len(self._answers) > MAX_SIGNATURES:
-                self._answers.popitem(last=False)
+                dropped, _ = self._answers.popitem(last=False)
+                self._codes.pop(dropped, None)
         answers[answer.node.metadata.name] = answer
 
 

@@ -173,6 +173,8 @@ class DynamicResources(
         self.in_flight = InFlightAllocations(listers)
         self._new_allocator = new_allocator
         """None: the structured allocator, built at first use."""
+        self._slices: tuple[int, list[ResourceSlice], frozenset[str] | None] | None = None
+        """The listers' slices and the nodes they may serve, at a device generation."""
         self._memo = FilterMemo()
         """The allocator's answers per node, reused across pods (:mod:`.memo`)."""
         self._now = now
@@ -256,7 +258,11 @@ class DynamicResources(
                 return None, status
         if data.to_allocate():
             classes = self._listers.device_classes
-            slices = list(self._listers.resource_slices.values())
+            generation = self._listers.device_generation
+            if self._slices is None or self._slices[0] != generation:
+                slices = list(self._listers.resource_slices.values())
+                self._slices = (generation, slices, servable_nodes(slices))
+            _, slices, servable = self._slices
             if self._new_allocator is None:
                 self._new_allocator = _structured_allocator()
             # Devices other replicas' reservations hold, as the store said (the
@@ -264,10 +270,10 @@ class DynamicResources(
             elsewhere = self._listers.devices_held_elsewhere(self._now())
             allocated = self.in_flight.allocated_devices() | elsewhere
             data.allocator = _Lazy(self._new_allocator, allocated, classes, slices)
-            self._memo.begin(slices, classes, allocated)
+            self._memo.begin(slices, classes, allocated, generation)
             data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
-                data.servable = servable_nodes(slices)
+                data.servable = servable
         state.write(STATE_KEY, data)
         return None, SUCCESS
 
@@ -335,8 +341,29 @@ class DynamicResources(
         data = state.read(STATE_KEY, StateData)
         if not data.claims:
             return FilterResult.all_passed(nodes.num_nodes)
-        codes = np.zeros(nodes.num_nodes, dtype=np.int64)
         to_allocate = [data.claims[i] for i in data.to_allocate()]
+        # Only claims to allocate (none allocated, none waiting on conditions): the
+        # memo's codes of the last pod with the same claims hold for every node but
+        # those whose devices changed since.
+        simple = (
+            data.allocator is not None
+            and not data.unready
+            and all(terms is None for terms in data.available_on)
+        )
+        kept = self._memo.codes(data.memo_key, nodes) if simple else None
+        if kept is not None:
+            codes, dirty = kept
+            try:
+                for name in dirty:
+                    row = nodes.index.get(name)
+                    if row is not None:
+                        codes[row] = self._filter_node(data, nodes.nodes[row], to_allocate)
+            except AllocationFailedOnNode:
+                kept = None  # a status of its own: the whole pass below
+            else:
+                self._memo.keep_codes(data.memo_key, nodes, codes)
+                return FilterResult(codes == _PASSED, codes, _STATUSES.__getitem__)
+        codes = np.zeros(nodes.num_nodes, dtype=np.int64)
         statuses = dict(_STATUSES)
         for row in range(nodes.num_nodes):
             try:
@@ -347,7 +374,18 @@ class DynamicResources(
                 code = next((c for c, s in statuses.items() if s == status), len(statuses) + 1)
                 statuses[code] = status
                 codes[row] = code
+        if simple and len(statuses) == len(_STATUSES) and not (codes == _TIMED_OUT).any():
+            self._memo.keep_codes(data.memo_key, nodes, codes)
         return FilterResult(codes == _PASSED, codes, statuses.__getitem__)
+
+    def _allocations(self, data: StateData, node: str) -> list[AllocationResult] | None:
+        """Filter's allocations for ``node``: asked in this attempt, or the memo's."""
+        found = data.node_allocations.get(node)
+        if found is None and data.memo_key:
+            answer = self._memo.answer(data.memo_key, node)
+            if answer is not None and answer.failed is None:
+                found = answer.allocations
+        return found
 
     def _filter_node(self, data: StateData, node: Node, to_allocate: list[ResourceClaim]) -> int:
         unavailable = [
@@ -427,7 +465,7 @@ class DynamicResources(
         data = state.read(STATE_KEY, StateData)
         scores = np.zeros(len(rows), dtype=np.int64)
         for i, row in enumerate(rows.tolist()):
-            allocations = data.node_allocations.get(nodes.names[row])
+            allocations = self._allocations(data, nodes.names[row])
             if allocations is not None:
                 scores[i] = compute_score(data.claims, allocations)
         return scores
@@ -442,7 +480,7 @@ class DynamicResources(
         to_allocate = data.to_allocate()
         if not to_allocate:
             return SUCCESS
-        allocations = data.node_allocations.get(node)
+        allocations = self._allocations(data, node)
         if not allocations:
             return Status(Code.Error, ("claim allocation not found for node",))
         if len(allocations) != len(to_allocate):
@@ -528,7 +566,7 @@ class DynamicResources(
             return None
         if not data.claims:
             return None
-        fresh = dict(zip(data.to_allocate(), data.node_allocations.get(node, []), strict=False))
+        fresh = dict(zip(data.to_allocate(), self._allocations(data, node) or [], strict=False))
         claims: dict[str, Any] = {}
         for index, claim in enumerate(data.claims):
             allocation = claim.status.allocation or fresh.get(index)

@@ -218,9 +218,9 @@ ENABLE_PREEMPTION = (
     ("text", "error"),
     [
         pytest.param(
-            ENABLE_PREEMPTION.format("GangScheduling"),
+            ENABLE_PREEMPTION.format("PodGroupPodsCount"),
             "7: profiles[0].plugins.postFilter.enabled[0].name: "
-            'Invalid value: "GangScheduling": not implemented in ksched',
+            'Invalid value: "PodGroupPodsCount": not implemented in ksched',
             id="not-implemented plugin enabled",
         ),
         pytest.param(
@@ -368,9 +368,9 @@ profiles:
             id="preemption unknown arg",
         ),
         pytest.param(
-            HEAD + "profiles:\n- pluginConfig:\n  - name: GangScheduling\n"
+            HEAD + "profiles:\n- pluginConfig:\n  - name: PodGroupPodsCount\n"
             "    args: {timeout: 5s}\n",
-            "6: profiles[0].pluginConfig[0].args: not supported: GangScheduling is not "
+            "6: profiles[0].pluginConfig[0].args: not supported: PodGroupPodsCount is not "
             "implemented in ksched, so its args cannot be checked",
             id="args of a not-implemented plugin ksched cannot check",
         ),
