@@ -151,12 +151,13 @@ class Staged:
         self._objects: dict[tuple[str, str], KubeObject | None] = {}
         self._bytes: dict[tuple[str, str], bytes] = {}
         self._uids: dict[str, tuple[str, str] | None] = {}
+        self._owned: dict[str, set[str]] = {}
+        """Controller uid → keys of the claims staged with it (a superset: checked)."""
 
     def claims_owned_by(self, uid: str) -> Iterator[KubeObject]:
         """The ResourceClaims, as staged, whose controller has ``uid`` (an index, not a
         scan: the claim controller asks for every pod)."""
-        keys = set(self.base._owned.get(uid, ()))
-        keys.update(key for kind, key in self._objects if kind == "resourceclaim")
+        keys = self.base._owned.get(uid, set()) | self._owned.get(uid, set())
         for key in keys:
             obj = self.get("resourceclaim", key)
             if obj is not None and controller_uid(obj) == uid:
@@ -219,6 +220,10 @@ class Staged:
     ) -> None:
         self._objects[kind, key] = new
         self._bytes[kind, key] = data
+        if kind == "resourceclaim" and new is not None:
+            owner = controller_uid(new)
+            if owner is not None:
+                self._owned.setdefault(owner, set()).add(key)
         if old is not None and self.uid_owner(old.metadata.uid) == (kind, key):
             self._uids[old.metadata.uid] = None
         if new is not None:

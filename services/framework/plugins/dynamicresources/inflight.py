@@ -78,6 +78,8 @@ class InFlightAllocations:
         """Claims changed in the listers since the last refresh."""
         self._taken: frozenset[str] | None = None
         """The last :meth:`allocated_devices`; None when something changed."""
+        self._changed: set[str] = set()
+        """Devices taken or freed since the last :meth:`drain_changes`."""
 
     def __len__(self) -> int:
         return len(self._by_uid)
@@ -97,7 +99,9 @@ class InFlightAllocations:
         self._by_uid[uid] = entry
         self._by_key[_claim_key(claim)] = uid
         self._by_node.setdefault(node, set()).add(uid)
-        self._flight_count.update(exclusive_devices(claim.status.allocation))
+        devices = list(exclusive_devices(claim.status.allocation))
+        self._flight_count.update(devices)
+        self._changed.update(devices)
         self._taken = None
 
     def remove(self, claim_uid: str, pod_uid: str) -> bool:
@@ -125,6 +129,7 @@ class InFlightAllocations:
             count[device] -= 1
             if count[device] <= 0:
                 del count[device]
+            self._changed.add(device)
         self._taken = None
 
     def refresh(self, nodes: Snapshot) -> None:
@@ -189,6 +194,7 @@ class InFlightAllocations:
         changes = listers.resource_claim_changes
         if listers.resource_claims_epoch != self._epoch:
             self._epoch = listers.resource_claims_epoch
+            self._changed.update(self._listed_count)
             self._listed, self._listed_count = {}, Counter()
             for key in listers.resource_claims:
                 self._relist(key)
@@ -204,7 +210,8 @@ class InFlightAllocations:
 
     def _relist(self, key: str) -> None:
         count = self._listed_count
-        for device in self._listed.pop(key, ()):
+        old = self._listed.pop(key, ())
+        for device in old:
             count[device] -= 1
             if count[device] <= 0:
                 del count[device]
@@ -213,6 +220,34 @@ class InFlightAllocations:
         if devices:
             self._listed[key] = devices
             count.update(devices)
+        if old != devices:
+            self._changed.update(old)
+            self._changed.update(devices)
+
+    def taken(self, elsewhere: frozenset[str]) -> TakenDevices:
+        """The devices taken now (listed claims, allocations in flight, ``elsewhere``),
+        as a live view: what :meth:`allocated_devices` holds, without building a set."""
+        self._follow_changes()
+        return TakenDevices(self._listed_count, self._flight_count, elsewhere)
+
+    def drain_changes(self) -> set[str]:
+        """The devices taken or freed since the last call (after following the
+        listers); a new epoch counts as a change of every device."""
+        self._follow_changes()
+        changed, self._changed = self._changed, set()
+        return changed
+
+
+class TakenDevices:
+    """Membership in the devices taken (the allocator asks only ``device in taken``)."""
+
+    __slots__ = ("_elsewhere", "_flight", "_listed")
+
+    def __init__(self, listed: Counter[str], flight: Counter[str], elsewhere: frozenset[str]):
+        self._listed, self._flight, self._elsewhere = listed, flight, elsewhere
+
+    def __contains__(self, device: object) -> bool:
+        return device in self._listed or device in self._flight or device in self._elsewhere
 
 
 def _claim_key(claim: ResourceClaim) -> str:

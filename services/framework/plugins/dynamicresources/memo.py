@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -80,12 +80,15 @@ class FilterMemo:
         self,
         slices: Sequence[ResourceSlice],
         classes: Mapping[str, DeviceClass],
-        taken: frozenset[str],
+        taken: Container[str],
         generation: int | None = None,
+        changed: Iterable[str] | None = None,
     ) -> None:
         """Before a pod's Filter: drop what the changes since the last pod invalidate.
         ``generation``: the listers' ``device_generation`` (the slices and classes are
-        the same while it is), else they are compared object by object."""
+        the same while it is), else they are compared object by object. ``changed``:
+        the devices taken or freed since the last call, when the caller knows them;
+        else ``taken`` (a set) is compared with the last one."""
         if generation is not None:
             inputs: tuple[object, ...] = (generation, id(features.current()))
         else:
@@ -97,10 +100,12 @@ class FilterMemo:
             self._pool_node = _pool_nodes(slices)
             self._answers.clear()
             self._codes.clear()
-            self._taken = taken
+            self._taken = taken if isinstance(taken, frozenset) else frozenset()
             return
-        changed = taken ^ self._taken
-        self._taken = taken
+        if changed is None:
+            assert isinstance(taken, frozenset), "without changed, taken is a set"
+            changed = taken ^ self._taken
+            self._taken = taken
         if not changed:
             return
         nodes: set[str] = set()

@@ -28,7 +28,7 @@ Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedul
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -176,6 +176,8 @@ class DynamicResources(
         self._slices: tuple[int, list[ResourceSlice], frozenset[str] | None] | None = None
         """The listers' slices and the nodes they may serve, at a device generation."""
         self._memo = FilterMemo()
+        self._elsewhere: frozenset[str] = frozenset()
+        """The devices held elsewhere at the last PreFilter (their changes count)."""
         """The allocator's answers per node, reused across pods (:mod:`.memo`)."""
         self._now = now
         """Wall time: binding timeouts, ``allocationTimestamp``."""
@@ -268,9 +270,11 @@ class DynamicResources(
             # Devices other replicas' reservations hold, as the store said (the
             # scheduler's Cache): not chosen again while the pod is retried.
             elsewhere = self._listers.devices_held_elsewhere(self._now())
-            allocated = self.in_flight.allocated_devices() | elsewhere
-            data.allocator = _Lazy(self._new_allocator, allocated, classes, slices)
-            self._memo.begin(slices, classes, allocated, generation)
+            changed = self.in_flight.drain_changes() | (elsewhere ^ self._elsewhere)
+            self._elsewhere = elsewhere
+            taken = self.in_flight.taken(elsewhere)
+            data.allocator = _Lazy(self._new_allocator, taken, classes, slices)
+            self._memo.begin(slices, classes, taken, generation, changed)
             data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable
@@ -595,7 +599,7 @@ class _Lazy:
     def __init__(
         self,
         factory: AllocatorFactory,
-        allocated: frozenset[str],
+        allocated: Container[str],
         classes: Mapping[str, DeviceClass],
         slices: list[ResourceSlice],
     ) -> None:
@@ -619,7 +623,7 @@ def _structured_allocator() -> AllocatorFactory:
     indexed: list[tuple[tuple[int, ...], list[ResourceSlice], SliceIndex]] = []
 
     def new(
-        allocated: frozenset[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
+        allocated: Container[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
     ) -> Allocating:
         features = AllocatorFeatures.from_gates()
         ids = tuple(map(id, slices))

@@ -3,7 +3,7 @@ and the PreFilter facts Filter relies on: which nodes any ResourceSlice may serv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +23,7 @@ class Allocating(Protocol):
 
 
 AllocatorFactory = Callable[
-    [frozenset[str], Mapping[str, DeviceClass], list[ResourceSlice]], Allocating
+    [Container[str], Mapping[str, DeviceClass], list[ResourceSlice]], Allocating
 ]
 """``(devices taken, classes by name, slices) -> allocator`` for one pod."""
 

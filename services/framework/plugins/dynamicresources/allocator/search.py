@@ -19,7 +19,7 @@ one scheduling cycle, as the interface says.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 from contracts.k8s import Node
 from contracts.k8s.resource import (
@@ -61,7 +61,7 @@ class Allocator:
         self,
         *,
         features: AllocatorFeatures,
-        allocated: frozenset[str],
+        allocated: Container[str],
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel: CELCache,
