@@ -1,0 +1,38 @@
+"""The in-flight allocations and the devices taken (dynamicresources.inflight), followed
+incrementally: the listers' journal of claim changes, signals and removals; the changes
+drained for Filter's memo."""
+
+from __future__ import annotations
+
+from services.framework.plugins.dynamicresources.inflight import InFlightAllocations
+from tests.unit.framework.plugins.dra.plugin_support import (
+    DRIVER,
+    allocation,
+    claim,
+    listers_of,
+)
+
+GPU0, GPU1 = f"{DRIVER}/worker/instance-1", f"{DRIVER}/worker/instance-2"
+
+
+def test_listed_and_in_flight_devices_are_taken_and_their_changes_drained() -> None:
+    listed = claim("listed", allocation=allocation())
+    listers = listers_of(listed)
+    flight = InFlightAllocations(listers)
+    assert flight.allocated_devices() == {GPU0}
+    assert flight.drain_changes() == {GPU0}
+    assert flight.drain_changes() == set()
+    pending = claim("pending", allocation=allocation(("req-1", "instance-2")))
+    flight.signal(pending, "pod-uid", "worker")
+    taken = flight.taken(frozenset({"other/pool/x"}))
+    assert GPU0 in taken and GPU1 in taken and "other/pool/x" in taken
+    assert f"{DRIVER}/worker/instance-3" not in taken
+    assert flight.drain_changes() == {GPU1}
+    assert flight.remove(pending.metadata.uid, "another-pod") is False
+    assert flight.remove(pending.metadata.uid, "pod-uid") is True
+    assert GPU1 not in flight.taken(frozenset())
+    assert flight.drain_changes() == {GPU1}
+    listers.put(listed, deleted=True)  # the claim goes: its device is free
+    assert GPU0 not in flight.taken(frozenset())
+    assert flight.allocated_devices() == frozenset()
+    assert flight.drain_changes() == {GPU0}
