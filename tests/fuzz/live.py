@@ -248,7 +248,8 @@ async def run_live(
     connection: aio_pika.abc.AbstractRobustConnection | None = None
     try:
         for name in SERVICES:
-            await processes.start(name)
+            # The fuzzed kinds include the native gang API's, behind its gate.
+            await processes.start(name, env={"KSCHED_FEATURE_GATES": "GenericWorkload=true"})
         connection = await aio_pika.connect_robust(amqp_url)
         client = _Client(connection, namespace)
         await client.open()

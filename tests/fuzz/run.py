@@ -27,6 +27,7 @@ import msgspec
 
 from contracts import topology
 from contracts.errors import ErrorReport
+from services.common import features
 from services.common.bus import Delivery, Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
@@ -180,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     batch = cases(args.count, args.seed, args.invalid_share)
     if args.live:
         return _live(args, batch, started)
+    # The fuzzed kinds include the native gang API's, behind its gate (the live run
+    # turns it on in the services' environment).
+    features.install(features.parse("GenericWorkload=true"))
     outcome = asyncio.run(run_embedded(batch))
     print(outcome.summary())
     print(f"elapsed: {time.monotonic() - started:.1f} s (seed {args.seed})")

@@ -30,7 +30,7 @@ def test_parse_reads_name_value_pairs_with_go_booleans() -> None:
             "DynamicResourceAllocation=false",
             "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
         ),
-        ("GenericWorkload=true", "feature gate GenericWorkload: not implemented in ksched"),
+        ("CompositePodGroup=true", "feature gate CompositePodGroup: not implemented in ksched"),
         (
             "DRAConsumableCapacity=true",
             "feature gate DRAConsumableCapacity: not implemented in ksched",
