@@ -3,7 +3,8 @@
 
 Fed the same log entries as the snapshot (every pod labelled
 ``scheduling.x-k8s.io/pod-group``, and every pod with a native ``spec.schedulingGroup``,
-pending or bound); a pod this replica assumed shows
+pending or bound, but not Succeeded or Failed: upstream's scheduler lists pods through an
+informer whose field selector leaves terminal pods out); a pod this replica assumed shows
 on its node once it has been through Permit, as upstream's snapshot shows the pods
 assumed by earlier cycles but not the one being permitted.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from contracts.events import LogEntry, PodEntry
-from contracts.k8s import POD_GROUP_LABEL, Pod
+from contracts.k8s import POD_GROUP_LABEL, TERMINAL_PHASES, Pod
 from services.framework.api.types import pod_uid
 
 
@@ -53,7 +54,7 @@ class GroupPods:
     def _put(self, pod: Pod) -> None:
         uid = pod_uid(pod)
         key = _group_key(pod)
-        if key is None:
+        if key is None or pod.status.phase in TERMINAL_PHASES:
             self._drop(uid)
             return
         if self._group_of.get(uid, key) != key:

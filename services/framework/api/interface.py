@@ -363,7 +363,8 @@ class PodLister(Protocol):
 
     def pods_in_group(self, namespace: str, group: str) -> list[Pod]:
         """Every pod of ``namespace`` labelled ``scheduling.x-k8s.io/pod-group: group``,
-        pending or not; one assigned to a node (bound, or assumed and through Permit)
+        pending or not, but not Succeeded or Failed (upstream's scheduler informer leaves
+        terminal pods out); one assigned to a node (bound, or assumed and through Permit)
         has ``spec.nodeName`` set."""
         ...
 
