@@ -79,12 +79,8 @@ from services.common.decisions import (
 from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
 from services.framework.api.diagnosis import truncate_message
-from services.framework.api.interface import (
-    BindEffect,
-    ClaimStatusEffect,
-    CycleState,
-    WatchEffect,
-)
+from services.framework.api.effects import BindEffect, ClaimStatusEffect, WatchEffect
+from services.framework.api.interface import CycleState
 from services.framework.api.registry import Registry
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo

@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from contracts.events import LogEntry, PodEntry
 from services.common.metrics import Children, exponential_buckets
 from services.queue.scheduling_queue import SchedulingQueue
 from services.queue.types import SubQueue
@@ -161,3 +162,18 @@ class QueueMetrics:
 def registry_for(queue: SchedulingQueue) -> CollectorRegistry:
     """A fresh registry exporting ``queue``'s metrics."""
     return QueueMetrics(queue).registry
+
+
+_ACTIONS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+
+
+def event_label(entry: LogEntry) -> str:
+    """The label ``scheduler_event_handling_duration_seconds`` gives an event, as
+    upstream's handlers name them: ``AssignedPodAdd``, ``UnscheduledPodUpdate``,
+    ``NodeDelete``, ``PersistentVolumeClaimAdd``… (bounded: kinds times three actions)."""
+    action = _ACTIONS.get(entry.type, "Update")
+    if isinstance(entry, PodEntry):
+        kind = "AssignedPod" if entry.object.spec.node_name else "UnscheduledPod"
+    else:
+        kind = type(entry.object).__name__
+    return f"{kind}{action}"

@@ -44,11 +44,9 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Final
 
-from contracts.k8s import POD_GROUP_LABEL, Pod, namespaced_name
-from services.common.resources import ResourceError
+from contracts.k8s import Pod
 from services.framework.api.events import ClusterEvent
 from services.framework.api.interface import QueueSortPlugin
-from services.framework.api.types import PodInfo
 from services.queue.backoff_queue import BackoffQueue
 from services.queue.cluster_events import (
     BACKOFF_COMPLETE,
@@ -61,12 +59,12 @@ from services.queue.cluster_events import (
     label,
     match_any,
     pod_scheduling_properties_change,
-    same_requests,
 )
 from services.queue.heap import Key, KeyedHeap
 from services.queue.hints import QueueingHintMap, QueueingStrategy
 from services.queue.in_flight import InFlight
 from services.queue.pod_status import PreEnqueueStatus
+from services.queue.pods import gang_of, native_group_of, pod_info
 from services.queue.profiles import QueueProfile
 from services.queue.types import Now, QueueEntry, SubQueue
 from services.queue.unschedulable_pods import UnschedulablePods
@@ -85,36 +83,6 @@ _PARKED: Final = (SubQueue.UNSCHEDULABLE, SubQueue.GATED)
 _OLDEST_FIRST: Final = attrgetter("timestamp", "order")
 PreEnqueueCheck = Callable[[QueueEntry], bool]
 """Upstream's ``PreEnqueueCheck``: narrows the parked pods an event may move."""
-
-
-def pod_info(pod: Pod, priority: int, previous: PodInfo | None = None) -> PodInfo:
-    """The pod's PodInfo with its resolved priority (what QueueSort compares); the
-    requests of ``previous`` (the pod's last PodInfo) are reused when they cannot have
-    changed."""
-    if previous is not None and same_requests(pod, previous.pod):
-        return replace(previous, pod=pod, priority=priority)
-    try:
-        info = PodInfo.of(pod)
-    except ResourceError:  # the informer refuses such pods; never fail the queue on one
-        info = PodInfo(pod, pod.metadata.uid, namespaced_name(pod.metadata), priority, {}, {})
-    return info if info.priority == priority else replace(info, priority=priority)
-
-
-def gang_of(pod: Pod) -> tuple[str, str] | None:
-    """The pod's group (namespace, ``scheduling.x-k8s.io/pod-group``), if any; a native
-    group (``spec.schedulingGroup``) as (namespace, ``scheduling.k8s.io/<name>``)."""
-    native = native_group_of(pod)
-    if native is not None:
-        return native
-    group = pod.metadata.labels.get(POD_GROUP_LABEL)
-    return (pod.metadata.namespace or "default", group) if group else None
-
-
-def native_group_of(pod: Pod) -> tuple[str, str] | None:
-    group = pod.spec.scheduling_group
-    if group is None or not group.pod_group_name:
-        return None
-    return (pod.metadata.namespace or "default", f"scheduling.k8s.io/{group.pod_group_name}")
 
 
 class SchedulingQueue:

@@ -69,17 +69,14 @@ from services.framework.api.interface import AttemptObserver
 from services.framework.api.preemption import Preempting
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
-from services.queue.metrics import QueueMetrics
+from services.queue.metrics import QueueMetrics, event_label
 from services.queue.native_podgroups import NativePodGroups
 from services.queue.nominator import Nominator
 from services.queue.pod_status import status_messages
 from services.queue.podgroups import PodGroups
+from services.queue.pods import gang_of
 from services.queue.profiles import QueueProfile
-from services.queue.scheduling_queue import (
-    LEFTOVER_FLUSH_PERIOD,
-    SchedulingQueue,
-    gang_of,
-)
+from services.queue.scheduling_queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
 from services.queue.types import QueueEntry
 from services.queue.view import queue_view
 
@@ -601,18 +598,3 @@ class QueueService:
 def _decode(objects: dict[str, bytes], cls: type[Any]) -> list[Any]:
     decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(cls)
     return [decoder.decode(body) for body in objects.values()]
-
-
-_ACTIONS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
-
-
-def event_label(entry: LogEntry) -> str:
-    """The label ``scheduler_event_handling_duration_seconds`` gives an event, as
-    upstream's handlers name them: ``AssignedPodAdd``, ``UnscheduledPodUpdate``,
-    ``NodeDelete``, ``PersistentVolumeClaimAdd``… (bounded: kinds times three actions)."""
-    action = _ACTIONS.get(entry.type, "Update")
-    if isinstance(entry, PodEntry):
-        kind = "AssignedPod" if entry.object.spec.node_name else "UnscheduledPod"
-    else:
-        kind = type(entry.object).__name__
-    return f"{kind}{action}"

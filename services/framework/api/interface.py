@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from contracts.k8s import Pod
 from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.effects import Effect
 from services.framework.api.events import ClusterEventWithHint
 from services.framework.api.listers import Listers
 from services.framework.api.preemption import Preempting
@@ -65,38 +66,6 @@ class ExtensionPoint(enum.StrEnum):
     PreBind = "preBind"
     Bind = "bind"
     PostBind = "postBind"
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEffect:
-    """A binding-cycle plugin's API write, which the binder publishes as a watch event
-    on ``ksched.events`` (``kind`` lowercase, ``type`` ADDED/MODIFIED/DELETED) in the
-    same confirmed publish as the pod's Binding; the informer records it."""
-
-    kind: str
-    type: str
-    object: Any
-
-
-@dataclass(frozen=True, slots=True)
-class BindEffect:
-    """A Bind plugin bound the pod to ``node``: the binder publishes the v1 Binding."""
-
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimStatusEffect:
-    """DynamicResources' PreBind: the ResourceClaim with its new ``status.allocation``
-    and the pod in ``status.reservedFor``. The binder publishes it on
-    ``ksched.decisions`` (``claim.<namespace>``) before the pod's Binding; a client
-    applies it by publishing the claim's MODIFIED event."""
-
-    claim: Any
-    """A ``contracts.k8s.ResourceClaim``."""
-
-
-Effect = WatchEffect | BindEffect | ClaimStatusEffect
 
 
 class CycleState:

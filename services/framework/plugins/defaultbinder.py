@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.framework.api.interface import BindEffect, BindPlugin, CycleState, Handle
+from services.framework.api.effects import BindEffect
+from services.framework.api.interface import BindPlugin, CycleState, Handle
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Status
 from services.framework.api.types import PodInfo

@@ -15,7 +15,8 @@ from services.common.bus import Message
 from services.common.clock import FakeClock
 from services.common.decisions import ATTEMPT_HEADER
 from services.common.store.memory import MemoryStore
-from services.framework.api.interface import ClaimStatusEffect, CycleState, PreBindPlugin
+from services.framework.api.effects import ClaimStatusEffect
+from services.framework.api.interface import CycleState, PreBindPlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status
 from services.framework.api.types import PodInfo

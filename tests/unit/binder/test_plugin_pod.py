@@ -20,13 +20,8 @@ from services.common.decisions import EXPLAIN_ANNOTATION
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
-from services.framework.api.interface import (
-    BindEffect,
-    BindPlugin,
-    CycleState,
-    PostBindPlugin,
-    PreBindPlugin,
-)
+from services.framework.api.effects import BindEffect
+from services.framework.api.interface import BindPlugin, CycleState, PostBindPlugin, PreBindPlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Status
 from services.framework.api.types import PodInfo

@@ -19,7 +19,8 @@ from services.common.clock import FakeClock
 from services.common.eventlog.memory import MemoryEventLog
 from services.common.store import Reservation
 from services.common.store.memory import MemoryStore
-from services.framework.api.interface import CycleState, WatchEffect
+from services.framework.api.effects import WatchEffect
+from services.framework.api.interface import CycleState
 from services.framework.api.types import PodInfo
 from services.framework.plugins.volumebinding import VolumeBinding, VolumeBindingArgs
 from services.framework.plugins.volumebinding.prebind import ClaimBinding

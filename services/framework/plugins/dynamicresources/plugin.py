@@ -28,16 +28,17 @@ Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedul
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
 
-from contracts.k8s import DeviceClass, Node, Pod, ResourceSlice
+from contracts.k8s import Node, Pod, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common import features
 from services.common.k8s.nodeaffinity import Term, compile_terms, terms_match
 from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.effects import ClaimStatusEffect
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -47,7 +48,6 @@ from services.framework.api.events import (
 )
 from services.framework.api.interface import (
     BindingState,
-    ClaimStatusEffect,
     CycleState,
     EnqueueExtensions,
     ExplainsNode,
@@ -72,14 +72,11 @@ from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusErr
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources import binding, conditions, hints
+from services.framework.plugins.dynamicresources.allocating import Lazy, structured_allocator
 from services.framework.plugins.dynamicresources.allocator import (
     AllocationError,
     AllocationFailedOnNode,
-    AllocatorFeatures,
 )
-from services.framework.plugins.dynamicresources.allocator.cel import CELCache
-from services.framework.plugins.dynamicresources.allocator.pools import SliceIndex
-from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,
     binding_conditions_enabled,
@@ -97,7 +94,6 @@ from services.framework.plugins.dynamicresources.inflight import (
 from services.framework.plugins.dynamicresources.memo import Answer, FilterMemo, signature
 from services.framework.plugins.dynamicresources.score import compute_score
 from services.framework.plugins.dynamicresources.state import (
-    Allocating,
     AllocatorFactory,
     StateData,
     asks_for_devices,
@@ -266,14 +262,14 @@ class DynamicResources(
                 self._slices = (generation, slices, servable_nodes(slices))
             _, slices, servable = self._slices
             if self._new_allocator is None:
-                self._new_allocator = _structured_allocator()
+                self._new_allocator = structured_allocator()
             # Devices other replicas' reservations hold, as the store said (the
             # scheduler's Cache): not chosen again while the pod is retried.
             elsewhere = self._listers.devices_held_elsewhere(self._now())
             changed = self.in_flight.drain_changes() | (elsewhere ^ self._elsewhere)
             self._elsewhere = elsewhere
             taken = self.in_flight.taken(elsewhere)
-            data.allocator = _Lazy(self._new_allocator, taken, classes, slices)
+            data.allocator = Lazy(self._new_allocator, taken, classes, slices)
             self._memo.begin(slices, classes, taken, generation, changed)
             data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
@@ -590,55 +586,6 @@ class DynamicResources(
                 ],
             }
         return {"claims": claims} if claims else None
-
-
-class _Lazy:
-    """The pod's allocator, built on its first question (with the memo's answers, most
-    pods ask about one node or none)."""
-
-    def __init__(
-        self,
-        factory: AllocatorFactory,
-        allocated: Container[str],
-        classes: Mapping[str, DeviceClass],
-        slices: list[ResourceSlice],
-    ) -> None:
-        self._args = (allocated, classes, slices)
-        self._factory = factory
-        self._built: Allocating | None = None
-
-    def allocate(
-        self, node: Node, claims: Sequence[ResourceClaim]
-    ) -> list[AllocationResult] | None:
-        if self._built is None:
-            self._built = self._factory(*self._args)
-        return self._built.allocate(node, claims)
-
-
-def _structured_allocator() -> AllocatorFactory:
-    """The structured-parameters allocator (:mod:`.allocator`), with one compiled-CEL
-    cache for the plugin's lifetime and the slices' index kept while they are the same
-    objects (immutable, replaced on update; kept alive with the index)."""
-    cel = CELCache()
-    indexed: list[tuple[tuple[int, ...], list[ResourceSlice], SliceIndex]] = []
-
-    def new(
-        allocated: Container[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
-    ) -> Allocating:
-        features = AllocatorFeatures.from_gates()
-        ids = tuple(map(id, slices))
-        if not indexed or indexed[0][0] != ids:
-            indexed[:] = [(ids, slices, SliceIndex(slices))]
-        return Allocator(
-            features=features,
-            allocated=allocated,
-            classes=classes,
-            slices=slices,
-            cel=cel,
-            index=indexed[0][2],
-        )
-
-    return new
 
 
 def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:

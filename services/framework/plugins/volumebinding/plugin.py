@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from contracts.k8s import PersistentVolume, Pod
+from services.framework.api.effects import WatchEffect
 from services.framework.api.events import (
     ActionType,
     ClusterEvent,
@@ -49,7 +50,6 @@ from services.framework.api.interface import (
     ReservePlugin,
     Rows,
     ScorePlugin,
-    WatchEffect,
 )
 from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError

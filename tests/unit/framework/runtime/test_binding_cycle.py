@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from services.framework.api.diagnosis import Diagnosis
+from services.framework.api.effects import BindEffect
 from services.framework.api.interface import (
-    BindEffect,
     BindPlugin,
     CycleState,
     ExtensionPoint,

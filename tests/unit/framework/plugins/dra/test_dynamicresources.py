@@ -27,7 +27,8 @@ from contracts.k8s.resource import (
     ResourceClaimConsumerReference,
 )
 from services.common import features
-from services.framework.api.interface import ClaimStatusEffect, CycleState
+from services.framework.api.effects import ClaimStatusEffect
+from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status, StatusError
 from services.framework.api.types import PodInfo
 from services.framework.plugins.dynamicresources import DynamicResources, DynamicResourcesArgs

@@ -1,0 +1,40 @@
+"""What binding-cycle plugins ask the binder to publish (``CycleState.effects``): plugins
+never write to the bus; they leave these, and the binder publishes them, in order, in
+one confirmed publish with the pod's Binding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEffect:
+    """A binding-cycle plugin's API write, which the binder publishes as a watch event
+    on ``ksched.events`` (``kind`` lowercase, ``type`` ADDED/MODIFIED/DELETED) in the
+    same confirmed publish as the pod's Binding; the informer records it."""
+
+    kind: str
+    type: str
+    object: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BindEffect:
+    """A Bind plugin bound the pod to ``node``: the binder publishes the v1 Binding."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimStatusEffect:
+    """DynamicResources' PreBind: the ResourceClaim with its new ``status.allocation``
+    and the pod in ``status.reservedFor``. The binder publishes it on
+    ``ksched.decisions`` (``claim.<namespace>``) before the pod's Binding; a client
+    applies it by publishing the claim's MODIFIED event."""
+
+    claim: Any
+    """A ``contracts.k8s.ResourceClaim``."""
+
+
+Effect = WatchEffect | BindEffect | ClaimStatusEffect
