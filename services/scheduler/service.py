@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -74,6 +74,7 @@ from services.framework.api.preemption import (
     preempted_message,
 )
 from services.framework.api.registry import Registry
+from services.framework.api.warmup import WarmUp
 from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
@@ -213,6 +214,7 @@ class SchedulerService:
         self.groups.load(by_uid.values())
         self._cycle.versions.load(versions, by_uid.values())
         hold_assumptions(self.cache, self.pending, assumed)
+        self._warm_up(others)
         gctune.settle()
         log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)
 
@@ -223,6 +225,15 @@ class SchedulerService:
         self.pending.apply(events)
         self.groups.apply(events)
         self.cache.apply(events)
+        self._warm_up({str(e.__struct_config__.tag) for e in events})
+
+    def _warm_up(self, kinds: Collection[str]) -> None:
+        """The plugins that precompute (``WarmUp``) do so once objects of ``kinds``
+        changed, rather than on the next pod."""
+        for framework in self.frameworks.values():
+            for plugin in framework.plugins.values():
+                if isinstance(plugin, WarmUp) and not plugin.warm_kinds.isdisjoint(kinds):
+                    plugin.warm_up()
 
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         await self._projection.feed([event for batch in batches for event in batch.value.events])

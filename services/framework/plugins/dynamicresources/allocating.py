@@ -10,7 +10,7 @@ from collections.abc import Container, Mapping, Sequence
 from contracts.k8s import DeviceClass, Node, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.framework.plugins.dynamicresources.allocator import AllocatorFeatures
-from services.framework.plugins.dynamicresources.allocator.cel import CELCache
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
 from services.framework.plugins.dynamicresources.allocator.pools import SliceIndex
 from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from services.framework.plugins.dynamicresources.state import Allocating, AllocatorFactory
@@ -39,11 +39,10 @@ class Lazy:
         return self._built.allocate(node, claims)
 
 
-def structured_allocator() -> AllocatorFactory:
-    """The structured-parameters allocator (:mod:`.allocator`), with one compiled-CEL
-    cache for the plugin's lifetime and the slices' index kept while they are the same
-    objects (immutable, replaced on update; kept alive with the index)."""
-    cel = CELCache()
+def structured_allocator(cel: CELCache) -> AllocatorFactory:
+    """The structured-parameters allocator (:mod:`.allocator`), with ``cel`` (the
+    plugin's compiled-CEL cache, for its lifetime) and the slices' index kept while they
+    are the same objects (immutable, replaced on update; kept alive with the index)."""
     indexed: list[tuple[tuple[int, ...], list[ResourceSlice], SliceIndex]] = []
 
     def new(
@@ -63,3 +62,29 @@ def structured_allocator() -> AllocatorFactory:
         )
 
     return new
+
+
+def warm(cel: CELCache, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice]) -> int:
+    """Evaluate every class selector on every device of ``slices`` now, into ``cel``
+    (compiled once, a result per device object, as the allocator would on its first
+    question): what depends on the cluster's objects alone, not on a pod, is not left
+    to the first pod that asks. Errors are left for that pod to meet. Returns how many
+    (selector, device) pairs were evaluated."""
+    done = 0
+    compiled = [
+        cel.get_or_compile(selector.cel.expression)
+        for device_class in classes.values()
+        for selector in device_class.spec.selectors
+        if selector.cel is not None
+    ]
+    usable = [c for c in compiled if c.error is None]
+    for resource_slice in slices:
+        driver = resource_slice.spec.driver
+        for device in resource_slice.spec.devices:
+            for selector in usable:
+                try:
+                    cel.matches(selector, driver, device)
+                except CELRuntimeError:
+                    continue
+                done += 1
+    return done

@@ -11,13 +11,14 @@ UnschedulableAndUnresolvable.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 import msgspec
 
 from contracts.k8s import Pod, PodResourceClaim, ResourceClaim, namespaced_name
 from services.framework.api.listers import Listers
+from services.framework.api.status import Code, Status
 from services.framework.api.types import pod_uid
 
 ERR_CLAIM_NOT_FOUND: Final = "ResourceClaim not created yet"
@@ -95,3 +96,28 @@ def pod_claims(
         if must_check_owner:
             check_for_pod(pod, claim)
         yield entry.name, claim
+
+
+def check_class(classes: Mapping[str, object], class_name: str, request: str) -> Status | None:
+    """``validateDeviceClass``: the request names a class that exists."""
+    if not class_name:
+        return Status(Code.Error, (f"request {request}: unsupported request type",))
+    if class_name not in classes:
+        return unschedulable(f"request {request}: device class {class_name} does not exist")
+    return None
+
+
+RESERVED_FOR_MAX_SIZE: Final = 256
+"""``ResourceClaimReservedForMaxSize``: the API server refuses a longer ``reservedFor``;
+ksched has none, so PreFilter keeps the limit (see :func:`can_be_reserved`)."""
+
+
+def unschedulable(reason: str) -> Status:
+    """``statusUnschedulable``: upstream's DRA rejections are all unresolvable."""
+    return Status(Code.UnschedulableAndUnresolvable, (reason,))
+
+
+def can_be_reserved(claim: ResourceClaim) -> bool:
+    """``resourceclaim.CanBeReserved`` plus the API server's ``reservedFor`` limit (256:
+    upstream's ``ResourceClaimReservedForMaxSize``)."""
+    return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE

@@ -72,20 +72,28 @@ from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusErr
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources import binding, conditions, hints
-from services.framework.plugins.dynamicresources.allocating import Lazy, structured_allocator
+from services.framework.plugins.dynamicresources.allocating import (
+    Lazy,
+    structured_allocator,
+    warm,
+)
 from services.framework.plugins.dynamicresources.allocator import (
     AllocationError,
     AllocationFailedOnNode,
 )
+from services.framework.plugins.dynamicresources.allocator.cel import CELCache
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,
     binding_conditions_enabled,
 )
 from services.framework.plugins.dynamicresources.claims import (
     ClaimProblem,
+    can_be_reserved,
+    check_class,
     claim_uid,
     is_reserved_for_pod,
     pod_claims,
+    unschedulable,
 )
 from services.framework.plugins.dynamicresources.inflight import (
     InFlightAllocations,
@@ -106,9 +114,6 @@ STATE_KEY: Final = NAME
 PENDING_KEY: Final = f"{NAME}/pending"
 """Where the binder's CycleState holds the claims handed on (``restore_binding_state``)."""
 MAX_NODE_SCORE: Final = 100
-RESERVED_FOR_MAX_SIZE: Final = 256
-"""``ResourceClaimReservedForMaxSize``: the API server refuses a longer ``reservedFor``;
-ksched has none, so PreFilter keeps the limit (see :func:`can_be_reserved`)."""
 
 ERR_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
 ERR_TIMEOUT: Final = "timed out trying to allocate devices"
@@ -127,16 +132,6 @@ _STATUSES: Final = {
         (_NOT_AVAILABLE, ERR_NOT_AVAILABLE),
     )
 }
-
-
-def unschedulable(reason: str) -> Status:
-    """``statusUnschedulable``: upstream's DRA rejections are all unresolvable."""
-    return Status(Code.UnschedulableAndUnresolvable, (reason,))
-
-
-def can_be_reserved(claim: ResourceClaim) -> bool:
-    """``resourceclaim.CanBeReserved`` plus the API server's ``reservedFor`` limit."""
-    return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
 
 
 class DynamicResources(
@@ -171,6 +166,8 @@ class DynamicResources(
         """None: the structured allocator, built at first use."""
         self._slices: tuple[int, list[ResourceSlice], frozenset[str] | None] | None = None
         """The listers' slices and the nodes they may serve, at a device generation."""
+        self._cel = CELCache()
+        """Compiled selectors and their results per device, for the plugin's lifetime."""
         self._memo = FilterMemo()
         self._elsewhere: frozenset[str] = frozenset()
         """The devices held elsewhere at the last PreFilter (their changes count)."""
@@ -207,6 +204,13 @@ class DynamicResources(
             ClusterEventWithHint(ClusterEvent(EventResource.DeviceClass, add_update)),
             ClusterEventWithHint(ClusterEvent(EventResource.ResourceSlice, add_update)),
         )
+
+    warm_kinds: Final = frozenset({"resourceslice", "deviceclass"})
+
+    def warm_up(self) -> None:
+        """``WarmUp``: every class selector on every device, as soon as slices or
+        classes arrive (the first pod would pay for them otherwise)."""
+        warm(self._cel, self._listers.device_classes, list(self._listers.resource_slices.values()))
 
     def is_schedulable_after_claim_change(
         self, pod: Pod, old: object | None, new: object | None
@@ -262,7 +266,7 @@ class DynamicResources(
                 self._slices = (generation, slices, servable_nodes(slices))
             _, slices, servable = self._slices
             if self._new_allocator is None:
-                self._new_allocator = structured_allocator()
+                self._new_allocator = structured_allocator(self._cel)
             # Devices other replicas' reservations hold, as the store said (the
             # scheduler's Cache): not chosen again while the pod is retried.
             elsewhere = self._listers.devices_held_elsewhere(self._now())
@@ -303,7 +307,9 @@ class DynamicResources(
             )
         for request in claim.spec.devices.requests:
             if request.exactly is not None:
-                status = self._check_class(request.exactly.device_class_name, request.name)
+                status = check_class(
+                    self._listers.device_classes, request.exactly.device_class_name, request.name
+                )
             elif request.first_available:
                 if not features.enabled("DRAPrioritizedList"):
                     return unschedulable(
@@ -312,7 +318,11 @@ class DynamicResources(
                     )
                 status = None
                 for sub in request.first_available:
-                    status = self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                    status = check_class(
+                        self._listers.device_classes,
+                        sub.device_class_name,
+                        f"{request.name}/{sub.name}",
+                    )
                     if status is not None:
                         break
             else:
@@ -322,14 +332,6 @@ class DynamicResources(
                 )
             if status is not None:
                 return status
-        return None
-
-    def _check_class(self, class_name: str, request: str) -> Status | None:
-        """``validateDeviceClass``."""
-        if not class_name:
-            return Status(Code.Error, (f"request {request}: unsupported request type",))
-        if class_name not in self._listers.device_classes:
-            return unschedulable(f"request {request}: device class {class_name} does not exist")
         return None
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
