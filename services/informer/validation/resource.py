@@ -153,7 +153,7 @@ def qualified_attribute_problems(name: str, field: str) -> list[Problem]:
     if len(parts) == 1:
         return _c_identifier_problems(name, field)
     if len(parts) != 2:
-        return []  # upstream's own TODO: more than one slash passes
+        return []  # as upstream's switch: more than one slash is not checked
     domain, ident = parts
     found = (
         [invalid(field, "", "the domain must not be empty")]
