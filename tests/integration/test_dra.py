@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from services.common.store.redis import RedisStore
-from services.framework.config.in_tree import in_tree_registry
 from tests.integration.dra_support import (
     NAMESPACE,
     allocated_devices,
@@ -25,12 +24,7 @@ from tests.integration.dra_support import (
 )
 from tests.integration.harness import Client, node, running_cluster, until_true
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        "DynamicResources" not in in_tree_registry(), reason="the DynamicResources plugin"
-    ),
-]
+pytestmark = [pytest.mark.integration]
 
 
 async def publish_cluster(

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
-import pytest
 
 from contracts import topology
 from contracts.k8s import Pod
@@ -21,7 +20,6 @@ from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.bus import Delivery, Message
 from services.common.decisions import ATTEMPT_HEADER, binding_for
-from services.framework.config.in_tree import in_tree_registry
 from tests.builders import make_pod
 
 TRAINER = msgspec.json.decode(
@@ -162,9 +160,6 @@ async def test_json_and_table_output() -> None:
 GPU_EXAMPLE = Path(__file__).resolve().parents[3] / "ops" / "examples" / "gpu-cluster.yaml"
 
 
-@pytest.mark.skipif(
-    "DynamicResources" not in in_tree_registry(), reason="the DynamicResources plugin"
-)
 async def test_the_gpu_example_prints_each_claim_before_its_pods_binding() -> None:
     """ops/examples/gpu-cluster.yaml with DynamicResources: every claim allocated is a
     ClaimAllocation line just before its pod's Binding, on its node; the second pod of
