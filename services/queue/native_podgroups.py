@@ -20,20 +20,17 @@ import msgspec
 
 from contracts.events import LogEntry, PodEntry, SchedulingPodGroupEntry
 from contracts.k8s import Condition, Pod, SchedulingPodGroup, SchedulingPodGroupStatus
+from services.queue.group_members import GroupMembers, group_key
 
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
-
-
-def _key(namespace: str | None, name: str) -> str:
-    return f"{namespace or 'default'}/{name}"
 
 
 def _group_key(pod: Pod) -> str | None:
     group = pod.spec.scheduling_group
     if group is None or not group.pod_group_name:
         return None
-    return _key(pod.metadata.namespace, group.pod_group_name)
+    return group_key(pod.metadata.namespace, group.pod_group_name)
 
 
 def scheduled_condition(
@@ -67,77 +64,44 @@ class NativePodGroups:
     def __init__(self, now: Callable[[], str]) -> None:
         """``now``: the clock as RFC 3339 text, for ``lastTransitionTime``."""
         self._now = now
-        self._groups: dict[str, SchedulingPodGroup] = {}
-        self._members: dict[str, dict[str, Pod]] = {}
-        self._member_of: dict[str, str] = {}
+        self._tracked: GroupMembers[SchedulingPodGroup, Condition] = GroupMembers(_group_key)
         self._failures: dict[str, str] = {}
-        self._published: dict[str, Condition] = {}
-        self._touched: set[str] = set()
 
     def load(self, groups: Iterable[SchedulingPodGroup], pods: Iterable[Pod]) -> None:
-        self._groups = {_key(g.metadata.namespace, g.metadata.name): g for g in groups}
-        self._members, self._member_of = {}, {}
-        for pod in pods:
-            self._put(pod)
-        self._touched = set(self._groups)
+        self._tracked.load(((g.metadata, g) for g in groups), pods)
 
     def apply(self, entry: LogEntry) -> None:
         match entry:
             case SchedulingPodGroupEntry(object=group, type=type_):
-                key = _key(group.metadata.namespace, group.metadata.name)
-                if type_ == "DELETED":
-                    self._groups.pop(key, None)
-                    self._published.pop(key, None)
+                deleted = type_ == "DELETED"
+                key = self._tracked.set_group(group.metadata, group, deleted)
+                if deleted:
                     self._failures.pop(key, None)
-                else:
-                    self._groups[key] = group
-                    self._touched.add(key)
             case PodEntry(object=pod, type=type_):
-                if type_ == "DELETED":
-                    self._drop(pod.metadata.uid)
-                elif _group_key(pod) is not None or pod.metadata.uid in self._member_of:
-                    self._put(pod)
+                self._tracked.set_pod(pod, type_ == "DELETED")
 
     def attempt_failed(self, pod: Pod, message: str) -> None:
         """A member's attempt ended unschedulable (or in error) with ``message``."""
         key = _group_key(pod)
         if key is not None:
             self._failures[key] = message
-            self._touched.add(key)
-
-    def _put(self, pod: Pod) -> None:
-        uid = pod.metadata.uid
-        self._drop(uid)
-        key = _group_key(pod)
-        if key is not None:
-            self._members.setdefault(key, {})[uid] = pod
-            self._member_of[uid] = key
-            self._touched.add(key)
-
-    def _drop(self, uid: str) -> None:
-        key = self._member_of.pop(uid, None)
-        if key is not None:
-            self._members.get(key, {}).pop(uid, None)
-            self._touched.add(key)
+            self._tracked.touched.add(key)
 
     def changed(self) -> list[SchedulingPodGroup]:
         """The groups whose condition changed since last asked, with that status."""
         out: list[SchedulingPodGroup] = []
         now = self._now()
-        for key in sorted(self._touched):
-            group = self._groups.get(key)
-            if group is None:
-                continue
-            bound = sum(1 for p in self._members.get(key, {}).values() if p.spec.node_name)
-            published = self._published.get(key)
+        tracked = self._tracked
+        for key, group in tracked.take_touched():
+            bound = sum(1 for p in tracked.members.get(key, {}).values() if p.spec.node_name)
+            published = tracked.published.get(key)
             if published is not None:
                 group = _with_condition(group, published)
             condition = scheduled_condition(group, bound, self._failures.get(key), now)
             if condition is None or _same(condition, published):
                 continue
-            self._published[key] = condition
+            tracked.published[key] = condition
             out.append(_with_condition(group, condition))
-        self._touched.clear()
         return out
 
 
