@@ -10,12 +10,15 @@ import msgspec
 from contracts.k8s import Node, Pod
 from contracts.messages import ScheduleRequest
 from services.common.clock import FakeClock
+from services.common.resources import node_allocatable
 from services.common.store import ClusterStore, ProjectedEntry
+from services.common.store.memory import MemoryStore
+from services.framework.api.registry import Registry
 from services.framework.cache.cache import Cache
-from services.framework.config import default_profile
+from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import BatchScheduler
+from services.scheduler.cycle import BatchOutcome, BatchScheduler
 from services.scheduler.nominated import PendingPods
 
 
@@ -85,3 +88,46 @@ async def store_node(store: ClusterStore, n: Node) -> None:
     allocatable = {"cpu": 4000, "memory": 32 << 30, "pods": 110}
     body = msgspec.json.encode(n)
     await store.apply([ProjectedEntry(seq, "node", n.metadata.name, body, None, allocatable)])
+
+
+async def schedule_once(
+    pods: Sequence[Pod],
+    objects: Sequence[object],
+    nodes: Sequence[Node],
+    profile: Profile,
+    registry: Registry | None = None,
+) -> BatchOutcome:
+    """One batch of ``pods`` through a BatchScheduler of ``profile`` (plugins from
+    ``registry``, default the in-tree ones) over ``nodes`` and the listers' ``objects``,
+    with the nodes in a fresh MemoryStore and every pod leased: the batch's outcomes."""
+    snapshot = Cache()
+    for node in nodes:
+        snapshot.add_node(node)
+    for obj in objects:
+        snapshot.listers.put(obj)
+    framework = Framework(profile, registry or in_tree_registry(), listers=snapshot.listers)
+    store = MemoryStore()
+    await store.apply(
+        [
+            ProjectedEntry(
+                i, "node", n.metadata.name, msgspec.json.encode(n), allocatable=node_allocatable(n)
+            )
+            for i, n in enumerate(nodes, 1)
+        ]
+    )
+    await store.set_leases({p.metadata.uid or "": 1 for p in pods})
+    pending = PendingPods()
+    pending.load(pods)
+    cycle = BatchScheduler(
+        snapshot,
+        {profile.scheduler_name: framework},
+        store,
+        FakeClock(),
+        pending=pending,
+        assume_ttl=30,
+        max_conflict_retries=3,
+    )
+    requests = [
+        msgspec.structs.replace(schedule_request(p), profile=profile.scheduler_name) for p in pods
+    ]
+    return await cycle.run(requests)

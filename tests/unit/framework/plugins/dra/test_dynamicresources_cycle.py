@@ -13,11 +13,6 @@ import numpy as np
 import pytest
 
 from contracts.k8s import Pod, ResourceClaim, ResourceSlice
-from contracts.messages import ScheduleRequest
-from services.common.clock import FakeClock
-from services.common.resources import node_allocatable
-from services.common.store import ProjectedEntry
-from services.common.store.memory import MemoryStore
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status
 from services.framework.api.types import PodInfo
@@ -31,9 +26,8 @@ from services.framework.plugins.dynamicresources import (
 )
 from services.framework.plugins.dynamicresources.claims import claim_uid
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import BatchScheduler
-from services.scheduler.nominated import PendingPods
 from tests.builders import make_pod
+from tests.builders.scheduling import schedule_once
 from tests.unit.framework.helpers import snapshot_of
 from tests.unit.framework.plugins.dra.plugin_support import (
     ALLOCATION,
@@ -341,46 +335,7 @@ def test_explain_names_the_device_each_request_gets():
 
 
 async def schedule_batch(pods: list[Pod], objects: list[object], nodes: list) -> object:
-    profile = Profile(plugins=DEFAULT_PLUGINS)
-    snapshot = Cache()
-    for node in nodes:
-        snapshot.add_node(node)
-    for obj in objects:
-        snapshot.listers.put(obj)
-    framework = Framework(profile, in_tree_registry(), listers=snapshot.listers)
-    store = MemoryStore()
-    await store.apply(
-        [
-            ProjectedEntry(
-                i, "node", n.metadata.name, msgspec.json.encode(n), allocatable=node_allocatable(n)
-            )
-            for i, n in enumerate(nodes, 1)
-        ]
-    )
-    await store.set_leases({p.metadata.uid: 1 for p in pods})
-    pending = PendingPods()
-    pending.load(pods)
-    cycle = BatchScheduler(
-        snapshot,
-        {profile.scheduler_name: framework},
-        store,
-        FakeClock(),
-        pending=pending,
-        assume_ttl=30,
-        max_conflict_retries=3,
-    )
-    requests = [
-        ScheduleRequest(
-            uid=p.metadata.uid,
-            namespace=p.metadata.namespace,
-            name=p.metadata.name,
-            attempt=1,
-            profile=profile.scheduler_name,
-            seq=0,
-        )
-        for p in pods
-    ]
-    return await cycle.run(requests)
+    return await schedule_once(pods, objects, nodes, Profile(plugins=DEFAULT_PLUGINS))
 
 
 def devices_handed_on(request) -> list[str]:  # type: ignore[no-untyped-def]

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import msgspec
 
-from contracts.messages import BindRequest, ScheduleRequest
-from services.common.clock import FakeClock
-from services.common.resources import node_allocatable
-from services.common.store import ProjectedEntry
-from services.common.store.memory import MemoryStore
+from contracts.messages import BindRequest
 from services.framework.api.interface import CycleState
 from services.framework.api.types import PodInfo
-from services.framework.cache.cache import Cache
 from services.framework.config import DEFAULT_PLUGINS, PluginRef, Plugins, PluginSet, Profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins import (
@@ -28,11 +23,9 @@ from services.framework.plugins.volumebinding import (
     claim_bindings,
 )
 from services.framework.plugins.volumebinding.prebind import ClaimBinding
-from services.framework.runtime.framework import Framework
 from services.framework.runtime.profile import merge_plugins
-from services.scheduler.cycle import BatchScheduler
-from services.scheduler.nominated import PendingPods
 from tests.builders import make_pod
+from tests.builders.scheduling import schedule_once
 from tests.builders.volumes import claim_volume, make_pv, make_pvc, make_storage_class
 from tests.unit.framework.plugins.volumes.helpers import host, listers_of, table_of
 
@@ -163,45 +156,7 @@ async def schedule_batch(pods, objects, nodes):
     profile = Profile(
         plugins=merge_plugins(DEFAULT_PLUGINS, Plugins(multi_point=PluginSet(enabled)))
     )
-    snapshot = Cache()
-    for node in nodes:
-        snapshot.add_node(node)
-    for obj in objects:
-        snapshot.listers.put(obj)
-    framework = Framework(profile, registry, listers=snapshot.listers)
-    store = MemoryStore()
-    await store.apply(
-        [
-            ProjectedEntry(
-                i, "node", n.metadata.name, msgspec.json.encode(n), allocatable=node_allocatable(n)
-            )
-            for i, n in enumerate(nodes, 1)
-        ]
-    )
-    await store.set_leases({p.metadata.uid: 1 for p in pods})
-    pending = PendingPods()
-    pending.load(pods)
-    cycle = BatchScheduler(
-        snapshot,
-        {profile.scheduler_name: framework},
-        store,
-        FakeClock(),
-        pending=pending,
-        assume_ttl=30,
-        max_conflict_retries=3,
-    )
-    requests = [
-        ScheduleRequest(
-            uid=p.metadata.uid,
-            namespace=p.metadata.namespace,
-            name=p.metadata.name,
-            attempt=1,
-            profile=profile.scheduler_name,
-            seq=0,
-        )
-        for p in pods
-    ]
-    return await cycle.run(requests)
+    return await schedule_once(pods, objects, nodes, profile, registry)
 
 
 def volume_bindings(request: BindRequest) -> list[ClaimBinding]:
