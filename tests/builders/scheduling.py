@@ -18,8 +18,9 @@ from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
-from services.scheduler.cycle import BatchOutcome, BatchScheduler
+from services.scheduler.cycle import BatchScheduler
 from services.scheduler.nominated import PendingPods
+from services.scheduler.outcome import BatchOutcome
 
 
 def loaded_cache(
