@@ -54,8 +54,8 @@ class Observed:
     """Node → its allocatable."""
     reservations: Sequence[str]
     leases: Sequence[str]
-    waiting: Sequence[str] | None
-    """None when the store keeps no waiting pods."""
+    waiting: Sequence[str]
+    """The pods the store still holds as waiting at Permit."""
     log_objects: Mapping[tuple[str, str], Any]
     """(kind, uid) → the object's last state in the event log (deleted ones left out)."""
     store_objects: Mapping[tuple[str, str], Any]
@@ -89,7 +89,7 @@ def evaluate(o: Observed) -> list[Row]:
         _count("hard constraints broken (final state)", o.violations),
         _count("reservations left behind", o.reservations),
         _count("leases left behind", o.leases),
-        _waiting(o.waiting),
+        _count("waiting pods left behind", o.waiting),
         _count("log and store disagree (objects)", _disagree(o)),
         _count("services exited on their own", o.crashed),
         Row(
@@ -103,12 +103,6 @@ def evaluate(o: Observed) -> list[Row]:
 def _count(name: str, offenders: Sequence[str]) -> Row:
     shown = ", ".join(sorted(offenders)[:5]) + (", …" if len(offenders) > 5 else "")
     return Row(name, str(len(offenders)), not offenders, shown)
-
-
-def _waiting(waiting: Sequence[str] | None) -> Row:
-    if waiting is None:
-        return Row("waiting pods left behind", "-", True, "the store keeps no waiting pods")
-    return _count("waiting pods left behind", waiting)
 
 
 def _two_nodes(o: Observed) -> list[str]:

@@ -90,7 +90,7 @@ async def observe(
         allocatable=allocatable,
         reservations=sorted(await store.assumed()),
         leases=sorted(await store.leases()),
-        waiting=None,
+        waiting=sorted(await store.waiting()),
         log_objects=contents.objects,
         store_objects=store_objects,
         log_seq=contents.seq,

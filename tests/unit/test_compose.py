@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,7 +36,7 @@ def _environment(service: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("name", "ports"),
-    [("rabbitmq", {5672, 15672}), ("redis", {6379}), ("jaeger", {16686, 4317, 4318})],
+    [("rabbitmq", {5672, 15672}), ("jaeger", {16686, 4317, 4318})],
 )
 def test_infrastructure_services_publish_their_ports(name: str, ports: set[int]) -> None:
     assert name in SERVICES
@@ -49,9 +50,32 @@ def test_infrastructure_images() -> None:
     assert SERVICES["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")
 
 
-def test_rabbitmq_and_redis_have_healthchecks() -> None:
+def test_every_image_is_pinned_to_an_exact_version() -> None:
+    """``name:X.Y.Z`` (a suffix such as ``-management`` allowed), the Dockerfile's base too."""
+    exact = re.compile(r"^[\w./-]+:v?\d+\.\d+\.\d+(-[\w.-]+)?$")
+    images = {n: s["image"] for n, s in SERVICES.items() if "image" in s}
+    dockerfile = (ROOT / "ops" / "Dockerfile").read_text().splitlines()
+    images |= {"Dockerfile": line.split()[1] for line in dockerfile if line.startswith("FROM ")}
+    floating = {n: image for n, image in images.items() if not exact.match(image)}
+    assert not floating
+
+
+def test_every_long_running_infrastructure_service_has_a_healthcheck() -> None:
+    missing = [n for n, s in SERVICES.items() if "image" in s and "healthcheck" not in s]
+    assert not missing
     assert "rabbitmq-diagnostics" in SERVICES["rabbitmq"]["healthcheck"]["test"]
     assert "redis-cli" in SERVICES["redis"]["healthcheck"]["test"]
+
+
+def test_redis_asks_for_a_password_and_is_not_published_on_the_host() -> None:
+    redis = SERVICES["redis"]
+    assert not redis.get("ports")
+    command = redis["command"]
+    password = command[command.index("--requirepass") + 1]
+    assert password and _environment(redis)["REDISCLI_AUTH"] == password
+    for name in [*KSCHED_SERVICES, "descheduler"]:
+        url = urlsplit(_environment(SERVICES[name])["KSCHED_REDIS_URL"])
+        assert url.password == password, name
 
 
 def test_redis_keeps_the_projection_across_restarts() -> None:
@@ -132,6 +156,6 @@ def test_every_dependency_and_volume_exists() -> None:
 
 def test_the_image_runs_the_ksched_console_script() -> None:
     dockerfile = (ROOT / "ops" / "Dockerfile").read_text()
-    assert any(line.startswith("FROM python:3.11-slim") for line in dockerfile.splitlines())
+    assert any(line.startswith("FROM python:3.11.") for line in dockerfile.splitlines())
     assert 'ENTRYPOINT ["ksched"]' in dockerfile
     assert "requirements.lock" in dockerfile

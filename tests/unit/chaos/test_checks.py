@@ -33,7 +33,7 @@ def clean(**changes: Any) -> Observed:
         allocatable={"n1": NODE, "n2": NODE},
         reservations=[],
         leases=[],
-        waiting=None,
+        waiting=[],
         log_objects=objects,
         store_objects=dict(objects),
         log_seq=10,
