@@ -188,6 +188,20 @@ class EvictorPlugin(Plugin, Protocol):
     def pre_eviction_filter(self, pod: Pod) -> bool: ...
 
 
+@runtime_checkable
+class ExplainingEvictorPlugin(EvictorPlugin, Protocol):
+    """An evictor plugin that can say why it refuses a pod, in upstream's words, so
+    every refusal is visible (``ksched deschedule`` lists them)."""
+
+    def reasons(self, pod: Pod) -> list[str]:
+        """Why Filter refuses ``pod``; empty: Filter passes it."""
+        ...
+
+    def pre_eviction_reasons(self, pod: Pod) -> list[str]:
+        """Why PreEvictionFilter refuses ``pod``; empty: it passes."""
+        ...
+
+
 PluginFactory = Callable[[Any, Handle], Any]
 
 
@@ -227,6 +241,7 @@ __all__ = [
     "EvictionError",
     "Evictor",
     "EvictorPlugin",
+    "ExplainingEvictorPlugin",
     "Handle",
     "NamespaceLimitError",
     "NodeLimitError",

@@ -132,8 +132,7 @@ def run_plugin(
     evictor = PodEvictor(limits or Limits(), pdbs=list(pdbs))
     handle = PluginHandle(ProfileEvictor("test", evictor), cluster, SchedulerFit(cluster))
     default = DefaultEvictor(evictor_args or DefaultEvictorArgs(), handle)
-    handle.evictor.filters = [default]
-    handle.evictor.pre_eviction_filters = [default]
+    handle.evictor.wire([default], [default])
     plugin = new(args, handle)
     getattr(plugin, "balance" if balance else "deschedule")(list(nodes))
     return evictor

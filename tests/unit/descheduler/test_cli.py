@@ -317,7 +317,17 @@ def test_node_fit_asks_the_named_scheduler_profile(
     (tmp_path / "config.yaml").write_text(SCHEDULER_CONFIG)
     argv = ["deschedule", cluster, "--policy", policy, "--config", str(tmp_path / "config.yaml")]
     assert main([*argv, "--now", "2024-01-03T00:00:00Z", "-o", "json"]) == 0
-    assert [line["pod"] for line in lines(capsys)] == evicted
+    out = lines(capsys)
+    assert [line["pod"] for line in out if line["kind"] == "Eviction"] == evicted
+    assert [(line["pod"], line["reasons"]) for line in out if line["kind"] == "NotEvicted"] == [
+        (
+            "demo/old",
+            [
+                "pod does not fit on any other node because of nodeSelector(s), Taint(s), "
+                "or nodes marked as unschedulable"
+            ],
+        )
+    ] * (len(evicted) == 1)
 
 
 def test_an_unknown_node_fit_profile_is_refused(
