@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
@@ -41,12 +41,13 @@ from contracts.kinds import KINDS
 from services.cli.errors import InputError
 from services.cli.manifests import Document
 from services.common.k8s.timestamps import parse_time
-from services.descheduler.api import ClusterView
+from services.descheduler.api import ClusterView, PrometheusUsage
 from services.descheduler.evictions import Evicted, NotEvicted
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import load_policy
 from services.descheduler.profile import CycleResult, check_node_fit_profiles, run_cycle
+from services.descheduler.prometheus import prometheus_usage
 from services.descheduler.registry import in_tree_registry
 from services.descheduler.usage import NodeUsageCollector
 from services.framework.api.types import PodInfo
@@ -56,9 +57,13 @@ from services.informer.validate import default_uid
 
 
 def cluster_view(
-    documents: Sequence[Document], now: float, collect_metrics: bool = True
+    documents: Sequence[Document],
+    now: float,
+    collect_metrics: bool = True,
+    prometheus: Mapping[str, PrometheusUsage] | None = None,
 ) -> ClusterView:
-    """The cluster file's objects as one cycle sees them (deleted ones left out)."""
+    """The cluster file's objects as one cycle sees them (deleted ones left out), with
+    the answers of the policy's Prometheus queries."""
     nodes: list[Node] = []
     pods: list[Pod] = []
     namespaces: dict[str, Namespace] = {}
@@ -102,7 +107,9 @@ def cluster_view(
     for error in collector.collect(node_metrics):
         print(f"warning: {error}", file=sys.stderr)
     usage = collector.usage() if collect_metrics else None
-    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics, dra)
+    return ClusterView(
+        nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics, dra, prometheus
+    )
 
 
 def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
@@ -284,7 +291,11 @@ def deschedule_command(args: argparse.Namespace) -> int:
     profiles = load_profiles(args.config)
     check_node_fit_profiles(policy, [p.scheduler_name for p in profiles])
     text, source = read_input(args.cluster)
-    cluster = cluster_view(load_cluster(text, source), parse_now(args.now), policy.collects_metrics)
+    documents = load_cluster(text, source)
+    prometheus, problem = prometheus_usage(policy, args.prometheus_token_file)
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
+    cluster = cluster_view(documents, parse_now(args.now), policy.collects_metrics, prometheus)
     evictor, result = run_cycle(
         policy, in_tree_registry(), cluster, SchedulerFit(cluster, profiles)
     )
