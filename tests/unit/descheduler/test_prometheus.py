@@ -11,8 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from services.cli.main import main
+from services.common.bus.memory import MemoryBus
+from services.common.clock import FakeClock
+from services.common.settings import DeschedulerSettings
+from services.common.store.memory import MemoryStore
 from services.descheduler.api import PrometheusUsage
 from services.descheduler.plugins.nodeutilization import (
     EvictionLimits,
@@ -29,6 +34,7 @@ from services.descheduler.prometheus import (
     read_token,
 )
 from services.descheduler.registry import in_tree_registry
+from services.descheduler.service import DeschedulerService
 from services.framework.api.registry import ConfigError
 from tests.unit.descheduler import prometheus_support as support
 from tests.unit.descheduler.support import build_node, build_pod, evicted_names, run_plugin
@@ -284,3 +290,47 @@ def test_deschedule_with_a_real_prometheus(
         "",
         "1 evicted on 3 nodes",
     ]
+
+
+@pytest.mark.parametrize(
+    ("auth", "answers", "warning"),
+    [
+        pytest.param({}, {QUERY: PrometheusUsage({"n1": 90})}, "", id="asked"),
+        pytest.param({"authToken": {"secretReference": {"namespace": "ns", "name": "s"}}}, None,
+                     "prometheus client not initialized: unable to get ns/s secret",
+                     id="secret-unreadable"),
+    ],
+)  # fmt: skip
+async def test_the_service_asks_prometheus_before_each_cycle(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    auth: dict[str, Any],
+    answers: dict[str, PrometheusUsage] | None,
+    warning: str,
+) -> None:
+    monkeypatch.setattr(
+        "services.descheduler.prometheus.SERVICE_ACCOUNT_TOKEN", tmp_path / "no-token"
+    )
+    served = support.Served(body=json.dumps(vector(({"instance": "n1"}, "0.9"))).encode())
+    with support.serving(served) as url:
+        loaded = load_policy(policy({"MetricResource": 20}, url=url, **auth), in_tree_registry())
+        service = DeschedulerService(
+            MemoryBus(), MemoryStore(), FakeClock(), loaded, in_tree_registry(),
+            DeschedulerSettings(),
+        )  # fmt: skip
+        cluster = await service.read_cluster()
+    assert cluster.prometheus == answers
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == (
+        [warning] if warning else []
+    )
+
+
+def test_the_readme_policy_loads() -> None:
+    """The README's Prometheus policy is a valid policy naming its query once."""
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    section = readme[readme.index("**Prometheus.**") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    block = section[start : section.index("\n```", start)]
+    loaded = load_policy(yaml.safe_load(block), in_tree_registry())
+    assert loaded.prometheus_queries() == ["instance:node_cpu:rate:sum"]
