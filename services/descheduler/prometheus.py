@@ -20,16 +20,16 @@ needs no authentication).
 
 from __future__ import annotations
 
-import json
 import math
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+import msgspec
 import numpy as np
 
 from services.descheduler.api import PrometheusUsage
@@ -46,31 +46,55 @@ class PrometheusError(Exception):
     """A query whose answer cannot be used; ``str()`` is upstream's message."""
 
 
+class _Data(msgspec.Struct, frozen=True, rename="camel"):
+    result_type: str = ""
+    result: msgspec.Raw = msgspec.Raw(b"[]")
+    """Samples for a vector; a scalar's or string's ``[time, value]`` otherwise."""
+
+
+class _Sample(msgspec.Struct, frozen=True):
+    value: tuple[float, str]
+    metric: dict[str, str] = {}
+
+
+class _Answer(msgspec.Struct, frozen=True, rename="camel"):
+    """``/api/v1/query``'s envelope (unknown fields, such as ``warnings``, ignored)."""
+
+    status: str = ""
+    data: _Data | None = None
+    error_type: str = ""
+    error: str = ""
+
+
+_answer = msgspec.json.Decoder(_Answer)
+_samples = msgspec.json.Decoder(list[_Sample])
+
+
 def _go_float(value: float) -> str:
     """A float as Go's ``%v`` prints a Prometheus sample value (``1.5``, ``2``)."""
     return str(np.format_float_positional(value, trim="-"))
 
 
-def node_usage(answer: Any) -> dict[str, int]:
-    """The decoded body of ``/api/v1/query`` as node → percent. Raises PrometheusError."""
-    if not isinstance(answer, Mapping):
-        raise PrometheusError("unable to capture prometheus metrics: not a query response")
-    if answer.get("status") != "success":
-        kind, text = answer.get("errorType", "error"), answer.get("error", "unknown error")
-        raise PrometheusError(f"unable to capture prometheus metrics: {kind}: {text}")
-    data = answer.get("data") or {}
-    kind = data.get("resultType", "")
-    if kind != "vector":
-        raise PrometheusError(
-            f'expected query results to be of type "vector", got "{kind}" instead'
-        )
+def node_usage(body: bytes) -> dict[str, int]:
+    """``/api/v1/query``'s answer as node → percent. Raises PrometheusError."""
+    try:
+        answer = _answer.decode(body)
+        if answer.status != "success" or answer.data is None:
+            kind, text = answer.error_type or "error", answer.error or "no data"
+            raise PrometheusError(f"unable to capture prometheus metrics: {kind}: {text}")
+        if answer.data.result_type != "vector":
+            raise PrometheusError(
+                f'expected query results to be of type "vector", got '
+                f'"{answer.data.result_type}" instead'
+            )
+        samples = _samples.decode(answer.data.result)
+        values = [(s.metric.get("instance"), float(s.value[1])) for s in samples]
+    except (msgspec.DecodeError, ValueError) as error:
+        raise PrometheusError(f"unable to capture prometheus metrics: {error}") from None
     usage = {}
-    for sample in data.get("result") or []:
-        labels = sample.get("metric") or {}
-        if "instance" not in labels:
+    for node, value in values:
+        if node is None:
             raise PrometheusError("the collected metrics sample is missing 'instance' key")
-        node = str(labels["instance"])
-        value = float(sample["value"][1])
         if math.isnan(value) or not 0 <= value <= 1:
             raise PrometheusError(
                 f'the collected metrics sample for "{node}" has value {_go_float(value)} '
@@ -99,12 +123,9 @@ class PrometheusClient:
                 body = response.read()
         except urllib.error.HTTPError as error:
             # Prometheus answers a bad query with 400/422 and its error in the body.
-            try:
-                answer = json.loads(error.read())
-            except ValueError:
-                answer = None
-            if isinstance(answer, Mapping) and "status" in answer:
-                return node_usage(answer)
+            body = error.read()
+            if body.lstrip().startswith(b"{"):
+                return node_usage(body)
             raise PrometheusError(
                 f"unable to capture prometheus metrics: server returned HTTP status "
                 f"{error.code} {error.reason}"
@@ -112,10 +133,7 @@ class PrometheusClient:
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise PrometheusError(f"unable to capture prometheus metrics: {reason}") from None
-        try:
-            return node_usage(json.loads(body))
-        except ValueError as error:
-            raise PrometheusError(f"unable to capture prometheus metrics: {error}") from None
+        return node_usage(body)
 
     def collect(self, queries: Iterable[str]) -> dict[str, PrometheusUsage]:
         """Each query's answer (its error kept, not raised)."""

@@ -68,6 +68,12 @@ def vector(*samples: tuple[dict[str, str], str]) -> dict[str, Any]:
                      id="not-a-vector"),
         pytest.param({"status": "error", "errorType": "bad_data", "error": "parse error"},
                      "unable to capture prometheus metrics: bad_data: parse error", id="error"),
+        pytest.param(vector(({"instance": "n1"}, "many")),
+                     "unable to capture prometheus metrics: could not convert string to float: "
+                     "'many'", id="not-a-number"),
+        pytest.param({"status": "success", "data": {"resultType": "vector", "result": [{}]}},
+                     "unable to capture prometheus metrics: Object missing required field "
+                     "`value` - at `$[0]`", id="no-value"),
     ],
 )  # fmt: skip
 def test_an_answer_becomes_each_nodes_percent_or_upstreams_error(
@@ -75,10 +81,10 @@ def test_an_answer_becomes_each_nodes_percent_or_upstreams_error(
 ) -> None:
     if isinstance(expected, str):
         with pytest.raises(PrometheusError) as caught:
-            node_usage(answer)
+            node_usage(json.dumps(answer).encode())
         assert str(caught.value) == expected
     else:
-        assert node_usage(answer) == expected
+        assert node_usage(json.dumps(answer).encode()) == expected
 
 
 @pytest.mark.parametrize(
