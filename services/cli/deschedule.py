@@ -4,8 +4,12 @@ evicted pods would land (``--placement``).
 
 Output ``json``: one line per eviction, in eviction order,
 ``{"kind": "Eviction", "pod": "NS/NAME", "node": "NODE", "profile": "P", "plugin": "X",
-"reason": "..."}``; with ``--placement`` then one ``Placement`` (or ``FailedScheduling``)
-line per evicted pod. ``table``: the evictions, the placements, and a summary.
+"reason": "..."}``; then one line per pod the evictor refused and that stayed,
+``{"kind": "NotEvicted", "pod": "NS/NAME", "node": "NODE", "reasons": ["..."]}`` (the
+evictor's and DefaultEvictor's reasons in upstream's words); with ``--placement`` then
+one ``Placement`` (or ``FailedScheduling``) line per evicted pod. ``table``: the
+evictions, the placements, and a summary that counts the refused pods by reason
+(``-v`` lists each one).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
@@ -37,23 +41,29 @@ from contracts.kinds import KINDS
 from services.cli.errors import InputError
 from services.cli.manifests import Document
 from services.common.k8s.timestamps import parse_time
-from services.descheduler.api import ClusterView
-from services.descheduler.evictions import Evicted
+from services.descheduler.api import ClusterView, PrometheusUsage
+from services.descheduler.evictions import Evicted, NotEvicted
 from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import load_policy
 from services.descheduler.profile import CycleResult, check_node_fit_profiles, run_cycle
+from services.descheduler.prometheus import prometheus_usage
 from services.descheduler.registry import in_tree_registry
 from services.descheduler.usage import NodeUsageCollector
 from services.framework.api.types import PodInfo
 from services.framework.config import Profile
 from services.framework.runtime.framework import Framework
+from services.informer.validate import default_uid
 
 
 def cluster_view(
-    documents: Sequence[Document], now: float, collect_metrics: bool = True
+    documents: Sequence[Document],
+    now: float,
+    collect_metrics: bool = True,
+    prometheus: Mapping[str, PrometheusUsage] | None = None,
 ) -> ClusterView:
-    """The cluster file's objects as one cycle sees them (deleted ones left out)."""
+    """The cluster file's objects as one cycle sees them (deleted ones left out), with
+    the answers of the policy's Prometheus queries."""
     nodes: list[Node] = []
     pods: list[Pod] = []
     namespaces: dict[str, Namespace] = {}
@@ -68,6 +78,11 @@ def cluster_view(
         if event.get("type") == "DELETED" or document.kind not in KINDS:
             continue
         obj = msgspec.convert(event["object"], KINDS[document.kind], strict=False)
+        if not obj.metadata.uid:  # as the informer gives one, so simulate sees the same
+            meta = msgspec.structs.replace(
+                obj.metadata, uid=default_uid(document.kind, obj.metadata)
+            )
+            obj = msgspec.structs.replace(obj, metadata=meta)
         match obj:
             case Node():
                 nodes.append(obj)
@@ -92,7 +107,9 @@ def cluster_view(
     for error in collector.collect(node_metrics):
         print(f"warning: {error}", file=sys.stderr)
     usage = collector.usage() if collect_metrics else None
-    return ClusterView(nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics, dra)
+    return ClusterView(
+        nodes, pods, now, namespaces, pdbs, claims, classes, usage, pod_metrics, dra, prometheus
+    )
 
 
 def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
@@ -135,6 +152,26 @@ def eviction_json(evicted: Evicted) -> dict[str, object]:
         "plugin": evicted.options.plugin,
         "reason": evicted.reason,
     }
+
+
+def not_evicted_json(refused: NotEvicted) -> dict[str, object]:
+    return {
+        "kind": "NotEvicted",
+        "pod": key(refused.pod),
+        "node": refused.node,
+        "reasons": list(refused.reasons),
+    }
+
+
+def not_evicted_summary(refused: Sequence[NotEvicted], hint: str = "") -> str:
+    """``2 pods not evicted: pod does not have any ownerRefs (2)``: each pod counted
+    once, under its first reason, most frequent reason first."""
+    counts: dict[str, int] = {}
+    for r in refused:
+        counts[r.reasons[0]] = counts.get(r.reasons[0], 0) + 1
+    by_count = sorted(counts.items(), key=lambda item: -item[1])
+    reasons = "; ".join(f"{reason} ({n})" for reason, n in by_count)
+    return f"{len(refused)} pod{'s' if len(refused) != 1 else ''} not evicted{hint}: {reasons}"
 
 
 def place(
@@ -182,6 +219,8 @@ def print_table(
     result: CycleResult,
     placements: Sequence[Placement] | None,
     out: TextIO,
+    refused: Sequence[NotEvicted] = (),
+    verbose: bool = False,
 ) -> None:
     if result.skipped:
         out.write(result.skipped + "\n")
@@ -201,9 +240,24 @@ def print_table(
         out.write("\n")
         for p in placements:
             out.write(f"{p.pod} → {p.node}\n" if p.node else f"{p.pod}: {p.message}\n")
+    if refused and verbose:
+        out.write("\n")
+        print_refused(refused, out)
     for error in result.errors:
         out.write(f"error: {error}\n")
     out.write(f"\n{len(evicted)} evicted on {len(result.nodes)} nodes\n")
+    if refused:
+        hint = "" if verbose else " (-v lists them)"
+        out.write(not_evicted_summary(refused, hint) + "\n")
+
+
+def print_refused(refused: Sequence[NotEvicted], out: TextIO) -> None:
+    """One row per refused pod, its reasons joined."""
+    rows = [("NOT EVICTED", "NODE", "REASONS")]
+    rows += [(key(r.pod), r.node, "; ".join(r.reasons)) for r in refused]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    for row in rows:
+        out.write(f"{row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}\n")
 
 
 def print_utilization(name: str, plugin: Any, out: TextIO) -> None:
@@ -237,21 +291,35 @@ def deschedule_command(args: argparse.Namespace) -> int:
     profiles = load_profiles(args.config)
     check_node_fit_profiles(policy, [p.scheduler_name for p in profiles])
     text, source = read_input(args.cluster)
-    cluster = cluster_view(load_cluster(text, source), parse_now(args.now), policy.collects_metrics)
+    documents = load_cluster(text, source)
+    prometheus, problem = prometheus_usage(policy, args.prometheus_token_file)
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
+    cluster = cluster_view(documents, parse_now(args.now), policy.collects_metrics, prometheus)
     evictor, result = run_cycle(
         policy, in_tree_registry(), cluster, SchedulerFit(cluster, profiles)
     )
     placements = place(cluster, evictor.evicted, profiles) if args.placement else None
     if args.output == "json":
         lines: list[dict[str, Any]] = [eviction_json(e) for e in evictor.evicted]
+        lines += [not_evicted_json(r) for r in evictor.not_evicted]
         lines += [p.to_json() for p in placements or ()]
         for line in lines:
             print(json.dumps(line))
     else:
-        print_table(evictor.evicted, result, placements, sys.stdout)
+        verbose = bool(getattr(args, "verbose", False))
+        print_table(evictor.evicted, result, placements, sys.stdout, evictor.not_evicted, verbose)
     for error in result.errors:
         print(f"ksched: {error}", file=sys.stderr)
     return 0
 
 
-__all__ = ["cluster_view", "deschedule_command", "eviction_json", "parse_now", "place"]
+__all__ = [
+    "cluster_view",
+    "deschedule_command",
+    "eviction_json",
+    "not_evicted_json",
+    "not_evicted_summary",
+    "parse_now",
+    "place",
+]

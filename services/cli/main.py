@@ -333,6 +333,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="then schedule each evicted pod again (as its controller would recreate it)",
     )
+    p.add_argument(
+        "--prometheus-token-file",
+        metavar="FILE",
+        help="the bearer token for the policy's Prometheus metrics provider (the value of "
+        "the prometheusAuthToken key of the Secret authToken.secretReference names; "
+        "default: the service-account token if mounted, else none)",
+    )
 
     p = command("replay", "replay a recorded event log and compare decisions")
     p.add_argument("log", help="an event log file (see simulate --record, run informer)")

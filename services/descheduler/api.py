@@ -82,6 +82,15 @@ class Evictor(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PrometheusUsage:
+    """One Prometheus query's answer: each node's usage in percent, or why there is
+    none (upstream's message)."""
+
+    nodes: Mapping[str, int] = field(default_factory=dict)
+    error: str = ""
+
+
 @dataclass
 class ClusterView:
     """The cluster one cycle sees. ``nodes``: every node (the cycle takes the Ready
@@ -104,6 +113,10 @@ class ClusterView:
     """DRA's DeviceClasses, ResourceSlices and ResourceClaims: nodeFit runs the
     scheduler's DynamicResources filter, so a pod whose claim cannot be allocated on
     another node does not fit there."""
+    prometheus: Mapping[str, PrometheusUsage] | None = None
+    """Each Prometheus query the policy's plugins name → its answer, asked once before
+    the cycle (:mod:`services.descheduler.prometheus`). None: no Prometheus client
+    (no ``Prometheus`` metrics provider, or no token for it)."""
 
     def __post_init__(self) -> None:
         self._by_node: dict[str, list[Pod]] = {}
@@ -142,6 +155,7 @@ class ClusterView:
             self.node_usage,
             self.pod_metrics,
             self.dra,
+            self.prometheus,
         )
 
 
@@ -188,6 +202,20 @@ class EvictorPlugin(Plugin, Protocol):
     def pre_eviction_filter(self, pod: Pod) -> bool: ...
 
 
+@runtime_checkable
+class ExplainingEvictorPlugin(EvictorPlugin, Protocol):
+    """An evictor plugin that can say why it refuses a pod, in upstream's words, so
+    every refusal is visible (``ksched deschedule`` lists them)."""
+
+    def reasons(self, pod: Pod) -> list[str]:
+        """Why Filter refuses ``pod``; empty: Filter passes it."""
+        ...
+
+    def pre_eviction_reasons(self, pod: Pod) -> list[str]:
+        """Why PreEvictionFilter refuses ``pod``; empty: it passes."""
+        ...
+
+
 PluginFactory = Callable[[Any, Handle], Any]
 
 
@@ -227,12 +255,14 @@ __all__ = [
     "EvictionError",
     "Evictor",
     "EvictorPlugin",
+    "ExplainingEvictorPlugin",
     "Handle",
     "NamespaceLimitError",
     "NodeLimitError",
     "Plugin",
     "PluginEntry",
     "PluginFactory",
+    "PrometheusUsage",
     "Registry",
     "TotalLimitError",
 ]

@@ -7,6 +7,11 @@ the pod not yet deleted). ksched adds what the API server would refuse: a pod wh
 eviction is outstanding is not evicted again, and a pod whose PodDisruptionBudget has
 no disruption left (``status.disruptionsAllowed`` minus the outstanding and this
 cycle's evictions of pods it covers) is refused with the API server's 429 text.
+
+Every refusal is kept with its reason (:meth:`PodEvictor.refuse`): the limits and
+budgets above, and what the profiles' Filter and PreEvictionFilter plugins refused
+(DefaultEvictor's checks, in upstream's words), so ``ksched deschedule`` can say why
+a pod a plugin chose stayed (:attr:`PodEvictor.not_evicted`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,16 @@ class Evicted:
 
 
 @dataclass
+class NotEvicted:
+    """A pod the evictor refused this cycle, and not evicted after all: every distinct
+    reason it was refused for, in the order they came."""
+
+    pod: Pod
+    node: str
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Limits:
     per_node: int | None = None
     per_namespace: int | None = None
@@ -56,7 +71,8 @@ class PodEvictor:
     """Pods whose eviction was published in an earlier cycle and which are not gone
     yet: they count against the limits and their PDBs, and are not evicted again."""
     evicted: list[Evicted] = field(default_factory=list)
-    refused: list[tuple[Pod, EvictOptions, str]] = field(default_factory=list)
+    refusals: dict[str, NotEvicted] = field(default_factory=dict)
+    """Pod key → why the evictor refused it (:meth:`refuse`)."""
     on_result: Callable[[Pod, EvictOptions, str], None] | None = None
     """Told each eviction's result: ``success`` or the refusal's message (metrics)."""
 
@@ -103,6 +119,20 @@ class PodEvictor:
     def total_evicted(self) -> int:
         return self._total
 
+    def refuse(self, pod: Pod, reasons: Sequence[str]) -> None:
+        """Record that ``pod`` was refused for ``reasons`` (a filter's or an eviction's)."""
+        key = podutil.key(pod)
+        entry = self.refusals.get(key)
+        if entry is None:
+            entry = self.refusals[key] = NotEvicted(pod, pod.spec.node_name or "")
+        entry.reasons += [r for r in reasons if r not in entry.reasons]
+
+    @property
+    def not_evicted(self) -> list[NotEvicted]:
+        """The refused pods this cycle did not evict, in the order they were refused."""
+        evicted = {podutil.key(e.pod) for e in self.evicted}
+        return [r for key, r in self.refusals.items() if key not in evicted]
+
     def is_outstanding(self, pod: Pod) -> bool:
         return pod.metadata.uid in self._outstanding_uids
 
@@ -111,7 +141,7 @@ class PodEvictor:
         try:
             self._check(pod)
         except EvictionError as error:
-            self.refused.append((pod, options, str(error)))
+            self.refuse(pod, [str(error)])
             if self.on_result is not None:
                 self.on_result(pod, options, str(error))
             raise
@@ -149,4 +179,4 @@ class PodEvictor:
                 raise BudgetError(pdb.metadata.name)
 
 
-__all__ = ["Evicted", "Limits", "PodEvictor"]
+__all__ = ["Evicted", "Limits", "NotEvicted", "PodEvictor"]

@@ -136,6 +136,28 @@ class Policy:
             p.source == "KubernetesMetrics" for p in self.metrics_providers
         )
 
+    @property
+    def prometheus(self) -> Prometheus | None:
+        """The ``Prometheus`` metrics provider's settings (``getPrometheusConfig``)."""
+        for provider in self.metrics_providers:
+            if provider.source == "Prometheus":
+                return provider.prometheus
+        return None
+
+    def prometheus_queries(self) -> list[str]:
+        """The queries of the enabled plugins whose ``metricsUtilization`` reads
+        Prometheus, each once, in profile order."""
+        queries = []
+        for profile in self.profiles:
+            enabled = {name for names in profile.plugins.values() for name in names}
+            for name, args in profile.args.items():
+                metrics = getattr(args, "metrics_utilization", None)
+                if name not in enabled or metrics is None or metrics.source != "Prometheus":
+                    continue
+                if metrics.prometheus is not None and metrics.prometheus.query:
+                    queries.append(metrics.prometheus.query)
+        return list(dict.fromkeys(queries))
+
 
 def load_policy(source: str | Path | Mapping[str, Any], registry: Registry) -> Policy:
     """Load and validate a policy file (or parsed mapping). Raises ConfigError whose
@@ -286,5 +308,6 @@ __all__ = [
     "KIND",
     "Policy",
     "Profile",
+    "Prometheus",
     "load_policy",
 ]

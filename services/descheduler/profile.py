@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.k8s import Node, Pod
-from services.descheduler.api import ClusterView, EvictOptions, Registry
+from services.descheduler.api import (
+    ClusterView,
+    EvictOptions,
+    ExplainingEvictorPlugin,
+    Registry,
+)
 from services.descheduler.evictions import Limits, PodEvictor
 from services.descheduler.nodes import ready_nodes
 from services.descheduler.policy import Policy, Profile
@@ -25,21 +30,47 @@ FitCheck = Callable[[Pod, Sequence[Node]], bool]
 """Does the pod fit one of these nodes other than its own (the scheduler's filters)?"""
 
 
+Check = Callable[[Pod], list[str]]
+"""Why one evictor plugin refuses a pod at one point (empty: it passes)."""
+
+
+def _check(plugin: Any, point: str) -> Check:
+    """The plugin's reasons at ``point``, or, for a plugin that gives none, one naming it."""
+    if isinstance(plugin, ExplainingEvictorPlugin):
+        return plugin.reasons if point == "filter" else plugin.pre_eviction_reasons
+    passes = plugin.filter if point == "filter" else plugin.pre_eviction_filter
+    refused = [f"refused by {plugin.name} ({point})"]
+    return lambda pod: [] if passes(pod) else refused
+
+
 class ProfileEvictor:
     """``evictorImpl``: the profile's Filter and PreEvictionFilter plugins, and the
-    cycle's evictor with the profile's name on every eviction."""
+    cycle's evictor with the profile's name on every eviction. A pod a plugin refuses
+    is recorded with the reasons (:meth:`PodEvictor.refuse`)."""
 
     def __init__(self, profile: str, evictor: PodEvictor) -> None:
         self.profile = profile
         self.pod_evictor = evictor
-        self.filters: list[Any] = []
-        self.pre_eviction_filters: list[Any] = []
+        self._filters: list[Check] = []
+        self._pre_eviction_filters: list[Check] = []
+
+    def wire(self, filters: Sequence[Any], pre_eviction_filters: Sequence[Any]) -> None:
+        self._filters = [_check(p, "filter") for p in filters]
+        self._pre_eviction_filters = [_check(p, "preEvictionFilter") for p in pre_eviction_filters]
+
+    def _passes(self, checks: Sequence[Check], pod: Pod) -> bool:
+        for check in checks:
+            reasons = check(pod)
+            if reasons:
+                self.pod_evictor.refuse(pod, reasons)
+                return False
+        return True
 
     def filter(self, pod: Pod) -> bool:
-        return all(p.filter(pod) for p in self.filters)
+        return self._passes(self._filters, pod)
 
     def pre_eviction_filter(self, pod: Pod) -> bool:
-        return all(p.pre_eviction_filter(pod) for p in self.pre_eviction_filters)
+        return self._passes(self._pre_eviction_filters, pod)
 
     def evict(self, pod: Pod, options: EvictOptions) -> None:
         self.pod_evictor.evict(pod, EvictOptions(options.plugin, self.profile, options.reason))
@@ -82,8 +113,10 @@ def build_profile(
         for name in profile.plugins[point]:
             if name not in built:
                 built[name] = registry[name].factory(profile.args.get(name), handle)
-    handle.evictor.filters = [built[n] for n in profile.plugins["filter"]]
-    handle.evictor.pre_eviction_filters = [built[n] for n in profile.plugins["preEvictionFilter"]]
+    handle.evictor.wire(
+        [built[n] for n in profile.plugins["filter"]],
+        [built[n] for n in profile.plugins["preEvictionFilter"]],
+    )
     return (
         [built[n] for n in profile.plugins["deschedule"]],
         [built[n] for n in profile.plugins["balance"]],

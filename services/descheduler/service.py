@@ -7,7 +7,8 @@ One instance is active at a time: a cycle runs only while this process holds the
 
 1. reads the cluster from the store (nodes, pods, PDBs, priority classes, namespaces,
    claims) and the evictions still outstanding (published, the pod not deleted yet;
-   a pod's DELETED watch event drops its record in the store);
+   a pod's DELETED watch event drops its record in the store), and asks Prometheus
+   the policy's queries when it names a Prometheus metrics provider;
 2. runs every profile (services.descheduler.profile) with the scheduler framework's
    filters answering nodeFit;
 3. records the evictions in Redis *before* publishing them, then publishes, per
@@ -73,6 +74,7 @@ from services.descheduler.nodefit import SchedulerFit
 from services.descheduler.podutil import key
 from services.descheduler.policy import Policy
 from services.descheduler.profile import CycleResult, run_cycle
+from services.descheduler.prometheus import prometheus_usage
 from services.descheduler.usage import COLLECT_INTERVAL, NodeUsageCollector
 from services.framework.config import Profile
 
@@ -223,6 +225,12 @@ class DeschedulerService:
         if self.policy.collects_metrics and not self.usage.synced:
             await self.collect()  # upstream waits for the collector's first sync
         pod_metrics = _decode(await objects("podmetrics"), PodMetrics)
+        prometheus = None
+        if self.policy.prometheus is not None:
+            # Blocking HTTP, off the loop; the token is the service account's, if mounted.
+            prometheus, problem = await asyncio.to_thread(prometheus_usage, self.policy)
+            if problem:
+                log.warning("prometheus client not initialized: %s", problem)
         dra: list[object] = []
         for kind, cls in DRA_KINDS.items():
             dra += _decode(await objects(kind), cls)
@@ -237,6 +245,7 @@ class DeschedulerService:
             self.usage.usage() if self.policy.collects_metrics else None,
             {(m.metadata.namespace or "default", m.metadata.name): m for m in pod_metrics},
             dra,
+            prometheus,
         )
 
     async def run_once(self) -> CycleReport:

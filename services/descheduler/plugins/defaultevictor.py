@@ -22,7 +22,7 @@ from contracts.k8s import LabelSelector, Pod
 from services.common.k8s.labels import matches_label_selector
 from services.common.k8s.timestamps import parse_time
 from services.descheduler import podutil
-from services.descheduler.api import ClusterView, EvictorPlugin, Handle, PluginEntry
+from services.descheduler.api import ClusterView, ExplainingEvictorPlugin, Handle, PluginEntry
 from services.descheduler.nodes import ready_nodes
 from services.framework.api.registry import ConfigError, join_path
 
@@ -218,7 +218,7 @@ def threshold_priority(args: DefaultEvictorArgs, cluster: ClusterView) -> int | 
 Constraint = Callable[[Pod], str | None]
 
 
-class DefaultEvictor(EvictorPlugin):
+class DefaultEvictor(ExplainingEvictorPlugin):
     name: Final = NAME
 
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
@@ -383,17 +383,29 @@ class DefaultEvictor(EvictorPlugin):
         return not self.reasons(pod)
 
     def pre_eviction_filter(self, pod: Pod) -> bool:
+        return not self.pre_eviction_reasons(pod)
+
+    def pre_eviction_reasons(self, pod: Pod) -> list[str]:
+        """Why PreEvictionFilter refuses ``pod`` (empty: it passes), in upstream's words
+        (nodeFit asks the scheduler's filters, but says what upstream says)."""
         cluster = self.handle.cluster
         if self.args.node_fit:
             nodes = ready_nodes(cluster.nodes, self.args.node_selector)
             if not self.handle.fits_other_node(pod, nodes):
-                return False
+                return [
+                    "pod does not fit on any other node because of nodeSelector(s), "
+                    "Taint(s), or nodes marked as unschedulable"
+                ]
         selector = self.args.namespace_label_selector
         if selector is None or not (selector.match_labels or selector.match_expressions):
-            return True
+            return []
         namespace = cluster.namespaces.get(pod.metadata.namespace or "default")
         labels = namespace.metadata.labels if namespace is not None else None
-        return labels is not None and matches_label_selector(selector, labels)
+        if labels is not None and matches_label_selector(selector, labels):
+            return []
+        return [
+            "pod namespace do not match the namespaceLabelSelector filter in the policy parameter"
+        ]
 
 
 def new(args: DefaultEvictorArgs | None, handle: Handle) -> DefaultEvictor:

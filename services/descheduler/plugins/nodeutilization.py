@@ -10,9 +10,11 @@ lowest priority first, while the node stays over its target and the underutilize
 nodes have room left below their target. HighNodeUtilization empties the nodes under
 ``thresholds`` (least used first) into the others while they have room.
 
-``metricsUtilization`` (metrics-server or Prometheus) is accepted and validated;
-ksched does not ingest NodeMetrics/PodMetrics yet, so a plugin asking for them ends
-with upstream's "metrics client not initialized" error.
+LowNodeUtilization's ``metricsUtilization`` reads actual usage instead: metrics-server's
+NodeMetrics and PodMetrics, or a Prometheus query whose answer (each node's
+``MetricResource`` in percent, :mod:`services.descheduler.prometheus`) the cycle
+holds. Prometheus says nothing of a pod's usage, so, as upstream, each overutilized
+node gives up one pod (up to ``evictionLimits.node`` with that limit).
 """
 
 from __future__ import annotations
@@ -134,6 +136,21 @@ class LowNodeUtilizationArgs(
                 raise ConfigError(
                     where, 'prometheus query is required when metrics source is set to "Prometheus"'
                 )
+            if metrics.source == "Prometheus":
+                self._check_metric_resource(path)
+
+    def _check_metric_resource(self, path: str) -> None:
+        """``validatePrometheusMetricsUtilization``: a query measures one thing."""
+        for field_name, thresholds in (
+            ("thresholds", self.thresholds),
+            ("targetThresholds", self.target_thresholds),
+        ):
+            if list(thresholds) != [METRIC_RESOURCE]:
+                raise ConfigError(
+                    join_path(path, field_name),
+                    f'{field_name} are expected to specify a single instance of "{METRIC_RESOURCE}"'
+                    f" resource, got [{' '.join(thresholds)}] instead",
+                )
 
 
 class HighNodeUtilizationArgs(
@@ -211,6 +228,22 @@ def actual_node_usages(
                 )
             usage[resource] = collected[resource]
         out.append(NodeUsage(node, usage, pods))
+    return out
+
+
+def prometheus_node_usages(handle: Handle, nodes: Sequence[Node], query: str) -> list[NodeUsage]:
+    """``prometheusUsageClient.sync``: each node's ``MetricResource`` from the query's
+    answer. Raises UsageError."""
+    answer = (handle.cluster.prometheus or {}).get(query)
+    if answer is None or answer.error:
+        raise UsageError(answer.error if answer is not None else "query not collected")
+    out = []
+    for node in nodes:
+        name = node.metadata.name
+        if name not in answer.nodes:
+            raise UsageError(f"unable to find metric entry for {name}")
+        usage = {METRIC_RESOURCE: answer.nodes[name]}
+        out.append(NodeUsage(node, usage, handle.cluster.active_pods_on(name)))
     return out
 
 
@@ -316,10 +349,11 @@ def evict_from(
     go_on: ContinueCheck,
     excluded: frozenset[str],
     node_limit: int | None,
-    pod_usage: Callable[[Pod], Mapping[str, int] | None] = requests_of,
+    pod_usage: Callable[[Pod], Mapping[str, int] | None] | None = requests_of,
 ) -> None:
     """``evictPodsFromSourceNodes``; ``pod_usage``: the requests, or the actual usage
-    (None: unknown, the pod is skipped)."""
+    (None: unknown, the pod is skipped); no ``pod_usage`` at all (Prometheus): each
+    node gives up one pod, or up to ``node_limit``, its usage left as it was."""
     available = dict.fromkeys(resources, 0)
     for dest in destinations:
         for name in resources:
@@ -343,7 +377,7 @@ def evict_from(
                 continue
             if not evictor.pre_eviction_filter(pod):
                 continue
-            usage = pod_usage(pod)
+            usage = pod_usage(pod) if pod_usage is not None else {}
             if usage is None:
                 continue
             outcome = evict(handle, pod, plugin)
@@ -353,13 +387,25 @@ def evict_from(
                 return
             if outcome is Outcome.FAILED:
                 continue
+            if pod_usage is None and node_limit is None:
+                break
             evicted += 1
+            if pod_usage is None:
+                continue
             for name in available:
                 amount = 1 if name == PODS else usage.get(name, 0)
                 source.usage[name] = source.usage.get(name, 0) - amount
                 available[name] -= amount
             if not go_on(source, available):
                 break
+
+
+def prometheus_query(args: LowNodeUtilizationArgs) -> str:
+    """The query when the args read Prometheus, else ""."""
+    metrics = args.metrics_utilization
+    if metrics is None or metrics.source != "Prometheus" or metrics.prometheus is None:
+        return ""
+    return metrics.prometheus.query
 
 
 def _resources(thresholds: Thresholds) -> list[str]:
@@ -372,7 +418,8 @@ class LowNodeUtilization(BalancePlugin):
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.resources = _resources(args.thresholds)
+        self.prometheus = prometheus_query(args)
+        self.resources = list(args.thresholds) if self.prometheus else _resources(args.thresholds)
         self.classified: dict[str, str] = {}
         """Node → ``underutilized``, ``overutilized`` or ``appropriately utilized``
         (for the deschedule table)."""
@@ -386,14 +433,18 @@ class LowNodeUtilization(BalancePlugin):
         )
         if actual and self.handle.cluster.node_usage is None:
             return "error initializing usage client: metrics client not initialized"
-        if metrics is not None and not actual:
+        if self.prometheus and self.handle.cluster.prometheus is None:
             return "error initializing usage client: prometheus client not initialized"
+        if metrics is not None and not actual and not self.prometheus:
+            empty = "unrecognized metrics source" if metrics.source else "metrics source is empty"
+            return f"error initializing usage client: {empty}"
         try:
-            usages = (
-                actual_node_usages(self.handle, nodes, self.resources)
-                if actual
-                else node_usages(self.handle, nodes, self.resources)
-            )
+            if self.prometheus:
+                usages = prometheus_node_usages(self.handle, nodes, self.prometheus)
+            elif actual:
+                usages = actual_node_usages(self.handle, nodes, self.resources)
+            else:
+                usages = node_usages(self.handle, nodes, self.resources)
         except UsageError as error:
             return f"error getting node usage: {error}"
         for u in usages:
@@ -445,7 +496,9 @@ class LowNodeUtilization(BalancePlugin):
             go_on,
             excluded,
             limit,
-            (lambda pod: actual_pod_usage(self.handle, pod, self.resources))
+            None
+            if self.prometheus
+            else (lambda pod: actual_pod_usage(self.handle, pod, self.resources))
             if actual
             else requests_of,
         )

@@ -124,18 +124,21 @@ def run_plugin(
     pdbs: Sequence[PodDisruptionBudget] = (),
     now: float = NOW,
     balance: bool = False,
+    errors: list[str | None] | None = None,
     **view: Any,
 ) -> PodEvictor:
     """Build the plugin on a handle whose evictor is DefaultEvictor (``evictor_args``)
-    and run it over every node: the evictor, with ``evicted`` in order."""
+    and run it over every node: the evictor, with ``evicted`` in order; the plugin's
+    error (or None) is appended to ``errors``."""
     cluster = ClusterView(list(nodes), list(pods), now, pdbs=list(pdbs), **view)
     evictor = PodEvictor(limits or Limits(), pdbs=list(pdbs))
     handle = PluginHandle(ProfileEvictor("test", evictor), cluster, SchedulerFit(cluster))
     default = DefaultEvictor(evictor_args or DefaultEvictorArgs(), handle)
-    handle.evictor.filters = [default]
-    handle.evictor.pre_eviction_filters = [default]
+    handle.evictor.wire([default], [default])
     plugin = new(args, handle)
-    getattr(plugin, "balance" if balance else "deschedule")(list(nodes))
+    error = getattr(plugin, "balance" if balance else "deschedule")(list(nodes))
+    if errors is not None:
+        errors.append(error)
     return evictor
 
 

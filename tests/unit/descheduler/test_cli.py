@@ -294,10 +294,17 @@ profiles:
 """
 
 
+NO_FIT = (
+    "pod does not fit on any other node because of nodeSelector(s), Taint(s), or nodes "
+    "marked as unschedulable"
+)
+
+
 @pytest.mark.parametrize(
-    ("extra", "evicted"),
-    [("", ["demo/web-1"]), (", nodeFitProfile: default-scheduler", ["demo/web-1"]),
-     (", nodeFitProfile: lenient", ["demo/web-1", "demo/old"])],
+    ("extra", "evicted", "stayed"),
+    [("", ["demo/web-1"], {"demo/old": [NO_FIT]}),
+     (", nodeFitProfile: default-scheduler", ["demo/web-1"], {"demo/old": [NO_FIT]}),
+     (", nodeFitProfile: lenient", ["demo/web-1", "demo/old"], {})],
 )  # fmt: skip
 def test_node_fit_asks_the_named_scheduler_profile(
     files: tuple[str, str],
@@ -305,6 +312,7 @@ def test_node_fit_asks_the_named_scheduler_profile(
     capsys: pytest.CaptureFixture[str],
     extra: str,
     evicted: list[str],
+    stayed: dict[str, list[str]],
 ) -> None:
     """Both pods are old enough. web-1 (on the tainted n1) fits n2 under every
     profile; ``old``, here without its toleration, fits the tainted n1 only under the
@@ -317,7 +325,9 @@ def test_node_fit_asks_the_named_scheduler_profile(
     (tmp_path / "config.yaml").write_text(SCHEDULER_CONFIG)
     argv = ["deschedule", cluster, "--policy", policy, "--config", str(tmp_path / "config.yaml")]
     assert main([*argv, "--now", "2024-01-03T00:00:00Z", "-o", "json"]) == 0
-    assert [line["pod"] for line in lines(capsys)] == evicted
+    out = lines(capsys)
+    assert [line["pod"] for line in out if line["kind"] == "Eviction"] == evicted
+    assert {line["pod"]: line["reasons"] for line in out if line["kind"] == "NotEvicted"} == stayed
 
 
 def test_an_unknown_node_fit_profile_is_refused(

@@ -30,7 +30,7 @@ from services.descheduler.api import (
 )
 from services.descheduler.evictions import Limits, PodEvictor
 from services.descheduler.policy import load_policy
-from services.descheduler.profile import run_cycle
+from services.descheduler.profile import ProfileEvictor, run_cycle
 from services.descheduler.registry import in_tree_registry
 from tests.unit.descheduler.support import NOW, build_node, build_pod, with_
 
@@ -193,3 +193,34 @@ def test_a_cycle_needs_two_ready_nodes(nodes: list[Node]) -> None:
     evictor, result = run_cycle(policy, in_tree_registry(), cluster, lambda pod, nodes: True)
     assert evictor.evicted == []
     assert result.skipped == "Skipping descheduling cycle: requires >=2 nodes, found 1"
+
+
+class _Silent:
+    """An evictor plugin that refuses without saying why (out-of-tree plugins may)."""
+
+    name = "Custom"
+
+    def __init__(self, passes_filter: bool) -> None:
+        self.passes_filter = passes_filter
+
+    def filter(self, pod: Pod) -> bool:
+        return self.passes_filter
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("passes_filter", "expected"),
+    [(False, ["refused by Custom (filter)"]), (True, ["refused by Custom (preEvictionFilter)"])],
+)
+def test_a_plugin_that_gives_no_reason_is_named_as_the_reason(
+    passes_filter: bool, expected: list[str]
+) -> None:
+    evictor = PodEvictor()
+    profile = ProfileEvictor("p", evictor)
+    plugin = _Silent(passes_filter)
+    profile.wire([plugin], [plugin])
+    pod = build_pod("a", node="n1")
+    assert not (profile.filter(pod) and profile.pre_eviction_filter(pod))
+    assert [(r.node, r.reasons) for r in evictor.not_evicted] == [("n1", expected)]
