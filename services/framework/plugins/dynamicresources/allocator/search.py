@@ -19,7 +19,7 @@ one scheduling cycle, as the interface says.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from contracts.k8s import Node
 from contracts.k8s.resource import (
@@ -33,6 +33,7 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocationFailedOnNode,
     AllocatorFeatures,
 )
+from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
 from services.framework.plugins.dynamicresources.allocator.pools import (
     Pool,
@@ -61,16 +62,18 @@ class Allocator:
         self,
         *,
         features: AllocatorFeatures,
-        allocated: Container[str],
+        allocated: AllocatedState,
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel: CELCache,
         index: SliceIndex | None = None,
     ) -> None:
         """``index``: the slices' index when the caller keeps one for them (it depends
-        on nothing else)."""
+        on nothing else). ``allocated``: what allocated claims hold
+        (:mod:`.allocated`)."""
         self.features = features
         self.allocated = allocated
+        self.allocated_devices = allocated.devices
         self.classes = classes
         self.index = index if index is not None else SliceIndex(slices)
         self.cel = cel
