@@ -45,6 +45,7 @@ import numpy as np
 
 from contracts.k8s import TERMINAL_PHASES, Node, Pod, ResourceClaim, namespaced_name
 from contracts.k8s.resource import Device, DeviceRequestAllocationResult, ResourceSlice
+from contracts.quantity import format_quantity
 from services.common.resources import ResourceError
 from services.common.store import ClusterStore
 from services.framework.api.interface import CycleState, FilterPlugin, PreFilterPlugin
@@ -55,11 +56,7 @@ from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.plugins.dynamicresources.allocator import device_id
-from services.framework.plugins.dynamicresources.allocator.capacity import (
-    amount,
-    format_quantity,
-    qualify,
-)
+from services.framework.plugins.dynamicresources.allocator.capacity import amount, qualify
 from services.framework.runtime import filtering
 from services.framework.runtime.framework import Framework
 

@@ -40,7 +40,7 @@ from contracts.k8s.resource import (
     CapacityRequestPolicyRange,
     Device,
 )
-from contracts.quantity import QuantityError, parse_quantity
+from contracts.quantity import QuantityError, format_quantity, parse_quantity
 
 ConsumedCapacity = dict[str, Fraction]
 """Fully qualified capacity name -> amount."""
@@ -259,42 +259,3 @@ def status_names(device: Device, driver: str, consumed: ConsumedCapacity) -> dic
     for key, value in consumed.items():
         out[names[key]] = format_quantity(value)
     return out
-
-
-_DECIMAL_SUFFIXES = (
-    (10**18, "E"),
-    (10**15, "P"),
-    (10**12, "T"),
-    (10**9, "G"),
-    (10**6, "M"),
-    (10**3, "k"),
-)
-_BINARY_SUFFIXES = (
-    (2**60, "Ei"),
-    (2**50, "Pi"),
-    (2**40, "Ti"),
-    (2**30, "Gi"),
-    (2**20, "Mi"),
-    (2**10, "Ki"),
-)
-
-
-def format_quantity(value: Fraction) -> str:
-    """``value`` as a quantity string, in its shortest canonical form (``2``, ``300m``,
-    ``4Gi``, ``1k``)."""
-    if value.denominator == 1:
-        number = int(value)
-        if number == 0:
-            return "0"
-        for factor, suffix in _BINARY_SUFFIXES:
-            if number % factor == 0 and factor >= 2**10:
-                return f"{number // factor}{suffix}"
-        for factor, suffix in _DECIMAL_SUFFIXES:
-            if number % factor == 0:
-                return f"{number // factor}{suffix}"
-        return str(number)
-    for scale, suffix in ((10**3, "m"), (10**6, "u"), (10**9, "n")):
-        scaled = value * scale
-        if scaled.denominator == 1:
-            return f"{int(scaled)}{suffix}"
-    return str(math.ceil(value * 10**9)) + "n"

@@ -17,12 +17,12 @@ from contracts.k8s.resource import (
     DeviceCapacity,
     DeviceRequestAllocationResult,
 )
+from contracts.quantity import format_quantity
 from services.framework.plugins.dynamicresources.allocator.allocated import gather
 from services.framework.plugins.dynamicresources.allocator.capacity import (
     CapacityConflict,
     consumed_quantity,
     fits,
-    format_quantity,
     round_up_range,
     violates_policy,
 )
