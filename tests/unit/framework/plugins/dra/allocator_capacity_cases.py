@@ -13,6 +13,7 @@ from contracts.k8s.resource import (
     CapacityRequestPolicy,
     CapacityRequestPolicyRange,
     Device,
+    DeviceAttribute,
     DeviceCapacity,
     DeviceClass,
     DeviceConstraint,
@@ -299,6 +300,21 @@ MORE: dict[str, Case] = {
         slices=one_slice(multi(DEVICE1)),
         features=CONSUMABLE,
         expect=None,
+    ),
+    "with-distinct-constraints-unknown-type-attribute": Case(
+        claims=[
+            c(
+                CLAIM0,
+                request(REQ0, CLASS_A),
+                constraints=[
+                    DeviceConstraint(distinct_attribute="driver-a/boolAttribute", requests=[REQ0])
+                ],
+            )
+        ],
+        classes=[A],
+        slices=one_slice(multi(DEVICE1, attributes={"boolAttribute": DeviceAttribute()})),
+        features=CONSUMABLE,
+        error="unsupported attribute value",
     ),
     "with-distinct-constraints-with-subrequests": Case(
         claims=[
