@@ -17,7 +17,15 @@ import math
 import re
 from fractions import Fraction
 
-__all__ = ["CPU", "MAX_QUANTITY", "QuantityError", "parse_quantity", "to_int", "to_millis"]
+__all__ = [
+    "CPU",
+    "MAX_QUANTITY",
+    "QuantityError",
+    "format_quantity",
+    "parse_quantity",
+    "to_int",
+    "to_millis",
+]
 
 CPU = "cpu"
 
@@ -119,3 +127,42 @@ def resource_amount(name: str, text: str | int | float) -> int:
     """The integer ksched stores for resource ``name``: millicores for cpu, else units."""
     value = parse_quantity(text)
     return to_millis(value) if name == CPU else to_int(value)
+
+
+_DECIMAL_SUFFIXES = (
+    (10**18, "E"),
+    (10**15, "P"),
+    (10**12, "T"),
+    (10**9, "G"),
+    (10**6, "M"),
+    (10**3, "k"),
+)
+_BINARY_SUFFIXES = (
+    (2**60, "Ei"),
+    (2**50, "Pi"),
+    (2**40, "Ti"),
+    (2**30, "Gi"),
+    (2**20, "Mi"),
+    (2**10, "Ki"),
+)
+
+
+def format_quantity(value: Fraction) -> str:
+    """``value`` as a quantity string, in its shortest canonical form (``2``, ``300m``,
+    ``4Gi``, ``1k``)."""
+    if value.denominator == 1:
+        number = int(value)
+        if number == 0:
+            return "0"
+        for factor, suffix in _BINARY_SUFFIXES:
+            if number % factor == 0:
+                return f"{number // factor}{suffix}"
+        for factor, suffix in _DECIMAL_SUFFIXES:
+            if number % factor == 0:
+                return f"{number // factor}{suffix}"
+        return str(number)
+    for scale, suffix in ((10**3, "m"), (10**6, "u"), (10**9, "n")):
+        scaled = value * scale
+        if scaled.denominator == 1:
+            return f"{int(scaled)}{suffix}"
+    return str(math.ceil(value * 10**9)) + "n"

@@ -9,10 +9,9 @@ default, all with component-base's messages.
 The table is ``pkg/features/kube_features.go`` (the scheduler's gates) at its newest
 version entry (1.37). ``implemented`` says whether ksched does what the gate turns on:
 switching on a gate ksched does not implement is refused by name, so nobody is misled
-into thinking a feature works. Two gates are on by default upstream and not implemented
-in ksched (DRAConsumableCapacity: the allocator refuses a capacity request or a
-shareable device by name; DRAExtendedResource: extended resources backed by DRA are
-scheduled as plain extended resources).
+into thinking a feature works. One gate is on by default upstream and not implemented
+in ksched (DRAExtendedResource: extended resources backed by DRA are scheduled as plain
+extended resources).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class Spec:
 SPECS: Final[Mapping[str, Spec]] = {
     "CompositePodGroup": Spec(False, "Alpha", implemented=False),
     "DRAAdminAccess": Spec(True, "GA", locked=True),
-    "DRAConsumableCapacity": Spec(True, "Beta", implemented=False),
+    "DRAConsumableCapacity": Spec(True, "Beta"),
     "DRADerivedAttributes": Spec(False, "Alpha", implemented=False),
     "DRADeviceBindingConditions": Spec(True, "Beta"),
     "DRADeviceCompatibilityGroups": Spec(False, "Alpha", implemented=False),

@@ -11,7 +11,8 @@ host ports (NodePorts), required pod affinity and anti-affinity in both directio
 policies (PodTopologySpread), taints (TaintToleration), node affinity and selectors
 (NodeAffinity), node name, cordons, volume restrictions, limits, binding and zones,
 and DRA claims (DynamicResources' Filter; besides, no device may be allocated to two
-claims).
+claims, unless each holds a share of a device that allows multiple allocations and the
+shares' summed ``consumedCapacity`` fits the device's capacity).
 
 Only plugins that have a Filter judge: a PreFilter of a plugin without one (the
 Coscheduling group's admission) is a check on the attempt, not on a placement.
@@ -37,11 +38,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import msgspec
 import numpy as np
 
 from contracts.k8s import TERMINAL_PHASES, Node, Pod, ResourceClaim, namespaced_name
+from contracts.k8s.resource import Device, DeviceRequestAllocationResult, ResourceSlice
+from contracts.quantity import format_quantity
 from services.common.resources import ResourceError
 from services.common.store import ClusterStore
 from services.framework.api.interface import CycleState, FilterPlugin, PreFilterPlugin
@@ -51,6 +55,8 @@ from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.config import Profile, default_profile
 from services.framework.config.in_tree import in_tree_registry
+from services.framework.plugins.dynamicresources.allocator import device_id
+from services.framework.plugins.dynamicresources.allocator.capacity import amount, qualify
 from services.framework.runtime import filtering
 from services.framework.runtime.framework import Framework
 
@@ -175,15 +181,30 @@ def _judge_all(
             cache.add_pod(pod)
         if verdict is not None:
             found.append(Violation(key, node, *verdict))
-    found += _devices_given_twice(cache.listers.resource_claims.values())
+    listers = cache.listers
+    found += _devices_given_twice(
+        listers.resource_claims.values(), listers.resource_slices.values()
+    )
     return sorted(found)
 
 
-def _devices_given_twice(claims: Iterable[ResourceClaim]) -> list[Violation]:
+def _devices_given_twice(
+    claims: Iterable[ResourceClaim], slices: Iterable[ResourceSlice]
+) -> list[Violation]:
     """DRA: a device allocated to two claims (admin access aside, which may share a
     device in use): each later claim is a violation of its own (``pod`` names the
-    claim, ``node`` the device)."""
+    claim, ``node`` the device). Shares (results with a ``shareID``) may meet on a
+    device that allows multiple allocations while their summed ``consumedCapacity``
+    fits each capacity the device publishes; the claim whose share passes it is the
+    violation, as is a share of a device taken whole or not shareable."""
+    devices = {
+        device_id(s.spec.driver, s.spec.pool.name, d.name): d
+        for s in slices
+        for d in s.spec.devices
+    }
     holder: dict[str, str] = {}
+    sharers: dict[str, str] = {}
+    summed: dict[str, dict[str, Fraction]] = {}
     found = []
     for claim in sorted(claims, key=lambda c: namespaced_name(c.metadata)):
         allocation = claim.status.allocation
@@ -193,12 +214,54 @@ def _devices_given_twice(claims: Iterable[ResourceClaim]) -> list[Violation]:
         for result in allocation.devices.results:
             if result.admin_access:
                 continue
-            device = f"{result.driver}/{result.pool}/{result.device}"
-            first = holder.setdefault(device, key)
-            if first != key:
-                reason = f"device {device} is also allocated to claim {first}"
-                found.append(Violation(f"claim {key}", device, "DynamicResources", reason))
+            device = device_id(result.driver, result.pool, result.device)
+            if result.share_id is None:
+                first = holder.setdefault(device, key)
+                other = first if first != key else sharers.get(device)
+            else:
+                sharers.setdefault(device, key)
+                other = holder.get(device)
+                if other is None:
+                    reason = _share_problem(devices.get(device), result, summed, device)
+                    if reason is not None:
+                        found.append(Violation(f"claim {key}", device, _DRA, reason))
+                    continue
+            if other is not None and other != key:
+                reason = f"device {device} is also allocated to claim {other}"
+                found.append(Violation(f"claim {key}", device, _DRA, reason))
     return found
+
+
+_DRA = "DynamicResources"
+
+
+def _share_problem(
+    device: Device | None,
+    result: DeviceRequestAllocationResult,
+    summed: dict[str, dict[str, Fraction]],
+    name: str,
+) -> str | None:
+    """Adds the share's consumption to the device's; what is wrong, if anything (a
+    device no slice publishes any longer is not judged)."""
+    if device is None:
+        return None
+    if not device.allow_multiple_allocations:
+        return f"device {name} does not allow multiple allocations but is shared"
+    totals = summed.setdefault(name, {})
+    capacity = {qualify(n, result.driver): c for n, c in device.capacity.items()}
+    problem = None
+    for capacity_name, value in result.consumed_capacity.items():
+        qualified = qualify(capacity_name, result.driver)
+        totals[qualified] = totals.get(qualified, Fraction(0)) + amount(value)
+        published = capacity.get(qualified)
+        if published is None:
+            problem = problem or f"device {name} has no capacity {capacity_name}"
+        elif totals[qualified] > amount(published.value):
+            problem = problem or (
+                f"device {name}: the shares consume {format_quantity(totals[qualified])} "
+                f"of capacity {capacity_name}, more than its {published.value}"
+            )
+    return problem
 
 
 __all__ = ["Violation", "store_violations", "violations"]

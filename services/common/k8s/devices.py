@@ -19,8 +19,10 @@ def allocated_devices(claim: ResourceClaim) -> tuple[str, ...]:
     """The devices the claim's ``status.allocation`` holds exclusively, in result
     order, once each: every result except those with ``adminAccess: true`` (which
     allocate nothing) and those with a ``shareID`` (a share of a device that allows
-    multiple allocations), as upstream's ``GatherAllocatedState`` counts them.
-    Empty when the claim is not allocated."""
+    multiple allocations), as upstream's ``GatherAllocatedState`` counts them with
+    DRAConsumableCapacity on. The store guards these alone: how much of a shared device
+    the shares consume is the allocator's to count. Empty when the claim is not
+    allocated."""
     allocation = claim.status.allocation
     if allocation is None:
         return ()

@@ -3,18 +3,32 @@
 (name, generation, ``resourceSliceCount`` > 0), exactly one of ``nodeName``,
 ``nodeSelector``, ``allNodes``, ``perDeviceNodeSelection``; devices (unique DNS-label
 names, at most 128, or 64 with taints or counters; qualified attribute names, exactly one
-value per attribute, semver versions; taints) and shared counter sets.
+value per attribute, semver versions; a capacity's ``requestPolicy`` only with
+``allowMultipleAllocations``, consistent with its value; taints) and shared counter sets.
 The shared pieces and messages are :mod:`.resource`.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
+from fractions import Fraction
 from typing import Final
 
 from contracts.k8s import DeviceClass, ResourceSlice
+from contracts.k8s.base import Quantity
 from contracts.k8s.names import dns1123_subdomain_errors, label_value_errors, qualified_name_errors
-from contracts.k8s.resource import Device, DeviceAttribute, DeviceTaint, ResourcePool
+from contracts.k8s.resource import (
+    CapacityRequestPolicy,
+    CapacityRequestPolicyRange,
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceTaint,
+    ResourcePool,
+)
+from contracts.quantity import QuantityError, format_quantity, parse_quantity
 from services.informer.validation.meta import Problem
 from services.informer.validation.resource import (
     DEVICE_CONFIG_MAX_SIZE,
@@ -40,6 +54,7 @@ RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES: Final = 64
 RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE: Final = 32
 RESOURCE_SLICE_MAX_COUNTER_SETS: Final = 8
 DEVICE_TAINTS_MAX_LENGTH: Final = 16
+CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS: Final = 10
 _TAINT_EFFECTS: Final = ("NoExecute", "NoSchedule", "None")
 """``validDeviceTaintEffects``, sorted as ``sets.List`` prints them."""
 
@@ -210,8 +225,10 @@ def _device_problems(device: Device, field: str, *, per_device: bool) -> list[Pr
     for name, attribute in device.attributes.items():
         found += qualified_attribute_problems(name, f"{field}.attributes")
         found += _attribute_problems(attribute, f"{field}.attributes[{name}]")
-    for name in device.capacity:
+    shareable = bool(device.allow_multiple_allocations)
+    for name, capacity in device.capacity.items():
         found += qualified_attribute_problems(name, f"{field}.capacity")
+        found += _capacity_problems(capacity, f"{field}.capacity[{name}]", shareable)
     found += each(device.taints, DEVICE_TAINTS_MAX_LENGTH, _taint_problems, f"{field}.taints")
     if per_device:
         set_fields, node_problems = _node_fields(
@@ -279,3 +296,114 @@ _SEMVER = re.compile(
     rf"{_NUMERIC}\.{_NUMERIC}\.{_NUMERIC}(-{_PRE}(\.{_PRE})*)?(\+{_BUILD}(\.{_BUILD})*)?",
     re.ASCII,
 )
+
+
+# -- consumable capacity ----------------------------------------------------------------
+
+
+def _capacity_problems(capacity: DeviceCapacity, field: str, shareable: bool) -> list[Problem]:
+    """``validateMultiAllocatableDeviceCapacity`` / ``validateSingleAllocatableDeviceCapacity``."""
+    policy = capacity.request_policy
+    if policy is None:
+        return []
+    at = f"{field}.requestPolicy"
+    if not shareable:
+        return [(at, "Forbidden: allowMultipleAllocations must be true")]
+    if policy.valid_values and policy.valid_range is not None:
+        detail = (
+            'exactly one policy can be specified, cannot specify "validValues" and '
+            '"validRange" at the same time'
+        )
+        return [(at, f"Forbidden: {detail}")]
+    total = _value(capacity.value)
+    if policy.valid_values:
+        if policy.default is None:
+            return [required(f"{at}.default", "required when validValues is defined")]
+        return _valid_values_problems(policy, total, f"{at}.validValues")
+    if policy.valid_range is not None:
+        if policy.default is None:
+            return [required(f"{at}.default", "required when validRange is defined")]
+        return _range_problems(_value(policy.default), total, policy.valid_range, at)
+    return []
+
+
+def _value(quantity: Quantity) -> Fraction:
+    try:
+        return parse_quantity(quantity)
+    except QuantityError:
+        return Fraction(0)
+
+
+def _text(value: Fraction) -> str:
+    return format_quantity(value)
+
+
+def _valid_values_problems(
+    policy: CapacityRequestPolicy, total: Fraction, field: str
+) -> list[Problem]:
+    values = [_value(v) for v in policy.valid_values]
+    default = _value(policy.default if policy.default is not None else 0)
+    found = [
+        invalid(f"{field}[{i + 1}]", _text(later), "values must be sorted in ascending order")
+        for i, (earlier, later) in enumerate(itertools.pairwise(values))
+        if earlier > later
+    ]
+    found += each(
+        values,
+        CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS,
+        lambda v, at: (
+            [invalid(at, _text(v), f"option is larger than capacity value: {_text(total)}")]
+            if v > total
+            else []
+        ),
+        field,
+        key=lambda v: str(math.ceil(v)),
+    )
+    if len(values) > CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS or default not in values:
+        detail = "default value is not valid according to the requestPolicy"
+        found.append(invalid(field, _text(default), detail))
+    return found
+
+
+def _range_problems(
+    default: Fraction, total: Fraction, valid_range: CapacityRequestPolicyRange, field: str
+) -> list[Problem]:
+    at = f"{field}.validRange"
+    if valid_range.min is None:
+        return [required(f"{at}.min", "required when validRange is defined")]
+    low = _value(valid_range.min)
+    found = []
+    if low > total:
+        detail = f"min is larger than capacity value: {_text(total)}"
+        found.append(invalid(f"{at}.min", _text(low), detail))
+    if default < low:
+        found.append(
+            invalid(f"{at}.min", _text(default), f"default is less than min: {_text(low)}")
+        )
+    high = None if valid_range.max is None else _value(valid_range.max)
+    if high is not None:
+        if low > high:
+            found.append(invalid(f"{at}.max", _text(low), f"min is larger than max: {_text(high)}"))
+        if high > total:
+            detail = f"max is larger than capacity value: {_text(total)}"
+            found.append(invalid(f"{at}.max", _text(high), detail))
+        if default > high:
+            detail = f"default is more than max: {_text(high)}"
+            found.append(invalid(f"{at}.max", _text(default), detail))
+    if valid_range.step is not None:
+        step = _value(valid_range.step)
+        if low + step > total:
+            detail = f"one step {_text(low + step)} is larger than capacity value: {_text(total)}"
+            found.append(invalid(f"{at}.step", _text(step), detail))
+        for value in (default, *(() if high is None else (high,))):
+            found += _step_problems(value, low, step, f"{at}.step")
+    return found
+
+
+def _step_problems(value: Fraction, low: Fraction, step: Fraction, field: str) -> list[Problem]:
+    """``validateRequestPolicyRangeStep``: in whole units, each rounded up (``Value()``)."""
+    whole = math.ceil(step)
+    if whole != 0 and (math.ceil(value) - math.ceil(low)) % whole == 0:
+        return []
+    detail = f"value is not a multiple of a given step ({_text(step)}) from ({_text(low)})"
+    return [invalid(field, _text(value), detail)]

@@ -31,10 +31,6 @@ def test_parse_reads_name_value_pairs_with_go_booleans() -> None:
             "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
         ),
         ("CompositePodGroup=true", "feature gate CompositePodGroup: not implemented in ksched"),
-        (
-            "DRAConsumableCapacity=true",
-            "feature gate DRAConsumableCapacity: not implemented in ksched",
-        ),
     ],
 )
 def test_parse_errors_are_upstreams(text: str, message: str) -> None:

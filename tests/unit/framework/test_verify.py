@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import msgspec
 import pytest
 
-from contracts.k8s import Node, Pod, ResourceClaim
+from contracts.k8s import Node, Pod, ResourceClaim, ResourceSlice
 from services.framework.verify import Violation, violations
 from tests.builders import make_node, make_pod
 from tests.builders.constraints import (
@@ -48,6 +48,38 @@ def allocated_claim(name: str, *devices: tuple[str, bool]) -> ResourceClaim:
         {"metadata": {"name": name, "namespace": "default"},
          "status": {"allocation": {"devices": {"results": results}}}},
         ResourceClaim,
+    )  # fmt: skip
+
+
+def shared_claim(name: str, device: str, bandwidth: str) -> ResourceClaim:
+    """A claim holding a share of ``device`` of pool n1 that consumes ``bandwidth``."""
+    result = {
+        "request": "r",
+        "driver": "gpu.example.com",
+        "pool": "n1",
+        "device": device,
+        "shareID": f"{name}-share",
+        "consumedCapacity": {"bandwidth": bandwidth},
+    }
+    return msgspec.convert(
+        {"metadata": {"name": name, "namespace": "default"},
+         "status": {"allocation": {"devices": {"results": [result]}}}},
+        ResourceClaim,
+    )  # fmt: skip
+
+
+def gpu_slice(shareable: bool = True) -> ResourceSlice:
+    """Pool n1 with gpu-0 (bandwidth 2), shareable or not."""
+    device = {
+        "name": "gpu-0",
+        "capacity": {"bandwidth": {"value": "2"}},
+        **({"allowMultipleAllocations": True} if shareable else {}),
+    }
+    return msgspec.convert(
+        {"metadata": {"name": "n1-gpus"},
+         "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                  "pool": {"name": "n1", "resourceSliceCount": 1}, "devices": [device]}},
+        ResourceSlice,
     )  # fmt: skip
 
 
@@ -112,6 +144,28 @@ CASES = {
         [N1], [], set(),
         {"resourceclaim": [allocated_claim("c1", ("gpu-0", False)),
                            allocated_claim("c2", ("gpu-0", True))]},
+    ),
+    "DRA shares of one device within its capacity": Case(
+        [N1], [], set(),
+        {"resourceslice": [gpu_slice()],
+         "resourceclaim": [shared_claim("c1", "gpu-0", "1"), shared_claim("c2", "gpu-0", "1")]},
+    ),
+    "DRA shares past the device's capacity: the one that passes it": Case(
+        [N1], [], {("c2", "DynamicResources")},
+        {"resourceslice": [gpu_slice()],
+         "resourceclaim": [shared_claim("c1", "gpu-0", "1"), shared_claim("c2", "gpu-0", "2")]},
+    ),
+    "a DRA device taken whole and shared": Case(
+        [N1], [], {("c2", "DynamicResources"), ("c3", "DynamicResources")},
+        {"resourceslice": [gpu_slice()],
+         "resourceclaim": [allocated_claim("c1", ("gpu-0", False)),
+                           shared_claim("c2", "gpu-0", "1"),
+                           allocated_claim("c3", ("gpu-0", False))]},
+    ),
+    "a DRA share of a device that allows one allocation": Case(
+        [N1], [], {("c1", "DynamicResources")},
+        {"resourceslice": [gpu_slice(shareable=False)],
+         "resourceclaim": [shared_claim("c1", "gpu-0", "1")]},
     ),
     "a node the cluster lacks": Case([N1], [make_pod("a", node_name="gone")], {("a", "")}),
     "pending and finished pods are not judged": Case(

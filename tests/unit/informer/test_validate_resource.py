@@ -80,6 +80,18 @@ def resource_slice() -> Obj:
     }
 
 
+def shared_slice() -> Obj:
+    """A slice whose GPU allows multiple allocations, its bandwidth shared by range."""
+    obj = resource_slice()
+    device = obj["spec"]["devices"][0]
+    device["allowMultipleAllocations"] = True
+    device["capacity"]["bandwidth"] = {
+        "value": "10",
+        "requestPolicy": {"default": "2", "validRange": {"min": "2", "max": "8", "step": "2"}},
+    }
+    return obj
+
+
 def device_class() -> Obj:
     return {
         "kind": "DeviceClass",
@@ -107,6 +119,7 @@ VALID: dict[str, tuple[str, Callable[[], Obj]]] = {
     "claim": ("resourceclaim", claim),
     "template": ("resourceclaimtemplate", template),
     "slice": ("resourceslice", resource_slice),
+    "shared-slice": ("resourceslice", shared_slice),
     "class": ("deviceclass", device_class),
     "pod": ("pod", pod),
 }
@@ -116,6 +129,11 @@ VALID: dict[str, tuple[str, Callable[[], Obj]]] = {
 def test_valid_objects_are_accepted(case: str) -> None:
     kind, make = VALID[case]
     assert isinstance(validate(event(make()), f"{kind}.added"), Accepted)
+
+
+BW = "spec.devices[0].capacity[bandwidth].requestPolicy"
+BW_AT = "spec.devices.0.capacity.bandwidth.requestPolicy"
+"""The shared slice's bandwidth policy: as a field in messages, as a path to change."""
 
 
 def _set(path: str, value: Any) -> Callable[[Obj], None]:
@@ -228,6 +246,41 @@ BAD: list[tuple[str, str, Callable[[Obj], None], str, str]] = [
      "spec.devices", "Too many: 129: must have at most 128 items"),
     ("slice-device-node", "slice", _set("spec.devices.0.nodeName", "node-2"), "spec.devices[0]",
      "can only be set if `perDeviceNodeSelection` is set to true"),
+    ("slice-policy-unshared", "slice",
+     _set("spec.devices.0.capacity.memory.requestPolicy", {"default": "1Gi"}),
+     "spec.devices[0].capacity[memory].requestPolicy",
+     "Forbidden: allowMultipleAllocations must be true"),
+    ("slice-policy-both", "shared-slice",
+     _set(f"{BW_AT}.validValues", ["2"]), f"{BW}",
+     'Forbidden: exactly one policy can be specified, cannot specify "validValues" and '
+     '"validRange" at the same time'),
+    ("slice-values-no-default", "shared-slice",
+     _set(f"{BW_AT}", {"validValues": ["2", "4"]}), f"{BW}.default",
+     "Required value: required when validValues is defined"),
+    ("slice-values-unsorted", "shared-slice",
+     _set(f"{BW_AT}", {"default": "2", "validValues": ["4", "2"]}), f"{BW}.validValues[1]",
+     "Invalid value: '2': values must be sorted in ascending order"),
+    ("slice-values-too-large", "shared-slice",
+     _set(f"{BW_AT}", {"default": "2", "validValues": ["2", "12"]}), f"{BW}.validValues[1]",
+     "Invalid value: '12': option is larger than capacity value: 10"),
+    ("slice-values-default", "shared-slice",
+     _set(f"{BW_AT}", {"default": "3", "validValues": ["2", "4"]}), f"{BW}.validValues",
+     "Invalid value: '3': default value is not valid according to the requestPolicy"),
+    ("slice-range-no-min", "shared-slice",
+     _set(f"{BW_AT}.validRange", {"max": "8"}), f"{BW}.validRange.min",
+     "Required value: required when validRange is defined"),
+    ("slice-range-min", "shared-slice",
+     _set(f"{BW_AT}.validRange", {"min": "12"}), f"{BW}.validRange.min",
+     "Invalid value: '12': min is larger than capacity value: 10"),
+    ("slice-range-default", "shared-slice",
+     _set(f"{BW_AT}.default", "1"), f"{BW}.validRange.min",
+     "Invalid value: '1': default is less than min: 2"),
+    ("slice-range-max", "shared-slice",
+     _set(f"{BW_AT}.validRange.max", "12"), f"{BW}.validRange.max",
+     "Invalid value: '12': max is larger than capacity value: 10"),
+    ("slice-range-step", "shared-slice",
+     _set(f"{BW_AT}.validRange.max", "7"), f"{BW}.validRange.step",
+     "Invalid value: '7': value is not a multiple of a given step (2) from (2)"),
     ("class-selector", "class", _set("spec.selectors", [{"cel": {"expression": "x" * 10241}}]),
      "spec.selectors[0].cel.expression", "Too long: may not be more than 10240 bytes"),
     ("class-extended", "class", _set("spec.extendedResourceName", "nvidia.com"),

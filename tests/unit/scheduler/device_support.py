@@ -101,20 +101,29 @@ def device_framework(
 DRIVER = "gpu.example.com"
 
 
-def dra_objects(node: str, devices: int, claims: Sequence[str]) -> dict[str, list[object]]:
+def dra_objects(
+    node: str, devices: int, claims: Sequence[str], *, shared: bool = False
+) -> dict[str, list[object]]:
     """For the listers: DeviceClass ``gpu``, a slice of ``devices`` GPUs on ``node`` (pool
-    ``node``) and an unallocated claim ``default/<name>`` for one GPU per name."""
+    ``node``) and an unallocated claim ``default/<name>`` for one GPU per name. With
+    ``shared`` every GPU allows multiple allocations and has a ``bandwidth`` of 2, of
+    which each claim asks 1 (DRAConsumableCapacity)."""
     cls = {"metadata": {"name": "gpu"}, "spec": {"selectors": []}}
+    sharing: dict[str, object] = {}
+    asking: dict[str, object] = {}
+    if shared:
+        sharing = {"allowMultipleAllocations": True, "capacity": {"bandwidth": {"value": "2"}}}
+        asking = {"capacity": {"requests": {"bandwidth": "1"}}}
     slice_ = {
         "metadata": {"name": f"{node}-gpus"},
         "spec": {
             "driver": DRIVER,
             "nodeName": node,
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+            "devices": [{"name": f"gpu-{i}", **sharing} for i in range(devices)],
         },
     }
-    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu", **asking}}
     made: list[object] = [
         _decode(
             {

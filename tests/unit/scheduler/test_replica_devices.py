@@ -117,3 +117,50 @@ async def test_with_dynamic_resources_the_retry_takes_the_free_device() -> None:
     assert sorted(held.values()) == ["pod:uid-a", "pod:uid-b"]
     assert sorted(held) == [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-1"]
     assert set(caches[1].foreign_devices) == {d for d, h in held.items() if h == "pod:uid-a"}
+
+
+async def test_shares_of_one_device_are_not_held_in_the_store() -> None:
+    """DRAConsumableCapacity: two replicas each give their pod a share of the one GPU
+    (bandwidth 2, 1 each). The store guards exclusive devices only, so neither
+    reservation holds the GPU and neither is refused; the capacity is the allocator's
+    to count (the listed claims' ``consumedCapacity``)."""
+    pods = (claiming_pod("a", "a-gpu"), claiming_pod("b", "b-gpu"))
+    objects = dra_objects("n1", 1, ["a-gpu", "b-gpu"], shared=True)
+    store = MemoryStore()
+    await store_node(store, NODE)
+    await store.set_leases({"uid-a": 1, "uid-b": 1})
+    clock = FakeClock()
+    caches = [loaded_cache([NODE], (), objects) for _ in range(2)]
+    first, second = (
+        batch_scheduler(c, store, pods, framework=default_framework(c, clock), clock=clock)[0]
+        for c in caches
+    )
+
+    won = await first.run([schedule_request(pods[0])])
+    shared = await second.run([schedule_request(pods[1])])
+
+    assert [b.name for b in won.binds + shared.binds] == ["a", "b"]
+    assert shared.assume_conflicts == 0
+    assert await store.devices() == {}
+
+
+async def test_one_replica_shares_a_device_until_its_capacity_is_used() -> None:
+    """In one replica the allocations in flight count: two pods share the GPU's
+    bandwidth of 2, the third finds none left."""
+    pods = tuple(claiming_pod(n, f"{n}-gpu") for n in "abc")
+    objects = dra_objects("n1", 1, [f"{n}-gpu" for n in "abc"], shared=True)
+    store = MemoryStore()
+    await store_node(store, NODE)
+    await store.set_leases({f"uid-{n}": 1 for n in "abc"})
+    clock = FakeClock()
+    cache = loaded_cache([NODE], (), objects)
+    scheduler, _ = batch_scheduler(
+        cache, store, pods, framework=default_framework(cache, clock), clock=clock
+    )
+
+    done = await scheduler.run([schedule_request(p) for p in pods])
+
+    assert sorted(b.name for b in done.binds) == ["a", "b"]
+    [failure] = done.failures
+    assert "cannot allocate all claims" in failure.result.message
+    assert await store.devices() == {}

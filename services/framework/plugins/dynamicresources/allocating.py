@@ -5,11 +5,12 @@ asks it something (:class:`Lazy`)."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from contracts.k8s import DeviceClass, Node, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.framework.plugins.dynamicresources.allocator import AllocatorFeatures
+from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
 from services.framework.plugins.dynamicresources.allocator.pools import SliceIndex
 from services.framework.plugins.dynamicresources.allocator.search import Allocator
@@ -23,7 +24,7 @@ class Lazy:
     def __init__(
         self,
         factory: AllocatorFactory,
-        allocated: Container[str],
+        allocated: AllocatedState,
         classes: Mapping[str, DeviceClass],
         slices: list[ResourceSlice],
     ) -> None:
@@ -46,7 +47,7 @@ def structured_allocator(cel: CELCache) -> AllocatorFactory:
     indexed: list[tuple[tuple[int, ...], list[ResourceSlice], SliceIndex]] = []
 
     def new(
-        allocated: Container[str], classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
+        allocated: AllocatedState, classes: Mapping[str, DeviceClass], slices: list[ResourceSlice]
     ) -> Allocating:
         features = AllocatorFeatures.from_gates()
         ids = tuple(map(id, slices))

@@ -15,6 +15,12 @@ claim went away or was replaced (another uid), or when the pod that made it is n
 longer assumed or bound on its node (its reservation expired, or was forgotten).
 Unreserve drops it at once. Other replicas learn of these devices through the store,
 which holds the pod's reservation with them (``CycleState.reserved_devices``).
+
+Shares of devices that allow multiple allocations (DRAConsumableCapacity: results with a
+``shareID``) are not taken devices: they are kept apart, per listed claim and per entry,
+and summed into the consumed capacity of :meth:`InFlightAllocations.allocated_state`.
+The store holds exclusive devices only, so another replica learns of a share once the
+claim is listed.
 """
 
 from __future__ import annotations
@@ -25,11 +31,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.k8s.resource import AllocationResult, ResourceClaim
+from contracts.k8s.resource import AllocationResult, DeviceRequestAllocationResult, ResourceClaim
+from services.common import features
 from services.framework.api.listers import Listers
 from services.framework.api.types import Int64Array
 from services.framework.cache.snapshot import Snapshot
 from services.framework.plugins.dynamicresources.allocator import device_id
+from services.framework.plugins.dynamicresources.allocator.allocated import (
+    EMPTY_CAPACITY,
+    AllocatedState,
+    SharesBuilder,
+    is_share,
+)
 from services.framework.plugins.dynamicresources.claims import claim_uid
 
 
@@ -41,16 +54,33 @@ class InFlight:
     node: str
 
 
-def exclusive_devices(allocation: AllocationResult | None) -> Iterator[str]:
+def exclusive_devices(
+    allocation: AllocationResult | None, consumable: bool = True
+) -> Iterator[str]:
     """The devices an allocation takes for itself (``driver/pool/device``): not those
-    with admin access, which only watch a device, nor shared ones (``shareID``), which
-    others may share."""
+    with admin access, which only watch a device, nor (with DRAConsumableCapacity) shares
+    (``shareID``), which others may share too."""
     if allocation is None:
         return
     for result in allocation.devices.results:
-        if result.admin_access or result.share_id is not None:
+        if result.admin_access or is_share(result, consumable):
             continue
         yield device_id(result.driver, result.pool, result.device)
+
+
+def shares(
+    allocation: AllocationResult | None, consumable: bool
+) -> tuple[DeviceRequestAllocationResult, ...]:
+    """The allocation's shares (empty without DRAConsumableCapacity)."""
+    if allocation is None or not consumable:
+        return ()
+    return tuple(
+        r for r in allocation.devices.results if not r.admin_access and r.share_id is not None
+    )
+
+
+def _share_devices(found: tuple[DeviceRequestAllocationResult, ...]) -> set[str]:
+    return {device_id(r.driver, r.pool, r.device) for r in found}
 
 
 class InFlightAllocations:
@@ -80,6 +110,13 @@ class InFlightAllocations:
         """The last :meth:`allocated_devices`; None when something changed."""
         self._changed: set[str] = set()
         """Devices taken or freed since the last :meth:`drain_changes`."""
+        self._consumable = features.enabled("DRAConsumableCapacity")
+        self._listed_shares: dict[str, tuple[DeviceRequestAllocationResult, ...]] = {}
+        """Listed claim key → its shares."""
+        self._flight_shares: dict[str, tuple[DeviceRequestAllocationResult, ...]] = {}
+        """Entry (claim uid) → its shares."""
+        self._shares_state: AllocatedState | None = None
+        """The shares summed (``devices`` unset); None when they changed."""
 
     def __len__(self) -> int:
         return len(self._by_uid)
@@ -99,10 +136,15 @@ class InFlightAllocations:
         self._by_uid[uid] = entry
         self._by_key[_claim_key(claim)] = uid
         self._by_node.setdefault(node, set()).add(uid)
-        devices = list(exclusive_devices(claim.status.allocation))
+        devices = list(exclusive_devices(claim.status.allocation, self._consumable))
         self._flight_count.update(devices)
         self._changed.update(devices)
         self._taken = None
+        found = shares(claim.status.allocation, self._consumable)
+        if found:
+            self._flight_shares[uid] = found
+            self._changed.update(_share_devices(found))
+            self._shares_state = None
 
     def remove(self, claim_uid: str, pod_uid: str) -> bool:
         """``RemoveClaimPendingAllocation`` for the pod that signalled it."""
@@ -125,12 +167,16 @@ class InFlightAllocations:
             if not on_node:
                 del self._by_node[entry.node]
         count = self._flight_count
-        for device in exclusive_devices(entry.claim.status.allocation):
+        for device in exclusive_devices(entry.claim.status.allocation, self._consumable):
             count[device] -= 1
             if count[device] <= 0:
                 del count[device]
             self._changed.add(device)
         self._taken = None
+        found = self._flight_shares.pop(uid, ())
+        if found:
+            self._changed.update(_share_devices(found))
+            self._shares_state = None
 
     def refresh(self, nodes: Snapshot) -> None:
         """Drop stale entries (see the module docstring). Only the entries whose claim
@@ -189,12 +235,41 @@ class InFlightAllocations:
             self._taken = frozenset(taken)
         return self._taken
 
+    def allocated_state(self, elsewhere: frozenset[str]) -> AllocatedState:
+        """The allocator's input: :meth:`taken` as the devices taken exclusively, with the
+        shares of listed claims and of allocations in flight (none: no share at all)."""
+        taken = self.taken(elsewhere)
+        if not self._listed_shares and not self._flight_shares:
+            return AllocatedState(devices=taken, capacity=EMPTY_CAPACITY)
+        if self._shares_state is None:
+            builder = SharesBuilder()
+            for group in (self._listed_shares, self._flight_shares):
+                for found in group.values():
+                    for result in found:
+                        builder.add(result)
+            self._shares_state = builder.state(frozenset())
+        summed = self._shares_state
+        return AllocatedState(
+            devices=taken,
+            shares=summed.shares,
+            shared_devices=summed.shared_devices,
+            capacity=summed.capacity,
+        )
+
     def _follow_changes(self) -> None:
         listers = self._listers
         changes = listers.resource_claim_changes
+        consumable = features.enabled("DRAConsumableCapacity")
+        if consumable != self._consumable:
+            self._consumable = consumable
+            self._epoch = -1  # what a share is changed: relist
         if listers.resource_claims_epoch != self._epoch:
             self._epoch = listers.resource_claims_epoch
             self._changed.update(self._listed_count)
+            for found in self._listed_shares.values():
+                self._changed.update(_share_devices(found))
+            self._listed_shares = {}
+            self._shares_state = None
             self._listed, self._listed_count = {}, Counter()
             for key in listers.resource_claims:
                 self._relist(key)
@@ -216,13 +291,21 @@ class InFlightAllocations:
             if count[device] <= 0:
                 del count[device]
         claim = self._listers.resource_claims.get(key)
-        devices = tuple(exclusive_devices(claim.status.allocation)) if claim is not None else ()
+        allocation = claim.status.allocation if claim is not None else None
+        devices = tuple(exclusive_devices(allocation, self._consumable))
         if devices:
             self._listed[key] = devices
             count.update(devices)
         if old != devices:
             self._changed.update(old)
             self._changed.update(devices)
+        old_shares = self._listed_shares.pop(key, ())
+        found = shares(allocation, self._consumable)
+        if found:
+            self._listed_shares[key] = found
+        if old_shares != found:
+            self._changed.update(_share_devices(old_shares) | _share_devices(found))
+            self._shares_state = None
 
     def taken(self, elsewhere: frozenset[str]) -> TakenDevices:
         """The devices taken now (listed claims, allocations in flight, ``elsewhere``),

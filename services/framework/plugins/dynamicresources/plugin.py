@@ -272,9 +272,9 @@ class DynamicResources(
             elsewhere = self._listers.devices_held_elsewhere(self._now())
             changed = self.in_flight.drain_changes() | (elsewhere ^ self._elsewhere)
             self._elsewhere = elsewhere
-            taken = self.in_flight.taken(elsewhere)
-            data.allocator = Lazy(self._new_allocator, taken, classes, slices)
-            self._memo.begin(slices, classes, taken, generation, changed)
+            allocated = self.in_flight.allocated_state(elsewhere)
+            data.allocator = Lazy(self._new_allocator, allocated, classes, slices)
+            self._memo.begin(slices, classes, allocated.devices, generation, changed)
             data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable

@@ -3,7 +3,7 @@ and the PreFilter facts Filter relies on: which nodes any ResourceSlice may serv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -11,6 +11,7 @@ from contracts.k8s import DeviceClass, Node, Pod, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common.k8s.nodeaffinity import Term
 from services.framework.plugins.dynamicresources import binding
+from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
 from services.framework.plugins.dynamicresources.claims import is_reserved_for_pod
 
 
@@ -23,9 +24,9 @@ class Allocating(Protocol):
 
 
 AllocatorFactory = Callable[
-    [Container[str], Mapping[str, DeviceClass], list[ResourceSlice]], Allocating
+    [AllocatedState, Mapping[str, DeviceClass], list[ResourceSlice]], Allocating
 ]
-"""``(devices taken, classes by name, slices) -> allocator`` for one pod."""
+"""``(what allocated claims hold, classes by name, slices) -> allocator`` for one pod."""
 
 
 @dataclass(slots=True)

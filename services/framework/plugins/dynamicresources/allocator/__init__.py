@@ -5,7 +5,7 @@ selectors (:mod:`.cel`)::
 
     allocator = Allocator(
         features=AllocatorFeatures.from_gates(),
-        allocated=frozenset_of_device_ids,     # "driver/pool/device", taken by others
+        allocated=AllocatedState(...),         # what allocated claims hold (.allocated)
         classes=listers.device_classes,        # name -> DeviceClass
         slices=list_of_resource_slices,
         cel=CELCache(),                        # compiled selectors, shared, long-lived
@@ -61,6 +61,8 @@ class AllocatorFeatures:
     consumable_capacity: bool = True
     device_binding: bool = True
     device_status: bool = True
+    fractional_capacity_range: bool = True
+    """DRAFractionalCapacityRange: a capacity range may step in thousandths."""
 
     @classmethod
     def from_gates(cls) -> AllocatorFeatures:
@@ -75,6 +77,7 @@ class AllocatorFeatures:
             consumable_capacity=features.enabled("DRAConsumableCapacity"),
             device_binding=features.enabled("DRADeviceBindingConditions"),
             device_status=features.enabled("DRAResourceClaimDeviceStatus"),
+            fractional_capacity_range=features.enabled("DRAFractionalCapacityRange"),
         )
 
 

@@ -9,9 +9,11 @@ exactly one ``remove`` with the same arguments.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from contracts.k8s.base import Quantity
 from contracts.k8s.resource import (
     Device,
     DeviceAttribute,
@@ -41,6 +43,8 @@ class RequestView:
     has_admin_access: bool
     selectors: tuple[DeviceSelector, ...]
     tolerations: tuple[DeviceToleration, ...]
+    capacity: Mapping[str, Quantity] | None = None
+    """``capacity.requests`` (DRAConsumableCapacity)."""
 
 
 def exact_view(request: DeviceRequest) -> RequestView:
@@ -55,6 +59,7 @@ def exact_view(request: DeviceRequest) -> RequestView:
         has_admin_access=exactly.admin_access is not None,
         selectors=tuple(exactly.selectors),
         tolerations=tuple(exactly.tolerations),
+        capacity=exactly.capacity.requests if exactly.capacity is not None else None,
     )
 
 
@@ -68,6 +73,7 @@ def sub_view(sub: DeviceSubRequest) -> RequestView:
         has_admin_access=False,
         selectors=tuple(sub.selectors),
         tolerations=tuple(sub.tolerations),
+        capacity=sub.capacity.requests if sub.capacity is not None else None,
     )
 
 

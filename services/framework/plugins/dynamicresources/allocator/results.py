@@ -45,6 +45,8 @@ def build_results(owner: Allocator, state: SearchState, node: Node) -> list[Allo
                 binding_failure_conditions=(
                     list(p.candidate.device.binding_failure_conditions) if binding else []
                 ),
+                share_id=p.share_id,
+                consumed_capacity=p.consumed or {},
             )
             for p in picked
         ]

@@ -10,7 +10,17 @@ tries its subrequests in order. "All" requests fix their devices up front and ne
 every one of them. On a dead end the last pick is undone (constraints, counters) and
 the next candidate is tried.
 
-Departure: upstream gathers pools into a Go map, so its pool order is not defined; here
+With DRAConsumableCapacity a device that allows multiple allocations (and is not taken
+whole by an allocated claim) stays free for the search's later picks: it takes every
+request whose capacity still fits (:mod:`.capacity`,
+counting allocated shares and the search's own), each as a share with a new id, and
+consumes its counters once, with its first share. Every device is checked against its
+capacity, shared or not.
+
+Departures: a shared device's counters are given back when its first share is undone
+(upstream keeps them taken for the rest of the search), and the capacity is checked
+before the constraints, not after (upstream then leaves the constraints added). Upstream
+gathers pools into a Go map, so its pool order is not defined; here
 pools come in the order of their first slice in ``slices``, which makes the choice
 reproducible. Results of an Allocator are per call; what is kept across calls (the
 pools gathered per node name, counters left per pool) assumes the Allocator lives for
@@ -19,7 +29,7 @@ one scheduling cycle, as the interface says.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from contracts.k8s import Node
 from contracts.k8s.resource import (
@@ -33,6 +43,7 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocationFailedOnNode,
     AllocatorFeatures,
 )
+from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache, CELRuntimeError
 from services.framework.plugins.dynamicresources.allocator.pools import (
     Pool,
@@ -61,16 +72,18 @@ class Allocator:
         self,
         *,
         features: AllocatorFeatures,
-        allocated: Container[str],
+        allocated: AllocatedState,
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel: CELCache,
         index: SliceIndex | None = None,
     ) -> None:
         """``index``: the slices' index when the caller keeps one for them (it depends
-        on nothing else)."""
+        on nothing else). ``allocated``: what allocated claims hold
+        (:mod:`.allocated`)."""
         self.features = features
         self.allocated = allocated
+        self.allocated_devices = allocated.devices
         self.classes = classes
         self.index = index if index is not None else SliceIndex(slices)
         self.cel = cel

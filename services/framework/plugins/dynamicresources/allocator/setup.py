@@ -8,15 +8,23 @@ Upstream's ``Allocate`` preamble, ``validateDeviceRequest``, ``isSelectable`` an
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 from contracts.k8s import Node
+from contracts.k8s.base import Quantity
 from contracts.k8s.resource import DeviceRequest, ResourceClaim
 from contracts.quantity import parse_quantity
 from services.framework.plugins.dynamicresources.allocator import AllocationError
+from services.framework.plugins.dynamicresources.allocator.capacity import (
+    CapacityConflict,
+    ConsumedCapacity,
+    fits,
+    status_names,
+)
 from services.framework.plugins.dynamicresources.allocator.pools import Pool, node_matches
 from services.framework.plugins.dynamicresources.allocator.requests import (
     Candidate,
@@ -34,6 +42,7 @@ from services.framework.plugins.dynamicresources.allocator.requests import (
 if TYPE_CHECKING:
     from services.framework.plugins.dynamicresources.allocator.search import Allocator
 
+_NOTHING: Final[ConsumedCapacity] = {}
 RequestKey = tuple[int, int, int]
 """(claim index, request index, subrequest index)."""
 Counters = dict[str, dict[str, Fraction]]
@@ -51,6 +60,10 @@ class Picked:
     candidate: Candidate
     admin_access: bool
     view: RequestView
+    share_id: str | None = None
+    """A share of a device that allows multiple allocations: its new id."""
+    consumed: dict[str, Quantity] | None = None
+    """The share's ``consumedCapacity`` (status names)."""
 
 
 @dataclass(slots=True)
@@ -65,9 +78,47 @@ class SearchState:
     allocating: dict[str, set[int]] = field(default_factory=dict)
     consumed: dict[str, Counters] = field(default_factory=dict)
     selectable: dict[tuple[RequestKey, str], bool] = field(default_factory=dict)
+    allocating_capacity: dict[str, ConsumedCapacity] = field(default_factory=dict)
+    """Per shared device, the capacity this search's picks consume."""
+    allocating_shares: dict[str, int] = field(default_factory=dict)
+    """Per shared device, how many of this search's picks share it."""
 
     def in_use(self, device_id: str) -> bool:
-        return device_id in self.owner.allocated or bool(self.allocating.get(device_id))
+        return device_id in self.owner.allocated_devices or bool(self.allocating.get(device_id))
+
+    def capacity_fits(self, request: RequestView, candidate: Candidate) -> ConsumedCapacity | None:
+        """``CmpRequestOverCapacity``: what the request would consume of the device, or
+        None when it does not fit (see :mod:`.capacity`)."""
+        device = candidate.device
+        if not device.capacity:
+            return None if request.capacity else _NOTHING
+        allocated = self.owner.allocated.capacity.get(candidate.id, _NOTHING)
+        if (
+            not request.capacity
+            and not device.allow_multiple_allocations
+            and allocated is _NOTHING
+            and all(c.request_policy is None for c in device.capacity.values())
+        ):
+            # Each capacity consumed whole by a device nobody shares: it fits (what it
+            # consumes is recorded for shares only).
+            return _NOTHING
+        allocating = self.allocating_capacity.get(candidate.id, _NOTHING)
+        try:
+            return fits(
+                device,
+                candidate.driver,
+                request.capacity,
+                allocated,
+                allocating,
+                self.owner.features.fractional_capacity_range,
+            )
+        except CapacityConflict:
+            return None
+
+    def _capacity_in_use(self, device_id: str) -> bool:
+        return device_id in self.owner.allocated.capacity or bool(
+            self.allocating_shares.get(device_id)
+        )
 
     def allocating_for_claim(self, device_id: str, claim_i: int) -> bool:
         return claim_i in self.allocating.get(device_id, ())
@@ -118,22 +169,29 @@ class SearchState:
         data = self.request_data[key]
         request = data.request
         features = self.owner.features
+        device = candidate.device
+        shared = features.consumable_capacity and bool(device.allow_multiple_allocations)
         if request.admin_access:
-            if self.allocating_for_claim(candidate.id, claim_i):
+            if not shared and self.allocating_for_claim(candidate.id, claim_i):
                 return None
         elif self.in_use(candidate.id):
             return None
-        device = candidate.device
-        if device.allow_multiple_allocations and features.consumable_capacity:
-            raise AllocationError(
-                f"device {candidate.id}: allowMultipleAllocations (DRAConsumableCapacity) is "
-                "not implemented in ksched"
-            )
         if device.consumes_counters and not features.partitionable_devices:
             return None
-        if features.device_taints and taint_prevents_allocation(device.taints, request.tolerations):
+        consumed: ConsumedCapacity | None = None
+        if features.consumable_capacity:
+            consumed = self.capacity_fits(request, candidate)
+            if consumed is None:
+                return None
+        # A shared device already in use has had its counters taken by that use.
+        counted = bool(device.consumes_counters) and not (
+            shared and self._capacity_in_use(candidate.id)
+        )
+        if counted and not self._take_counters(candidate):
             return None
-        if device.consumes_counters and not self._take_counters(candidate):
+        if features.device_taints and taint_prevents_allocation(device.taints, request.tolerations):
+            if counted:
+                self._return_counters(candidate)
             return None
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
@@ -148,23 +206,56 @@ class SearchState:
                     )
                 for earlier in constraints[:i]:
                     earlier.remove(base, sub, candidate)
-                if device.consumes_counters:
+                if counted:
                     self._return_counters(candidate)
                 return None
-        self.allocating.setdefault(candidate.id, set()).add(claim_i)
+        share: str | None = None
+        status: dict[str, Quantity] | None = None
+        if shared:
+            assert consumed is not None
+            share = str(uuid.uuid4())
+            status = status_names(device, candidate.driver, consumed) or None
+            self._add_allocating(candidate.id, consumed, 1)
+        else:
+            self.allocating.setdefault(candidate.id, set()).add(claim_i)
         results = self.results[claim_i]
-        results.append(Picked(request.name, data.parent, candidate, request.admin_access, request))
+        results.append(
+            Picked(
+                request.name,
+                data.parent,
+                candidate,
+                request.admin_access,
+                request,
+                share,
+                status,
+            )
+        )
         size = len(results) - 1
 
         def undo() -> None:
             for constraint in constraints:
                 constraint.remove(base, sub, candidate)
-            self.allocating[candidate.id].discard(claim_i)
-            if device.consumes_counters:
+            if shared:
+                assert consumed is not None
+                self._add_allocating(candidate.id, consumed, -1)
+            else:
+                self.allocating[candidate.id].discard(claim_i)
+            if counted:
                 self._return_counters(candidate)
             del results[size:]
 
         return undo
+
+    def _add_allocating(self, device_id: str, consumed: ConsumedCapacity, sign: int) -> None:
+        count = self.allocating_shares.get(device_id, 0) + sign
+        totals = self.allocating_capacity.setdefault(device_id, {})
+        for name, value in consumed.items():
+            totals[name] = totals.get(name, Fraction(0)) + sign * value
+        if count <= 0:
+            self.allocating_shares.pop(device_id, None)
+            self.allocating_capacity.pop(device_id, None)
+        else:
+            self.allocating_shares[device_id] = count
 
     def _available(self, pool: Pool) -> Counters:
         """The pool's counters minus what allocated devices consume, once per allocator."""
@@ -178,7 +269,8 @@ class SearchState:
         }
         for s in (*pool.slices, *pool.other_slices):
             for device in s.spec.devices:
-                if f"{s.spec.driver}/{s.spec.pool.name}/{device.name}" not in self.owner.allocated:
+                taken = f"{s.spec.driver}/{s.spec.pool.name}/{device.name}"
+                if not self.owner.allocated.is_allocated(taken):
                     continue
                 for use in device.consumes_counters:
                     counters = available.get(use.counter_set, {})
@@ -257,8 +349,9 @@ def prepare(
 
 
 def _check_capacity_requests(enabled: bool, claim: ResourceClaim, request: DeviceRequest) -> None:
-    """Capacity requests need DRAConsumableCapacity, which ksched does not implement
-    (the allocated-devices interface carries no consumed capacity to share devices by)."""
+    """Capacity requests need DRAConsumableCapacity (upstream's messages)."""
+    if enabled:
+        return
     found = [
         (kind, name)
         for kind, name, capacity in (
@@ -270,14 +363,9 @@ def _check_capacity_requests(enabled: bool, claim: ResourceClaim, request: Devic
     if not found:
         return
     kind, name = found[0]
-    if not enabled:
-        raise AllocationError(
-            f"claim {kobj(claim)}, {kind} {name}: has capacity requests, but the "
-            "DRAConsumableCapacity feature is disabled"
-        )
     raise AllocationError(
-        f"claim {kobj(claim)}, {kind} {name}: capacity requests (DRAConsumableCapacity) are "
-        "not implemented in ksched"
+        f"claim {kobj(claim)}, {kind} {name}: has capacity requests, but the "
+        "DRAConsumableCapacity feature is disabled"
     )
 
 
@@ -323,6 +411,7 @@ def _validate(
     if request.allocation_mode == "ExactCount":
         data.num_devices = request.count
     elif request.allocation_mode == "All":
+        consumable = owner.features.consumable_capacity
         for pool in state.pools:
             if pool.incomplete:
                 raise AllocationError(
@@ -335,8 +424,11 @@ def _validate(
                     "currently invalid"
                 )
             for candidate in pool.candidates():
-                if state.is_selectable(key, data, candidate):
-                    data.all_devices.append(candidate)
+                if not state.is_selectable(key, data, candidate):
+                    continue
+                if consumable and state.capacity_fits(request, candidate) is None:
+                    continue
+                data.all_devices.append(candidate)
         data.num_devices = len(data.all_devices)
     else:
         raise AllocationError(f"{where}: unsupported count mode {request.allocation_mode}")

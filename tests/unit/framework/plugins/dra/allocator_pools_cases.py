@@ -561,37 +561,3 @@ MORE: dict[str, Case] = {
         "DRAConsumableCapacity feature is disabled",
     ),
 }
-
-
-REFUSED: dict[str, Case] = {
-    # DRAConsumableCapacity (on by default upstream) is refused by name: the allocator's
-    # interface carries no consumed capacity of earlier allocations to share devices by.
-    "consumable-capacity-multi-allocatable-device-with-missing-capacity-request": Case(
-        claims=[claim(CLAIM0, request(REQ0, CLASS_A, capacity="1"))],
-        classes=[A],
-        slices=[
-            slice_with_devices(
-                SLICE1,
-                NODE1,
-                POOL1,
-                DRIVER_A,
-                device(DEVICE1, {"capacity-1": "1"}, allow_multiple_allocations=True),
-            )
-        ],
-        features=features(consumable_capacity=True),
-        error="claim claim-0, request req-0: capacity requests (DRAConsumableCapacity) are "
-        "not implemented in ksched",
-    ),
-    "consumable-capacity-multi-allocatable-device-without-capacity-without-capacity-request": Case(
-        claims=[claim(CLAIM0, request(REQ0, CLASS_A)), claim("claim-1", request(REQ0, CLASS_A))],
-        classes=[A],
-        features=features(consumable_capacity=True),
-        slices=[
-            slice_with_devices(
-                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, allow_multiple_allocations=True)
-            )
-        ],
-        error="device driver-a/pool-1/device-1: allowMultipleAllocations "
-        "(DRAConsumableCapacity) is not implemented in ksched",
-    ),
-}

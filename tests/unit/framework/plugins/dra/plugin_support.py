@@ -45,6 +45,7 @@ from contracts.k8s.resource import (
 from contracts.k8s.resource import Device as SliceDevice
 from services.framework.api.listers import Listers
 from services.framework.plugins.dynamicresources.allocator import AllocatorFeatures
+from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache
 from services.framework.plugins.dynamicresources.allocator.search import Allocator
 from tests.builders import make_node, make_pod
@@ -298,7 +299,7 @@ class Allocators:
 
     def __call__(
         self,
-        allocated: frozenset[str],
+        allocated: AllocatedState,
         classes: Mapping[str, DeviceClass],
         slices: list[ResourceSlice],
     ) -> Allocator:

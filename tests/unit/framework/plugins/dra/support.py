@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
 import pytest
 
 from contracts.k8s import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectMeta
@@ -48,6 +49,11 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocatorFeatures,
     CELCache,
 )
+from services.framework.plugins.dynamicresources.allocator.allocated import (
+    EMPTY_CAPACITY,
+    AllocatedState,
+)
+from services.framework.plugins.dynamicresources.allocator.capacity import amount, qualify
 
 REGION1, REGION2 = "region-1", "region-2"
 NODE1, NODE2 = "node-1", "node-2"
@@ -394,14 +400,54 @@ class Case:
     error: str | None = None
     allocated: tuple[str, ...] = ()
     features: AllocatorFeatures = NO_FEATURES
+    allocated_capacity: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Upstream's ``allocatedCapacityDevices``: per device id, capacity -> consumed."""
+
+
+FIXED_SHARE_ID: Final = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+"""Upstream's ``fixedShareID``: every generated share id is replaced by it to compare."""
+
+
+def allocated_state(case: Case) -> AllocatedState:
+    capacity = {
+        device_id: {
+            qualify(name, device_id.partition("/")[0]): amount(value)
+            for name, value in values.items()
+        }
+        for device_id, values in case.allocated_capacity.items()
+    }
+    return AllocatedState(
+        devices=frozenset(case.allocated),
+        shared_devices=frozenset(capacity),
+        capacity=capacity or EMPTY_CAPACITY,
+    )
+
+
+def fixed_share_ids(found: list[AllocationResult] | None) -> list[AllocationResult] | None:
+    """The results with each ``shareID`` replaced by :data:`FIXED_SHARE_ID`, as upstream's
+    runner does; a share id must look like a UUID."""
+    if found is None:
+        return None
+    out = []
+    for allocation_result in found:
+        results = []
+        for r in allocation_result.devices.results:
+            if r.share_id is not None:
+                assert len(r.share_id) == 36 and r.share_id.count("-") == 4, r.share_id
+                r = msgspec.structs.replace(r, share_id=FIXED_SHARE_ID)
+            results.append(r)
+        devices = msgspec.structs.replace(allocation_result.devices, results=results)
+        out.append(msgspec.structs.replace(allocation_result, devices=devices))
+    return out
 
 
 def run_case(case: Case) -> None:
     """Allocate and compare: the error's text (a substring, as upstream's
-    ``ContainSubstring``), else the results exactly (devices in pick order)."""
+    ``ContainSubstring``), else the results exactly (devices in pick order, share ids
+    fixed)."""
     allocator = Allocator(
         features=case.features,
-        allocated=frozenset(case.allocated),
+        allocated=allocated_state(case),
         classes={c.metadata.name: c for c in case.classes},
         slices=case.slices,
         cel=CEL,
@@ -411,4 +457,4 @@ def run_case(case: Case) -> None:
             allocator.allocate(case.node, case.claims)
         assert case.error in str(caught.value)
         return
-    assert allocator.allocate(case.node, case.claims) == case.expect
+    assert fixed_share_ids(allocator.allocate(case.node, case.claims)) == case.expect

@@ -1,6 +1,6 @@
 """Upstream's allocator table, third part: partitionable devices (shared counters),
-per-device node selection, multi-host pools, invalid and incomplete pools, and what
-ksched refuses of consumable capacity. Case names are upstream's."""
+per-device node selection, multi-host pools, invalid and incomplete pools, and capacity
+requests with DRAConsumableCapacity off. Case names are upstream's."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from tests.unit.framework.plugins.dra.allocator_pools_cases import (
     MORE,
     PART,
     PART_PRIO,
-    REFUSED,
     A,
     B,
     counted,
@@ -54,6 +53,7 @@ from tests.unit.framework.plugins.dra.support import (
     SUB0,
     SUB1,
     Case,
+    allocated_state,
     allocation,
     attrs,
     claim,
@@ -538,11 +538,6 @@ def test_allocate(case: Case) -> None:
     run_case(case)
 
 
-@pytest.mark.parametrize("case", REFUSED.values(), ids=REFUSED.keys())
-def test_consumable_capacity_is_refused_by_name(case: Case) -> None:
-    run_case(case)
-
-
 def test_multiple_allocations_flag_is_ignored_with_the_gate_off() -> None:
     run_case(
         Case(
@@ -563,7 +558,7 @@ def test_invalid_pools_fail_the_node_not_the_pod() -> None:
     case = CASES["invalid-pool-is-error-if-no-other-device-can-be-allocated"]
     allocator = Allocator(
         features=case.features,
-        allocated=frozenset(case.allocated),
+        allocated=allocated_state(case),
         classes={c.metadata.name: c for c in case.classes},
         slices=case.slices,
         cel=CELCache(),

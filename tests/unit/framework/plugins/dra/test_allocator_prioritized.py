@@ -406,8 +406,8 @@ def test_allocate(case: Case) -> None:
 
 
 def test_distinct_attribute_on_dedicated_devices() -> None:
-    """ksched's variant of upstream's ``with-distinct-constraints-with-subrequests``
-    without ``allowMultipleAllocations`` (consumable capacity is not implemented):
+    """Upstream's ``with-distinct-constraints-with-subrequests`` on devices without
+    ``allowMultipleAllocations`` (the shared variant is in test_allocator_capacity):
     req-1 cannot reuse req-0's boolAttribute, so it falls back to its second choice."""
     expr = 'device.attributes["driver-a"].boolAttribute'
     subs = (sub_request(SUB0, CLASS_A, selectors=[selector(expr)]), sub_request(SUB1, CLASS_A))
