@@ -51,12 +51,16 @@ async def test_up_restarts_a_crashing_service_with_backoff_and_stops_all_on_sigt
                     restarts.append((restart[1], restart[3] or restart[2], restart[4]))
     finally:
         up.send_signal(signal.SIGTERM)
+        try:
+            code = await finish(up, lines)
+        finally:
+            await stop(up)
     assert restarts == [
         ("informer", "SIGKILL", "0.5"),
         ("informer", "SIGKILL", "1"),
         ("informer", "SIGKILL", "2"),
     ]
-    assert await finish(up, lines) == 0
+    assert code == 0
     assert sorted(pids.values()).count("informer") == 3  # the 4th start was 2 s away
     assert {"queue", "scheduler", "binder"} <= set(pids.values())
     assert alive(pids) == [], "outlived ksched up"  # every child was stopped and reaped
