@@ -1,5 +1,6 @@
-"""Running the services as processes: ``ksched run NAME``, ``ksched up``, and the bus
-clients ``ksched publish`` and ``ksched watch``."""
+"""Running one service as a process (``ksched run NAME``; ``ksched up`` runs one such
+process per service, see services.cli.up), and the bus clients ``ksched publish`` and
+``ksched watch``."""
 
 from __future__ import annotations
 
