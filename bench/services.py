@@ -54,6 +54,7 @@ from contracts.k8s import Binding, Decision
 from contracts.preemption import PodRef, Preemption
 from services.cli.errors import Terminated
 from services.cli.manifests import Document
+from services.cli.serviceflags import argv_for
 from services.common.bus import Delivery, Message, open_bus
 from services.common.settings import ENV, Settings
 from services.common.store import ClusterStore, open_store
@@ -162,7 +163,7 @@ async def bench_services(
                 argv = [sys.executable, "-m", "bench.passthrough", *flags[:2]]
                 argv += ["--namespace", namespace, *port]
             else:
-                argv = [*command, *own, *flags, *port]
+                argv = [*command, own[0], *argv_for(own[0], [*own[1:], *flags]), *port]
             children[name] = await asyncio.create_subprocess_exec(*argv, env=env)
         setup = setup_documents(workload, nodes, init, pods)
         for start in range(0, len(setup), 1000):

@@ -15,7 +15,7 @@ import msgspec
 
 from services.cli.manifests import ManifestError
 from services.common.bus import BusError
-from services.common.eventlog.base import LogSequenceError
+from services.common.eventlog.base import LogMismatchError, LogSequenceError
 from services.common.redact import redact
 from services.common.store.errors import store_failure
 from services.framework.api.registry import ConfigError
@@ -55,6 +55,16 @@ class InputError(Exception):
     honour, a corrupt log); the message is what follows ``ksched COMMAND: ``."""
 
 
+_NAMED_INPUT_ERRORS = (
+    ManifestError,
+    LogSequenceError,
+    LogMismatchError,
+    InputError,
+    msgspec.DecodeError,
+)
+"""Bad input whose message names the file, document or field: shown as it is."""
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     code: int
@@ -77,7 +87,7 @@ def explain(error: BaseException, *, command: str, amqp_url: str, redis_url: str
         return _edge(where, "Redis", redis_url, "--redis-url / KSCHED_REDIS_URL", error)
     if isinstance(error, ConfigError):  # its message names the file, line and field
         return Failure(BAD_INPUT, _one_line(f"ksched: {error}"))
-    if isinstance(error, ManifestError | LogSequenceError | InputError | msgspec.DecodeError):
+    if isinstance(error, _NAMED_INPUT_ERRORS):
         return Failure(BAD_INPUT, _one_line(f"{where}: {error}"))
     if isinstance(error, OSError):
         if error.filename is not None:

@@ -10,22 +10,18 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
 
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
+from services.cli.serviceflags import MAX_PORT, check_run, duration
 from services.common import features, gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
 if TYPE_CHECKING:
     from services.common.telemetry import TraceSettings
-
-SERVED_METRICS = ("informer", "queue", "scheduler", "binder", "descheduler")
-"""Every service serves /metrics and its health on ``--metrics-port``, in the order
-``ksched up --metrics-port PORT`` numbers their ports from PORT (without it, `up`
-uses each service's documented default, services.common.observe.DEFAULT_PORTS)."""
 
 
 def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -45,9 +41,6 @@ def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-MAX_PORT = 65535
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
@@ -72,8 +65,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         explain=getattr(args, "explain", None),
         metrics_port=getattr(args, "metrics_port", None),  # passed only when given
         policy=getattr(args, "policy", None),
-        interval=_interval(getattr(args, "interval", None)),
-        lease_ttl=_interval(getattr(args, "lease_ttl", None), "--lease-ttl"),
+        interval=duration(getattr(args, "interval", None)),
+        lease_ttl=duration(getattr(args, "lease_ttl", None), "--lease-ttl"),
         dry_run=getattr(args, "dry_run", None),
         scheduled_events=getattr(args, "scheduled_events", None),
         pop_from_backoff=gated.get("pop_from_backoff"),
@@ -105,20 +98,9 @@ def _scheduled_events_flag(parser: argparse.ArgumentParser, prefix: str) -> None
     )
 
 
-def _interval(text: str | None, flag: str = "--interval") -> float | None:
-    """``--interval`` (a Go duration) in seconds."""
-    if text is None:
-        return None
-    from services.descheduler.plugins.defaultevictor import go_duration
-
-    seconds = go_duration(text)
-    if seconds is None or seconds < 0:
-        raise InputError(f'{flag}: "{text}" is not a duration (5m, 1h30m, 90s)')
-    return seconds
-
-
 def _settings_argv(args: argparse.Namespace) -> list[str]:
-    """The flags ``ksched up`` gives every service (see :func:`_service_argv`)."""
+    """The flags of ``ksched run`` that ``ksched up`` was given; each child gets those it
+    honours (see services.cli.up)."""
     argv: list[str] = []
     for flag in (
         "amqp_url",
@@ -139,32 +121,6 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
     if getattr(args, "log_format", "text") != "text":  # the children log as `up` does
         argv += ["--log-format", args.log_format]
     return argv
-
-
-def _service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
-    """The flags ``ksched up`` gives one service only: ``--metrics-port``, PORT to the
-    informer, PORT+1 to the queue, PORT+2 to the scheduler, PORT+3 to the binder, PORT+4
-    to the descheduler (0: each picks a free port; not given: each service's default
-    port); the descheduler's policy and interval."""
-    port = getattr(args, "metrics_port", None)
-    flags: dict[str, list[str]] = {}
-    if getattr(args, "policy", None):
-        _interval(getattr(args, "interval", None))  # a wrong duration: exit 2 before starting
-        flags["descheduler"] = ["--policy", args.policy, "--interval", args.interval or "5m"]
-        if getattr(args, "dry_run", None):
-            flags["descheduler"].append("--dry-run")
-    from services.common.observe import DEFAULT_PORTS
-
-    if port and port + len(SERVED_METRICS) - 1 > MAX_PORT:
-        last = port + len(SERVED_METRICS) - 1
-        raise InputError(
-            f"--metrics-port {port}: up numbers {len(SERVED_METRICS)} ports from it, and the "
-            f"last, {last}, is above {MAX_PORT}"
-        )
-    for i, name in enumerate(SERVED_METRICS):
-        chosen = DEFAULT_PORTS[name] if port is None else (port + i if port else 0)
-        flags.setdefault(name, []).extend(["--metrics-port", str(chosen)])
-    return flags
 
 
 def _version() -> str:
@@ -189,8 +145,25 @@ benchmark harness, package ``bench``), loaded by name when run so that no servic
 imports them."""
 
 
+class _Root(argparse.ArgumentParser):
+    """The ``ksched`` parser: a flag no parser knows (``ksched simulate x --nodez``) is
+    reported by the command's own parser, with the command's usage, not the top-level
+    one (argparse leaves such flags to the top level)."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def parse_args(  # type: ignore[override]  # one form: ksched passes no namespace
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self.commands.get(getattr(parsed, "command", None) or "", self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
+    root = _Root(
         prog="ksched",
         description="kube-scheduler as asyncio services on RabbitMQ and Redis",
         epilog=_epilog(),
@@ -214,7 +187,8 @@ def parser() -> argparse.ArgumentParser:
     verbose.add_argument(
         "--feature-gates", default=argparse.SUPPRESS, metavar="NAME=BOOL,...", help=gates_help
     )
-    sub = root.add_subparsers(dest="command", required=True)
+    sub = root.add_subparsers(dest="command", required=True, parser_class=argparse.ArgumentParser)
+    root.commands = sub.choices
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=text, parents=[verbose])
@@ -273,6 +247,13 @@ def parser() -> argparse.ArgumentParser:
     p = command("publish", "publish Kubernetes YAML/JSON as watch events")
     p.add_argument("file", help="a file, or - for standard input")
     p.add_argument("--delete", action="store_true", help="publish DELETED events")
+    p.add_argument(
+        "--no-validate",
+        dest="validate",
+        action="store_false",
+        help="publish without first checking each object as the informer will (exit 2 "
+        "naming the first it would refuse); refusals then reach only ksched.errors",
+    )
     _connection_flags(p)
 
     p = command("watch", "print decisions as they arrive")
@@ -481,31 +462,33 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from services.cli import runtime
-
     match args.command:
         case "run":
-            _trace_settings()  # a bad OTEL_* variable: exit 2 before connecting
-            asyncio.run(runtime.run_service(args.service, _settings(args)))
-            return 0
-        case "up":
-            _trace_settings()  # checked once here rather than by every child
-            services: tuple[str, ...] = runtime.SERVICES
-            if args.policy:  # a bad policy: exit 2 with its field before anything starts
-                from services.descheduler.policy import load_policy
-                from services.descheduler.registry import in_tree_registry
+            from services.cli import runtime
 
-                load_policy(args.policy, in_tree_registry())
-                services = (*services, "descheduler")
-            return runtime.up(_settings_argv(args), _service_argv(args), services)
+            check_run(args.service, args)  # a flag this service ignores: exit 2
+            _trace_settings()  # a bad OTEL_* variable: exit 2 before connecting
+            return asyncio.run(runtime.run_service(args.service, _settings(args)))
+        case "up":
+            from services.cli import up
+
+            _trace_settings()  # checked once here rather than by every child
+            only = up.service_argv(args)
+            services = up.preflight(_settings(args), args.policy)  # before anything starts
+            return up.up(_settings_argv(args), only, services)
         case "publish":
+            from services.cli import runtime
             from services.cli.commands import read_input
 
             text, source = read_input(args.file)
             return asyncio.run(
-                runtime.publish(_settings(args), text, delete=args.delete, source=source)
+                runtime.publish(
+                    _settings(args), text, delete=args.delete, source=source, validate=args.validate
+                )
             )
         case "watch":
+            from services.cli import runtime
+
             return asyncio.run(
                 runtime.watch(
                     _settings(args),

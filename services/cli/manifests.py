@@ -169,6 +169,11 @@ def _parse(text: str, source: str) -> list[Any]:
             return parsed if isinstance(parsed, list) else [parsed]
     try:
         return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
+    except yaml.MarkedYAMLError as error:  # named by its own file, line and column
+        mark = error.problem_mark or error.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+        problem = error.problem or error.context or "cannot parse"
+        raise ManifestError(f"{where}: not valid YAML: {problem}") from error
     except yaml.YAMLError as error:
         raise ManifestError(f"{source}: not valid YAML: {error}") from error
     except RecursionError:

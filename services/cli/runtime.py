@@ -1,20 +1,18 @@
-"""Running the services as processes: ``ksched run NAME``, ``ksched up``, and the bus
-clients ``ksched publish`` and ``ksched watch``."""
+"""Running one service as a process (``ksched run NAME``; ``ksched up`` runs one such
+process per service, see services.cli.up), and the bus clients ``ksched publish`` and
+``ksched watch``."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import signal
 import socket
-import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Protocol, cast
 
 import msgspec
@@ -23,10 +21,11 @@ from prometheus_client import CollectorRegistry
 from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
-from services.cli.errors import InputError
-from services.cli.manifests import read_documents
+from services.cli.errors import INTERRUPTED, OK, InputError
+from services.cli.manifests import check, read_documents
 from services.cli.output import render_object
-from services.cli.shutdown import STOP_BOUND, Shutdown
+from services.cli.serviceflags import SERVICES
+from services.cli.shutdown import Shutdown
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
@@ -58,7 +57,6 @@ from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
 from services.scheduler.service import SchedulerService
 
-SERVICES = ("informer", "queue", "scheduler", "binder")
 log = logging.getLogger("ksched")
 
 
@@ -154,9 +152,10 @@ STEP_BOUND = 3.0
 """Seconds each step of stopping (the service, the bus, the store) may take."""
 
 
-async def run_service(name: str, settings: Settings) -> None:
+async def run_service(name: str, settings: Settings) -> int:
     """Run one service until SIGTERM or SIGINT, then stop it within the bound (see
-    services.cli.shutdown), whatever it was doing: starting, connecting, mid-batch."""
+    services.cli.shutdown), whatever it was doing: starting, connecting, mid-batch.
+    The exit code: 130 when SIGINT (Ctrl-C) stopped it, else 0."""
     telemetry.configure(name)
     shutdown = Shutdown(f"ksched run {name}")
     shutdown.install()
@@ -200,6 +199,7 @@ async def run_service(name: str, settings: Settings) -> None:
         await _stop(name, service, bus, store)
         if endpoint is not None:
             endpoint.close()
+    return INTERRUPTED if shutdown.stopped_by == signal.SIGINT else OK
 
 
 def service_registry(service: Service) -> CollectorRegistry | None:
@@ -286,114 +286,18 @@ async def _stop(name: str, service: Service, bus: Bus, store: ClusterStore) -> N
     log.info("%s stopped", name)
 
 
-UP_POLL = 0.2
-"""Seconds between ``ksched up``'s looks at its children."""
-
-
-class _Child:
-    """One service process of ``ksched up`` and its restart backoff."""
-
-    def __init__(self, name: str, argv: Sequence[str], clock: SystemClock) -> None:
-        self.name = name
-        self.argv = list(argv)
-        self.backoff = Backoff(clock)
-        self.process: subprocess.Popen[bytes] | None = None
-        self.restart_at = 0.0
-        self.finished = False
-        """A descheduler with interval 0 ran its one cycle and exited 0: not restarted."""
-
-    def spawn(self) -> None:
-        # Its own process group: a Ctrl-C in the terminal reaches `up` only, which
-        # stops the children once (a second signal would make them exit at once).
-        self.process = subprocess.Popen(self.argv, process_group=0)
-        self.backoff.started()
-        log.info("started %s (pid %d)", self.name, self.process.pid)
-
-
-def up(
-    settings_args: Sequence[str],
-    only: Mapping[str, Sequence[str]] | None = None,
-    services: Sequence[str] = SERVICES,
+async def publish(
+    settings: Settings, text: str, *, delete: bool, source: str, validate: bool = True
 ) -> int:
-    """Start every service as its own process; restart one that exits, after an
-    exponential backoff (services.cli.backoff), saying so; on SIGTERM or SIGINT stop them
-    all (SIGTERM, then SIGKILL for any still running after the bound), on a second
-    signal kill them at once. ``only[name]`` are flags for that service alone
-    (``--metrics-port`` for the queue); ``services``: the four, and the descheduler
-    when ``ksched up`` is given a policy (it is not restarted after a clean exit: with
-    interval 0 it runs one cycle, as upstream)."""
-    command = [sys.executable, "-m", "services.cli.main", "run"]
-    clock = SystemClock()
-    children = [
-        _Child(n, [*command, n, *settings_args, *(only or {}).get(n, ())], clock) for n in services
-    ]
-    signals: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        signals.append(signum)
-        if len(signals) > 1:
-            _kill(children)
-            os.write(
-                sys.stderr.fileno(),
-                f"ksched up: {signal.Signals(signum).name} while stopping: "
-                "killed every service\n".encode(),
-            )
-            os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    for child in children:
-        child.spawn()
-    while not signals:
-        for child in children:
-            if child.finished:
-                continue
-            if child.process is None:
-                if clock.now() >= child.restart_at:
-                    child.spawn()
-                continue
-            code = child.process.poll()
-            if code is None:
-                continue
-            if code == 0 and child.name == "descheduler":
-                child.process, child.finished = None, True
-                log.info("descheduler finished its cycle (interval 0)")
-                continue
-            delay = child.backoff.failed()
-            child.process, child.restart_at = None, clock.now() + delay
-            log.warning(
-                "%s exited with code %d; restarting in %g s (restart %d)",
-                child.name,
-                code,
-                delay,
-                child.backoff.failures,
-            )
-        time.sleep(UP_POLL)
-    log.info("ksched up: %s: stopping every service", signal.Signals(signals[0]).name)
-    running = [c.process for c in children if c.process is not None]
-    for process in running:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-    deadline = clock.now() + STOP_BOUND
-    for process in running:
-        try:
-            process.wait(timeout=max(0.0, deadline - clock.now()))
-        except subprocess.TimeoutExpired:
-            log.warning("pid %d did not stop within %g s: killing it", process.pid, STOP_BOUND)
-            process.kill()
-            process.wait()
-    return 0
-
-
-def _kill(children: Sequence[_Child]) -> None:
-    for child in children:
-        if child.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                child.process.kill()
-
-
-async def publish(settings: Settings, text: str, *, delete: bool, source: str) -> int:
+    """Publish every object in ``text`` as a watch event. With ``validate``, each is
+    first checked as the informer will check it (services.cli.manifests.check): the
+    first it would refuse is a ManifestError naming the document and the field, and
+    nothing is published. Checks that need the cluster's state (a pod bound to an
+    unknown node) remain the informer's, reported on ``ksched.errors``."""
     documents = read_documents(text, event_type="DELETED" if delete else "ADDED", source=source)
+    if validate:
+        for document in documents:
+            check(document, source=source)
     bus, _ = edges(settings)
     try:
         await bus.declare(topology.QUEUES)
@@ -414,7 +318,8 @@ async def watch(
 ) -> int:
     """Print every decision (and, with ``errors``, every error report) as a JSON line
     (``output="yaml"``: a YAML document); with ``explain``, each decision that carries
-    an explanation (annotation ``ksched.io/explain``) is followed by it as tables."""
+    an explanation (annotation ``ksched.io/explain``) is followed by it as tables.
+    Until ``limit`` messages (exit 0), SIGTERM (0) or SIGINT (130, Ctrl-C)."""
     bindings = [topology.QueueBinding(topology.DECISIONS.name, "#")]
     if errors:
         bindings.append(topology.QueueBinding(topology.ERRORS.name, "#"))
@@ -441,9 +346,15 @@ async def watch(
             if limit is not None and seen >= limit:
                 done.set()
 
+    stopped_by: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        done.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, done.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     await bus.declare(topology.QUEUES)
     await bus.consume_raw(spec, show)
     print(
@@ -455,7 +366,7 @@ async def watch(
         await done.wait()
     finally:
         await bus.close()
-    return 0
+    return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else OK
 
 
 def _print_explanation(decision: object) -> None:

@@ -68,6 +68,11 @@ class Shutdown:
         self._signal: int | None = None
         self._armed = False
 
+    @property
+    def stopped_by(self) -> int | None:
+        """The signal that asked the process to stop (None until one did)."""
+        return self._signal
+
     def install(self) -> None:
         """Take SIGTERM and SIGINT for this process; call from the running loop."""
         self._loop = asyncio.get_running_loop()

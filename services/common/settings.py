@@ -19,9 +19,11 @@ from services.common.tls import TLSFiles
 class InformerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """What ``ksched run informer`` needs besides the connection."""
 
-    event_log: str = "var/ksched-events.jsonl"
+    event_log: str = "memory://"
     """The event log (``KSCHED_EVENT_LOG``, ``--event-log``): a file path, or
-    ``memory://``. Only the informer opens it: the log is its single writer's."""
+    ``memory://``. Only the informer opens it: the log is its single writer's.
+    :func:`from_env` defaults it to :func:`default_event_log`, an absolute path in the
+    user's data directory; settings built without it keep the log in memory."""
 
 
 class QueueSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
@@ -193,12 +195,25 @@ ENV = {
 }
 
 
+def default_event_log(environ: Mapping[str, str]) -> str:
+    """Where the informer keeps its event log unless told: ``ksched/events.jsonl`` in
+    the XDG data directory, ``$XDG_DATA_HOME`` (when absolute, as the XDG spec requires)
+    else ``~/.local/share``. Absolute, so that every working directory finds the same
+    log: a relative default once made ``ksched up`` started elsewhere open a new, empty
+    log against the store the old one had built."""
+    data = environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data):
+        home = environ.get("HOME") or os.path.expanduser("~")
+        data = os.path.join(home, ".local", "share")
+    return os.path.join(data, "ksched", "events.jsonl")
+
+
 def from_env(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-    """Settings from ``KSCHED_*`` variables, then ``overrides`` (flags) where not None."""
+    """Settings from ``KSCHED_*`` variables, then ``overrides`` (flags) where not None;
+    the event log defaults to :func:`default_event_log`."""
     environ = os.environ if environ is None else environ
-    flat: dict[str, object] = {
-        field: environ[var] for field, var in ENV.items() if environ.get(var)
-    }
+    flat: dict[str, object] = {"event_log": default_event_log(environ)}
+    flat.update({field: environ[var] for field, var in ENV.items() if environ.get(var)})
     flat.update({k: v for k, v in overrides.items() if v is not None})
     values: dict[str, object] = {}
     for field, value in flat.items():

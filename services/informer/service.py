@@ -53,7 +53,7 @@ from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.eventlog import EventLog, LogWriteError
+from services.common.eventlog import EventLog, LogWriteError, check_matches
 from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
@@ -241,11 +241,8 @@ class InformerService:
         self._epoch = await self._store.epoch()
         applied = self._epoch.seq
         last = self._log.last_seq()
-        if applied > last:
-            raise RuntimeError(
-                f"the event log ends at seq {last} but the store has applied seq {applied}: "
-                "point the informer at the log this store was built from, or flush the store"
-            )
+        path = getattr(self._log, "path", None)  # a file's; None in memory
+        check_matches(f"event log {path}" if path else "the event log", last, applied)
         # The tail is republished even when the store has it: a crash between the store
         # apply and the publish would otherwise leave consumers without those entries.
         # Consumers skip seqs they have applied, and reload from the store on a gap.

@@ -24,6 +24,7 @@ from contracts import topology
 from contracts.k8s import Node, Pod
 from contracts.quantity import resource_amount
 from contracts.queueview import QueueView
+from services.cli.serviceflags import argv_for
 from services.common.store.redis import RedisStore
 from tests.builders import container, make_node, make_pod
 
@@ -78,9 +79,11 @@ class Processes:
     async def spawn(
         self, name: str, *flags: str, key: str | None = None, env: dict[str, str] | None = None
     ) -> asyncio.Event:
-        """Start ``name`` (``flags`` override ``self.flags()``) as child ``key`` (default
-        ``name``); the event is set once it logged that it started."""
-        command = [sys.executable, "-m", "services.cli.main", "run", name, *self.flags(), *flags]
+        """Start ``name`` (``flags`` override ``self.flags()``; as ``ksched up``, each
+        service is given those it honours) as child ``key`` (default ``name``); the
+        event is set once it logged that it started."""
+        given = argv_for(name, [*self.flags(), *flags])
+        command = [sys.executable, "-m", "services.cli.main", "run", name, *given]
         child = await asyncio.create_subprocess_exec(
             *command,
             stderr=asyncio.subprocess.PIPE,

@@ -93,3 +93,25 @@ async def test_a_refused_login_is_one_line_without_the_password() -> None:
     )
     assert "ACCESS_REFUSED" in lines[0] and "--amqp-url" in lines[0]
     assert "not-the-password-h1" not in lines[0]
+
+
+async def test_a_missing_virtual_host_is_one_line_naming_it() -> None:
+    """aiormq reports it as ``InvalidFrameError ... <Connection.Close object at 0x...>``."""
+    vhost = f"ksched-missing-{uuid.uuid4().hex[:8]}"
+    child = await asyncio.create_subprocess_exec(
+        *KSCHED,
+        "watch",
+        "--amqp-url",
+        urlsplit(AMQP_URL)._replace(path=f"/{vhost}").geturl(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 60)
+    assert (child.returncode, out) == (3, b"")
+    lines = err.decode().splitlines()
+    assert len(lines) == 1, err.decode()
+    assert lines[0].endswith(
+        f"/{vhost} refused: virtual host '{vhost}' does not exist, or user "
+        f"'{urlsplit(AMQP_URL).username}' may not use it (see --amqp-url / KSCHED_AMQP_URL)"
+    )
+    assert "0x" not in lines[0]

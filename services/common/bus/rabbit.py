@@ -67,6 +67,7 @@ from services.common.bus.rabbit_connection import (
     _close,
     _Connection,
     _RateLimit,
+    connect_failure,
 )
 from services.common.bus.rabbit_consume import RabbitConsumer, RabbitFetched
 from services.common.redact import redact
@@ -286,9 +287,7 @@ class RabbitBus(Bus):
                             connection, channel, spec
                         )
                 except _BROKER_ERRORS as exc:
-                    raise BusError(
-                        f"cannot connect to the broker at {redact(self._url)}: " + redact(repr(exc))
-                    ) from exc
+                    raise BusError(connect_failure(self._url, exc)) from exc
                 self._channel = channel
             return self._channel
 

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import aiormq
@@ -94,6 +95,21 @@ class _Connection(aio_pika.RobustConnection):
                 time.monotonic() - self._lost_at,
             )
             self._lost_at = None
+
+
+def connect_failure(url: str, error: BaseException) -> str:
+    """Why connecting to the broker at ``url`` failed, in one line. aiormq reports a
+    virtual host the broker will not open (it does not exist, or the user may not use
+    it) as an unexpected frame, ``InvalidFrameError(... <Connection.Close object at
+    0x...>)``: that is said in words, naming the virtual host and the user."""
+    if isinstance(error, aiormq.exceptions.InvalidFrameError) and all(
+        name in str(error) for name in ("Connection.OpenOk", "Connection.Close")
+    ):
+        parsed = urlsplit(url)
+        vhost = unquote(parsed.path[1:]) if parsed.path not in ("", "/") else "/"
+        user = unquote(parsed.username or "guest")
+        return f"virtual host {vhost!r} does not exist, or user {user!r} may not use it"
+    return f"cannot connect to the broker at {redact(url)}: " + redact(repr(error))
 
 
 def reconnect_delay(down: float) -> float:

@@ -5,7 +5,13 @@ Not here: what goes into the log (the informer) or following it
 (:mod:`services.common.projection`).
 """
 
-from services.common.eventlog.base import EventLog, LogSequenceError, LogWriteError
+from services.common.eventlog.base import (
+    EventLog,
+    LogMismatchError,
+    LogSequenceError,
+    LogWriteError,
+    check_matches,
+)
 from services.common.eventlog.file import FileEventLog
 from services.common.eventlog.memory import MemoryEventLog
 
@@ -22,8 +28,10 @@ def open_event_log(spec: str) -> EventLog:
 __all__ = [
     "EventLog",
     "FileEventLog",
+    "LogMismatchError",
     "LogSequenceError",
     "LogWriteError",
     "MemoryEventLog",
+    "check_matches",
     "open_event_log",
 ]

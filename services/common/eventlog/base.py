@@ -36,6 +36,13 @@ class LogSequenceError(ValueError):
     """An append that would leave a gap or repeat a seq."""
 
 
+class LogMismatchError(ValueError):
+    """The store has applied entries this log does not hold: the log is not the one the
+    store was built from (a relative path opened from another working directory, a new
+    file). A restart cannot fix it: the caller stops and names the log; the user points
+    the informer at the right log, or empties the store to rebuild it from this one."""
+
+
 class LogWriteError(OSError):
     """An append that could not be made durable (``errno`` says why: ENOSPC, EIO…).
     Nothing of it is in the log: the caller must not acknowledge what it was recording,
@@ -43,3 +50,15 @@ class LogWriteError(OSError):
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()  # one line, without "[Errno N]"
+
+
+def check_matches(name: str, last: int, applied: int) -> None:
+    """LogMismatchError unless the log ``name`` (``event log PATH``), which ends at seq
+    ``last``, holds every entry up to seq ``applied``, which a live store has applied:
+    the informer checks it at start, and ``ksched up`` before it starts anything."""
+    if applied > last:
+        raise LogMismatchError(
+            f"{name} ends at seq {last} but the store has applied seq {applied}: it is "
+            "not the log this store was built from; point --event-log (KSCHED_EVENT_LOG) "
+            "at that log, or empty the store to rebuild it from this one"
+        )

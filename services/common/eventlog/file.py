@@ -79,7 +79,8 @@ class FileEventLog:
     """EventLog on a local file. One writer per file: the informer."""
 
     def __init__(self, path: str | os.PathLike[str], *, files: LogFiles = OS_FILES) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()
+        """The file, absolute: the one opened, whatever the working directory later."""
         self._files = files
         self._torn = False
         """A failed append could not cut its partial line: cut it before the next one."""

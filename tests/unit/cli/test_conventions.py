@@ -127,7 +127,7 @@ def test_a_metrics_port_in_use_is_one_line_and_exit_2(
         taken.listen()
         port = taken.getsockname()[1]
         argv = ["run", "informer", "--metrics-port", str(port), "--amqp-url", "memory://"]
-        assert main([*argv, "--redis-url", "memory://"]) == 2
+        assert main([*argv, "--redis-url", "memory://", "--event-log", "memory://"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == (
         f"ksched run informer: --metrics-port {port}: cannot listen: Address already in use"

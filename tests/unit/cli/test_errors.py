@@ -16,6 +16,7 @@ import pytest
 from services.cli import main as cli_main
 from services.cli.errors import EXIT_CODES
 from services.cli.main import main
+from services.cli.up import service_argv
 from services.framework.api.registry import ConfigError
 from services.framework.config import load_config
 
@@ -123,7 +124,64 @@ def test_a_bad_manifest_is_one_line_with_the_document_and_field(
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("kind: Pod\nmetadata: [unclosed\n"))
     assert main(["publish", "-", "--amqp-url", NO_BROKER]) == 2  # refused before connecting
-    assert failure(capsys).startswith("ksched publish: <stdin>: not valid YAML")
+    assert failure(capsys).startswith("ksched publish: <stdin>:3:1: not valid YAML")
+
+
+def test_a_yaml_syntax_error_names_the_file_line_and_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """PyYAML names its input ``"<unicode string>"``: the line names the file instead."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("kind: Pod\nmetadata: {name: a\n  x: [\n")
+    assert main(["simulate", str(cluster)]) == 2
+    assert failure(capsys) == (
+        f"ksched simulate: {cluster}:3:4: not valid YAML: expected ',' or '}}', but got ':'"
+    )
+
+
+def test_publish_refuses_what_the_informer_would_before_connecting(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The informer's own validation, locally: exit 2 naming the document and the field,
+    and nothing published (the broker, unreachable here, is never asked)."""
+    pod = "kind: Pod\nmetadata: {name: Bad_Name, namespace: d}\nspec: {containers: [{name: c}]}\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(NODE + "---\n" + pod))
+    assert main(["publish", "-", "--amqp-url", NO_BROKER]) == 2
+    assert failure(capsys).startswith(
+        "ksched publish: <stdin>: document 2 (pod d/Bad_Name): field metadata.name: "
+        "Invalid value: 'Bad_Name': a lowercase RFC 1123 subdomain"
+    )
+
+
+@pytest.mark.timeout(30)
+def test_publish_no_validate_leaves_the_check_to_the_informer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-validate publishes as before: here it gets as far as the (absent) broker."""
+    pod = "kind: Pod\nmetadata: {name: Bad_Name, namespace: d}\nspec: {containers: [{name: c}]}\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(pod))
+    assert main(["publish", "-", "--no-validate", "--amqp-url", NO_BROKER]) == 3
+    assert failure(capsys).startswith("ksched publish: cannot connect to RabbitMQ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["simulate", "cluster.yaml", "--nodez"], "simulate"),
+        (["run", "binder", "--nodez"], "run"),
+        (["publish", "-", "--nodez", "x"], "publish"),
+    ],
+)
+def test_a_flag_typo_prints_the_commands_usage_and_one_error_line(
+    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: ksched {command} "), err
+    extras = " ".join(argv[argv.index("--nodez") :])
+    assert err.splitlines()[-1] == f"ksched {command}: error: unrecognized arguments: {extras}"
 
 
 def test_a_bad_config_prints_its_own_message_once(
@@ -249,5 +307,5 @@ def test_up_refuses_a_metrics_port_whose_last_service_port_is_out_of_range(
         "ksched up: --metrics-port 65533: up numbers 5 ports from it, and the last, 65537, "
         "is above 65535"
     )
-    ports = cli_main._service_argv(cli_main.parser().parse_args(["up", "--metrics-port", "65531"]))
+    ports = service_argv(cli_main.parser().parse_args(["up", "--metrics-port", "65531"]))
     assert ports["descheduler"][-2:] == ["--metrics-port", "65535"]

@@ -1,13 +1,19 @@
-"""Flags of ``ksched run`` / ``ksched up`` that reach the services' Settings."""
+"""Flags of ``ksched run`` / ``ksched up`` that reach the services' Settings, and those a
+service would ignore, which `run` refuses and `up` keeps from it."""
 
 from __future__ import annotations
 
-from services.cli.main import _service_argv, _settings, _settings_argv, parser
+import pytest
+
+from services.cli.errors import InputError
+from services.cli.main import _settings, _settings_argv, main, parser
+from services.cli.serviceflags import argv_for
+from services.cli.up import service_argv
 
 
 def test_metrics_port_is_forwarded_to_the_services_with_metrics_only() -> None:
     args = parser().parse_args(["up", "--metrics-port", "9100", "--namespace", "x"])
-    assert _service_argv(args) == {
+    assert service_argv(args) == {
         "informer": ["--metrics-port", "9100"],
         "queue": ["--metrics-port", "9101"],
         "scheduler": ["--metrics-port", "9102"],
@@ -15,9 +21,9 @@ def test_metrics_port_is_forwarded_to_the_services_with_metrics_only() -> None:
         "descheduler": ["--metrics-port", "9104"],
     }
     any_port = parser().parse_args(["up", "--metrics-port", "0"])
-    assert all(v == ["--metrics-port", "0"] for v in _service_argv(any_port).values())
+    assert all(v == ["--metrics-port", "0"] for v in service_argv(any_port).values())
     assert "--metrics-port" not in _settings_argv(args)  # not every child's
-    assert _service_argv(parser().parse_args(["up"])) == {
+    assert service_argv(parser().parse_args(["up"])) == {
         "informer": ["--metrics-port", "10260"],
         "queue": ["--metrics-port", "10261"],
         "scheduler": ["--metrics-port", "10262"],
@@ -34,7 +40,7 @@ def test_metrics_port_reaches_the_settings() -> None:
 
 def test_up_runs_the_descheduler_when_given_a_policy() -> None:
     args = parser().parse_args(["up", "--policy", "p.yaml", "--dry-run"])
-    assert _service_argv(args)["descheduler"] == [
+    assert service_argv(args)["descheduler"] == [
         "--policy",
         "p.yaml",
         "--interval",
@@ -44,19 +50,69 @@ def test_up_runs_the_descheduler_when_given_a_policy() -> None:
         "10264",
     ]
     once = parser().parse_args(["up", "--policy", "p.yaml", "--interval", "0s"])
-    assert _service_argv(once)["descheduler"][:4] == ["--policy", "p.yaml", "--interval", "0s"]
+    assert service_argv(once)["descheduler"][:4] == ["--policy", "p.yaml", "--interval", "0s"]
     assert "--policy" not in _settings_argv(args)  # the descheduler's alone
 
 
 def test_a_wrong_interval_for_up_is_refused_before_anything_starts() -> None:
-    import pytest
-
-    from services.cli.errors import InputError
-
     with pytest.raises(InputError, match='--interval: "soon" is not a duration'):
-        _service_argv(parser().parse_args(["up", "--policy", "p.yaml", "--interval", "soon"]))
+        service_argv(parser().parse_args(["up", "--policy", "p.yaml", "--interval", "soon"]))
 
 
 def test_lease_ttl_reaches_the_descheduler_settings() -> None:
     args = parser().parse_args(["run", "descheduler", "--policy", "p", "--lease-ttl", "2s"])
     assert _settings(args).descheduler.lease_ttl == 2.0
+
+
+NO_BROKER = "amqp://guest:guest@127.0.0.1:1/"
+ONLY = "is for the descheduler only"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["informer", "--policy", "p.yaml"], f"--policy {ONLY}: the informer does not use it"),
+        (["scheduler", "--interval", "5m"], f"--interval {ONLY}: the scheduler does not use it"),
+        (["binder", "--dry-run"], f"--dry-run {ONLY}: the binder does not use it"),
+        (["queue", "--lease-ttl", "1m"], f"--lease-ttl {ONLY}: the queue does not use it"),
+        (
+            ["informer", "--config", "c.yaml"],
+            "--config is for the queue, the scheduler, the binder and the descheduler only: "
+            "the informer does not use it",
+        ),
+        (["queue", "--seed", "1"], "--seed is for the scheduler only: the queue does not use it"),
+        (["binder", "--explain"], "--explain is for the scheduler only: the binder does not"),
+        (["informer", "--replica", "r"], "--replica is for the scheduler only: the informer"),
+        (["descheduler", "--no-scheduled-events"], "--no-scheduled-events is for the binder only"),
+        (["scheduler", "--event-log", "e.jsonl"], "--event-log is for the informer only"),
+    ],
+)
+def test_run_refuses_a_flag_its_service_would_ignore(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once, `run scheduler --interval 5m` started a scheduler that ignored the interval.
+    Refused before connecting: the broker here is unreachable."""
+    assert main(["run", *argv, "--amqp-url", NO_BROKER]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"ksched run {argv[0]}: {line}"), err
+
+
+@pytest.mark.parametrize("flags", [["--interval", "5m"], ["--dry-run"]])
+def test_up_refuses_the_descheduler_flags_without_a_policy(flags: list[str]) -> None:
+    with pytest.raises(InputError, match=f"{flags[0]} is the descheduler's"):
+        service_argv(parser().parse_args(["up", *flags]))
+
+
+def test_up_gives_each_service_only_the_flags_it_honours() -> None:
+    given = ["--namespace", "n", "--event-log=e.jsonl", "--config", "c.yaml", "--seed", "1"]
+    given += ["--explain", "--no-scheduled-events"]
+    assert argv_for("informer", given) == ["--namespace", "n", "--event-log=e.jsonl"]
+    assert argv_for("queue", given) == ["--namespace", "n", "--config", "c.yaml"]
+    assert argv_for("scheduler", given) == [
+        *("--namespace", "n", "--config", "c.yaml", "--seed", "1", "--explain")
+    ]
+    assert argv_for("binder", given) == [
+        *("--namespace", "n", "--config", "c.yaml", "--no-scheduled-events")
+    ]

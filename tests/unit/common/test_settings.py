@@ -60,7 +60,27 @@ def test_is_tls_url(url: str, tls: bool) -> None:
 @pytest.mark.parametrize(
     ("env", "flags", "group", "field", "expected"),
     [
-        ({}, {}, "informer", "event_log", "var/ksched-events.jsonl"),
+        (
+            {"HOME": "/home/u"},
+            {},
+            "informer",
+            "event_log",
+            "/home/u/.local/share/ksched/events.jsonl",
+        ),
+        (
+            {"HOME": "/home/u", "XDG_DATA_HOME": "/data"},
+            {},
+            "informer",
+            "event_log",
+            "/data/ksched/events.jsonl",
+        ),
+        (  # the XDG spec: a relative XDG_DATA_HOME is invalid and ignored
+            {"HOME": "/home/u", "XDG_DATA_HOME": "data"},
+            {},
+            "informer",
+            "event_log",
+            "/home/u/.local/share/ksched/events.jsonl",
+        ),
         ({"KSCHED_EVENT_LOG": "memory://"}, {}, "informer", "event_log", "memory://"),
         (
             {"KSCHED_EVENT_LOG": "a.jsonl"},
