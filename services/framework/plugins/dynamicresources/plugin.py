@@ -1,26 +1,21 @@
 """DynamicResources: the pod's ResourceClaims must be allocated, or allocatable, on the
 node (upstream's ``plugins/dynamicresources``, structured parameters).
 
-- PreEnqueue: every claim must exist, not be being deleted, and (generated from a
-  template) be the pod's; else the pod waits, with upstream's message.
-- PreFilter: the same checks (UnschedulableAndUnresolvable); an allocated claim must be
-  reservable; an unallocated one must not be in flight for another pod, and its device
-  classes must exist. Builds one allocator for the pod over every ResourceSlice and
-  the devices taken (allocated claims and this replica's in-flight allocations). A pod
-  without claims: Skip, so Filter and Score cost nothing.
+- PreEnqueue / PreFilter: every claim must exist, not be being deleted, and (generated
+  from a template) be the pod's; an allocated claim must be reservable, an unallocated
+  one not in flight for another pod, its device classes must exist. PreFilter builds
+  one allocator for the pod over every ResourceSlice and the devices taken. A pod
+  without claims nor extended resources backed by DRA (:mod:`.extended`): Skip.
 - Filter: an allocated claim's node selector must match the node; the claims to
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
-  ResourceSlice can serve are rejected without asking the allocator. An allocator
-  error (CEL) fails the attempt; invalid pools only reject the node.
-- PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
-  is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
-- PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
-  subrequests score more; normalized to 0-100.
-- Reserve / Unreserve: record / drop the allocations in flight
-  (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
+  ResourceSlice can serve are rejected without asking. An allocator error (CEL) fails
+  the attempt; invalid pools only reject the node.
+- PostFilter: see :meth:`DynamicResources.post_filter`. PreScore / Score: with
+  DRAPrioritizedList, higher-ranked ``firstAvailable`` subrequests score more.
+- Reserve / Unreserve: record / drop the allocations in flight (:mod:`.inflight`) and
+  the devices they take (``CycleState.reserved_devices``).
 - PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
-  yet, from the binding state (:mod:`.binding`).
-- ``--explain``: the device of each request on the chosen node (ExplainsNode).
+  yet, from the binding state (:mod:`.binding`); ``--explain``: each request's device.
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
 """
@@ -71,7 +66,7 @@ from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.dynamicresources import binding, conditions, hints
+from services.framework.plugins.dynamicresources import binding, conditions, extended, hints
 from services.framework.plugins.dynamicresources.allocating import (
     Lazy,
     structured_allocator,
@@ -238,14 +233,15 @@ class DynamicResources(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, StateData())
-        if not pod.pod.spec.resource_claims:
+        ext = extended.pre_filter(pod, self._listers)
+        if not pod.pod.spec.resource_claims and ext is None:
             return None, SKIP
         self.in_flight.refresh(nodes)
         try:
             found = list(pod_claims(pod.pod, self._listers))
         except ClaimProblem as problem:
             return None, unschedulable(str(problem))
-        if not found:
+        if not found and ext is None:
             return None, SKIP
         # PostFilter sees the claims only once every check passed (upstream stores
         # them last): a pod rejected here has "no new claims to deallocate".
@@ -254,6 +250,8 @@ class DynamicResources(
             names=[name for name, _ in found],
             claims=[claim for _, claim in found],
         )
+        if ext is not None:
+            data.add_extended(ext, self.in_flight)
         for index, claim in enumerate(data.claims):
             status = self._check_claim(pod.pod, claim, index, data)
             if status is not None:
@@ -275,7 +273,8 @@ class DynamicResources(
             taken = self.in_flight.taken(elsewhere)
             data.allocator = Lazy(self._new_allocator, taken, classes, slices)
             self._memo.begin(slices, classes, taken, generation, changed)
-            data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
+            if ext is None:  # else a claim per node: no memo key for them all
+                data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable
         state.write(STATE_KEY, data)
@@ -349,6 +348,7 @@ class DynamicResources(
         # those whose devices changed since.
         simple = (
             data.allocator is not None
+            and data.extended is None
             and not data.unready
             and all(terms is None for terms in data.available_on)
         )
@@ -390,6 +390,10 @@ class DynamicResources(
         return found
 
     def _filter_node(self, data: StateData, node: Node, to_allocate: list[ResourceClaim]) -> int:
+        found = data.claims_on(node, to_allocate)
+        if found is None:
+            return _PASSED
+        to_allocate, key = found
         unavailable = [
             index
             for index, terms in enumerate(data.available_on)
@@ -401,19 +405,19 @@ class DynamicResources(
             name = node.metadata.name
             if data.servable is not None and name not in data.servable:
                 return _CANNOT_ALLOCATE
-            answer = self._memo.get(data.memo_key, node)
+            answer = self._memo.get(key, node)
             if answer is None:
                 started = self._clock()
                 try:
                     allocations = data.allocator.allocate(node, to_allocate)
                 except AllocationFailedOnNode as err:
-                    self._memo.put(data.memo_key, Answer(node, None, str(err)))
+                    self._memo.put(key, Answer(node, None, str(err)))
                     raise
                 except AllocationError as err:
                     raise StatusError(str(err)) from err
                 if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
                     return _TIMED_OUT
-                self._memo.put(data.memo_key, Answer(node, allocations))
+                self._memo.put(key, Answer(node, allocations))
             elif answer.failed is not None:
                 raise AllocationFailedOnNode(answer.failed)
             else:
@@ -479,6 +483,7 @@ class DynamicResources(
 
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         data = state.read(STATE_KEY, StateData)
+        data.settle(node)
         to_allocate = data.to_allocate()
         if not to_allocate:
             return SUCCESS
@@ -552,7 +557,7 @@ class DynamicResources(
             if is_reserved_for_pod(pod.pod, item.claim):
                 continue
             state.effects.append(ClaimStatusEffect(binding.reserved(item, pod.pod, stamp)))
-        return SUCCESS
+        return extended.publish_status(pending, pod.pod, state.effects)
 
     def _stamp(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._now()))
@@ -578,12 +583,7 @@ class DynamicResources(
                 "claim": claim.metadata.name,
                 "allocated": index in fresh,
                 "devices": [
-                    {
-                        "request": r.request,
-                        "driver": r.driver,
-                        "pool": r.pool,
-                        "device": r.device,
-                    }
+                    dict(request=r.request, driver=r.driver, pool=r.pool, device=r.device)
                     for r in allocation.devices.results
                 ],
             }
