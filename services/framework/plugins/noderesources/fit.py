@@ -15,13 +15,14 @@ RequestedToCapacityRatio) over the configured resources, on non-zero requests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
 import numpy as np
 
+from contracts.k8s import Pod
 from services.common import features
 from services.common.resources import (
     CPU,
@@ -35,6 +36,7 @@ from services.framework.api.events import (
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
+    QueueingHint,
 )
 from services.framework.api.interface import (
     CycleState,
@@ -151,9 +153,19 @@ class Fit(
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
-                fit_hints.after_node_change,
+                self.is_schedulable_after_node_change,
             ),
         )
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``, leaving to DynamicResources what a
+        DeviceClass serves and the node does not offer."""
+        backed: Container[str] = ()
+        if self._listers is not None and features.enabled("DRAExtendedResource"):
+            backed = self._listers.device_class_resolver()
+        return fit_hints.after_node_change(pod, old, new, backed)
 
     def ignores(self, resource: str) -> bool:
         """Whether Filter skips ``resource`` (an ignored extended resource or group)."""

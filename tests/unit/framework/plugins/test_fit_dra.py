@@ -9,6 +9,7 @@ import pytest
 from contracts.k8s import DeviceClass, ObjectMeta
 from contracts.k8s.resource import DeviceClassSpec
 from services.common import features
+from services.framework.api.events import QueueingHint
 from services.framework.api.interface import CycleState
 from services.framework.api.listers import Listers
 from services.framework.api.types import PodInfo
@@ -125,3 +126,16 @@ def test_ksched_the_store_does_not_recheck_a_resource_dra_may_serve() -> None:
     assert with_class.checked_resources(info) == {"pods", "cpu", EXTENDED_B}
     without = Fit(NodeResourcesFitArgs().defaulted(), Listers())
     assert without.checked_resources(info) == {"pods", "cpu", EXTENDED_B, EXTENDED_DRA}
+
+
+def test_ksched_a_node_added_without_the_resource_a_class_serves_may_help() -> None:
+    """``isSchedulableAfterNodeChange`` with DRA: ``isFit`` leaves the resource to
+    DynamicResources on a node that does not offer it."""
+    pod = make_pod(requests={"cpu": "2", EXTENDED_DRA: "1"})
+    added = make_node("n2", allocatable={"cpu": "4", "pods": 10})
+    with_class = Fit(NodeResourcesFitArgs().defaulted(), listers_with_class())
+    assert with_class.is_schedulable_after_node_change(pod, None, added) is QueueingHint.Queue
+    without = Fit(NodeResourcesFitArgs().defaulted(), Listers())
+    assert without.is_schedulable_after_node_change(pod, None, added) is QueueingHint.QueueSkip
+    small = make_node("n2", allocatable={"cpu": "1", "pods": 10})
+    assert with_class.is_schedulable_after_node_change(pod, None, small) is QueueingHint.QueueSkip
