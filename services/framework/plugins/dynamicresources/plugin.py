@@ -473,7 +473,7 @@ class DynamicResources(
         for i, row in enumerate(rows.tolist()):
             allocations = self._allocations(data, nodes.names[row])
             if allocations is not None:
-                scores[i] = compute_score(data.claims, allocations)
+                scores[i] = compute_score(data.scored_claims(nodes.names[row]), allocations)
         return scores
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:

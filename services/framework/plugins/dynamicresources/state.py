@@ -114,6 +114,14 @@ class StateData:
             claims.append(node_claim.claim)
         return claims, signature(claims)
 
+    def scored_claims(self, node: str) -> list[ResourceClaim]:
+        """The claims Filter's allocations for ``node`` go with, in order: without the
+        extended-resource claim where the node needs none."""
+        extended = self.extended
+        if extended is None or extended.nodes.get(node) is not None:
+            return self.claims
+        return self.claims[: extended.users]
+
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.status.allocation is None]
 

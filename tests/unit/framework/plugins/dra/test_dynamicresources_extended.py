@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+import msgspec
+import numpy as np
 import pytest
 
 from contracts.k8s import DeviceClass, Node, Pod, ResourceClaim, ResourceSlice
@@ -44,6 +46,7 @@ from tests.unit.framework.plugins.dra.plugin_support import (
     POD_UID,
     claim,
     device_class,
+    first_available,
     listers_of,
     pod_with_claim_name,
     resource_slice,
@@ -415,3 +418,35 @@ def test_the_claim_name_is_generated_from_the_pod() -> None:
     long = make_pod("p" * 60, "default")
     assert len(claim_name(long)) == 58 + 5
     assert claim_name(long).startswith("p" * 58)
+
+
+def test_scores_where_the_node_needs_no_extended_resource_claim() -> None:
+    """Score pairs Filter's allocations with the claims they are for: on a node that
+    offers the extended resource itself, the pod's own claims only."""
+    own = claim(CLAIM_NAME, first_available("req-1", ("subreq-1", CLASS, 1)))
+    base = pod_with_claim_name()
+    pod = msgspec.structs.replace(
+        base,
+        spec=msgspec.structs.replace(
+            base.spec, containers=extended_pod({EXTENDED: "1"}).spec.containers
+        ),
+    )
+    case = Case(
+        pod,
+        claims=(own,),
+        classes=(extended_class(),),
+        slices=(
+            resource_slice(NODE, "some-driver", "instance-1", "instance-2"),
+            resource_slice(NODE2),
+        ),
+        nodes=(worker(), worker_with({EXTENDED: "1"}, NODE2)),
+    )
+    plugin = new_plugin(case)
+    nodes = snapshot_of(case.nodes).snapshot()
+    info, state = PodInfo.of(pod), CycleState()
+    assert plugin.pre_filter(state, info, nodes)[1] == Status()
+    result = plugin.filter_all(state, info, nodes)
+    assert result.passed.all()
+    rows = np.flatnonzero(result.passed)
+    assert plugin.pre_score(state, info, nodes, rows) == Status()
+    assert plugin.score_all(state, info, nodes, rows).tolist() == [8, 8]
