@@ -1,21 +1,26 @@
 """DynamicResources: the pod's ResourceClaims must be allocated, or allocatable, on the
 node (upstream's ``plugins/dynamicresources``, structured parameters).
 
-- PreEnqueue / PreFilter: every claim must exist, not be being deleted, and (generated
-  from a template) be the pod's; an allocated claim must be reservable, an unallocated
-  one not in flight for another pod, its device classes must exist. PreFilter builds
-  one allocator for the pod over every ResourceSlice and the devices taken. A pod
+- PreEnqueue: every claim must exist, not be being deleted, and (generated from a
+  template) be the pod's; else the pod waits, with upstream's message.
+- PreFilter: the same checks (UnschedulableAndUnresolvable); an allocated claim must be
+  reservable; an unallocated one must not be in flight for another pod, and its device
+  classes must exist. Builds one allocator for the pod over every ResourceSlice and
+  the devices taken (allocated claims and this replica's in-flight allocations). A pod
   without claims nor extended resources backed by DRA (:mod:`.extended`): Skip.
 - Filter: an allocated claim's node selector must match the node; the claims to
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
-  ResourceSlice can serve are rejected without asking. An allocator error (CEL) fails
-  the attempt; invalid pools only reject the node.
-- PostFilter: see :meth:`DynamicResources.post_filter`. PreScore / Score: with
-  DRAPrioritizedList, higher-ranked ``firstAvailable`` subrequests score more.
-- Reserve / Unreserve: record / drop the allocations in flight (:mod:`.inflight`) and
-  the devices they take (``CycleState.reserved_devices``).
+  ResourceSlice can serve are rejected without asking the allocator. An allocator
+  error (CEL) fails the attempt; invalid pools only reject the node.
+- PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
+  is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
+- PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
+  subrequests score more; normalized to 0-100.
+- Reserve / Unreserve: record / drop the allocations in flight
+  (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
 - PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
-  yet, from the binding state (:mod:`.binding`); ``--explain``: each request's device.
+  yet, from the binding state (:mod:`.binding`).
+- ``--explain``: the device of each request on the chosen node (ExplainsNode).
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
 """
@@ -66,7 +71,13 @@ from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.dynamicresources import binding, conditions, extended, hints
+from services.framework.plugins.dynamicresources import (
+    binding,
+    conditions,
+    explain,
+    extended,
+    hints,
+)
 from services.framework.plugins.dynamicresources.allocating import (
     Lazy,
     structured_allocator,
@@ -250,8 +261,7 @@ class DynamicResources(
             names=[name for name, _ in found],
             claims=[claim for _, claim in found],
         )
-        if ext is not None:
-            data.add_extended(ext, self.in_flight)
+        data.add_extended(ext, self.in_flight)
         for index, claim in enumerate(data.claims):
             status = self._check_claim(pod.pod, claim, index, data)
             if status is not None:
@@ -571,23 +581,7 @@ class DynamicResources(
             data = state.read(STATE_KEY, StateData)
         except StatusError:
             return None
-        if not data.claims:
-            return None
-        fresh = dict(zip(data.to_allocate(), self._allocations(data, node) or [], strict=False))
-        claims: dict[str, Any] = {}
-        for index, claim in enumerate(data.claims):
-            allocation = claim.status.allocation or fresh.get(index)
-            if allocation is None:
-                continue
-            claims[data.names[index]] = {
-                "claim": claim.metadata.name,
-                "allocated": index in fresh,
-                "devices": [
-                    dict(request=r.request, driver=r.driver, pool=r.pool, device=r.device)
-                    for r in allocation.devices.results
-                ],
-            }
-        return {"claims": claims} if claims else None
+        return explain.claim_devices(data, node, self._allocations(data, node))
 
 
 def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:

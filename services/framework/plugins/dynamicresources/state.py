@@ -69,10 +69,12 @@ class StateData:
     def clone(self) -> StateData:
         return self
 
-    def add_extended(self, extended: ExtendedClaim, in_flight: InFlightAllocations) -> None:
-        """End the pod's claims with its extended-resource claim. Its uid is the pod's
-        every attempt: an allocation in flight from this pod's earlier attempt is
-        dropped (upstream's claim gets a new uid per attempt)."""
+    def add_extended(self, extended: ExtendedClaim | None, in_flight: InFlightAllocations) -> None:
+        """End the pod's claims with its extended-resource claim (None: it has none).
+        Its uid is the pod's every attempt: an allocation in flight from this pod's
+        earlier attempt is dropped (upstream's claim gets a new uid per attempt)."""
+        if extended is None:
+            return
         if self.pod is not None:
             in_flight.remove(claim_uid(extended.claim), pod_uid(self.pod))
         extended.users = len(self.claims)

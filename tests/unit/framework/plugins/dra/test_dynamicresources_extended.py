@@ -450,3 +450,20 @@ def test_scores_where_the_node_needs_no_extended_resource_claim() -> None:
     rows = np.flatnonzero(result.passed)
     assert plugin.pre_score(state, info, nodes, rows) == Status()
     assert plugin.score_all(state, info, nodes, rows).tolist() == [8, 8]
+
+
+def test_explain_shows_the_extended_resource_claims_device() -> None:
+    case = Case(POD, classes=(extended_class(),), slices=(SLICE,))
+    plugin = new_plugin(case)
+    nodes = snapshot_of(case.nodes).snapshot()
+    info, state = PodInfo.of(POD), CycleState()
+    plugin.pre_filter(state, info, nodes)
+    assert plugin.filter_all(state, info, nodes).passed.all()
+    device = {
+        "request": "container-0-request-0",
+        "driver": "some-driver",
+        "pool": NODE,
+        "device": "instance-1",
+    }
+    want = {"claim": claim_name(POD), "allocated": True, "devices": [device]}
+    assert plugin.explain_node(state, info, NODE) == {"claims": {"<extended-resources>": want}}
