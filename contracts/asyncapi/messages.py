@@ -205,6 +205,10 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
             " reason NotReadyForScheduling, the plugin's message) is to be set on it; or,"
             " once it passes PreEnqueue again, `cleared`: the condition to remove if the"
             " pod still has its reason. A message the pod already shows is never sent."
+            " From the binder (DRAExtendedResource): neither, but"
+            " `extendedResourceClaimStatus`, to set on the pod's status, after the"
+            " `claim.<namespace>` that creates the pod's extended-resource claim and before"
+            " the pod's Binding."
         ),
         Eviction: (
             "A policy/v1 Eviction decided by the descheduler (routing key"
@@ -236,7 +240,8 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
         ".<namespace>`) with the `status.allocation` DynamicResources chose and the pod in"
         " `status.reservedFor`, published at PreBind, before the pod's Binding. Apply it"
         " by publishing the claim's MODIFIED watch event; until then its devices count as"
-        " taken by the pod.",
+        " taken by the pod. A claim annotated `resource.kubernetes.io/extended-resource-claim:"
+        ' "true"` is new (made for the pod\'s extended resources backed by DRA): create it.',
     )
     messages[_DEAD_LETTER] = _message(
         _DEAD_LETTER,

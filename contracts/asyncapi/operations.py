@@ -225,7 +225,9 @@ _HOPS: Final[tuple[_Hop, ...]] = (
         None,
         "internal",
         "Publish the Binding and its Scheduled event (FailedScheduling after a rejection),"
-        " preceded by the pod's ResourceClaims' allocations (DynamicResources' PreBind).",
+        " preceded by the pod's ResourceClaims' allocations (DynamicResources' PreBind) and,"
+        " when PreBind created the pod's extended-resource claim, the pod's"
+        " `status.extendedResourceClaimStatus` (a PodStatusPatch on `status.<namespace>`).",
     ),
     (
         "binderSendVolumeEvents",

@@ -64,9 +64,9 @@ UNMODELLED: Final[Mapping[type[msgspec.Struct], frozenset[str]]] = {
     ),
     PodStatus: frozenset(
         {
-            "allocatedResources", "ephemeralContainerStatuses", "extendedResourceClaimStatus",
-            "hostIP", "hostIPs", "nodeAllocatableResourceClaimStatuses", "observedGeneration",
-            "podIP", "podIPs", "resize", "resources", "volumeHealth",
+            "allocatedResources", "ephemeralContainerStatuses", "hostIP", "hostIPs",
+            "nodeAllocatableResourceClaimStatuses", "observedGeneration", "podIP", "podIPs",
+            "resize", "resources", "volumeHealth",
         }
     ),
     NodeSpec: frozenset({"configSource", "externalID", "podCIDRs", "podPreemptionPolicy"}),

@@ -152,6 +152,24 @@ class PodResourceClaimStatus(Wire, kw_only=True, frozen=True):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(Wire, kw_only=True, frozen=True):
+    """``status.extendedResourceClaimStatus.requestMappings[]``: which request of the
+    extended-resource claim serves a container's extended resource."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(Wire, kw_only=True, frozen=True):
+    """``status.extendedResourceClaimStatus``: the ResourceClaim the scheduler created
+    for the pod's extended resources backed by DRA (DRAExtendedResource), and which of
+    its requests serves each container's resource."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
+
+
 class PodSpec(Wire, kw_only=True, frozen=True):
     node_name: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
@@ -203,6 +221,7 @@ class PodStatus(Wire, kw_only=True, frozen=True):
     reason: str | None = None
     message: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(Wire, kw_only=True, frozen=True, tag_field="kind", tag="Pod"):

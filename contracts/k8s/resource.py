@@ -29,6 +29,16 @@ GENERATED_BY_ANNOTATION: Final = "ksched.io/generated-claim"
 """ksched's mark on a claim it generated from a template (upstream's resourceclaim
 controller does that job in a real cluster)."""
 FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
+"""``"true"`` on the claim the scheduler creates for a pod's extended resources backed by
+DRA (``ExtendedResourceClaimAnnotation``); the pod controls it."""
+EXTENDED_RESOURCE_CLAIM_POD_NAME: Final = "<extended-resources>"
+"""Upstream's ``specialClaimInMemName``: how ksched names the extended-resource claim
+where a pod's name for a claim is due (simulate's ``podClaim``, ``--explain``); the pod
+itself names it only in ``status.extendedResourceClaimStatus``."""
+DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+"""``ResourceDeviceClassPrefix``: every DeviceClass is also the extended resource
+``deviceclass.resource.kubernetes.io/<class name>`` (its implicit name)."""
 
 
 # -- shared pieces ----------------------------------------------------------------
@@ -66,6 +76,9 @@ class DeviceClassSpec(Wire, kw_only=True, frozen=True):
     selectors: list[DeviceSelector] = []
     config: list[DeviceClassConfiguration] = []
     extended_resource_name: str | None = None
+    """The extended resource a pod may request (``example.com/gpu: 1``) to get devices of
+    this class (DRAExtendedResource), besides the implicit
+    ``deviceclass.resource.kubernetes.io/<class name>``."""
 
 
 class DeviceClass(Wire, kw_only=True, frozen=True, tag_field="kind", tag="DeviceClass"):

@@ -75,11 +75,17 @@ from services.common.decisions import (
     claim_message,
     decision_message,
     pod_event,
+    pod_status_message,
 )
 from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
 from services.framework.api.diagnosis import truncate_message
-from services.framework.api.effects import BindEffect, ClaimStatusEffect, WatchEffect
+from services.framework.api.effects import (
+    BindEffect,
+    ClaimStatusEffect,
+    PodStatusEffect,
+    WatchEffect,
+)
 from services.framework.api.interface import CycleState
 from services.framework.api.registry import Registry
 from services.framework.api.status import Code, Status
@@ -336,6 +342,8 @@ class BinderService:
                     out.append(Message(topology.EVENTS.name, key, body, dict(headers)))
                 case ClaimStatusEffect(claim=claim):
                     out.append(claim_message(claim, _encoder.encode(claim), dict(headers)))
+                case PodStatusEffect(patch=patch):
+                    out.append(pod_status_message(patch, _encoder.encode(patch), dict(headers)))
                 case BindEffect(node=node):
                     binding = binding_for(cycle.pod.pod, node)
                     out.append(decision_message(binding, _encoder.encode(binding), headers))

@@ -7,7 +7,11 @@ Which pod: the last pod in the claim's ``status.reservedFor`` (DynamicResources'
 PreBind appends the pod it binds). Which of the pod's claims (``podClaim``): the
 ``spec.resourceClaims[]`` entry naming the claim, directly (``resourceClaimName``) or
 through the claim generated from its template (``status.resourceClaimStatuses``, else
-the generated claim's ``resource.kubernetes.io/pod-claim-name`` annotation).
+the generated claim's ``resource.kubernetes.io/pod-claim-name`` annotation), or
+``<extended-resources>`` for the claim DynamicResources created for the pod's extended
+resources backed by DRA. A ``status.<namespace>`` decision setting a pod's
+``extendedResourceClaimStatus`` is applied as the pod's MODIFIED watch event
+(:func:`pod_status_applied`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ import msgspec
 
 from contracts import topology
 from contracts.k8s import Pod, ResourceClaim, namespaced_name
-from contracts.k8s.resource import POD_CLAIM_NAME_ANNOTATION
+from contracts.k8s.resource import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    EXTENDED_RESOURCE_CLAIM_POD_NAME,
+    POD_CLAIM_NAME_ANNOTATION,
+)
+from contracts.podstatus import PodStatusPatch
 from services.common.bus import Message
 
 CLAIM_ALLOCATION = "ClaimAllocation"
@@ -26,6 +35,7 @@ CLAIM_ALLOCATION = "ClaimAllocation"
 
 _claim_decoder = msgspec.json.Decoder(ResourceClaim)
 _pod_decoder = msgspec.json.Decoder(Pod)
+_patch_decoder = msgspec.json.Decoder(PodStatusPatch)
 
 
 def decode_claim(body: bytes) -> ResourceClaim:
@@ -38,6 +48,23 @@ def applied(body: bytes) -> Message:
     return Message(topology.EVENTS.name, key, b'{"type":"MODIFIED","object":' + body + b"}")
 
 
+def pod_status_applied(pods: Mapping[str, bytes], body: bytes) -> Message | None:
+    """The pod's MODIFIED watch event with the ``extendedResourceClaimStatus`` a
+    ``status.<namespace>`` decision sets (None: another kind of patch, or the pod is
+    gone). The informer keeps the pod's node if the Binding came first."""
+    patch = _patch_decoder.decode(body)
+    status = patch.extended_resource_claim_status
+    pod = pod_of(pods, f"{patch.namespace}/{patch.name}")
+    if status is None or pod is None or (patch.uid and pod.metadata.uid != patch.uid):
+        return None
+    updated = msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(pod.status, extended_resource_claim_status=status)
+    )
+    key = topology.event_key("pod", "MODIFIED")
+    event = b'{"type":"MODIFIED","object":' + msgspec.json.encode(updated) + b"}"
+    return Message(topology.EVENTS.name, key, event)
+
+
 def reserved_pod(claim: ResourceClaim) -> str | None:
     """``namespace/name`` of the last pod the claim is reserved for (None: none)."""
     pods = [r for r in claim.status.reserved_for if r.resource == "pods" and not r.api_group]
@@ -47,8 +74,16 @@ def reserved_pod(claim: ResourceClaim) -> str | None:
 
 
 def pod_claim_name(pod: Pod, claim: ResourceClaim) -> str | None:
-    """The name under which ``pod`` refers to ``claim`` (``spec.resourceClaims[].name``)."""
+    """The name under which ``pod`` refers to ``claim`` (``spec.resourceClaims[].name``;
+    its extended-resource claim: ``<extended-resources>``, upstream's in-memory name)."""
     name = claim.metadata.name
+    if claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+        status = pod.status.extended_resource_claim_status
+        owned = any(
+            r.controller and r.uid == pod.metadata.uid for r in claim.metadata.owner_references
+        )
+        if owned or (status is not None and status.resource_claim_name == name):
+            return EXTENDED_RESOURCE_CLAIM_POD_NAME
     generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     for entry in pod.spec.resource_claims:
         if entry.resource_claim_name == name or generated.get(entry.name) == name:

@@ -350,6 +350,9 @@ class EmbeddedCluster:
             if delivery.routing_key.startswith(f"{topology.CLAIM_DECISION}."):
                 await self._allocated(delivery)
                 continue
+            if delivery.routing_key.startswith("status."):
+                await self._pod_status(delivery)
+                continue
             record = record_of(delivery, self.clock.now())
             if record is None:
                 continue
@@ -393,6 +396,13 @@ class EmbeddedCluster:
             results=allocated,
         )
         self._claims.setdefault(pod_key, []).append(record)
+
+    async def _pod_status(self, delivery: Delivery) -> None:
+        """A pod status update the binder published (the pod's extended-resource claim):
+        applied at once, as the API server would store it."""
+        applied = claims.pod_status_applied(await self.store.objects("pod"), delivery.body)
+        if applied is not None:
+            await self.bus.publish([applied])
 
     async def _delete(self, pods: Sequence[str]) -> None:
         """What the API server does once a client deletes preemption's victims: their

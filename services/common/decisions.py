@@ -19,6 +19,7 @@ from contracts.k8s import (
     ResourceClaim,
 )
 from contracts.permit import WaitingPod as WaitingPodAnnouncement
+from contracts.podstatus import PodStatusPatch
 from services.common.bus import Message
 
 ATTEMPT_HEADER = "x-ksched-attempt"
@@ -124,6 +125,12 @@ def claim_message(claim: ResourceClaim, body: bytes, headers: dict[str, str]) ->
     """A ResourceClaim with its allocation and reservation (``claim.<namespace>``,
     contracts.topology.CLAIM_DECISION): ``body`` is its JSON."""
     key = topology.decision_key(topology.CLAIM_DECISION, claim.metadata.namespace)
+    return Message(topology.DECISIONS.name, key, body, headers)
+
+
+def pod_status_message(patch: PodStatusPatch, body: bytes, headers: dict[str, str]) -> Message:
+    """A pod status update (``status.<namespace>``): ``body`` is the patch's JSON."""
+    key = topology.decision_key("status", patch.namespace)
     return Message(topology.DECISIONS.name, key, body, headers)
 
 

@@ -9,9 +9,7 @@ default, all with component-base's messages.
 The table is ``pkg/features/kube_features.go`` (the scheduler's gates) at its newest
 version entry (1.37). ``implemented`` says whether ksched does what the gate turns on:
 switching on a gate ksched does not implement is refused by name, so nobody is misled
-into thinking a feature works. One gate is on by default upstream and not implemented
-in ksched (DRAExtendedResource: extended resources backed by DRA are scheduled as plain
-extended resources).
+into thinking a feature works. Every gate on by default upstream is implemented.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ SPECS: Final[Mapping[str, Spec]] = {
     "DRADeviceCompatibilityGroups": Spec(False, "Alpha", implemented=False),
     "DRADeviceTaintRules": Spec(True, "GA"),
     "DRADeviceTaints": Spec(True, "GA"),
-    "DRAExtendedResource": Spec(True, "GA", locked=True, implemented=False),
+    "DRAExtendedResource": Spec(True, "GA", locked=True),
     "DRAFractionalCapacityRange": Spec(True, "Beta"),
     "DRAListTypeAttributes": Spec(False, "Alpha", implemented=False),
     "DRANodeAllocatableResources": Spec(False, "Alpha", implemented=False),

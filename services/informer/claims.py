@@ -16,7 +16,9 @@ write, after that change and in this order:
   all its claims). A missing template is left alone (DynamicResources' PreEnqueue says
   so); when the template arrives, the waiting pods of its namespace get their claims.
 - A pod deleted, or done (Succeeded/Failed, or being deleted while unscheduled): every
-  claim it names loses the pod from ``status.reservedFor`` (MODIFIED resourceclaim); one
+  claim it names, and the claim the scheduler created for its extended resources
+  (named in ``status.extendedResourceClaimStatus``, else found by its annotation and
+  owner), loses the pod from ``status.reservedFor`` (MODIFIED resourceclaim); one
   left with no consumer is deallocated (``status.allocation`` cleared and the
   ``resource.kubernetes.io/delete-protection`` finalizer removed) when it has that
   finalizer, as upstream; then a claim with no consumer whose controlling owner is that
@@ -41,6 +43,7 @@ from contracts.k8s import TERMINAL_PHASES, OwnerReference, Pod, ResourceClaim
 from contracts.k8s.base import ObjectMeta
 from contracts.k8s.pod import PodResourceClaim, PodResourceClaimStatus
 from contracts.k8s.resource import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     FINALIZER,
     GENERATED_BY_ANNOTATION,
     POD_CLAIM_NAME_ANNOTATION,
@@ -222,10 +225,26 @@ def _claim_names(pod: Pod) -> list[str]:
     return names
 
 
+def _extended_claim_names(staged: Staged, pod: Pod) -> list[str]:
+    """The pod's extended-resource claim (DRAExtendedResource), which the scheduler
+    created for it: named in ``status.extendedResourceClaimStatus``, or, before that
+    status is applied, the annotated claim the pod controls."""
+    status = pod.status.extended_resource_claim_status
+    if status is not None and status.resource_claim_name:
+        return [status.resource_claim_name]
+    return sorted(
+        claim.metadata.name
+        for claim in staged.claims_owned_by(pod.metadata.uid)
+        if isinstance(claim, ResourceClaim)
+        and claim.metadata.namespace == pod.metadata.namespace
+        and claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+    )
+
+
 def _release(staged: Staged, pod: Pod, *, gone: bool) -> list[Change]:
     namespace = pod.metadata.namespace or "default"
     found: list[Change] = []
-    for name in _claim_names(pod):
+    for name in [*_claim_names(pod), *_extended_claim_names(staged, pod)]:
         claim = staged.get("resourceclaim", f"{namespace}/{name}")
         if isinstance(claim, ResourceClaim):
             found += _sync_claim(staged, claim, gone_uid=pod.metadata.uid if gone else None)

@@ -37,4 +37,16 @@ class ClaimStatusEffect:
     """A ``contracts.k8s.ResourceClaim``."""
 
 
-Effect = WatchEffect | BindEffect | ClaimStatusEffect
+@dataclass(frozen=True, slots=True)
+class PodStatusEffect:
+    """A pod status update (``pods/status``) a binding-cycle plugin makes: DynamicResources'
+    PreBind sets ``status.extendedResourceClaimStatus`` after creating the pod's
+    extended-resource claim. The binder publishes it on ``ksched.decisions``
+    (``status.<namespace>``) after the claim's ``claim.<namespace>`` and before the
+    pod's Binding; a client applies it to the pod's status."""
+
+    patch: Any
+    """A ``contracts.podstatus.PodStatusPatch``."""
+
+
+Effect = WatchEffect | BindEffect | ClaimStatusEffect | PodStatusEffect

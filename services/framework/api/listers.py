@@ -36,6 +36,7 @@ from contracts.k8s import (
     Workload,
 )
 from contracts.kinds import KINDS as ALL_KINDS
+from services.common.k8s.extendedresources import device_class_mapping
 
 KINDS: Mapping[str, type] = {
     kind: struct for kind, struct in ALL_KINDS.items() if kind not in ("pod", "node")
@@ -98,6 +99,16 @@ class Listers:
         self.scheduling_group_members = SchedulingGroupMembers()
         """The pods of each native PodGroup; fed pods only where a PreEnqueue counts
         them (the queue), see :meth:`SchedulingGroupMembers.put`."""
+        self._resolved: tuple[int, Mapping[str, DeviceClass]] = (-1, {})
+
+    def device_class_resolver(self) -> Mapping[str, DeviceClass]:
+        """``DeviceClassResolver``: extended resource name → the DeviceClass serving it
+        (:mod:`services.common.k8s.extendedresources`), rebuilt only when the
+        DeviceClasses changed."""
+        if self._resolved[0] != self.device_generation:
+            mapping = device_class_mapping(self.device_classes.values())
+            self._resolved = (self.device_generation, mapping)
+        return self._resolved[1]
 
     def scheduling_pod_group(self, namespace: str | None, name: str) -> SchedulingPodGroup | None:
         """The native (``scheduling.k8s.io``) PodGroup ``namespace/name``."""

@@ -8,14 +8,19 @@ from __future__ import annotations
 import msgspec
 
 from contracts import topology
-from contracts.k8s import ResourceClaim
+from contracts.k8s import (
+    ContainerExtendedResourceRequest,
+    PodExtendedResourceClaimStatus,
+    ResourceClaim,
+)
 from contracts.messages import BindBatch, BindRequest, ResultBatch
+from contracts.podstatus import PodStatusPatch
 from services.binder.service import BinderService
 from services.common.bus import Message
 from services.common.clock import FakeClock
 from services.common.decisions import ATTEMPT_HEADER
 from services.common.store.memory import MemoryStore
-from services.framework.api.effects import ClaimStatusEffect
+from services.framework.api.effects import ClaimStatusEffect, PodStatusEffect
 from services.framework.api.interface import CycleState, PreBindPlugin
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status
@@ -54,6 +59,22 @@ def allocated(name: str, pod_name: str, pod_uid: str, device: str) -> ResourceCl
     return msgspec.json.decode(msgspec.json.encode(claim), type=ResourceClaim)
 
 
+def extended_status(pod: PodInfo, claim: ResourceClaim) -> PodStatusPatch:
+    mapping = ContainerExtendedResourceRequest(
+        container_name="c0", resource_name="example.com/gpu", request_name="container-0-request-0"
+    )
+    return PodStatusPatch(
+        namespace="ml",
+        name=pod.pod.metadata.name,
+        uid=pod.uid,
+        plugin="DynamicResources",
+        scheduler_name=PROFILE,
+        extended_resource_claim_status=PodExtendedResourceClaimStatus(
+            request_mappings=[mapping], resource_claim_name=claim.metadata.name
+        ),
+    )
+
+
 class FakeClaims(PreBindPlugin):
     name = NAME
 
@@ -62,8 +83,13 @@ class FakeClaims(PreBindPlugin):
         """Pod uid → the claims its PreBind leaves."""
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Leaves the pod's claims; a pod named ``fail`` fails after leaving them."""
-        state.effects.extend(ClaimStatusEffect(c) for c in self.claims.get(pod.uid, ()))
+        """Leaves the pod's claims; a pod named ``fail`` fails after leaving them. A
+        claim named ``<pod>-extended-resources-…`` is the pod's extended-resource claim:
+        the pod's status patch follows it, as DynamicResources leaves them."""
+        for claim in self.claims.get(pod.uid, ()):
+            state.effects.append(ClaimStatusEffect(claim))
+            if "-extended-resources-" in claim.metadata.name:
+                state.effects.append(PodStatusEffect(extended_status(pod, claim)))
         if pod.pod.metadata.name == "fail":
             return Status(Code.Error, ("the API server refused the claim's update",))
         return SUCCESS
@@ -139,3 +165,28 @@ async def test_a_failed_binding_cycle_publishes_no_claim() -> None:
         next(m.body for m in publish if m.exchange == topology.RESULTS.name), type=ResultBatch
     ).results
     assert result.outcome == "error"
+
+
+async def test_the_extended_resource_claim_then_the_pods_status_then_its_binding() -> None:
+    """DRAExtendedResource: the created claim (``claim.<ns>``), then the pod's
+    ``status.extendedResourceClaimStatus`` (``status.<ns>``, a PodStatusPatch), then the
+    Binding, in one confirmed publish with the Binding's headers."""
+    claim = allocated("x-extended-resources-b4k2z", "x", "uid-x", "gpu-0")
+    publish = await bind({"uid-x": [claim]}, ["x"])
+    decisions = [m for m in publish if m.routing_key.startswith(("claim.", "status.", "binding."))]
+    assert [m.routing_key for m in decisions] == ["claim.ml", "status.ml", "binding.ml"]
+    patch = msgspec.json.decode(decisions[1].body, type=PodStatusPatch)
+    assert patch.extended_resource_claim_status is not None
+    assert patch.extended_resource_claim_status.resource_claim_name == claim.metadata.name
+    assert (patch.namespace, patch.name, patch.uid) == ("ml", "x", "uid-x")
+    assert b'"extendedResourceClaimStatus":{"requestMappings":[{"containerName":"c0"' in (
+        decisions[1].body
+    )
+    assert decisions[1].headers == decisions[2].headers
+
+
+async def test_a_failed_binding_cycle_publishes_no_pod_status() -> None:
+    claim = allocated("fail-extended-resources-b4k2z", "fail", "uid-fail", "gpu-0")
+    publish = await bind({"uid-fail": [claim]}, ["fail"])
+    decisions = [m.routing_key for m in publish if m.exchange == topology.DECISIONS.name]
+    assert decisions == ["event.ml"]

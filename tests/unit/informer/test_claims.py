@@ -14,9 +14,17 @@ import pytest
 
 from contracts import topology
 from contracts.events import LogEntry
-from contracts.k8s import ObjectMeta, Pod, ResourceClaim, ResourceClaimTemplate
+from contracts.k8s import (
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    PodExtendedResourceClaimStatus,
+    ResourceClaim,
+    ResourceClaimTemplate,
+)
 from contracts.k8s.pod import PodResourceClaim
 from contracts.k8s.resource import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     FINALIZER,
     GENERATED_BY_ANNOTATION,
     POD_CLAIM_NAME_ANNOTATION,
@@ -248,3 +256,55 @@ def test_generated_names_are_shortened_as_upstream(pod: str, claim: str, expecte
     name = generate_name(pod, claim, random.Random(1))
     assert name[:-5] == expected
     assert len(name) <= 63
+
+
+def extended_claim(owner: Pod) -> ResourceClaim:
+    """The claim DynamicResources created for ``owner``'s extended resources, allocated
+    and reserved for it (DRAExtendedResource)."""
+    meta = ObjectMeta(
+        name=f"{owner.metadata.name}-extended-resources-bcdfg",
+        namespace="ml",
+        uid="x1",
+        annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+        finalizers=[FINALIZER],
+        owner_references=[
+            OwnerReference(
+                api_version="v1",
+                kind="Pod",
+                name=owner.metadata.name,
+                uid=owner.metadata.uid,
+                controller=True,
+            )
+        ],
+    )
+    consumer = ResourceClaimConsumerReference(
+        resource="pods", name=owner.metadata.name, uid=owner.metadata.uid
+    )
+    status = ResourceClaimStatus(allocation=AllocationResult(), reserved_for=[consumer])
+    return ResourceClaim(metadata=meta, spec=SPEC, status=status)
+
+
+@pytest.mark.parametrize("status_applied", [True, False], ids=["by-status", "by-owner"])
+async def test_a_deleted_pod_deletes_its_extended_resource_claim(
+    cluster: Cluster, status_applied: bool
+) -> None:
+    """Found by ``status.extendedResourceClaimStatus``, or, before the pod's status patch
+    is applied, by its annotation and owner: released, deallocated, deleted."""
+    pod = make_pod("job", "ml", uid="p9", node_name="n1")
+    claim = extended_claim(pod)
+    if status_applied:
+        status = msgspec.structs.replace(
+            pod.status,
+            extended_resource_claim_status=PodExtendedResourceClaimStatus(
+                resource_claim_name=claim.metadata.name
+            ),
+        )
+        pod = msgspec.structs.replace(pod, status=status)
+    await cluster.publish(event(make_node("n1")), event(pod), event(claim))
+    gone = await cluster.publish(event(pod, "DELETED"))
+    assert summary(gone) == [
+        ("pod", "DELETED", "job", "user"),
+        ("resourceclaim", "MODIFIED", claim.metadata.name, "controller"),
+        ("resourceclaim", "DELETED", claim.metadata.name, "controller"),
+    ]
+    assert await cluster.store.objects("resourceclaim") == {}

@@ -5,6 +5,8 @@ allocator (:mod:`.allocator`).
 The plugin is :mod:`.plugin`; a pod's claims are found by :mod:`.claims`, the
 allocations this replica decided live in :mod:`.inflight` until the cluster shows
 them, and what Reserve decided reaches PreBind in the binder through :mod:`.binding`.
+A pod's extended resources backed by DRA (DRAExtendedResource) become one more claim,
+made by the plugin (:mod:`.extended`).
 
 Not here: which devices satisfy a claim (the allocator, :mod:`.allocator`); the store's
 guard of reserved devices across replicas, and publishing the claims' new status (the

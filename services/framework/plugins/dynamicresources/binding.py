@@ -7,7 +7,8 @@ Reserve chose for it (null: the claim was already allocated, the pod only joins
 ``reservedFor``)::
 
     {"claims": [{"claim": {<resource.k8s.io/v1 ResourceClaim>},
-                 "allocation": {<AllocationResult>} | null}, ...]}
+                 "allocation": {<AllocationResult>} | null}, ...],
+     "extendedResourceClaimStatus": {<v1 PodExtendedResourceClaimStatus>}}
 
 PreBind turns each into the claim's new status (``bindClaim``): the allocation with
 its ``allocationTimestamp`` (when the binding-conditions gates are on), the
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from contracts.k8s import Pod
+from contracts.k8s import Pod, PodExtendedResourceClaimStatus
 from contracts.k8s.resource import (
     FINALIZER,
     AllocationResult,
@@ -37,6 +38,9 @@ class PendingClaim(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
 
 class PendingClaims(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
     claims: list[PendingClaim] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+    """Set when the last claim is the pod's extended-resource claim (created at
+    PreBind): what the pod's ``status.extendedResourceClaimStatus`` becomes."""
 
 
 encoder = msgspec.json.Encoder()

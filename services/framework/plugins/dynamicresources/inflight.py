@@ -11,8 +11,9 @@ than allocating it a second time. The entry lives until the listers catch up::
 
 An entry is stale, and dropped at the next PreFilter, when the listed claim shows an
 allocation (the binder's ClaimStatusEffect came back through the log), when the
-claim went away or was replaced (another uid), or when the pod that made it is no
-longer assumed or bound on its node (its reservation expired, or was forgotten).
+claim went away or was replaced (another uid; a pod's extended-resource claim, which
+PreBind creates, counts as not listed yet), or when the pod that made it is no longer
+assumed or bound on its node (its reservation expired, or was forgotten).
 Unreserve drops it at once. Other replicas learn of these devices through the store,
 which holds the pod's reservation with them (``CycleState.reserved_devices``).
 
@@ -31,7 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.k8s.resource import AllocationResult, DeviceRequestAllocationResult, ResourceClaim
+from contracts.k8s.resource import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    AllocationResult,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+)
 from services.common import features
 from services.framework.api.listers import Listers
 from services.framework.api.types import Int64Array
@@ -210,12 +216,12 @@ class InFlightAllocations:
                 continue
             meta = entry.claim.metadata
             listed = self._listers.resource_claim(meta.namespace, meta.name)
-            if (
-                listed is None
-                or claim_uid(listed) != uid
-                or listed.status.allocation is not None
-                or not _still_placed(nodes, entry.pod_uid, entry.node)
-            ):
+            if listed is None:
+                # An extended-resource claim is listed only once PreBind created it.
+                stale = meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true"
+            else:
+                stale = claim_uid(listed) != uid or listed.status.allocation is not None
+            if stale or not _still_placed(nodes, entry.pod_uid, entry.node):
                 self._drop(uid)
 
     def _remember(self, nodes: Snapshot) -> None:

@@ -7,7 +7,7 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
   reservable; an unallocated one must not be in flight for another pod, and its device
   classes must exist. Builds one allocator for the pod over every ResourceSlice and
   the devices taken (allocated claims and this replica's in-flight allocations). A pod
-  without claims: Skip, so Filter and Score cost nothing.
+  without claims nor extended resources backed by DRA (:mod:`.extended`): Skip.
 - Filter: an allocated claim's node selector must match the node; the claims to
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
   ResourceSlice can serve are rejected without asking the allocator. An allocator
@@ -71,7 +71,13 @@ from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.dynamicresources import binding, conditions, hints
+from services.framework.plugins.dynamicresources import (
+    binding,
+    conditions,
+    explain,
+    extended,
+    hints,
+)
 from services.framework.plugins.dynamicresources.allocating import (
     Lazy,
     structured_allocator,
@@ -238,14 +244,15 @@ class DynamicResources(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, StateData())
-        if not pod.pod.spec.resource_claims:
+        ext = extended.pre_filter(pod, self._listers)
+        if not pod.pod.spec.resource_claims and ext is None:
             return None, SKIP
         self.in_flight.refresh(nodes)
         try:
             found = list(pod_claims(pod.pod, self._listers))
         except ClaimProblem as problem:
             return None, unschedulable(str(problem))
-        if not found:
+        if not found and ext is None:
             return None, SKIP
         # PostFilter sees the claims only once every check passed (upstream stores
         # them last): a pod rejected here has "no new claims to deallocate".
@@ -254,6 +261,7 @@ class DynamicResources(
             names=[name for name, _ in found],
             claims=[claim for _, claim in found],
         )
+        data.add_extended(ext, self.in_flight)
         for index, claim in enumerate(data.claims):
             status = self._check_claim(pod.pod, claim, index, data)
             if status is not None:
@@ -275,7 +283,8 @@ class DynamicResources(
             allocated = self.in_flight.allocated_state(elsewhere)
             data.allocator = Lazy(self._new_allocator, allocated, classes, slices)
             self._memo.begin(slices, classes, allocated.devices, generation, changed)
-            data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
+            if ext is None:  # else a claim per node: no memo key for them all
+                data.memo_key = signature([data.claims[i] for i in data.to_allocate()])
             if all(asks_for_devices(data.claims[i]) for i in data.to_allocate()):
                 data.servable = servable
         state.write(STATE_KEY, data)
@@ -349,6 +358,7 @@ class DynamicResources(
         # those whose devices changed since.
         simple = (
             data.allocator is not None
+            and data.extended is None
             and not data.unready
             and all(terms is None for terms in data.available_on)
         )
@@ -390,6 +400,10 @@ class DynamicResources(
         return found
 
     def _filter_node(self, data: StateData, node: Node, to_allocate: list[ResourceClaim]) -> int:
+        found = data.claims_on(node, to_allocate)
+        if found is None:
+            return _PASSED
+        to_allocate, key = found
         unavailable = [
             index
             for index, terms in enumerate(data.available_on)
@@ -401,19 +415,19 @@ class DynamicResources(
             name = node.metadata.name
             if data.servable is not None and name not in data.servable:
                 return _CANNOT_ALLOCATE
-            answer = self._memo.get(data.memo_key, node)
+            answer = self._memo.get(key, node)
             if answer is None:
                 started = self._clock()
                 try:
                     allocations = data.allocator.allocate(node, to_allocate)
                 except AllocationFailedOnNode as err:
-                    self._memo.put(data.memo_key, Answer(node, None, str(err)))
+                    self._memo.put(key, Answer(node, None, str(err)))
                     raise
                 except AllocationError as err:
                     raise StatusError(str(err)) from err
                 if self._filter_timeout > 0 and self._clock() - started > self._filter_timeout:
                     return _TIMED_OUT
-                self._memo.put(data.memo_key, Answer(node, allocations))
+                self._memo.put(key, Answer(node, allocations))
             elif answer.failed is not None:
                 raise AllocationFailedOnNode(answer.failed)
             else:
@@ -469,7 +483,7 @@ class DynamicResources(
         for i, row in enumerate(rows.tolist()):
             allocations = self._allocations(data, nodes.names[row])
             if allocations is not None:
-                scores[i] = compute_score(data.claims, allocations)
+                scores[i] = compute_score(data.scored_claims(nodes.names[row]), allocations)
         return scores
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: Int64Array) -> Int64Array:
@@ -479,6 +493,7 @@ class DynamicResources(
 
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         data = state.read(STATE_KEY, StateData)
+        data.settle(node)
         to_allocate = data.to_allocate()
         if not to_allocate:
             return SUCCESS
@@ -552,7 +567,7 @@ class DynamicResources(
             if is_reserved_for_pod(pod.pod, item.claim):
                 continue
             state.effects.append(ClaimStatusEffect(binding.reserved(item, pod.pod, stamp)))
-        return SUCCESS
+        return extended.publish_status(pending, pod.pod, state.effects)
 
     def _stamp(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._now()))
@@ -566,28 +581,7 @@ class DynamicResources(
             data = state.read(STATE_KEY, StateData)
         except StatusError:
             return None
-        if not data.claims:
-            return None
-        fresh = dict(zip(data.to_allocate(), self._allocations(data, node) or [], strict=False))
-        claims: dict[str, Any] = {}
-        for index, claim in enumerate(data.claims):
-            allocation = claim.status.allocation or fresh.get(index)
-            if allocation is None:
-                continue
-            claims[data.names[index]] = {
-                "claim": claim.metadata.name,
-                "allocated": index in fresh,
-                "devices": [
-                    {
-                        "request": r.request,
-                        "driver": r.driver,
-                        "pool": r.pool,
-                        "device": r.device,
-                    }
-                    for r in allocation.devices.results
-                ],
-            }
-        return {"claims": claims} if claims else None
+        return explain.claim_devices(data, node, self._allocations(data, node))
 
 
 def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:

@@ -8,11 +8,19 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from contracts.k8s import DeviceClass, Node, Pod, ResourceSlice
-from contracts.k8s.resource import AllocationResult, ResourceClaim
+from contracts.k8s.resource import (
+    EXTENDED_RESOURCE_CLAIM_POD_NAME,
+    AllocationResult,
+    ResourceClaim,
+)
 from services.common.k8s.nodeaffinity import Term
-from services.framework.plugins.dynamicresources import binding
+from services.framework.api.types import pod_uid
+from services.framework.plugins.dynamicresources import binding, extended
 from services.framework.plugins.dynamicresources.allocator.allocated import AllocatedState
-from services.framework.plugins.dynamicresources.claims import is_reserved_for_pod
+from services.framework.plugins.dynamicresources.claims import claim_uid, is_reserved_for_pod
+from services.framework.plugins.dynamicresources.extended import ExtendedClaim
+from services.framework.plugins.dynamicresources.inflight import InFlightAllocations
+from services.framework.plugins.dynamicresources.memo import signature
 
 
 class Allocating(Protocol):
@@ -56,9 +64,66 @@ class StateData:
     """Filter's allocations, per node, for the claims to allocate in order."""
     allocations: dict[int, AllocationResult] = field(default_factory=dict)
     """Set by Reserve: claim index → the allocation chosen for it."""
+    extended: ExtendedClaim | None = None
+    """The pod's extended-resource claim, last of :attr:`claims` (DRAExtendedResource)."""
 
     def clone(self) -> StateData:
         return self
+
+    def add_extended(self, extended: ExtendedClaim | None, in_flight: InFlightAllocations) -> None:
+        """End the pod's claims with its extended-resource claim (None: it has none).
+        Its uid is the pod's every attempt: an allocation in flight from this pod's
+        earlier attempt is dropped (upstream's claim gets a new uid per attempt)."""
+        if extended is None:
+            return
+        if self.pod is not None:
+            in_flight.remove(claim_uid(extended.claim), pod_uid(self.pod))
+        extended.users = len(self.claims)
+        self.extended = extended
+        self.claims.append(extended.claim)
+        self.names.append(EXTENDED_RESOURCE_CLAIM_POD_NAME)
+
+    def settle(self, node: str) -> None:
+        """Reserve on ``node``: the extended-resource claim becomes the variant Filter
+        made for the node, or leaves the pod's claims when the node needs none."""
+        extended = self.extended
+        if extended is None:
+            return
+        users = extended.users
+        del self.claims[users:], self.names[users:], self.available_on[users:]
+        extended.chosen = extended.nodes.get(node)
+        if extended.chosen is not None:
+            self.claims.append(extended.chosen.claim)
+            self.names.append(EXTENDED_RESOURCE_CLAIM_POD_NAME)
+            self.available_on.append(None)  # unallocated (Filter rejects one allocated)
+
+    def claims_on(
+        self, node: Node, to_allocate: list[ResourceClaim]
+    ) -> tuple[list[ResourceClaim], bytes] | None:
+        """Filter on ``node``: the claims to allocate there and their memo key; None:
+        nothing to do there. With an extended-resource claim, that claim as the node
+        must serve it (:func:`.extended.for_node`, which may raise
+        :class:`.extended.NodeRejected`)."""
+        if self.extended is None or self.pod is None:
+            return to_allocate, self.memo_key
+        node_claim = extended.for_node(self.extended, self.pod, node)
+        self.extended.nodes[node.metadata.name] = node_claim
+        if node_claim is None and self.extended.users == 0:
+            return None
+        claims = list(to_allocate)
+        if claims and claims[-1] is self.extended.claim:
+            claims.pop()
+        if node_claim is not None:
+            claims.append(node_claim.claim)
+        return claims, signature(claims)
+
+    def scored_claims(self, node: str) -> list[ResourceClaim]:
+        """The claims Filter's allocations for ``node`` go with, in order: without the
+        extended-resource claim where the node needs none."""
+        extended = self.extended
+        if extended is None or extended.nodes.get(node) is not None:
+            return self.claims
+        return self.claims[: extended.users]
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.status.allocation is None]
@@ -71,7 +136,10 @@ class StateData:
             for index, claim in enumerate(self.claims)
             if self.pod is None or not is_reserved_for_pod(self.pod, claim)
         ]
-        return binding.PendingClaims(claims=pending) if pending else None
+        if not pending:
+            return None
+        status = self.extended.status() if self.extended is not None else None
+        return binding.PendingClaims(claims=pending, extended_resource_claim_status=status)
 
 
 def asks_for_devices(claim: ResourceClaim) -> bool:

@@ -3,7 +3,11 @@
 Filter: a node fails with "Too many pods" when it already runs ``allocatable.pods``
 pods, and with "Insufficient <resource>" for every resource the pod requests (amount
 > 0, ignoring ``ignoredResources`` / ``ignoredResourceGroups`` extended resources) that
-exceeds ``allocatable - requested``. All reasons of a node are kept.
+exceeds ``allocatable - requested``. All reasons of a node are kept. An extended
+resource a DeviceClass serves (DRAExtendedResource) is not checked on a node whose
+allocatable does not have it: DynamicResources allocates devices for it there
+(``ShouldDelegateResourceToDRA``); nor is it among the resources the store re-checks
+(:meth:`Fit.checked_resources`), which are the same for every node.
 
 Score: the configured strategy (LeastAllocated by default, MostAllocated, or
 RequestedToCapacityRatio) over the configured resources, on non-zero requests.
@@ -11,13 +15,15 @@ RequestedToCapacityRatio) over the configured resources, on non-zero requests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
 import numpy as np
 
+from contracts.k8s import Pod
+from services.common import features
 from services.common.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -30,6 +36,7 @@ from services.framework.api.events import (
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
+    QueueingHint,
 )
 from services.framework.api.interface import (
     CycleState,
@@ -45,6 +52,7 @@ from services.framework.api.interface import (
     Rows,
     ScorePlugin,
 )
+from services.framework.api.listers import Listers
 from services.framework.api.registry import PluginEntry
 from services.framework.api.status import SUCCESS, Code, Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo
@@ -85,6 +93,8 @@ class _PreFilterState:
 
     resources: tuple[str, ...]
     amounts: tuple[int, ...]
+    dra: frozenset[str] = frozenset()
+    """Those a DeviceClass serves: not checked where the node's allocatable lacks them."""
 
     def clone(self) -> _PreFilterState:
         return self
@@ -115,7 +125,9 @@ class Fit(
 ):
     name: Final = NAME
 
-    def __init__(self, args: NodeResourcesFitArgs) -> None:
+    def __init__(self, args: NodeResourcesFitArgs, listers: Listers | None = None) -> None:
+        self._listers = listers
+        """The DeviceClasses (DRAExtendedResource); None: no resource is backed by DRA."""
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.defaulted().scoring_strategy
@@ -141,9 +153,19 @@ class Fit(
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
-                fit_hints.after_node_change,
+                self.is_schedulable_after_node_change,
             ),
         )
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``, leaving to DynamicResources what a
+        DeviceClass serves and the node does not offer."""
+        backed: Container[str] = ()
+        if self._listers is not None and features.enabled("DRAExtendedResource"):
+            backed = self._listers.device_class_resolver()
+        return fit_hints.after_node_change(pod, old, new, backed)
 
     def ignores(self, resource: str) -> bool:
         """Whether Filter skips ``resource`` (an ignored extended resource or group)."""
@@ -153,8 +175,18 @@ class Fit(
 
     def checked_resources(self, pod: PodInfo) -> frozenset[str]:
         """What Filter checks for ``pod`` (``ResourceFilter``): the pod count and every
-        positive request it does not ignore."""
-        return frozenset((PODS, *self._checked(pod)))
+        positive request it does not ignore, but those a DeviceClass may serve."""
+        checked = self._checked(pod)
+        return frozenset((PODS, *checked)) - self._backed_by_dra(checked)
+
+    def _backed_by_dra(self, resources: Sequence[str]) -> frozenset[str]:
+        """The ``resources`` a DeviceClass serves (empty, cheaply, without any)."""
+        if self._listers is None or not features.enabled("DRAExtendedResource"):
+            return frozenset()
+        mapping = self._listers.device_class_resolver()
+        if not mapping:
+            return frozenset()
+        return frozenset(r for r in resources if r in mapping)
 
     def _checked(self, pod: PodInfo) -> list[str]:
         return [r for r, amount in pod.requests.items() if amount > 0 and not self.ignores(r)]
@@ -166,7 +198,8 @@ class Fit(
     ) -> tuple[PreFilterResult | None, Status]:
         checked = sorted(self._checked(pod), key=_reason_order)
         amounts = tuple(pod.requests[r] for r in checked)
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(tuple(checked), amounts))
+        dra = self._backed_by_dra(checked)
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(tuple(checked), amounts, dra))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
@@ -183,9 +216,12 @@ class Fit(
         ):
             col = nodes.resources.get(resource)
             if col is None:  # no node has it: allocatable 0 everywhere
-                codes |= 1 << bit
+                if resource not in request.dra:
+                    codes |= 1 << bit
                 continue
             short = amount > allocatable[:, col] - requested[:, col]
+            if resource in request.dra:
+                short &= allocatable[:, col] > 0
             codes |= short.astype(np.int64) << bit
         resources = request.resources
         return FilterResult(codes == 0, codes, lambda code: _status(resources, code))
@@ -205,7 +241,7 @@ class Fit(
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:
-    return Fit(args or NodeResourcesFitArgs().defaulted())
+    return Fit(args or NodeResourcesFitArgs().defaulted(), handle.listers)
 
 
 ENTRY: Final = PluginEntry(NAME, Fit, new, NodeResourcesFitArgs)

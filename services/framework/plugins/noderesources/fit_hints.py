@@ -6,7 +6,7 @@ scalar (one pod, one object) and run in the queue, not in the scheduling cycle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from contracts.k8s import Node, Pod
 from services.common.resources import (
@@ -52,21 +52,31 @@ def after_pod_event(pod: Pod, old: object | None, new: object | None) -> Queuein
         return QueueingHint.Queue
 
 
-def _fits_empty(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
-    """``isFit``: would the pod fit the node if it ran nothing?"""
+def _fits_empty(
+    requests: Mapping[str, int], allocatable: Mapping[str, int], backed: Container[str]
+) -> bool:
+    """``isFit``: would the pod fit the node if it ran nothing? A resource in ``backed``
+    (a DeviceClass serves it) the node does not offer is left to DynamicResources."""
     if allocatable.get(PODS, 0) < 1:
         return False
-    return all(amount <= allocatable.get(r, 0) for r, amount in requests.items() if amount > 0)
+    return all(
+        amount <= allocatable.get(r, 0) or (r in backed and allocatable.get(r, 0) <= 0)
+        for r, amount in requests.items()
+        if amount > 0
+    )
 
 
-def after_node_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-    """A node was added (``old`` is None) or its allocatable changed."""
+def after_node_change(
+    pod: Pod, old: object | None, new: object | None, backed: Container[str] = ()
+) -> QueueingHint:
+    """A node was added (``old`` is None) or its allocatable changed. ``backed``: the
+    extended resources a DeviceClass serves (DRAExtendedResource)."""
     if not isinstance(new, Node):
         return QueueingHint.Queue
     try:
         requests = pod_requests(pod)
         now = node_allocatable(new)
-        if not _fits_empty(requests, now):
+        if not _fits_empty(requests, now, backed):
             return QueueingHint.QueueSkip
         if not isinstance(old, Node):
             return QueueingHint.Queue
@@ -76,5 +86,8 @@ def after_node_change(pod: Pod, old: object | None, new: object | None) -> Queue
     # haveAnyRequestedResourcesIncreased
     if now.get(PODS, 0) > before.get(PODS, 0):
         return QueueingHint.Queue
-    grew = any(amount > 0 and now.get(r, 0) > before.get(r, 0) for r, amount in requests.items())
+    grew = any(
+        amount > 0 and (now.get(r, 0) > before.get(r, 0) or (r in backed and now.get(r, 0) <= 0))
+        for r, amount in requests.items()
+    )
     return QueueingHint.Queue if grew else QueueingHint.QueueSkip
