@@ -12,6 +12,7 @@ Reserve chose for it (null: the claim was already allocated, the pod only joins
 PreBind turns each into the claim's new status (``bindClaim``): the allocation with
 its ``allocationTimestamp`` (when the binding-conditions gates are on), the
 delete-protection finalizer, and the pod appended to ``status.reservedFor``.
+PostFilter's deallocation is :func:`deallocated`.
 """
 
 from __future__ import annotations
@@ -70,4 +71,12 @@ def reserved(pending: PendingClaim, pod: Pod, stamp: Callable[[], str] | None) -
         allocation=allocation,
         reserved_for=[*claim.status.reserved_for, consumer],
     )
+    return msgspec.structs.replace(claim, status=status)
+
+
+def deallocated(claim: ResourceClaim) -> ResourceClaim:
+    """PostFilter's status update: no allocation, no ``reservedFor``, no device
+    statuses. Only the status changes (upstream writes it with ``UpdateStatus``, which
+    leaves metadata alone: the finalizer stays for the resourceclaim controller)."""
+    status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=[], devices=[])
     return msgspec.structs.replace(claim, status=status)

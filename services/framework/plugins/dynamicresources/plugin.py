@@ -12,8 +12,8 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
   ResourceSlice can serve are rejected without asking the allocator. An allocator
   error (CEL) fails the attempt; invalid pools only reject the node.
-- PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
-  is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
+- PostFilter: deallocates a claim unavailable on some node, reserved by nobody or by
+  this pod only (a ClaimStatusEffect the scheduler publishes).
 - PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
   subrequests score more; normalized to 0-100.
 - Reserve / Unreserve: record / drop the allocations in flight
@@ -432,10 +432,8 @@ class DynamicResources(
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        """Upstream deallocates (by a status update) one claim that was unavailable on
-        some node and is reserved by nobody, or by this pod only, and says so. ksched's
-        PostFilter cannot write to the cluster, so it names that outcome and leaves the
-        claim as it is (the README's departures)."""
+        """Deallocates one claim unavailable on some node and reserved by nobody or
+        this pod only: a ClaimStatusEffect the scheduler publishes (``claim.<ns>``)."""
         try:
             data = state.read(STATE_KEY, StateData)
         except StatusError:
@@ -448,6 +446,7 @@ class DynamicResources(
         for index in sorted(data.unavailable):
             reserved = data.claims[index].status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                state.effects.append(ClaimStatusEffect(binding.deallocated(data.claims[index])))
                 return None, Status(Code.Unschedulable, (MSG_DEALLOCATED,))
         return None, Status(Code.Unschedulable, (MSG_STILL_NOT_SCHEDULABLE,))
 
