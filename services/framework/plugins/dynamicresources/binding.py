@@ -38,6 +38,9 @@ class PendingClaim(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
 
 class PendingClaims(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
     claims: list[PendingClaim] = []
+    published: bool = False
+    """PreBind already published these claims and waits for their devices' binding
+    conditions (the state a pod waiting at PreBind resumes with)."""
 
 
 encoder = msgspec.json.Encoder()

@@ -19,7 +19,8 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
 - Reserve / Unreserve: record / drop the allocations in flight
   (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
 - PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
-  yet, from the binding state (:mod:`.binding`).
+  yet, from the binding state (:mod:`.binding`); then the binder waits on the devices'
+  binding conditions (:mod:`.prebind`).
 - ``--explain``: the device of each request on the chosen node (ExplainsNode).
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
@@ -37,6 +38,7 @@ from contracts.k8s import Node, Pod, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common import features
 from services.common.k8s.nodeaffinity import Term, compile_terms, terms_match
+from services.framework.api.bindwait import BindingWait
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.effects import ClaimStatusEffect
 from services.framework.api.events import (
@@ -71,7 +73,7 @@ from services.framework.api.listers import Listers
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, StatusError
 from services.framework.api.types import Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
-from services.framework.plugins.dynamicresources import binding, conditions, hints
+from services.framework.plugins.dynamicresources import binding, conditions, hints, prebind
 from services.framework.plugins.dynamicresources.allocating import (
     Lazy,
     structured_allocator,
@@ -100,6 +102,7 @@ from services.framework.plugins.dynamicresources.inflight import (
     exclusive_devices,
 )
 from services.framework.plugins.dynamicresources.memo import Answer, FilterMemo, signature
+from services.framework.plugins.dynamicresources.prebind import PENDING_KEY
 from services.framework.plugins.dynamicresources.score import compute_score
 from services.framework.plugins.dynamicresources.state import (
     AllocatorFactory,
@@ -111,8 +114,6 @@ from services.framework.plugins.helper.normalize_score import default_normalize_
 
 NAME: Final = "DynamicResources"
 STATE_KEY: Final = NAME
-PENDING_KEY: Final = f"{NAME}/pending"
-"""Where the binder's CycleState holds the claims handed on (``restore_binding_state``)."""
 MAX_NODE_SCORE: Final = 100
 
 ERR_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
@@ -531,11 +532,8 @@ class DynamicResources(
         state.write(PENDING_KEY, binding.decoder.decode(data))
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """One ClaimStatusEffect per claim not yet reserved for the pod, before the
-        Binding. In the binder the claims come from the binding state; in the
-        scheduling cycle's own state, from PreFilter and Reserve. Upstream then waits
-        for the devices' binding conditions; the binder holds no claims to watch, so
-        ksched binds at once (Filter still frees claims whose binding failed)."""
+        """Publishes the claims (from the binding state in the binder, else from
+        PreFilter and Reserve); the binder then waits on their binding conditions."""
         try:
             pending = state.read(PENDING_KEY, binding.PendingClaims)
         except StatusError:
@@ -547,11 +545,17 @@ class DynamicResources(
                 return SUCCESS
             pending = found
         stamp = self._stamp if binding_conditions_enabled() else None
-        for item in pending.claims:
-            if is_reserved_for_pod(pod.pod, item.claim):
-                continue
-            state.effects.append(ClaimStatusEffect(binding.reserved(item, pod.pod, stamp)))
-        return SUCCESS
+        return prebind.pre_bind(state, pod, pending, stamp)
+
+    waits_on: Final = prebind.WAITS_ON
+
+    def binding_wait(self, state: CycleState, node: str) -> BindingWait | None:
+        return prebind.binding_wait(state, node, self._binding_timeout)
+
+    def binding_ready(
+        self, resumed: CycleState, objects: Mapping[str, bytes], now: float, deadline: float
+    ) -> Status | None:
+        return prebind.binding_ready(resumed, objects, self._binding_timeout, now, deadline)
 
     def _stamp(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._now()))
