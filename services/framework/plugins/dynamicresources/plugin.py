@@ -503,9 +503,9 @@ class DynamicResources(
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Drop the pod's allocations in flight and their devices from
         ``reserved_devices`` (a retry on another node fills them anew); idempotent.
-        Upstream also removes the pod from ``reservedFor`` of a claim PreBind already
-        reserved; ksched publishes that reservation only with the Binding, so there is
-        nothing to take back."""
+        Upstream also patches the pod out of ``reservedFor`` of a claim PreBind reserved;
+        ksched keeps it there (a claim whose binding conditions failed is then reserved
+        for the pod alone, and its next attempt's PostFilter deallocates it)."""
         try:
             data = state.read(STATE_KEY, StateData)
         except StatusError:
