@@ -260,7 +260,9 @@ class BinderService:
             if status.is_success():
                 activate = cycle.request.activate
                 results.append(_result(cycle.request, "bound", activate=activate))
-            elif status.code != Code.Wait:  # Wait: parked at PreBind, resumed later
+            elif status.code == Code.Wait:  # parked at PreBind: resumed later
+                results.append(_result(cycle.request, "waiting"))  # the queue's credit back
+            else:
                 failing.append((cycle, status))
         parked, self._parked = self._parked, []
         if parked:
