@@ -3,7 +3,7 @@ processes): a device with ``bindingConditions`` makes the binder publish the pod
 first and bind only once the client has published the claim MODIFIED with the condition
 True; a binding failure condition fails the binding cycle, and the pod's next attempt
 deallocates the claim (PostFilter's ``claim.<namespace>`` decision, applied by the
-client) to try again."""
+client), which frees the device for the attempt after."""
 
 from __future__ import annotations
 
@@ -123,6 +123,9 @@ async def test_a_failed_binding_frees_the_claim_for_the_next_attempt(tmp_path: P
                 return any(not allocated_devices(body) for body in claim_decisions(c))
 
             await client.wait_for(deallocated, within=90)
+            # The device is free again (store and snapshots): the pod's next attempt
+            # allocates it anew and waits for its condition again.
+            await client.wait_for(lambda c=client: len(pending_events(c)) >= 2, within=90)
 
         failed = [e["message"] for e in client.events_with("FailedScheduling")]
         binding_failed = (
@@ -135,3 +138,5 @@ async def test_a_failed_binding_frees_the_claim_for_the_next_attempt(tmp_path: P
         assert freed["status"].get("reservedFor", []) == []
         assert freed["status"].get("devices", []) == []
         assert f"{NAMESPACE}/train" not in client.bindings()
+        allocations = [allocated_devices(b) for b in claim_decisions(client)]
+        assert allocations[:3] == [["gpu.example.com/n1/gpu-0"], [], ["gpu.example.com/n1/gpu-0"]]
