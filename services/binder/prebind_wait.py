@@ -27,7 +27,7 @@ from contracts.messages import BindRequest
 from services.common.store import ClusterStore, WaitingRecord
 from services.framework.api.bindwait import BindingWait, WaitsAfterPreBind
 from services.framework.api.interface import CycleState
-from services.framework.api.status import Code, Status
+from services.framework.api.status import Code, Status, as_status
 from services.framework.runtime.framework import Framework
 
 GRACE: Final = 10.0
@@ -109,13 +109,16 @@ async def _verdict(
     plugin = framework.plugins.get(name) if framework is not None else None
     if framework is None or not isinstance(plugin, WaitsAfterPreBind):
         return None  # another binder's profile: its replicas poll it
-    request = _request_decoder.decode(record.request)
-    state = CycleState()
-    raw = request.plugin_state.get(name)
-    if raw is not None:
-        framework.restore_binding_state(state, {name: bytes(raw)})
     kind = plugin.waits_on
     if kind not in objects:
         objects[kind] = await store.objects(kind)
     deadline = record.since + record.waits[name]
-    return plugin.binding_ready(state, objects[kind], now, deadline)
+    try:
+        request = _request_decoder.decode(record.request)
+        state = CycleState()
+        raw = request.plugin_state.get(name)
+        if raw is not None:
+            framework.restore_binding_state(state, {name: bytes(raw)})
+        return plugin.binding_ready(state, objects[kind], now, deadline)
+    except Exception as err:  # the plugin's failure fails this pod, not the timers
+        return as_status(err)

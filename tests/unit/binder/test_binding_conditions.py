@@ -200,3 +200,14 @@ async def test_a_permit_decision_cannot_release_a_pod_waiting_at_prebind() -> No
         assert "is not waiting at Permit" in json.loads(errors[0].body)["reason"]
         (record,) = (await run.store.waiting()).values()
         assert record.state == "waiting"
+
+
+async def test_a_claim_the_plugin_cannot_read_fails_that_pod_not_the_timers() -> None:
+    async with waiting_trainer() as run:
+        seq = await run.store.applied_seq() + 1
+        broken = ProjectedEntry(seq, "resourceclaim", CLAIM_KEY, b'{"metadata": 5}')
+        await run.store.apply([broken])
+        await run.tick()
+        [(_, outcome, message)] = [r for r in run.results() if r[0] == POD_NAME][1:]
+        assert outcome == "error"
+        assert message.startswith('running PreBind plugin "DynamicResources": Expected `object`')
