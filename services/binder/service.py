@@ -354,7 +354,7 @@ class BinderService:
         recorded: list[BoundPod],
     ) -> Status:
         """PreBind asked to wait: its effects and Event go out with the batch now, the
-        pod waits at PreBind in the store (Wait: no result yet)."""
+        pod waits at PreBind in the store (Wait: a ``waiting`` result, no Binding yet)."""
         request = cycle.request
         headers = {**carrier, ATTEMPT_HEADER: str(request.attempt)}
         out.extend(self._effects(cycle, headers, recorded))
