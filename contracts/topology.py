@@ -221,10 +221,12 @@ def event_key(kind: str, event_type: str) -> str:
 
 
 CLAIM_DECISION: Final = "claim"
-"""The kind of a ResourceClaim's update on ``ksched.decisions`` (``claim.<namespace>``):
-its ``status.allocation`` and the pod in ``status.reservedFor``, published at PreBind
-before the pod's Binding. A client applies it by publishing the claim's MODIFIED
-watch event; until then the store counts its devices as held by the pod."""
+"""The kind of a ResourceClaim's status update on ``ksched.decisions``
+(``claim.<namespace>``): its ``status.allocation`` and the pod in
+``status.reservedFor``, published by the binder at PreBind before the pod's Binding;
+or its deallocation, published by the scheduler at PostFilter. A client applies it by
+publishing the claim's MODIFIED watch event; until then the store counts an
+allocation's devices as held by the pod."""
 
 
 def decision_key(kind: str, namespace: str | None) -> str:

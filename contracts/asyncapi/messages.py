@@ -33,7 +33,8 @@ from contracts.preemption import Preemption
 NOMINATION: Final = "Nomination"
 """The message id of a preemption's nomination (a v1 Pod status update)."""
 CLAIM_ALLOCATION: Final = "ClaimAllocation"
-"""The message id of a ResourceClaim's allocation and reservation (``claim.<ns>``)."""
+"""The message id of a ResourceClaim's status update (``claim.<ns>``): allocation and
+reservation (PreBind), or deallocation (PostFilter)."""
 
 # --- schemas -------------------------------------------------------------------------
 
@@ -237,11 +238,19 @@ def _messages(refs: Mapping[type[Any], JSON]) -> JSON:
         CLAIM_ALLOCATION,
         refs[ResourceClaim],
         f"A resource.k8s.io/v1 ResourceClaim (routing key `{topology.CLAIM_DECISION}"
-        ".<namespace>`) with the `status.allocation` DynamicResources chose and the pod in"
-        " `status.reservedFor`, published at PreBind, before the pod's Binding. Apply it"
-        " by publishing the claim's MODIFIED watch event; until then its devices count as"
-        " taken by the pod. A claim annotated `resource.kubernetes.io/extended-resource-claim:"
-        ' "true"` is new (made for the pod\'s extended resources backed by DRA): create it.',
+        ".<namespace>`): DynamicResources' status update. From the binder (PreBind): the"
+        " `status.allocation` chosen and the pod in `status.reservedFor`, before the pod's"
+        " Binding; when an allocated device has `bindingConditions`, the Binding follows"
+        " only once the claim's `status.devices` report them all True (a client publishes"
+        " the claim MODIFIED), and never when a `bindingFailureConditions` is True or"
+        " `bindingTimeout` passes. A claim annotated"
+        ' `resource.kubernetes.io/extended-resource-claim: "true"` is new (made for the'
+        " pod's extended resources backed by DRA): create it. From the scheduler"
+        " (PostFilter): the claim deallocated (no `allocation`, `reservedFor` or"
+        " `devices`; metadata untouched), so that the pod's next attempt can pick other"
+        " devices. Apply either by publishing the claim's MODIFIED watch event; until then"
+        " an allocation's devices count as taken by the pod, and a deallocated claim keeps"
+        " its devices.",
     )
     messages[_DEAD_LETTER] = _message(
         _DEAD_LETTER,

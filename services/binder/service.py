@@ -18,6 +18,13 @@ users' copies, one per pod); a claim's update is the client's to apply (its MODI
 watch event), as the API server would have stored it: until then the store counts its
 devices as held by the pod.
 
+Waiting at PreBind: a PreBind plugin may ask to wait for the cluster after its PreBind
+(DynamicResources, for its devices' binding conditions): the binder publishes the
+effects PreBind left (the claims) with the batch at once, records the pod as waiting at
+``PreBind`` in the store and goes on with the other pods; its timer tick polls the
+plugin and resumes the pod (Bind) or fails it (Unreserve) from any replica
+(:mod:`.prebind_wait`).
+
 Claims: before binding, every reservation is claimed in the store (``begin_bind``: it
 cannot expire any more). A reservation that expired or was taken over is not bound: the
 result is ``error`` and the queue retries the pod after its backoff. If the publish fails
@@ -51,7 +58,6 @@ import msgspec
 from opentelemetry.trace import SpanKind
 
 from contracts import topology
-from contracts.errors import ErrorReport
 from contracts.k8s import ObjectMeta, Pod, PodSpec
 from contracts.messages import (
     AttemptResult,
@@ -64,7 +70,10 @@ from contracts.messages import (
     attempt_result,
 )
 from contracts.permit import PermitDecision
+from services.binder import prebind_wait
 from services.binder.metrics import BinderMetrics
+from services.binder.permit import error as _error
+from services.binder.permit import refusal as _refusal
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
@@ -79,6 +88,7 @@ from services.common.decisions import (
 )
 from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metrics
 from services.common.store import BindClaim, ClusterStore, StoreLost, WaitingRecord
+from services.framework.api.bindwait import BindingWait
 from services.framework.api.diagnosis import truncate_message
 from services.framework.api.effects import (
     BindEffect,
@@ -108,8 +118,6 @@ POLL: float = 1.0
 scheduler on another replica may have added one with an earlier deadline)."""
 RESUME_GRACE: float = 5.0
 """Seconds after which a resolved waiting pod nobody handed on is resumed here."""
-PERMIT_ERROR_KIND = "permit"
-"""``ksched.errors`` routing key word (``error.permit``) of a refused PermitDecision."""
 
 
 class _WatchEvent(msgspec.Struct, frozen=True):
@@ -150,7 +158,7 @@ class BinderService:
         registry = registry if registry is not None else in_tree_registry()
         self.frameworks = {
             p.scheduler_name: Framework(
-                p, registry, path=f"profiles[{i}]", waiting_pods=self.waiting
+                p, registry, path=f"profiles[{i}]", waiting_pods=self.waiting, now=clock.now
             )
             for i, p in enumerate(profiles or (default_profile(),))
         }
@@ -163,6 +171,8 @@ class BinderService:
         """One batch at a time touches the shared waiting-pods view and journal."""
         self._bound: list[BindRequest] = []
         """This batch's pods whose Binding is among its messages (metrics once published)."""
+        self._parked: list[WaitingRecord] = []
+        """This batch's pods that wait at PreBind (:mod:`.prebind_wait`)."""
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -237,6 +247,8 @@ class BinderService:
                 taken.append(record)
             if record.state == "allowed":
                 binding.append(cycle)
+            elif record.point == "PreBind":
+                failing.append((cycle, prebind_wait.failure(record)))
             else:
                 failing.append((cycle, _permit_status(record)))
         claims = [BindClaim(c.request.uid, c.request.node, c.request.attempt) for c in binding]
@@ -254,8 +266,13 @@ class BinderService:
             if status.is_success():
                 activate = cycle.request.activate
                 results.append(_result(cycle.request, "bound", activate=activate))
+            elif status.code == Code.Wait:  # parked at PreBind: resumed later
+                results.append(_result(cycle.request, "waiting"))  # the queue's credit back
             else:
                 failing.append((cycle, status))
+        parked, self._parked = self._parked, []
+        if parked:
+            await self._store.put_waiting(parked)
         if failing:
             await self.waiting.refresh()  # Unreserve may reject waiting siblings
             for cycle, status in failing:
@@ -294,7 +311,7 @@ class BinderService:
         with telemetry.continuing(tracer, "binding_cycle", request.trace) as continued:
             continued.span.set_attribute("ksched.pod", pod.key)
             continued.span.set_attribute("ksched.node", node)
-            if cycle.waited is not None:
+            if cycle.waited is not None and cycle.waited.point == "Permit":
                 self._waited(cycle.waited, "Success")
             profile = request.profile
             with Timed(
@@ -304,6 +321,9 @@ class BinderService:
                 point.status = status.code.name
             if not status.is_success():
                 return status
+            asked = prebind_wait.asked(framework, state, node)
+            if asked is not None:
+                return self._park(cycle, *asked, continued.carrier(), out, recorded)
             with Timed(self.metrics, "Bind", profile, telemetry.step(tracer, "Bind")) as point:
                 status = await framework.run_bind_plugins(state, pod, node)
                 point.status = status.code.name
@@ -330,6 +350,34 @@ class BinderService:
                 framework.run_post_bind_plugins(state, pod, node)
         return status
 
+    def _park(
+        self,
+        cycle: _Cycle,
+        plugin: str,
+        wait: BindingWait,
+        carrier: dict[str, str],
+        out: list[Message],
+        recorded: list[BoundPod],
+    ) -> Status:
+        """PreBind asked to wait: its effects and Event go out with the batch now, the
+        pod waits at PreBind in the store (Wait: a ``waiting`` result, no Binding yet)."""
+        request = cycle.request
+        headers = {**carrier, ATTEMPT_HEADER: str(request.attempt)}
+        out.extend(self._effects(cycle, headers, recorded))
+        now = self._clock.now()
+        event = pod_event(
+            cycle.pod.pod,
+            reason=wait.reason,
+            message=wait.message,
+            warning=False,
+            action="Scheduling",
+            attempt=request.attempt,
+            now=now,
+        )
+        out.append(decision_message(event, _encoder.encode(event), headers))
+        self._parked.append(prebind_wait.parked(request, plugin, wait, now))
+        return Status(Code.Wait, (wait.message,), plugin)
+
     def _effects(
         self, cycle: _Cycle, headers: dict[str, str], recorded: list[BoundPod]
     ) -> list[Message]:
@@ -355,8 +403,9 @@ class BinderService:
         unschedulable with the FitError message when a plugin rejected it, else error —
         with its room given back (``forgotten``: the queue moves the pods it may help)."""
         request, framework, pod = cycle.request, cycle.framework, cycle.pod
-        if cycle.waited is not None and status.code != Code.Success:
-            self._waited(cycle.waited, status.code.name, request)
+        waited = cycle.waited
+        if waited is not None and waited.point == "Permit" and status.code != Code.Success:
+            self._waited(waited, status.code.name, request)
         with Timed(self.metrics, "Unreserve", request.profile):
             framework.run_reserve_plugins_unreserve(cycle.state, pod, request.node)
         plugins = [status.plugin] if status.plugin else []
@@ -400,7 +449,11 @@ class BinderService:
     async def _on_permit(self, batches: Sequence[Received[PermitDecision]]) -> None:
         async with self._lock:
             records = await self._store.waiting()
-            by_name = {(r.namespace, r.name): r for r in records.values() if r.state == "waiting"}
+            by_name = {
+                (r.namespace, r.name): r
+                for r in records.values()
+                if r.state == "waiting" and r.point == "Permit"
+            }
             messages: list[Message] = []
             resolved: list[WaitingRecord] = []
             now = self._clock.now()
@@ -456,10 +509,12 @@ class BinderService:
                 await self._clock.sleep(POLL)
 
     async def tick(self) -> int:
-        """Time out the waiting pods that are due and resume the resolved ones nobody
-        handed on; returns how many were handed on."""
+        """Resolve the pods waiting at PreBind whose plugin decided, time out the
+        waiting pods that are due and resume the resolved ones nobody handed on;
+        returns how many were handed on."""
         now = self._clock.now()
-        expired = await self._store.expire_waiting(now)
+        ready = await prebind_wait.poll(self._store, self.frameworks, now)
+        expired = ready + await self._store.expire_waiting(now)
         stale = await self._store.resolved_before(now - RESUME_GRACE)
         seen = {r.uid for r in expired}
         records = expired + [r for r in stale if r.uid not in seen]
@@ -496,39 +551,6 @@ def _started(record: WaitingRecord) -> float:
         return record.since
     starts = [record.pending[p] - record.waits[p] for p in record.pending if p in record.waits]
     return min(starts, default=record.resolved_at)
-
-
-def _refusal(
-    decision: PermitDecision, record: WaitingRecord | None, verdict: str
-) -> tuple[str, str] | None:
-    """(field, reason) when the decision cannot apply, else None."""
-    pod = f"{decision.namespace}/{decision.name}"
-    if verdict not in ("allow", "reject"):
-        return "routingKey", f"expected allow.<namespace> or reject.<namespace>, got {verdict!r}"
-    if record is None:
-        return "name", f"pod {pod} is not waiting at Permit"
-    if decision.uid and decision.uid != record.uid:
-        return "uid", f"pod {pod} waiting at Permit has uid {record.uid}, not {decision.uid}"
-    if decision.plugin not in record.pending:
-        pending = ", ".join(sorted(record.pending)) or "none"
-        return (
-            "plugin",
-            f"pod {pod} is not waiting at plugin {decision.plugin!r} (pending: {pending})",
-        )
-    return None
-
-
-def _error(decision: PermitDecision, routing_key: str, fieldname: str, reason: str) -> Message:
-    report = ErrorReport(
-        object_kind="PermitDecision",
-        namespace=decision.namespace,
-        name=decision.name,
-        field=fieldname,
-        reason=reason,
-        routing_key=routing_key,
-    )
-    key = topology.error_key(PERMIT_ERROR_KIND)
-    return Message(topology.ERRORS.name, key, _encoder.encode(report))
 
 
 def pod_reference(request: BindRequest) -> Pod:

@@ -371,7 +371,8 @@ class EmbeddedCluster:
     async def _allocated(self, delivery: Delivery) -> None:
         """A claim's allocation (``claim.<namespace>``): applied at once, as the API
         server would store it (its MODIFIED watch event), and recorded before the
-        Binding of the pod it is reserved for."""
+        Binding of the pod it is reserved for. A deallocation (DynamicResources'
+        PostFilter) is applied alike and not recorded."""
         if self._allocations is None:  # the claims allocated before the first decision
             stored = await self.store.objects("resourceclaim")
             self._allocations = {}
@@ -383,6 +384,9 @@ class EmbeddedCluster:
         pod_key = claims.reserved_pod(claim)
         allocated = claims.results(claim)
         key = claims.claim_key(claim)
+        if not allocated:  # PostFilter's deallocation: the devices are free once applied
+            self._allocations[key] = ()
+            return
         if pod_key is None or self._allocations.get(key) == allocated:
             return  # only a reservation for another pod: the claim was allocated before
         self._allocations[key] = allocated

@@ -5,7 +5,10 @@ The table has one row per pod: POD, NODE, PENDING (each plugin that has not allo
 yet, with the time its wait has left, in seconds; negative once due: the next binder
 timer rejects it), and STATE (``waiting``; ``allowed`` or ``rejected`` for a pod that was
 just resolved and is being handed to a binder). ``-o json`` prints a JSON list with the
-same fields (``pendingPlugins``: name, deadline in RFC 3339, ``secondsLeft``).
+same fields (``pendingPlugins``: name, deadline in RFC 3339, ``secondsLeft``). A pod
+whose PreBind waits (DynamicResources, for its devices' binding conditions) is listed
+too, its plugin marked ``@PreBind`` in the table (``"at": "PreBind"`` in JSON, else
+``"Permit"``), with the plugin's own deadline.
 """
 
 from __future__ import annotations
@@ -46,18 +49,28 @@ def waiting_json(records: Sequence[WaitingRecord], now: float) -> list[dict[str,
                     "deadline": rfc3339_precise(deadline),
                     "secondsLeft": round(deadline - now, 3),
                 }
-                for plugin, deadline in sorted(r.pending.items())
+                for plugin, deadline in sorted(_deadlines(r).items())
             ],
+            "at": r.point,
         }
         for r in records
     ]
+
+
+def _deadlines(r: WaitingRecord) -> dict[str, float]:
+    """Pending plugin → when its wait runs out: the store's deadline at Permit; at
+    PreBind the plugin's (the store's own comes a grace period later)."""
+    if r.point == "PreBind":
+        return {p: r.since + r.waits.get(p, d - r.since) for p, d in r.pending.items()}
+    return dict(r.pending)
 
 
 def render_table(records: Sequence[WaitingRecord], now: float, out: TextIO) -> None:
     rows = [("POD", "NODE", "PENDING", "STATE")]
     for r in records:
         pending = ", ".join(
-            f"{plugin}={deadline - now:.1f}s" for plugin, deadline in sorted(r.pending.items())
+            f"{plugin}{'@PreBind' if r.point == 'PreBind' else ''}={deadline - now:.1f}s"
+            for plugin, deadline in sorted(_deadlines(r).items())
         )
         rows.append((f"{r.namespace}/{r.name}", r.node, pending or "-", r.state))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

@@ -92,6 +92,7 @@ from services.scheduler.outcome import (
     Preempted,
     announcement,
     charged_requests,
+    claim_decisions,
     explanation_json,
 )
 from services.scheduler.waiting import flush_waiting
@@ -571,6 +572,7 @@ class BatchScheduler:
                         Preempted(attempt.request, attempt.pod, chosen, seen)
                     )
                     batch.nominations.nominate(node, attempt.pod)
+            outcome.claims.extend(claim_decisions(attempt.request, attempt.state))
             answer = attempt_result(
                 attempt.request,
                 "unschedulable",

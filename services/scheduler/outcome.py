@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from contracts.k8s import Pod
+from contracts.k8s import Pod, ResourceClaim
 from contracts.messages import AttemptResult, BindRequest, ScheduleRequest
 from contracts.permit import PendingPlugin
 from contracts.permit import WaitingPod as WaitingPodAnnouncement
 from services.common.decisions import rfc3339_precise
 from services.common.store import PODS, WaitingRecord
-from services.framework.api.interface import PostFilterResult
+from services.framework.api.effects import ClaimStatusEffect
+from services.framework.api.interface import CycleState, PostFilterResult
 from services.framework.api.types import PodInfo
 from services.framework.runtime.result import ScheduleResult
 
@@ -50,6 +51,9 @@ class BatchOutcome:
     preemptions: list[Preempted] = field(default_factory=list)
     """Preemptions decided by PostFilter: published on ``preemption.<ns>`` (and the
     nominations on ``nomination.<ns>``, the victims' ``Preempted`` Events)."""
+    claims: list[ClaimDecision] = field(default_factory=list)
+    """ResourceClaims PostFilter deallocated (DynamicResources): published on
+    ``claim.<ns>`` before the FailedScheduling Events; a client applies each."""
     nomination_conflicts: int = 0
     """Preemptions not carried out because another replica nominated a pod to the
     node meanwhile (their pods were scheduled again)."""
@@ -61,6 +65,26 @@ class BatchOutcome:
     domain_conflicts: int = 0
     """Reservations the store refused because another replica placed a pod meanwhile
     in a domain the decision read (scheduler.domains)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDecision:
+    """A claim's new status a PostFilter plugin asked for, in the attempt that asked."""
+
+    request: ScheduleRequest
+    claim: ResourceClaim
+
+
+def claim_decisions(request: ScheduleRequest, state: CycleState | None) -> list[ClaimDecision]:
+    """The ClaimStatusEffects a failed attempt's PostFilter left (the scheduling cycle
+    has no other plugin that leaves effects)."""
+    if state is None:
+        return []
+    return [
+        ClaimDecision(request, effect.claim)
+        for effect in state.effects
+        if isinstance(effect, ClaimStatusEffect)
+    ]
 
 
 @dataclass(slots=True)

@@ -54,6 +54,7 @@ from services.common.clock import Clock
 from services.common.decisions import (
     ATTEMPT_HEADER,
     EXPLAIN_ANNOTATION,
+    claim_message,
     decision_message,
     pod_event,
     rfc3339,
@@ -309,6 +310,9 @@ class SchedulerService:
         if outcome.binds:
             body = encode(BindBatch(requests=outcome.binds))
             messages.append(Message(topology.BIND.name, topology.BIND_KEY, body))
+        for decided in outcome.claims:
+            headers = {ATTEMPT_HEADER: str(decided.request.attempt), **decided.request.trace}
+            messages.append(claim_message(decided.claim, encode(decided.claim), headers))
         now = self._clock.now()
         for failure in outcome.failures:
             if not failure.event or failure.pod is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -42,6 +43,16 @@ async def test_a_record_round_trips(store: ClusterStore) -> None:
     await store.put_waiting([record])
     assert await store.waiting() == {"u1": record}
     assert await store.next_waiting_deadline() == 10.25
+
+
+async def test_where_the_pod_waits_round_trips_through_resolution(store: ClusterStore) -> None:
+    record = replace(waiting(A=10.0), point="PreBind")
+    await store.put_waiting([record])
+    assert (await store.waiting())["u1"].point == "PreBind"
+    done = await store.reject_waiting("u1", "A", "device binding timeout", 5.0)
+    assert done is not None and (done.point, done.message) == ("PreBind", "device binding timeout")
+    taken = await store.take_waiting("u1", 1)
+    assert taken is not None and taken.point == "PreBind"
 
 
 @pytest.mark.parametrize(

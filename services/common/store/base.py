@@ -211,6 +211,7 @@ class NominationClaim:
 
 
 WaitState = Literal["waiting", "allowed", "rejected"]
+WaitPoint = Literal["Permit", "PreBind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +250,11 @@ class WaitingRecord:
     since: float = 0.0
     """Clock seconds when the pod started waiting (``scheduler_permit_wait_duration_seconds``
     and the WaitOnPermit span run from here)."""
+    point: WaitPoint = "Permit"
+    """Where the pod waits: at ``Permit``, or at ``PreBind`` once its PreBind published
+    (``services.framework.api.bindwait``: ``pending`` names the PreBind plugin, which
+    only the binder's poll allows or rejects; Permit plugins and PermitDecisions never
+    see such a pod)."""
 
 
 EpochState = Literal["blank", "building", "live"]

@@ -1,6 +1,7 @@
-"""What binding-cycle plugins ask the binder to publish (``CycleState.effects``): plugins
-never write to the bus; they leave these, and the binder publishes them, in order, in
-one confirmed publish with the pod's Binding."""
+"""What plugins ask a service to publish (``CycleState.effects``): plugins never write to
+the bus; they leave these. The binder publishes a binding cycle's, in order, in one
+confirmed publish with the pod's Binding; the scheduler publishes the claims a failed
+attempt's PostFilter deallocated."""
 
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ class BindEffect:
 
 @dataclass(frozen=True, slots=True)
 class ClaimStatusEffect:
-    """DynamicResources' PreBind: the ResourceClaim with its new ``status.allocation``
-    and the pod in ``status.reservedFor``. The binder publishes it on
-    ``ksched.decisions`` (``claim.<namespace>``) before the pod's Binding; a client
-    applies it by publishing the claim's MODIFIED event."""
+    """A ResourceClaim's new status, published on ``ksched.decisions``
+    (``claim.<namespace>``); a client applies it by publishing the claim's MODIFIED
+    event. DynamicResources' PreBind leaves the allocation with the pod in
+    ``status.reservedFor`` (the binder publishes it before the pod's Binding); its
+    PostFilter leaves a deallocation (the scheduler publishes it with the failed
+    attempt's FailedScheduling Event)."""
 
     claim: Any
     """A ``contracts.k8s.ResourceClaim``."""

@@ -186,7 +186,7 @@ class SharedWaitingPods:
         self._pods = {
             uid: SharedWaitingPod(_view_of(record), self._journal)
             for uid, record in records.items()
-            if record.state == "waiting"
+            if record.state == "waiting" and record.point == "Permit"
         }
 
     async def flush(

@@ -64,3 +64,33 @@ async def test_json_has_deadlines_and_seconds_left() -> None:
     assert pod["pendingPlugins"] == [
         {"name": "ExternalPermit", "deadline": "2023-11-14T22:13:21.5Z", "secondsLeft": 1.5}
     ]
+
+
+async def test_a_pod_waiting_at_prebind_shows_its_plugins_own_deadline() -> None:
+    at_prebind = WaitingRecord(
+        uid="uid-c",
+        namespace="team",
+        name="c",
+        node="n1",
+        attempt=1,
+        profile="default-scheduler",
+        pending={"DynamicResources": NOW + 610.0},  # the store's: 10 s of grace later
+        waits={"DynamicResources": 600.0},
+        request=b"{}",
+        since=NOW - 100.0,
+        point="PreBind",
+    )
+    records = await stored(at_prebind, record("a", {"ExternalPermit": 59}))
+    out = io.StringIO()
+    show(records, now=NOW, output="table", out=out)
+    assert out.getvalue().splitlines()[2].split() == [
+        "team/c",
+        "n1",
+        "DynamicResources@PreBind=500.0s",
+        "waiting",
+    ]
+    out = io.StringIO()
+    show(records, now=NOW, output="json", out=out)
+    a, c = json.loads(out.getvalue())
+    assert (a["at"], c["at"]) == ("Permit", "PreBind")
+    assert c["pendingPlugins"][0]["secondsLeft"] == 500.0

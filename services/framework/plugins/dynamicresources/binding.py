@@ -13,6 +13,7 @@ Reserve chose for it (null: the claim was already allocated, the pod only joins
 PreBind turns each into the claim's new status (``bindClaim``): the allocation with
 its ``allocationTimestamp`` (when the binding-conditions gates are on), the
 delete-protection finalizer, and the pod appended to ``status.reservedFor``.
+PostFilter's deallocation is :func:`deallocated`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class PendingClaims(msgspec.Struct, kw_only=True, frozen=True, rename="camel"):
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
     """Set when the last claim is the pod's extended-resource claim (created at
     PreBind): what the pod's ``status.extendedResourceClaimStatus`` becomes."""
+    published: bool = False
+    """PreBind already published these claims and waits for their devices' binding
+    conditions (the state a pod waiting at PreBind resumes with)."""
 
 
 encoder = msgspec.json.Encoder()
@@ -74,4 +78,12 @@ def reserved(pending: PendingClaim, pod: Pod, stamp: Callable[[], str] | None) -
         allocation=allocation,
         reserved_for=[*claim.status.reserved_for, consumer],
     )
+    return msgspec.structs.replace(claim, status=status)
+
+
+def deallocated(claim: ResourceClaim) -> ResourceClaim:
+    """PostFilter's status update: no allocation, no ``reservedFor``, no device
+    statuses. Only the status changes (upstream writes it with ``UpdateStatus``, which
+    leaves metadata alone: the finalizer stays for the resourceclaim controller)."""
+    status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=[], devices=[])
     return msgspec.structs.replace(claim, status=status)

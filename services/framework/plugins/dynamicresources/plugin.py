@@ -12,14 +12,15 @@ node (upstream's ``plugins/dynamicresources``, structured parameters).
   allocate must all fit there (the allocator, within ``filterTimeout``). Nodes no
   ResourceSlice can serve are rejected without asking the allocator. An allocator
   error (CEL) fails the attempt; invalid pools only reject the node.
-- PostFilter: a claim unavailable on some node, reserved by nobody or by this pod only,
-  is what upstream deallocates (see :meth:`DynamicResources.post_filter`).
+- PostFilter: deallocates a claim unavailable on some node, reserved by nobody or by
+  this pod only (a ClaimStatusEffect the scheduler publishes).
 - PreScore / Score: with DRAPrioritizedList, higher-ranked ``firstAvailable``
   subrequests score more; normalized to 0-100.
 - Reserve / Unreserve: record / drop the allocations in flight
   (:mod:`.inflight`) and the devices they take (``CycleState.reserved_devices``).
 - PreBind (in the binder): one ClaimStatusEffect per claim not reserved for the pod
-  yet, from the binding state (:mod:`.binding`).
+  yet, from the binding state (:mod:`.binding`); then the binder waits on the devices'
+  binding conditions (:mod:`.prebind`).
 - ``--explain``: the device of each request on the chosen node (ExplainsNode).
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
@@ -37,6 +38,7 @@ from contracts.k8s import Node, Pod, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common import features
 from services.common.k8s.nodeaffinity import Term, compile_terms, terms_match
+from services.framework.api.bindwait import BindingWait
 from services.framework.api.diagnosis import Diagnosis
 from services.framework.api.effects import ClaimStatusEffect
 from services.framework.api.events import (
@@ -77,6 +79,7 @@ from services.framework.plugins.dynamicresources import (
     explain,
     extended,
     hints,
+    prebind,
 )
 from services.framework.plugins.dynamicresources.allocating import (
     Lazy,
@@ -106,6 +109,7 @@ from services.framework.plugins.dynamicresources.inflight import (
     exclusive_devices,
 )
 from services.framework.plugins.dynamicresources.memo import Answer, FilterMemo, signature
+from services.framework.plugins.dynamicresources.prebind import PENDING_KEY
 from services.framework.plugins.dynamicresources.score import compute_score
 from services.framework.plugins.dynamicresources.state import (
     AllocatorFactory,
@@ -117,8 +121,6 @@ from services.framework.plugins.helper.normalize_score import default_normalize_
 
 NAME: Final = "DynamicResources"
 STATE_KEY: Final = NAME
-PENDING_KEY: Final = f"{NAME}/pending"
-"""Where the binder's CycleState holds the claims handed on (``restore_binding_state``)."""
 MAX_NODE_SCORE: Final = 100
 
 ERR_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
@@ -446,10 +448,8 @@ class DynamicResources(
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        """Upstream deallocates (by a status update) one claim that was unavailable on
-        some node and is reserved by nobody, or by this pod only, and says so. ksched's
-        PostFilter cannot write to the cluster, so it names that outcome and leaves the
-        claim as it is (the README's departures)."""
+        """Deallocates one claim unavailable on some node and reserved by nobody or
+        this pod only: a ClaimStatusEffect the scheduler publishes (``claim.<ns>``)."""
         try:
             data = state.read(STATE_KEY, StateData)
         except StatusError:
@@ -462,6 +462,7 @@ class DynamicResources(
         for index in sorted(data.unavailable):
             reserved = data.claims[index].status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                state.effects.append(ClaimStatusEffect(binding.deallocated(data.claims[index])))
                 return None, Status(Code.Unschedulable, (MSG_DEALLOCATED,))
         return None, Status(Code.Unschedulable, (MSG_STILL_NOT_SCHEDULABLE,))
 
@@ -518,9 +519,9 @@ class DynamicResources(
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Drop the pod's allocations in flight and their devices from
         ``reserved_devices`` (a retry on another node fills them anew); idempotent.
-        Upstream also removes the pod from ``reservedFor`` of a claim PreBind already
-        reserved; ksched publishes that reservation only with the Binding, so there is
-        nothing to take back."""
+        Upstream also patches the pod out of ``reservedFor`` of a claim PreBind reserved;
+        ksched keeps it there (a claim whose binding conditions failed is then reserved
+        for the pod alone, and its next attempt's PostFilter deallocates it)."""
         try:
             data = state.read(STATE_KEY, StateData)
         except StatusError:
@@ -547,11 +548,8 @@ class DynamicResources(
         state.write(PENDING_KEY, binding.decoder.decode(data))
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """One ClaimStatusEffect per claim not yet reserved for the pod, before the
-        Binding. In the binder the claims come from the binding state; in the
-        scheduling cycle's own state, from PreFilter and Reserve. Upstream then waits
-        for the devices' binding conditions; the binder holds no claims to watch, so
-        ksched binds at once (Filter still frees claims whose binding failed)."""
+        """Publishes the claims (from the binding state in the binder, else from
+        PreFilter and Reserve); the binder then waits on their binding conditions."""
         try:
             pending = state.read(PENDING_KEY, binding.PendingClaims)
         except StatusError:
@@ -563,11 +561,20 @@ class DynamicResources(
                 return SUCCESS
             pending = found
         stamp = self._stamp if binding_conditions_enabled() else None
-        for item in pending.claims:
-            if is_reserved_for_pod(pod.pod, item.claim):
-                continue
-            state.effects.append(ClaimStatusEffect(binding.reserved(item, pod.pod, stamp)))
+        status = prebind.pre_bind(state, pod, pending, stamp)
+        if not status.is_success():
+            return status
         return extended.publish_status(pending, pod.pod, state.effects)
+
+    waits_on: Final = prebind.WAITS_ON
+
+    def binding_wait(self, state: CycleState, node: str) -> BindingWait | None:
+        return prebind.binding_wait(state, node, self._binding_timeout)
+
+    def binding_ready(
+        self, resumed: CycleState, objects: Mapping[str, bytes], now: float, deadline: float
+    ) -> Status | None:
+        return prebind.binding_ready(resumed, objects, self._binding_timeout, now, deadline)
 
     def _stamp(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._now()))

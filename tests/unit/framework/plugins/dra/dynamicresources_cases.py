@@ -196,6 +196,13 @@ def reserved_update(c: ResourceClaim, result: AllocationResult | None = None) ->
     return msgspec.structs.replace(c, metadata=meta, status=status)
 
 
+def deallocated_update(c: ResourceClaim) -> ResourceClaim:
+    """PostFilter's status update of ``c``: allocation, reservedFor and device statuses
+    cleared; metadata (the finalizer) as it was."""
+    cleared = msgspec.structs.replace(c.status, allocation=None, reserved_for=[], devices=[])
+    return msgspec.structs.replace(c, status=cleared)
+
+
 @dataclass(frozen=True)
 class Want:
     preenqueue: Status | None = None
@@ -204,6 +211,8 @@ class Want:
     """Node → its rejection (others pass)."""
     filter_error: str | None = None
     postfilter: Status | None = None
+    deallocated: tuple[ResourceClaim, ...] = ()
+    """The claims PostFilter deallocates (ClaimStatusEffects; upstream's ``changes``)."""
     in_flight: tuple[str, ...] = ()
     """Claims Reserve puts in flight."""
     reserved_devices: tuple[str, ...] = ()
@@ -238,6 +247,7 @@ MORE = [
             want=Want(
                 filter={NODE: status(U, "resourceclaim not available on the node")},
                 postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+                deallocated=(deallocated_update(TIMED_OUT),),
             ),
         ),
         id="bound-claim-with-mixed-binding-conditions",
@@ -267,6 +277,7 @@ MORE = [
             want=Want(
                 filter={NODE: status(U, "resourceclaim not available on the node")},
                 postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+                deallocated=(deallocated_update(FAILED_BINDING_2),),
             ),
         ),
         id="multi-claims-binding-conditions-one-fail",
@@ -455,6 +466,7 @@ MORE = [
             want=Want(
                 filter={NODE: status(U, "resourceclaim not available on the node")},
                 postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+                deallocated=(deallocated_update(FAILED_BINDING),),
             ),
         ),
         id="bound-claim-with-failed-binding",
@@ -466,6 +478,7 @@ MORE = [
             want=Want(
                 filter={NODE: status(U, "resourceclaim not available on the node")},
                 postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+                deallocated=(deallocated_update(TIMED_OUT_NO_CONDITIONS),),
             ),
         ),
         id="bound-claim-with-timed-out-binding",

@@ -40,6 +40,7 @@ from tests.unit.framework.plugins.dra.dynamicresources_cases import (
     Case,
     U,
     Want,
+    deallocated_update,
     reserved_update,
     status,
     with_class,
@@ -264,6 +265,7 @@ CASES = [
             want=Want(
                 filter={NODE: status(U, "resourceclaim not available on the node")},
                 postfilter=status(Code.Unschedulable, "deallocation of ResourceClaim completed"),
+                deallocated=(deallocated_update(WRONG_TOPOLOGY),),
             ),
         ),
         id="wrong-topology",
@@ -351,6 +353,7 @@ def test_plugin(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
         assert plugin.filter_all(state, info, nodes).passed.all()
     if got.is_rejected() or got.is_skip():
         assert plugin.post_filter(state, info, None)[1] == want.postfilter  # type: ignore[arg-type]
+        assert state.effects == [ClaimStatusEffect(c) for c in want.deallocated]
         return
 
     if want.filter_error is not None:
@@ -368,6 +371,7 @@ def test_plugin(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     passing = [nodes.names[row] for row in range(nodes.num_nodes) if result.passed[row]]
     if not passing:
         assert plugin.post_filter(state, info, None)[1] == want.postfilter  # type: ignore[arg-type]
+        assert state.effects == [ClaimStatusEffect(c) for c in want.deallocated]
         return
     assert want.postfilter is None
 
