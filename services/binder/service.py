@@ -466,7 +466,8 @@ def _resume(records: Sequence[WaitingRecord]) -> list[Message]:
         return []
     requests = [_request_decoder.decode(r.request) for r in records]
     body = _encoder.encode(BindBatch(requests=requests))
-    return [Message(topology.BIND.name, topology.BIND_KEY, body)]
+    traces = [request.trace for request in requests]
+    return [Message(topology.BIND.name, topology.BIND_KEY, body, traces=traces)]
 
 
 def _permit_status(record: WaitingRecord) -> Status:

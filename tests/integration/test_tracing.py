@@ -4,10 +4,14 @@
 trace: the user's span → the informer's ``process`` (CONSUMER) and ``ingest`` → the
 queue's ``scheduling_queue.pop`` → the scheduler's ``scheduling_cycle`` → the binder's
 ``binding_cycle``, with the messaging and database attributes on the bus and store
-spans, and the Binding's headers still carry it."""
+spans, and the Binding's headers still carry it. Every broker hop of the pod is in its
+trace (publish and process spans as children), and idle services start no trace: a
+root span always has a message or a pod behind it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import re
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import aio_pika
 import pytest
+import redis.asyncio as aioredis
 
 from services.common.store.redis import RedisStore
 from tests.integration.harness import (
@@ -41,6 +46,8 @@ LINE = re.compile(
 )
 WITHIN = 30.0
 """Seconds each awaited line may take to show."""
+POLL_ROUNDS = 3
+"""Rounds of each service's Redis polling an idle test waits for (about a second each)."""
 
 
 class Span:
@@ -135,7 +142,8 @@ async def test_one_pod_is_one_trace_through_four_processes(
     assert process.attributes["messaging.rabbitmq.message.delivery_tag"].isdigit()
     assert "messaging.batch.message_count" not in process.attributes  # one message
     publish = by_name[f"publish {namespace}.ksched.cluster"]
-    assert (publish.kind, publish.parent) == ("PRODUCER", process.id)
+    batch = by_name["publish_cluster_batch"]  # the message's creation context
+    assert (batch.parent, publish.kind, publish.parent) == (process.id, "CLIENT", batch.id)
     assert publish.attributes["messaging.operation.type"] == "send"
     assert publish.attributes["messaging.destination.name"] == f"{namespace}.ksched.cluster"
     store = [s for s in in_trace if s.kind == "CLIENT" and s.service == "informer"]
@@ -156,3 +164,75 @@ async def test_one_pod_is_one_trace_through_four_processes(
         logs = [json.loads(line) for line in processes.log(service).splitlines() if line[:1] == "{"]
         assert any(r["message"] == f"{service} started" for r in logs), service
         assert {r["service"] for r in logs} == {f"ksched-{service}"}
+
+
+async def test_the_broker_hops_of_a_pod_are_spans_of_its_trace(
+    traced: tuple[Processes, Client, str],
+) -> None:
+    processes, client, namespace = traced
+    await client.publish("node", node("node-a"))
+    await processes.logged("informer", "ksched.routing_key=node.added", WITHIN)
+    body = json.dumps({"type": "ADDED", "object": pod("hops")}).encode()
+    message = aio_pika.Message(
+        body, headers={"traceparent": f"00-{USER_TRACE}-{USER_SPAN}-01"}, message_id="hops-1"
+    )
+    await client.events.publish(message, routing_key="pod.added")
+    await client.wait_for(lambda: "e2e/hops" in client.bindings(), WITHIN)
+    await processes.logged("binder", f"publish {namespace}.ksched.decisions", WITHIN)
+
+    in_trace = [s for s in spans(processes) if s.trace == USER_TRACE]
+    ids = {s.id for s in in_trace} | {USER_SPAN}
+    assert [s for s in in_trace if s.parent not in ids] == []  # one tree under the user's
+    names = {(s.service, s.name): s for s in in_trace}
+    for publisher, exchange, consumer, queue in (
+        ("informer", "ksched.cluster", "queue", "ksched.queue.cluster"),
+        ("queue", "ksched.schedule", "scheduler", "ksched.scheduler.requests"),
+        ("scheduler", "ksched.bind", "binder", "ksched.binder.requests"),
+    ):
+        publish = names[(publisher, f"publish {namespace}.{exchange}")]
+        assert publish.kind == "CLIENT"  # the message's creation context is the pod's
+        process = names[(consumer, f"process {namespace}.{queue}")]
+        assert process.kind == "CONSUMER"
+    decisions = names[("binder", f"publish {namespace}.ksched.decisions")]
+    assert decisions.parent == names[("binder", "binding_cycle")].id
+
+
+async def test_idle_services_start_no_trace(traced: tuple[Processes, Client, str]) -> None:
+    """Every service polls Redis on its own (the informer's store check and the binder's
+    permit timers each second, the watchdog's health checks): several rounds of that
+    make no span, since no pod or message is behind them."""
+    processes, _, namespace = traced
+    rounds = {"informer": 0, "binder": 0}
+    enough = asyncio.Event()
+    monitor = aioredis.from_url(REDIS_URL)
+
+    async def watch() -> None:
+        async with monitor.monitor() as commands:
+            async for command in commands.listen():
+                text = str(command.get("command", ""))
+                if text.startswith(f"MGET {namespace}:epoch"):
+                    rounds["informer"] += 1
+                elif text.startswith(f"ZRANGE {namespace}:wait:due"):
+                    rounds["binder"] += 1
+                if min(rounds.values()) >= POLL_ROUNDS:
+                    enough.set()
+
+    watching = asyncio.create_task(watch())
+    try:
+        async with asyncio.timeout(WITHIN):
+            await enough.wait()
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+        await monitor.aclose()
+    await processes.stop_all()  # the console exporter wrote every ended span
+
+    roots = [s for s in spans(processes) if s.parent == "-"]
+    unexplained = [
+        s
+        for s in roots
+        if "messaging.system" not in s.attributes and "ksched.pod" not in s.attributes
+    ]
+    assert unexplained == [], unexplained
+    assert [s for s in spans(processes) if "db.system" in s.attributes] == []
