@@ -7,12 +7,14 @@ the pod not yet deleted). ksched adds what the API server would refuse: a pod wh
 eviction is outstanding is not evicted again, and a pod whose PodDisruptionBudget has
 no disruption left (``status.disruptionsAllowed`` minus the outstanding and this
 cycle's evictions of pods it covers) is refused with the API server's 429 text.
+The metrics see upstream's fixed ``result`` values only (:data:`RESULTS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.common.k8s.labels import matches_label_selector
@@ -25,6 +27,20 @@ from services.descheduler.api import (
     NodeLimitError,
     TotalLimitError,
 )
+
+RESULTS: Final = (
+    "success",
+    "error",
+    "background",
+    str(TotalLimitError()),
+    str(NodeLimitError("")),
+    str(NamespaceLimitError("")),
+)
+"""Every value of ``descheduler_pods_evicted_total{result}`` upstream uses
+(``pkg/descheduler/evictions/evictions.go``): ``success``, ``error``, ``background``
+(an eviction in background, which ksched does not make) and the three limits'
+messages. A pod missing its UID, or whose eviction is outstanding, is refused without
+being counted, as upstream returns before counting those."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +74,9 @@ class PodEvictor:
     evicted: list[Evicted] = field(default_factory=list)
     refused: list[tuple[Pod, EvictOptions, str]] = field(default_factory=list)
     on_result: Callable[[Pod, EvictOptions, str], None] | None = None
-    """Told each eviction's result: ``success`` or the refusal's message (metrics)."""
+    """Told each eviction's result as ``descheduler_pods_evicted_total`` counts it: one
+    of :data:`RESULTS` (:func:`result_label`); never told of a pod whose eviction is
+    outstanding (it was counted when it was decided)."""
 
     def __post_init__(self) -> None:
         self._outstanding_uids = {p.metadata.uid for p in self.outstanding}
@@ -112,8 +130,9 @@ class PodEvictor:
             self._check(pod)
         except EvictionError as error:
             self.refused.append((pod, options, str(error)))
-            if self.on_result is not None:
-                self.on_result(pod, options, str(error))
+            counted = pod.metadata.uid and pod.metadata.uid not in self._outstanding_uids
+            if self.on_result is not None and counted:
+                self.on_result(pod, options, result_label(error))
             raise
         self._outstanding_uids.add(pod.metadata.uid)
         for pdb in self.pdbs:
@@ -149,4 +168,14 @@ class PodEvictor:
                 raise BudgetError(pdb.metadata.name)
 
 
-__all__ = ["Evicted", "Limits", "PodEvictor"]
+def result_label(error: EvictionError) -> str:
+    """The ``result`` label of a refused eviction, from upstream's fixed set: a
+    limit's own message, else ``error`` (upstream's label when the API server refuses
+    an eviction, a PodDisruptionBudget's 429 included). Never a pod's or a budget's
+    name: one series per pod would grow without bound."""
+    if isinstance(error, TotalLimitError | NodeLimitError | NamespaceLimitError):
+        return str(error)
+    return "error"
+
+
+__all__ = ["RESULTS", "Evicted", "Limits", "PodEvictor", "result_label"]
