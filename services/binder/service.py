@@ -261,7 +261,8 @@ class BinderService:
             messages.extend(_resume(await self.waiting.flush()))
         if recorded:
             body = _encoder.encode(BoundBatch(bindings=recorded))
-            messages.append(Message(topology.BOUND.name, topology.BOUND_KEY, body))
+            traces = [bound.trace for bound in recorded]
+            messages.append(Message(topology.BOUND.name, topology.BOUND_KEY, body, traces=traces))
         if results:
             body = _encoder.encode(ResultBatch(results=results))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))

@@ -190,6 +190,7 @@ async def test_the_broker_hops_of_a_pod_are_spans_of_its_trace(
         ("informer", "ksched.cluster", "queue", "ksched.queue.cluster"),
         ("queue", "ksched.schedule", "scheduler", "ksched.scheduler.requests"),
         ("scheduler", "ksched.bind", "binder", "ksched.binder.requests"),
+        ("binder", "ksched.bound", "informer", "ksched.informer.bindings"),
         ("binder", "ksched.decisions", None, None),
     ):
         publish = await pod_span(processes, publisher, f"publish {namespace}.{exchange}")
