@@ -284,7 +284,8 @@ class BinderService:
             messages.extend(_resume(await self.waiting.flush()))
         if recorded:
             body = _encoder.encode(BoundBatch(bindings=recorded))
-            messages.append(Message(topology.BOUND.name, topology.BOUND_KEY, body))
+            traces = [bound.trace for bound in recorded]
+            messages.append(Message(topology.BOUND.name, topology.BOUND_KEY, body, traces=traces))
         if results:
             body = _encoder.encode(ResultBatch(results=results))
             messages.append(Message(topology.RESULTS.name, topology.RESULTS_KEY, body))
@@ -529,7 +530,8 @@ def _resume(records: Sequence[WaitingRecord]) -> list[Message]:
         return []
     requests = [_request_decoder.decode(r.request) for r in records]
     body = _encoder.encode(BindBatch(requests=requests))
-    return [Message(topology.BIND.name, topology.BIND_KEY, body)]
+    traces = [request.trace for request in requests]
+    return [Message(topology.BIND.name, topology.BIND_KEY, body, traces=traces)]
 
 
 def _permit_status(record: WaitingRecord) -> Status:

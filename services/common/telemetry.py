@@ -17,9 +17,12 @@ names the variable; ``ksched`` exits 2 with it):
   the provider is built without a sampler, so nothing overrides them.
 
 The context of one pod travels as a W3C ``traceparent``/``tracestate`` carrier: in the
-AMQP headers of per-pod messages, inside each item of a batch. Span kinds: the bus's
-spans are PRODUCER (publish) and CONSUMER (process), the store's CLIENT, every other
-INTERNAL. Attributes that no semantic convention defines start with ``ksched.``.
+AMQP headers of per-pod messages, inside each item of a batch (and the first item's in
+the batch message's headers). Span kinds: the bus's spans are PRODUCER (a publish that
+is its message's creation context, and ``create``), CLIENT (any other publish) and
+CONSUMER (process), the store's CLIENT (only inside a trace: polling starts none),
+every other INTERNAL. Attributes that no semantic convention defines start with
+``ksched.``.
 """
 
 from __future__ import annotations

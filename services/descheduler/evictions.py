@@ -11,13 +11,15 @@ cycle's evictions of pods it covers) is refused with the API server's 429 text.
 Every refusal is kept with its reason (:meth:`PodEvictor.refuse`): the limits and
 budgets above, and what the profiles' Filter and PreEvictionFilter plugins refused
 (DefaultEvictor's checks, in upstream's words), so ``ksched deschedule`` can say why
-a pod a plugin chose stayed (:attr:`PodEvictor.not_evicted`).
+a pod a plugin chose stayed (:attr:`PodEvictor.not_evicted`). The metrics see
+upstream's fixed ``result`` values only (:data:`RESULTS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from contracts.k8s import Pod, PodDisruptionBudget
 from services.common.k8s.labels import matches_label_selector
@@ -30,6 +32,20 @@ from services.descheduler.api import (
     NodeLimitError,
     TotalLimitError,
 )
+
+RESULTS: Final = (
+    "success",
+    "error",
+    "background",
+    str(TotalLimitError()),
+    str(NodeLimitError("")),
+    str(NamespaceLimitError("")),
+)
+"""Every value of ``descheduler_pods_evicted_total{result}`` upstream uses
+(``pkg/descheduler/evictions/evictions.go``): ``success``, ``error``, ``background``
+(an eviction in background, which ksched does not make) and the three limits'
+messages. A pod missing its UID, or whose eviction is outstanding, is refused without
+being counted, as upstream returns before counting those."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +90,9 @@ class PodEvictor:
     refusals: dict[str, NotEvicted] = field(default_factory=dict)
     """Pod key → why the evictor refused it (:meth:`refuse`)."""
     on_result: Callable[[Pod, EvictOptions, str], None] | None = None
-    """Told each eviction's result: ``success`` or the refusal's message (metrics)."""
+    """Told each eviction's result as ``descheduler_pods_evicted_total`` counts it: one
+    of :data:`RESULTS` (:func:`result_label`); never told of a pod whose eviction is
+    outstanding (it was counted when it was decided)."""
 
     def __post_init__(self) -> None:
         self._outstanding_uids = {p.metadata.uid for p in self.outstanding}
@@ -142,8 +160,9 @@ class PodEvictor:
             self._check(pod)
         except EvictionError as error:
             self.refuse(pod, [str(error)])
-            if self.on_result is not None:
-                self.on_result(pod, options, str(error))
+            counted = pod.metadata.uid and pod.metadata.uid not in self._outstanding_uids
+            if self.on_result is not None and counted:
+                self.on_result(pod, options, result_label(error))
             raise
         self._outstanding_uids.add(pod.metadata.uid)
         for pdb in self.pdbs:
@@ -179,4 +198,14 @@ class PodEvictor:
                 raise BudgetError(pdb.metadata.name)
 
 
-__all__ = ["Evicted", "Limits", "NotEvicted", "PodEvictor"]
+def result_label(error: EvictionError) -> str:
+    """The ``result`` label of a refused eviction, from upstream's fixed set: a
+    limit's own message, else ``error`` (upstream's label when the API server refuses
+    an eviction, a PodDisruptionBudget's 429 included). Never a pod's or a budget's
+    name: one series per pod would grow without bound."""
+    if isinstance(error, TotalLimitError | NodeLimitError | NamespaceLimitError):
+        return str(error)
+    return "error"
+
+
+__all__ = ["RESULTS", "Evicted", "Limits", "NotEvicted", "PodEvictor", "result_label"]

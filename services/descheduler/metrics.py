@@ -2,7 +2,8 @@
 labels and buckets (``metrics/metrics.go``):
 
 - ``descheduler_pods_evicted_total{result,strategy,profile,namespace,node}``: evictions
-  by result (``success``, or the limit's or budget's message; ``error`` otherwise).
+  by result, one of upstream's fixed values (``success``, a limit's message, ``error``
+  otherwise: ``evictions.RESULTS``); an eviction still outstanding is counted once.
   Upstream also keeps the deprecated counter ``descheduler_pods_evicted`` with the same
   series; it is served with that name and the same samples, typed ``untyped`` (a
   Python counter family always ends in ``_total`` and its TYPE line would clash).

@@ -462,7 +462,10 @@ class QueueService:
                 self._gangs_out[uid] = (group, info.attempts)
         await self._store.set_leases(leases)
         body = _encoder.encode(ScheduleBatch(requests=requests, forgotten=self.forgotten))
-        await self._bus.publish([Message(topology.SCHEDULE.name, topology.SCHEDULE_KEY, body)])
+        traces = [r.trace for r in requests]
+        await self._bus.publish(
+            [Message(topology.SCHEDULE.name, topology.SCHEDULE_KEY, body, traces=traces)]
+        )
         if self._on_dispatch is not None:
             self._on_dispatch()
 

@@ -15,7 +15,8 @@
   sampling).
 - ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}``: PreFilter and
   PreScore runs, and for Filter and Score the nodes each plugin evaluated.
-- ``scheduler_cache_size{type}``: nodes, pods and assumed pods in the snapshot.
+- ``scheduler_cache_size{type}``: nodes, pods and assumed pods in the snapshot, after
+  each batch and every second (as upstream's cache refreshes them).
 - ``scheduler_goroutines{operation}``: ksched runs no goroutines; the binder reports
   its binding tasks under ``binding``.
 

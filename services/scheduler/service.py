@@ -29,6 +29,8 @@ pods that are still pending.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -91,6 +93,12 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
 log = logging.getLogger("ksched.scheduler")
+
+CACHE_METRICS_PERIOD = 1.0
+"""Seconds between refreshes of ``scheduler_cache_size`` on the service's clock, as
+upstream's cache refreshes it every ``cleanAssumedPeriod`` (1 s), whether or not any
+pod is being scheduled: an idle replica reports its assumed pods going to 0 as their
+Bindings arrive."""
 
 
 class SchedulerService:
@@ -171,6 +179,8 @@ class SchedulerService:
         self._projection = LogProjection(store, clock, log, load=self._load, apply=self._apply)
         """The cluster feed, applied to the snapshot and the pending pods."""
         self._consumers: list[Consumer] = []
+        self._refresher: asyncio.Task[None] | None = None
+        """Refreshes ``scheduler_cache_size`` (:meth:`_refresh_cache_metrics`)."""
 
     async def _caught_up(self, seq: int) -> bool:
         return await self._projection.wait_for(seq, within=self._catch_up_timeout)
@@ -194,8 +204,15 @@ class SchedulerService:
             )
         )
         self.endpoint = serve_metrics(self.metrics.registry, self._metrics_port)
+        self.update_cache_metrics()
+        self._refresher = asyncio.create_task(self._refresh_cache_metrics())
 
     async def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+            self._refresher = None
         while self._consumers:
             await self._consumers.pop().cancel()
         close_endpoint(self.endpoint)
@@ -293,10 +310,7 @@ class SchedulerService:
             m.assume_conflicts.inc(outcome.assume_conflicts)
         if outcome.domain_conflicts:
             m.domain_conflicts.inc(outcome.domain_conflicts)
-        cache = self.cache
-        m.cache_size.labels("nodes").set(cache.num_nodes)
-        m.cache_size.labels("pods").set(cache.num_pods)
-        m.cache_size.labels("assumed_pods").set(cache.num_assumed)
+        self.update_cache_metrics()
         if outcome.preemption_attempts:
             self.metrics.preemption_attempts.inc(outcome.preemption_attempts)
         if outcome.nomination_conflicts:
@@ -304,12 +318,27 @@ class SchedulerService:
         for preempted in outcome.preemptions:
             self.metrics.preemption_victims.observe(len(preempted.result.victims))
 
+    def update_cache_metrics(self) -> None:
+        """``scheduler_cache_size`` from the cache as it is now (upstream's
+        ``updateMetrics``): after each batch, and every :data:`CACHE_METRICS_PERIOD`
+        seconds, so assumed pods that got bound since are no longer counted."""
+        m, cache = self.metrics, self.cache
+        m.cache_size.labels("nodes").set(cache.num_nodes)
+        m.cache_size.labels("pods").set(cache.num_pods)
+        m.cache_size.labels("assumed_pods").set(cache.num_assumed)
+
+    async def _refresh_cache_metrics(self) -> None:
+        while True:
+            await self._clock.sleep(CACHE_METRICS_PERIOD)
+            self.update_cache_metrics()
+
     def _messages(self, outcome: BatchOutcome) -> list[Message]:
         encode = self._encoder.encode
         messages: list[Message] = []
         if outcome.binds:
             body = encode(BindBatch(requests=outcome.binds))
-            messages.append(Message(topology.BIND.name, topology.BIND_KEY, body))
+            traces = [request.trace for request in outcome.binds]
+            messages.append(Message(topology.BIND.name, topology.BIND_KEY, body, traces=traces))
         for decided in outcome.claims:
             headers = {ATTEMPT_HEADER: str(decided.request.attempt), **decided.request.trace}
             messages.append(claim_message(decided.claim, encode(decided.claim), headers))

@@ -103,6 +103,13 @@ class Processes:
                 self._line.clear()
                 await self._line.wait()
 
+    async def until(self, condition: Callable[[], bool], within: float = START_TIMEOUT) -> None:
+        """Wait until ``condition()`` holds, checked again after each line logged."""
+        async with asyncio.timeout(within):
+            while not condition():
+                self._line.clear()
+                await self._line.wait()
+
     def _current_log(self, name: str) -> list[str]:
         lines = self._logs[name]
         starts = [i for i, line in enumerate(lines) if line.startswith("--- pid ")]

@@ -61,6 +61,12 @@ class Message:
     routing_key: str
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
+    traces: Sequence[Mapping[str, str]] = ()
+    """The trace contexts (``traceparent`` carriers) of the pods whose items a batch
+    message carries in its body, the creation contexts of those items. Without a
+    ``traceparent`` header the message travels with the first of them, so the consumer
+    continues that pod's trace; the publish span is a child of it and links to the rest
+    (see :mod:`services.common.bus.tracing`). Not sent as such."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,7 +140,7 @@ class MemoryBus(Bus):
                 raise BusError(f"no exchange {message.exchange!r}")
             if len(message.routing_key.encode()) > MAX_ROUTING_KEY:
                 raise BusRefused(f"routing key too long (max {MAX_ROUTING_KEY} bytes)")
-        with tracing.sending(messages) as traced:
+        with tracing.sending(messages, system=tracing.MEMORY_SYSTEM) as traced:
             for m in traced:
                 self._route(_Envelope(m.exchange, m.routing_key, m.body, dict(m.headers)))
             await asyncio.sleep(0)  # a publish is a suspension point, as on a real broker
@@ -358,7 +358,12 @@ class _MemoryConsumer:
             try:
                 try:
                     spec = self._state.spec
-                    with tracing.processing(spec.name, deliveries, temporary=spec.exclusive):
+                    with tracing.processing(
+                        spec.name,
+                        deliveries,
+                        temporary=spec.exclusive,
+                        system=tracing.MEMORY_SYSTEM,
+                    ):
                         rejections = await self._handler(deliveries)
                 except Exception as exc:
                     if unavailable(exc):

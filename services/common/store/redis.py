@@ -24,7 +24,8 @@ Details the Protocol leaves open (the in-memory store behaves the same):
 - A pending pod (``node=None``, body present) loses its bound charge only; a bound or
   deleted pod also loses its assumption, lease and nomination.
 
-Tracing: one CLIENT span per store operation (method), named ``<command> <method>``
+Tracing: one CLIENT span per store operation (method) made inside a trace (a pod's or
+a message's: the current span), named ``<command> <method>``
 (``EVALSHA assume``), not one per Redis command: an operation is one script call or one
 command, and the span is what the caller waited for (script loading included). The
 official opentelemetry-instrumentation-redis does not fit: it wraps every command, so
@@ -35,7 +36,9 @@ older ones it still emits: ``db.system.name`` and ``db.system`` (``redis``),
 script), ``db.namespace`` (the database index given in the URL, as a string),
 ``server.address`` and ``server.port`` (or the socket path), ``ksched.store.operation``
 (the method); on a failure ``error.type`` (and ``db.response.status_code``, the Redis
-error prefix).
+error prefix). Calls outside any trace (the informer's store check, the projection-lag
+watchdog, the binder's timer poll, health checks) make no span: each would be a trace
+of one span, several a second, with nothing behind it.
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ def _traced(command: str, script: str | None = None) -> Callable[[_Operation], _
 
         @functools.wraps(method)
         async def traced(self: RedisStore, *args: Any, **kwargs: Any) -> Any:
+            if not trace.get_current_span().get_span_context().is_valid:
+                return await method(self, *args, **kwargs)  # no trace to join
             with _tracer.start_as_current_span(
                 f"{command} {name}",
                 kind=SpanKind.CLIENT,

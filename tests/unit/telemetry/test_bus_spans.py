@@ -18,6 +18,11 @@ EXCHANGE = topology.DECISIONS.name
 USER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 USER_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{USER_TRACE}-{USER_SPAN}-01"
+OTHER_TRACE = "6cf92f3577b34da6a3ce929d0e0e4738"
+OTHER_SPAN = "20f067aa0ba902b9"
+OTHER_TRACEPARENT = f"00-{OTHER_TRACE}-{OTHER_SPAN}-01"
+ROUTING_KEY = "ksched.routing_key"
+"""The in-memory bus is no RabbitMQ: its spans say so (``messaging.system``)."""
 
 
 def queue(name: str = "test.decisions", *, exclusive: bool = False) -> topology.QueueSpec:
@@ -79,11 +84,11 @@ async def test_one_message_is_a_producer_span_and_the_consumers_parent(
     process = only(spans, "process test.decisions")
     assert publish.kind is SpanKind.PRODUCER
     assert dict(publish.attributes or {}) == {
-        "messaging.system": "rabbitmq",
+        "messaging.system": "ksched_memory",
         "messaging.destination.name": EXCHANGE,
         "messaging.operation.type": "send",
         "messaging.operation.name": "publish",
-        "messaging.rabbitmq.destination.routing_key": "binding.default",
+        ROUTING_KEY: "binding.default",
     }
     (delivery,) = sink.deliveries
     assert delivery.headers["traceparent"] == traceparent_of(publish)  # its creation context
@@ -91,11 +96,11 @@ async def test_one_message_is_a_producer_span_and_the_consumers_parent(
     assert process.parent is not None and publish.context is not None
     assert process.parent.span_id == publish.context.span_id
     assert dict(process.attributes or {}) == {
-        "messaging.system": "rabbitmq",
+        "messaging.system": "ksched_memory",
         "messaging.destination.name": "test.decisions",
         "messaging.operation.type": "process",
         "messaging.operation.name": "process",
-        "messaging.rabbitmq.destination.routing_key": "binding.default",
+        ROUTING_KEY: "binding.default",
     }
     assert [link.context.span_id for link in process.links] == [publish.context.span_id]
 
@@ -113,15 +118,17 @@ async def test_a_batch_gets_a_create_span_per_message_and_one_trace_each(
     assert len({hex_trace(s) for s in creates}) == 3  # one trace per message
     attributes = publish.attributes or {}
     assert attributes["messaging.batch.message_count"] == 3
-    assert "messaging.rabbitmq.destination.routing_key" not in attributes  # they differ
+    assert ROUTING_KEY not in attributes  # they differ
     assert [d.headers["traceparent"] for d in sink.deliveries] == [
         traceparent_of(s) for s in creates
     ]
     assert [dict(link.attributes or {}) for link in publish.links] == [
-        {"messaging.rabbitmq.destination.routing_key": key} for key in keys
+        {ROUTING_KEY: key} for key in keys
     ]
     process = only(spans, "process test.decisions")
-    assert process.parent is None  # a batch: links, no parent
+    assert publish.kind is SpanKind.CLIENT  # the create spans are the creation contexts
+    assert process.parent is not None and creates[0].context is not None
+    assert process.parent.span_id == creates[0].context.span_id  # the first message's
     assert (process.attributes or {})["messaging.batch.message_count"] == 3
     assert [link.context.span_id for link in process.links] == [
         s.context.span_id for s in creates if s.context is not None
@@ -212,3 +219,83 @@ async def test_a_sampled_out_publish_records_nothing_and_keeps_its_decision(
     flags = int(delivery.headers["traceparent"].rsplit("-", 1)[1], 16)
     assert not flags & trace.TraceFlags.SAMPLED  # not sampled: nor will the consumer be
     assert spans.get_finished_spans() == ()
+
+
+async def test_a_publish_of_messages_with_their_own_contexts_is_a_client_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    await run(
+        [
+            Message(EXCHANGE, "binding.a", b"{}", {"traceparent": TRACEPARENT}),
+            Message(EXCHANGE, "binding.b", b"{}", {"traceparent": OTHER_TRACEPARENT}),
+        ]
+    )
+    publish = only(spans, f"publish {EXCHANGE}")
+    assert publish.kind is SpanKind.CLIENT  # no message's creation context
+    assert hex_trace(publish) == USER_TRACE  # a child of the first pod's trace
+    assert publish.parent is not None
+    assert trace.format_span_id(publish.parent.span_id) == USER_SPAN
+    assert [trace.format_span_id(link.context.span_id) for link in publish.links] == [
+        USER_SPAN,
+        OTHER_SPAN,
+    ]
+
+
+async def test_a_single_message_with_its_own_context_is_a_client_span_in_its_trace(
+    spans: InMemorySpanExporter,
+) -> None:
+    await run([Message(EXCHANGE, "binding.default", b"{}", {"traceparent": TRACEPARENT})])
+    publish = only(spans, f"publish {EXCHANGE}")
+    assert publish.kind is SpanKind.CLIENT
+    assert publish.parent is not None
+    assert trace.format_span_id(publish.parent.span_id) == USER_SPAN
+
+
+async def test_a_batch_message_continues_the_trace_of_the_pods_it_carries(
+    spans: InMemorySpanExporter,
+) -> None:
+    carriers = [{"traceparent": TRACEPARENT}, {"traceparent": OTHER_TRACEPARENT}]
+    sink = await run([Message(EXCHANGE, "binding.default", b"{}", traces=carriers)])
+    (delivery,) = sink.deliveries
+    assert delivery.headers["traceparent"] == TRACEPARENT  # the first pod's context
+    publish = only(spans, f"publish {EXCHANGE}")
+    assert publish.kind is SpanKind.CLIENT
+    assert hex_trace(publish) == USER_TRACE
+    assert [trace.format_span_id(link.context.span_id) for link in publish.links] == [
+        USER_SPAN,
+        OTHER_SPAN,
+    ]  # the batch joins both pods' traces
+    assert not [s for s in spans.get_finished_spans() if s.name.startswith("create")]
+    process = only(spans, "process test.decisions")
+    assert hex_trace(process) == USER_TRACE
+    assert process.parent is not None
+    assert trace.format_span_id(process.parent.span_id) == USER_SPAN
+
+
+async def test_a_batch_of_deliveries_is_a_child_of_the_first_and_links_every_one(
+    spans: InMemorySpanExporter,
+) -> None:
+    await run(
+        [
+            Message(EXCHANGE, "binding.a", b"{}", {"traceparent": TRACEPARENT}),
+            Message(EXCHANGE, "binding.b", b"{}", {"traceparent": OTHER_TRACEPARENT}),
+        ]
+    )
+    process = only(spans, "process test.decisions")
+    assert hex_trace(process) == USER_TRACE
+    assert [trace.format_span_id(link.context.span_id) for link in process.links] == [
+        USER_SPAN,
+        OTHER_SPAN,
+    ]
+
+
+async def test_a_publish_inside_another_trace_links_the_callers_span(
+    spans: InMemorySpanExporter, provider: TracerProvider
+) -> None:
+    caller = provider.get_tracer("test")
+    with caller.start_as_current_span("handling") as handling:
+        await run([Message(EXCHANGE, "binding.default", b"{}", {"traceparent": TRACEPARENT})])
+    publish = only(spans, f"publish {EXCHANGE}")
+    assert hex_trace(publish) == USER_TRACE
+    ambient = handling.get_span_context().span_id
+    assert ambient in [link.context.span_id for link in publish.links]
