@@ -67,10 +67,21 @@ def _settings(args: argparse.Namespace) -> Settings:
         policy=getattr(args, "policy", None),
         interval=duration(getattr(args, "interval", None)),
         lease_ttl=duration(getattr(args, "lease_ttl", None), "--lease-ttl"),
+        prometheus_token_file=getattr(args, "prometheus_token_file", None),
         dry_run=getattr(args, "dry_run", None),
         scheduled_events=getattr(args, "scheduled_events", None),
         pop_from_backoff=gated.get("pop_from_backoff"),
         pre_enqueue_pod_status=gated.get("pre_enqueue_pod_status"),
+    )
+
+
+def _prometheus_token_flag(p: argparse.ArgumentParser, who: str = "") -> None:
+    p.add_argument(
+        "--prometheus-token-file",
+        metavar="FILE",
+        help=f"{who}the bearer token for the policy's Prometheus metrics provider (the "
+        "value of the prometheusAuthToken key of the Secret authToken.secretReference "
+        "names; default: the service-account token if mounted, else none)",
     )
 
 
@@ -216,6 +227,7 @@ def parser() -> argparse.ArgumentParser:
             default=None,
             help="descheduler: log the evictions instead of publishing them",
         )
+        _prometheus_token_flag(p, "descheduler: ")
         if name == "run":
             p.add_argument(
                 "--lease-ttl",
@@ -314,13 +326,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="then schedule each evicted pod again (as its controller would recreate it)",
     )
-    p.add_argument(
-        "--prometheus-token-file",
-        metavar="FILE",
-        help="the bearer token for the policy's Prometheus metrics provider (the value of "
-        "the prometheusAuthToken key of the Secret authToken.secretReference names; "
-        "default: the service-account token if mounted, else none)",
-    )
+    _prometheus_token_flag(p)
 
     p = command("replay", "replay a recorded event log and compare decisions")
     p.add_argument("log", help="an event log file (see simulate --record, run informer)")

@@ -31,6 +31,7 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
     "interval": ("descheduler",),
     "dry_run": ("descheduler",),
     "lease_ttl": ("descheduler",),
+    "prometheus_token_file": ("descheduler",),
 }
 """Flag (its argparse ``dest``) → the services that honour it."""
 
@@ -45,6 +46,7 @@ FLAGS: Mapping[str, str] = {
     "interval": "--interval",
     "dry_run": "--dry-run",
     "lease_ttl": "--lease-ttl",
+    "prometheus_token_file": "--prometheus-token-file",
 }
 """The flag as typed, for messages and for :func:`argv_for`."""
 

@@ -79,7 +79,8 @@ def service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
     to the descheduler (0: each picks a free port; not given: each service's default
     port); the descheduler's policy and interval. InputError, before anything starts,
     for a flag ``up`` cannot honour: a port range past 65535, a wrong duration, the
-    descheduler's ``--interval`` or ``--dry-run`` without ``--policy`` (no descheduler
+    descheduler's ``--interval``, ``--dry-run`` or ``--prometheus-token-file`` without
+    ``--policy`` (no descheduler
     runs then)."""
     port = getattr(args, "metrics_port", None)
     flags: dict[str, list[str]] = {}
@@ -88,8 +89,11 @@ def service_argv(args: argparse.Namespace) -> dict[str, list[str]]:
         flags["descheduler"] = ["--policy", args.policy, "--interval", args.interval or "5m"]
         if getattr(args, "dry_run", None):
             flags["descheduler"].append("--dry-run")
+        token = getattr(args, "prometheus_token_file", None)
+        if token is not None:
+            flags["descheduler"] += ["--prometheus-token-file", os.path.abspath(token)]
     else:
-        for dest in ("interval", "dry_run"):
+        for dest in ("interval", "dry_run", "prometheus_token_file"):
             if getattr(args, dest, None) is not None:
                 raise InputError(
                     f"{FLAGS[dest]} is the descheduler's, and up runs the descheduler only "

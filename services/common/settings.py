@@ -117,6 +117,10 @@ class DeschedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
     lease_ttl: float = 30.0
     """Seconds the ``descheduler`` lease outlives an instance that stopped renewing it
     (at least twice the interval)."""
+    prometheus_token_file: str | None = None
+    """The bearer token of the policy's Prometheus metrics provider
+    (``--prometheus-token-file``: the value of the Secret its authToken names); None:
+    the service-account token if mounted, else none."""
 
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):

@@ -227,8 +227,9 @@ class DeschedulerService:
         pod_metrics = _decode(await objects("podmetrics"), PodMetrics)
         prometheus = None
         if self.policy.prometheus is not None:
-            # Blocking HTTP, off the loop; the token is the service account's, if mounted.
-            prometheus, problem = await asyncio.to_thread(prometheus_usage, self.policy)
+            # Blocking HTTP, off the loop.
+            token = self.settings.prometheus_token_file
+            prometheus, problem = await asyncio.to_thread(prometheus_usage, self.policy, token)
             if problem:
                 log.warning("prometheus client not initialized: %s", problem)
         dra: list[object] = []

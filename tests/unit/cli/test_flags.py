@@ -3,6 +3,8 @@ service would ignore, which `run` refuses and `up` keeps from it."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from services.cli.errors import InputError
@@ -64,6 +66,16 @@ def test_lease_ttl_reaches_the_descheduler_settings() -> None:
     assert _settings(args).descheduler.lease_ttl == 2.0
 
 
+def test_the_prometheus_token_file_reaches_the_descheduler_service() -> None:
+    """`deschedule` had the flag and the service did not: its Prometheus provider could
+    only use a mounted service-account token."""
+    argv = ["run", "descheduler", "--policy", "p", "--prometheus-token-file", "t"]
+    assert _settings(parser().parse_args(argv)).descheduler.prometheus_token_file == "t"
+    up = parser().parse_args(["up", "--policy", "p", "--prometheus-token-file", "t"])
+    given = service_argv(up)["descheduler"]
+    assert given[given.index("--prometheus-token-file") + 1] == os.path.abspath("t")
+
+
 NO_BROKER = "amqp://guest:guest@127.0.0.1:1/"
 ONLY = "is for the descheduler only"
 
@@ -76,6 +88,10 @@ ONLY = "is for the descheduler only"
         (["scheduler", "--interval", "5m"], f"--interval {ONLY}: the scheduler does not use it"),
         (["binder", "--dry-run"], f"--dry-run {ONLY}: the binder does not use it"),
         (["queue", "--lease-ttl", "1m"], f"--lease-ttl {ONLY}: the queue does not use it"),
+        (
+            ["scheduler", "--prometheus-token-file", "t"],
+            f"--prometheus-token-file {ONLY}: the scheduler does not use it",
+        ),
         (
             ["informer", "--config", "c.yaml"],
             "--config is for the queue, the scheduler, the binder and the descheduler only: "
@@ -99,7 +115,9 @@ def test_run_refuses_a_flag_its_service_would_ignore(
     assert err.startswith(f"ksched run {argv[0]}: {line}"), err
 
 
-@pytest.mark.parametrize("flags", [["--interval", "5m"], ["--dry-run"]])
+@pytest.mark.parametrize(
+    "flags", [["--interval", "5m"], ["--dry-run"], ["--prometheus-token-file", "t"]]
+)
 def test_up_refuses_the_descheduler_flags_without_a_policy(flags: list[str]) -> None:
     with pytest.raises(InputError, match=f"{flags[0]} is the descheduler's"):
         service_argv(parser().parse_args(["up", *flags]))
