@@ -86,6 +86,8 @@ tracer = telemetry.tracer("queue")
 _encoder = msgspec.json.Encoder()
 FLUSH_PERIOD: Final = 1.0
 """Seconds between backoffQ flushes (and view publications), aligned to the second."""
+DISPATCH_RETRY: Final = 1.0
+"""Seconds before a failed dispatch (or its failed recovery) is tried again."""
 _LISTED_KINDS = ("podgroup", "schedulingpodgroup", "workload")
 """The kinds the queue's plugins read (Coscheduling's QueueSort, GangScheduling's
 PreEnqueue)."""
@@ -416,23 +418,34 @@ class QueueService:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while not self._held:
-                credit = self._max_in_flight - self.in_flight
-                limit = min(credit, self._batch_size)
-                batch = self.queue.pop(limit, self._unreported_gangs()) if credit > 0 else []
-                if not batch:
-                    break
-                try:
-                    await self._dispatch(batch)
-                except StoreLost as lost:
-                    for info in batch:
-                        self.queue.retry(info.uid)
-                    await self._recover(lost)
-                except Exception:
-                    log.exception("dispatch of %d pods failed; they go back to activeQ", len(batch))
-                    for info in batch:
-                        self.queue.retry(info.uid)
-                    await self._clock.sleep(1.0)
+            try:
+                await self._dispatch_while_credit()
+            except Exception:
+                # The recovery after a failed dispatch failed too (the store restarting
+                # under it): this loop must outlive it, or the queue would hold its pods
+                # with no one left to hand them out.
+                log.exception("dispatching failed; trying again in %.0f s", DISPATCH_RETRY)
+                await self._clock.sleep(DISPATCH_RETRY)
+                self._wake.set()
+
+    async def _dispatch_while_credit(self) -> None:
+        while not self._held:
+            credit = self._max_in_flight - self.in_flight
+            limit = min(credit, self._batch_size)
+            batch = self.queue.pop(limit, self._unreported_gangs()) if credit > 0 else []
+            if not batch:
+                return
+            try:
+                await self._dispatch(batch)
+            except StoreLost as lost:
+                for info in batch:
+                    self.queue.retry(info.uid)
+                await self._recover(lost)
+            except Exception:
+                log.exception("dispatch of %d pods failed; they go back to activeQ", len(batch))
+                for info in batch:
+                    self.queue.retry(info.uid)
+                await self._clock.sleep(DISPATCH_RETRY)
 
     async def _dispatch(self, batch: Sequence[QueueEntry]) -> None:
         self.dispatched += len(batch)

@@ -288,6 +288,53 @@ async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost
     await h.bus.close()
 
 
+class _StaleConnectionStore(_LosingStore):
+    """As :class:`_LosingStore`, and one epoch read can also die on a connection the
+    restart left stale (redis-py's pool hands each stale connection out once)."""
+
+    def __init__(self, informer: MemoryStore) -> None:
+        super().__init__(informer)
+        self.stale_epoch_reads = 0
+
+    async def epoch(self) -> Any:
+        if self.stale_epoch_reads:
+            self.stale_epoch_reads -= 1
+            raise ConnectionError("Connection closed by server.")
+        return await super().epoch()
+
+
+async def test_a_failed_recovery_does_not_stop_the_dispatching() -> None:
+    """Chaos: Redis restarted empty under a dispatch; the retry found the store lost,
+    and the recovery's own read of the store died on a stale connection. That error
+    ended the dispatch loop, and the queue held 499 pods in activeQ with nothing in
+    flight until the run's deadline."""
+    h = Harness(max_in_flight=8, dispatch_batch=4)
+    store = _StaleConnectionStore(h.store)
+    h.queue = QueueService(h.bus, store, h.clock, settings=h.settings)
+    log: list[ProjectedEntry] = []
+    real_apply = h.store.apply
+
+    async def apply_and_log(entries: Sequence[ProjectedEntry]) -> None:
+        await real_apply(entries)
+        log.extend(entries)
+
+    h.store.apply = apply_and_log  # type: ignore[method-assign]
+    await h.apply(make_node("n1"), publish=False)
+    await h.start()
+    await h.apply(make_pod("a"))
+    store.lose_on_set_leases = True
+    await h.apply(make_pod("b"))  # a ConnectionError: b goes back to activeQ
+    assert h.names() == ["a"]
+    await h.store.restore(list(log), final=True)
+    store.stale_epoch_reads = 1  # the recovery after the retry's StoreLost dies once
+    for _ in range(5):
+        await h.advance(1.0)
+    assert h.names()[-1] == "b", "nothing dispatched b after the failed recovery"
+    assert h.queue.in_flight == 2
+    await h.queue.stop()
+    await h.bus.close()
+
+
 async def test_a_pod_bound_while_the_queue_resyncs_is_not_attempted_again() -> None:
     """A ``bound`` result handled between a resync's read of the store and its
     convergence: the older snapshot still has the pod pending (its Binding is not in the
