@@ -248,6 +248,7 @@ async def test_idle_services_send_no_trace_over_otlp(tmp_path: Path) -> None:
             await client.wait_for(lambda: bool(client.entries), WITHIN)
             await processes.stop_all()  # each exporter flushes as its process exits
             received = list(receiver.spans)
+            informer_log = processes.log("informer")
     finally:
         try:
             await processes.stop_all()
@@ -261,7 +262,11 @@ async def test_idle_services_send_no_trace_over_otlp(tmp_path: Path) -> None:
     events_queue = f"{namespace}.ksched.informer.events"
     assert any(s.name == f"process {events_queue}" for s in received), received  # exported
     unexplained = [s for s in received if s.root and not BEHIND.intersection(s.attributes)]
-    assert unexplained == [], unexplained
+    # Once (a full suite run, not reproduced in 10 runs since, 6 of them beside two CPU
+    # hogs) the informer sent a root publish_cluster_batch: a catch-up outside any
+    # handler. Say which entries it carried and what the informer logged.
+    why = [line for line in informer_log.splitlines() if " WARNING " in line or " ERROR " in line]
+    assert unexplained == [], ([(s, s.attributes) for s in unexplained], why)
     assert [s for s in received if s.root and "db.system" in s.attributes] == []
 
 
