@@ -54,10 +54,9 @@ from contracts.k8s import (
     ResourceSlice,
     SchedulingPodGroup,
     StorageClass,
-    namespaced_name,
 )
 from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
-from services.common import gctune, telemetry
+from services.common import gctune
 from services.common.bus import Bus, Consumer, Message, Received
 from services.common.clock import Clock
 from services.common.decisions import rfc3339
@@ -76,12 +75,12 @@ from services.queue.pod_status import status_messages
 from services.queue.podgroups import PodGroups
 from services.queue.pods import gang_of
 from services.queue.profiles import QueueProfile
+from services.queue.requests import schedule_request
 from services.queue.scheduling_queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
 from services.queue.types import QueueEntry
 from services.queue.view import queue_view
 
 log = logging.getLogger("ksched.queue")
-tracer = telemetry.tracer("queue")
 
 _encoder = msgspec.json.Encoder()
 FLUSH_PERIOD: Final = 1.0
@@ -421,9 +420,8 @@ class QueueService:
             try:
                 await self._dispatch_while_credit()
             except Exception:
-                # The recovery after a failed dispatch failed too (the store restarting
-                # under it): this loop must outlive it, or the queue would hold its pods
-                # with no one left to hand them out.
+                # A failed dispatch's recovery failed too (the store restarting under
+                # it): the loop outlives it, or no one would hand the pods out.
                 log.exception("dispatching failed; trying again in %.0f s", DISPATCH_RETRY)
                 await self._clock.sleep(DISPATCH_RETRY)
                 self._wake.set()
@@ -453,23 +451,8 @@ class QueueService:
         leases: dict[str, int] = {}
         for info in batch:
             uid = info.uid
-            at, carrier = self._origin.get(uid, (self._clock.now(), {}))
-            meta = info.pod.metadata
-            with telemetry.continuing(tracer, "scheduling_queue.pop", carrier) as continued:
-                continued.span.set_attribute("ksched.pod", namespaced_name(meta))
-                continued.span.set_attribute("ksched.attempt", info.attempts)
-                requests.append(
-                    ScheduleRequest(
-                        uid=uid,
-                        namespace=meta.namespace,
-                        name=meta.name,
-                        attempt=info.attempts,
-                        profile=info.profile,
-                        seq=self._projection.applied_seq,
-                        at=at,
-                        trace=continued.carrier(),
-                    )
-                )
+            origin = self._origin.get(uid, (self._clock.now(), {}))
+            requests.append(schedule_request(info, origin, self._projection.applied_seq))
             leases[uid] = info.attempts
             if (group := gang_of(info.pod)) is not None:
                 self._gangs_out[uid] = (group, info.attempts)

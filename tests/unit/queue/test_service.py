@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -233,12 +233,16 @@ class _LosingStore(MemoryStore):
         return found
 
 
-async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost() -> None:
-    """Events applied while a resync reads the store must not be undone by the older
-    snapshot (and then skipped as already seen): chaos seed 11 left 49 pods, published
-    right after the store was rebuilt, in no sub-queue."""
+_Losing = TypeVar("_Losing", bound=_LosingStore)
+
+
+def _on_a_losing_store(
+    kind: type[_Losing],
+) -> tuple[Harness, _Losing, list[ProjectedEntry]]:
+    """A harness whose queue reads the store through ``kind``, and the informer's log
+    (every entry applied to the store), to rebuild the store from."""
     h = Harness(max_in_flight=8, dispatch_batch=4)
-    store = _LosingStore(h.store)
+    store = kind(h.store)
     h.queue = QueueService(h.bus, store, h.clock, settings=h.settings)
     log: list[ProjectedEntry] = []
     real_apply = h.store.apply
@@ -248,6 +252,14 @@ async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost
         log.extend(entries)
 
     h.store.apply = apply_and_log  # type: ignore[method-assign]
+    return h, store, log
+
+
+async def test_pods_published_while_the_queue_reads_a_rebuilt_store_are_not_lost() -> None:
+    """Events applied while a resync reads the store must not be undone by the older
+    snapshot (and then skipped as already seen): chaos seed 11 left 49 pods, published
+    right after the store was rebuilt, in no sub-queue."""
+    h, store, log = _on_a_losing_store(_LosingStore)
     await h.apply(make_node("n1"), publish=False)
     await h.start()  # attached to the live store: a loss is StoreLost for it
     await h.apply(make_pod("a"))
@@ -308,17 +320,7 @@ async def test_a_failed_recovery_does_not_stop_the_dispatching() -> None:
     and the recovery's own read of the store died on a stale connection. That error
     ended the dispatch loop, and the queue held 499 pods in activeQ with nothing in
     flight until the run's deadline."""
-    h = Harness(max_in_flight=8, dispatch_batch=4)
-    store = _StaleConnectionStore(h.store)
-    h.queue = QueueService(h.bus, store, h.clock, settings=h.settings)
-    log: list[ProjectedEntry] = []
-    real_apply = h.store.apply
-
-    async def apply_and_log(entries: Sequence[ProjectedEntry]) -> None:
-        await real_apply(entries)
-        log.extend(entries)
-
-    h.store.apply = apply_and_log  # type: ignore[method-assign]
+    h, store, log = _on_a_losing_store(_StaleConnectionStore)
     await h.apply(make_node("n1"), publish=False)
     await h.start()
     await h.apply(make_pod("a"))
