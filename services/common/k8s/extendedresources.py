@@ -12,7 +12,7 @@ does not have it; DynamicResources allocates devices of the class for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from contracts.k8s import DeviceClass
 from contracts.k8s.resource import DEVICE_CLASS_PREFIX
@@ -52,9 +52,8 @@ def _preferred(candidate: DeviceClass, held: DeviceClass) -> bool:
     return candidate.metadata.name < held.metadata.name
 
 
-def backed_by_dra(
-    resource: str, mapping: Mapping[str, DeviceClass], allocatable: Mapping[str, int]
-) -> bool:
-    """``ShouldDelegateResourceToDRA``: a DeviceClass serves ``resource`` and the node
-    does not offer it (allocatable missing or 0): DRA, not the node, provides it."""
-    return allocatable.get(resource, 0) <= 0 and resource in mapping
+def backed_by_dra(resource: str, served: Container[str], allocatable: Mapping[str, int]) -> bool:
+    """``ShouldDelegateResourceToDRA``: a DeviceClass serves ``resource`` (it is in
+    ``served``, the names :func:`device_class_mapping` maps) and the node does not offer
+    it (allocatable missing or 0): DRA, not the node, provides it."""
+    return allocatable.get(resource, 0) <= 0 and resource in served

@@ -55,7 +55,7 @@ from contracts.k8s.resource import (
 from contracts.podstatus import PodStatusPatch
 from contracts.quantity import QuantityError, parse_quantity
 from services.common import features
-from services.common.k8s.extendedresources import is_dra_extended_resource_name
+from services.common.k8s.extendedresources import backed_by_dra, is_dra_extended_resource_name
 from services.common.resources import is_scalar_resource_name, node_allocatable
 from services.framework.api.effects import Effect, PodStatusEffect
 from services.framework.api.listers import Listers
@@ -83,6 +83,8 @@ class NodeClaim:
 
     claim: ResourceClaim
     mappings: tuple[ContainerExtendedResourceRequest, ...]
+    delegated: frozenset[str] = frozenset()
+    """The resources DRA serves on the nodes this variant is for."""
 
 
 @dataclass(slots=True)
@@ -100,6 +102,12 @@ class ExtendedClaim:
     """How many of the pod's claims come before it (its own)."""
     nodes: dict[str, NodeClaim | None] = field(default_factory=dict)
     """Filter's variant per node (None: nothing to allocate there)."""
+    variants: dict[frozenset[str], NodeClaim] = field(default_factory=dict)
+    """The variant per set of resources DRA serves on a node: the nodes lacking the same
+    resources share one claim (its requests and its memo key are built once)."""
+    signatures: dict[frozenset[str], bytes] = field(default_factory=dict)
+    """Filter's memo key of the pod's claims with each variant (by its ``delegated``;
+    the empty set: the pod's own claims alone, on nodes that need no variant)."""
     chosen: NodeClaim | None = None
     """Reserve's node's variant."""
 
@@ -184,15 +192,20 @@ def for_node(state: ExtendedClaim, pod: Pod, node: Node) -> NodeClaim | None:
     for name, amount in state.scalar.items():
         if amount == 0 or not is_dra_extended_resource_name(name):
             continue
-        if name in state.classes and allocatable.get(name, 0) == 0:
+        if backed_by_dra(name, state.classes, allocatable):
             by_dra[name] = amount
         elif name not in allocatable:
             raise NodeRejected(ERR_CANNOT_FIT)
     if not by_dra or claim.status.allocation is not None:
         return None
-    requests, mappings = requests_and_mappings(pod, by_dra, state.classes)
-    spec = ResourceClaimSpec(devices=DeviceClaim(requests=requests))
-    return NodeClaim(msgspec.structs.replace(claim, spec=spec), tuple(mappings))
+    key = frozenset(by_dra)  # the amounts are the pod's: the names decide the variant
+    variant = state.variants.get(key)
+    if variant is None:
+        requests, mappings = requests_and_mappings(pod, by_dra, state.classes)
+        spec = ResourceClaimSpec(devices=DeviceClaim(requests=requests))
+        variant = NodeClaim(msgspec.structs.replace(claim, spec=spec), tuple(mappings), key)
+        state.variants[key] = variant
+    return variant
 
 
 def _count(quantity: Quantity | None) -> int:

@@ -27,14 +27,12 @@ claim is listed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from contracts.k8s.resource import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
-    AllocationResult,
     DeviceRequestAllocationResult,
     ResourceClaim,
 )
@@ -47,7 +45,8 @@ from services.framework.plugins.dynamicresources.allocator.allocated import (
     EMPTY_CAPACITY,
     AllocatedState,
     SharesBuilder,
-    is_share,
+    exclusive_devices,
+    shares,
 )
 from services.framework.plugins.dynamicresources.claims import claim_uid
 
@@ -58,31 +57,6 @@ class InFlight:
     """The claim as Reserve allocated it (``status.allocation`` set)."""
     pod_uid: str
     node: str
-
-
-def exclusive_devices(
-    allocation: AllocationResult | None, consumable: bool = True
-) -> Iterator[str]:
-    """The devices an allocation takes for itself (``driver/pool/device``): not those
-    with admin access, which only watch a device, nor (with DRAConsumableCapacity) shares
-    (``shareID``), which others may share too."""
-    if allocation is None:
-        return
-    for result in allocation.devices.results:
-        if result.admin_access or is_share(result, consumable):
-            continue
-        yield device_id(result.driver, result.pool, result.device)
-
-
-def shares(
-    allocation: AllocationResult | None, consumable: bool
-) -> tuple[DeviceRequestAllocationResult, ...]:
-    """The allocation's shares (empty without DRAConsumableCapacity)."""
-    if allocation is None or not consumable:
-        return ()
-    return tuple(
-        r for r in allocation.devices.results if not r.admin_access and r.share_id is not None
-    )
 
 
 def _share_devices(found: tuple[DeviceRequestAllocationResult, ...]) -> set[str]:

@@ -90,6 +90,7 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocationError,
     AllocationFailedOnNode,
 )
+from services.framework.plugins.dynamicresources.allocator.allocated import exclusive_devices
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,
@@ -104,10 +105,7 @@ from services.framework.plugins.dynamicresources.claims import (
     pod_claims,
     unschedulable,
 )
-from services.framework.plugins.dynamicresources.inflight import (
-    InFlightAllocations,
-    exclusive_devices,
-)
+from services.framework.plugins.dynamicresources.inflight import InFlightAllocations
 from services.framework.plugins.dynamicresources.memo import Answer, FilterMemo, signature
 from services.framework.plugins.dynamicresources.prebind import PENDING_KEY
 from services.framework.plugins.dynamicresources.score import compute_score

@@ -113,9 +113,15 @@ class StateData:
         claims = list(to_allocate)
         if claims and claims[-1] is self.extended.claim:
             claims.pop()
+        delegated: frozenset[str] = frozenset()  # no variant: the pod's own claims
         if node_claim is not None:
             claims.append(node_claim.claim)
-        return claims, signature(claims)
+            delegated = node_claim.delegated
+        signatures = self.extended.signatures
+        key = signatures.get(delegated)
+        if key is None:
+            key = signatures[delegated] = signature(claims)
+        return claims, key
 
     def scored_claims(self, node: str) -> list[ResourceClaim]:
         """The claims Filter's allocations for ``node`` go with, in order: without the

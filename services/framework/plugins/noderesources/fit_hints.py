@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 
 from contracts.k8s import Node, Pod
+from services.common.k8s.extendedresources import backed_by_dra
 from services.common.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -60,7 +61,7 @@ def _fits_empty(
     if allocatable.get(PODS, 0) < 1:
         return False
     return all(
-        amount <= allocatable.get(r, 0) or (r in backed and allocatable.get(r, 0) <= 0)
+        amount <= allocatable.get(r, 0) or backed_by_dra(r, backed, allocatable)
         for r, amount in requests.items()
         if amount > 0
     )
@@ -87,7 +88,7 @@ def after_node_change(
     if now.get(PODS, 0) > before.get(PODS, 0):
         return QueueingHint.Queue
     grew = any(
-        amount > 0 and (now.get(r, 0) > before.get(r, 0) or (r in backed and now.get(r, 0) <= 0))
+        amount > 0 and (now.get(r, 0) > before.get(r, 0) or backed_by_dra(r, backed, now))
         for r, amount in requests.items()
     )
     return QueueingHint.Queue if grew else QueueingHint.QueueSkip

@@ -5,12 +5,12 @@ allocations, and the capacity those shares consume per device.
 A result with ``adminAccess`` holds nothing. With DRAConsumableCapacity a result with a
 ``shareID`` is a share (its ``consumedCapacity`` added to the device's); without it, and
 for every other result, the device is taken exclusively. Most clusters have no shares:
-:data:`NO_SHARES` then keeps the allocator's questions a lookup in an empty dict.
+:data:`EMPTY_CAPACITY` then keeps the allocator's questions a lookup in an empty dict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
@@ -37,9 +37,6 @@ class AllocatedState:
     def is_allocated(self, device: str) -> bool:
         """``IsDeviceAllocated``: taken exclusively or shared (its counters are used)."""
         return device in self.devices or device in self.shared_devices or device in self.capacity
-
-
-NO_SHARES: Final = AllocatedState(capacity=EMPTY_CAPACITY)
 
 
 def share_id(device: str, share: str) -> str:
@@ -84,18 +81,37 @@ class SharesBuilder:
         )
 
 
+def exclusive_devices(
+    allocation: AllocationResult | None, consumable: bool = True
+) -> Iterator[str]:
+    """The devices an allocation takes for itself (``driver/pool/device``): not those
+    with admin access, which only watch a device, nor (with DRAConsumableCapacity) shares
+    (``shareID``), which others may share too."""
+    if allocation is None:
+        return
+    for result in allocation.devices.results:
+        if result.admin_access or is_share(result, consumable):
+            continue
+        yield device_id(result.driver, result.pool, result.device)
+
+
+def shares(
+    allocation: AllocationResult | None, consumable: bool
+) -> tuple[DeviceRequestAllocationResult, ...]:
+    """The allocation's shares (empty without DRAConsumableCapacity)."""
+    if allocation is None or not consumable:
+        return ()
+    return tuple(
+        r for r in allocation.devices.results if not r.admin_access and r.share_id is not None
+    )
+
+
 def gather(allocations: Iterable[AllocationResult | None], consumable: bool) -> AllocatedState:
     """``GatherAllocatedState`` over allocation results."""
     exclusive: set[str] = set()
-    shares = SharesBuilder()
+    builder = SharesBuilder()
     for allocation in allocations:
-        if allocation is None:
-            continue
-        for result in allocation.devices.results:
-            if result.admin_access:
-                continue
-            if is_share(result, consumable):
-                shares.add(result)
-            else:
-                exclusive.add(device_id(result.driver, result.pool, result.device))
-    return shares.state(frozenset(exclusive))
+        exclusive.update(exclusive_devices(allocation, consumable))
+        for result in shares(allocation, consumable):
+            builder.add(result)
+    return builder.state(frozenset(exclusive))
