@@ -7,7 +7,9 @@ the informer and the store need it below the framework; tests hold the two toget
 
 from __future__ import annotations
 
-from contracts.k8s.resource import ResourceClaim
+from collections.abc import Iterator
+
+from contracts.k8s.resource import AllocationResult, ResourceClaim
 
 
 def device_id(driver: str, pool: str, device: str) -> str:
@@ -15,20 +17,25 @@ def device_id(driver: str, pool: str, device: str) -> str:
     return f"{driver}/{pool}/{device}"
 
 
-def allocated_devices(claim: ResourceClaim) -> tuple[str, ...]:
-    """The devices the claim's ``status.allocation`` holds exclusively, in result
-    order, once each: every result except those with ``adminAccess: true`` (which
-    allocate nothing) and those with a ``shareID`` (a share of a device that allows
-    multiple allocations), as upstream's ``GatherAllocatedState`` counts them with
-    DRAConsumableCapacity on. The store guards these alone: how much of a shared device
-    the shares consume is the allocator's to count. Empty when the claim is not
-    allocated."""
-    allocation = claim.status.allocation
+def exclusive_devices(
+    allocation: AllocationResult | None, consumable: bool = True
+) -> Iterator[str]:
+    """The devices an allocation takes for itself (``driver/pool/device``), in result
+    order: every result except those with ``adminAccess: true`` (which allocate nothing)
+    and, with DRAConsumableCapacity (``consumable``), those with a ``shareID`` (a share of
+    a device that allows multiple allocations), as upstream's ``GatherAllocatedState``
+    counts them."""
     if allocation is None:
-        return ()
-    found = (
-        device_id(r.driver, r.pool, r.device)
-        for r in allocation.devices.results
-        if not r.admin_access and r.share_id is None
-    )
-    return tuple(dict.fromkeys(found))
+        return
+    for r in allocation.devices.results:
+        if r.admin_access or (consumable and r.share_id is not None):
+            continue
+        yield device_id(r.driver, r.pool, r.device)
+
+
+def allocated_devices(claim: ResourceClaim) -> tuple[str, ...]:
+    """The devices the claim's ``status.allocation`` holds exclusively
+    (:func:`exclusive_devices`), once each. The store guards these alone: how much of a
+    shared device the shares consume is the allocator's to count. Empty when the claim
+    is not allocated."""
+    return tuple(dict.fromkeys(exclusive_devices(claim.status.allocation)))

@@ -37,6 +37,7 @@ from contracts.k8s.resource import (
     ResourceClaim,
 )
 from services.common import features
+from services.common.k8s.devices import exclusive_devices
 from services.framework.api.listers import Listers
 from services.framework.api.types import Int64Array
 from services.framework.cache.snapshot import Snapshot
@@ -45,7 +46,6 @@ from services.framework.plugins.dynamicresources.allocator.allocated import (
     EMPTY_CAPACITY,
     AllocatedState,
     SharesBuilder,
-    exclusive_devices,
     shares,
 )
 from services.framework.plugins.dynamicresources.claims import claim_uid

@@ -37,6 +37,7 @@ import numpy as np
 from contracts.k8s import Node, Pod, ResourceSlice
 from contracts.k8s.resource import AllocationResult, ResourceClaim
 from services.common import features
+from services.common.k8s.devices import exclusive_devices
 from services.common.k8s.nodeaffinity import Term, compile_terms, terms_match
 from services.framework.api.bindwait import BindingWait
 from services.framework.api.diagnosis import Diagnosis
@@ -90,7 +91,6 @@ from services.framework.plugins.dynamicresources.allocator import (
     AllocationError,
     AllocationFailedOnNode,
 )
-from services.framework.plugins.dynamicresources.allocator.allocated import exclusive_devices
 from services.framework.plugins.dynamicresources.allocator.cel import CELCache
 from services.framework.plugins.dynamicresources.args import (
     DynamicResourcesArgs,

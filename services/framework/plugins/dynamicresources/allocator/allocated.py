@@ -10,12 +10,13 @@ for every other result, the device is taken exclusively. Most clusters have no s
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
 
 from contracts.k8s.resource import AllocationResult, DeviceRequestAllocationResult
+from services.common.k8s.devices import exclusive_devices
 from services.framework.plugins.dynamicresources.allocator import device_id
 from services.framework.plugins.dynamicresources.allocator.capacity import amount, qualify
 
@@ -79,20 +80,6 @@ class SharesBuilder:
             shared_devices=frozenset(self.devices),
             capacity=self.capacity,
         )
-
-
-def exclusive_devices(
-    allocation: AllocationResult | None, consumable: bool = True
-) -> Iterator[str]:
-    """The devices an allocation takes for itself (``driver/pool/device``): not those
-    with admin access, which only watch a device, nor (with DRAConsumableCapacity) shares
-    (``shareID``), which others may share too."""
-    if allocation is None:
-        return
-    for result in allocation.devices.results:
-        if result.admin_access or is_share(result, consumable):
-            continue
-        yield device_id(result.driver, result.pool, result.device)
 
 
 def shares(
