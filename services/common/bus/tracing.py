@@ -80,9 +80,11 @@ def sending(
     spans: list[Span] = []
     for exchange, indexes in groups.items():
         name = destination(exchange)
-        bare = [i for i in indexes if TRACEPARENT not in out[i].headers]
+        bare: list[int] = []
+        carried: list[int] = []
+        for i in indexes:
+            (carried if TRACEPARENT in out[i].headers else bare).append(i)
         alone = len(indexes) == 1 and bool(bare)  # its creation context: this span's
-        carried = [i for i in indexes if i not in bare]
         parent = telemetry.extract(out[carried[0]].headers) if carried else None
         span = _tracer.start_span(
             f"publish {name}",
