@@ -21,16 +21,15 @@ import msgspec
 from contracts.events import LogEntry, PodEntry, SchedulingPodGroupEntry
 from contracts.k8s import Condition, Pod, SchedulingPodGroup, SchedulingPodGroupStatus
 from services.queue.group_members import GroupMembers, group_key
+from services.queue.pods import native_group_name
 
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
 
 
 def _group_key(pod: Pod) -> str | None:
-    group = pod.spec.scheduling_group
-    if group is None or not group.pod_group_name:
-        return None
-    return group_key(pod.metadata.namespace, group.pod_group_name)
+    name = native_group_name(pod)
+    return group_key(pod.metadata.namespace, name) if name else None
 
 
 def scheduled_condition(

@@ -9,13 +9,14 @@ from collections.abc import Iterable
 import msgspec
 
 from contracts.events import LogEntry, PodEntry, PodGroupEntry
-from contracts.k8s import POD_GROUP_LABEL, Pod, PodGroup, PodGroupStatus
+from contracts.k8s import Pod, PodGroup, PodGroupStatus
 from services.common.podgroups import pod_group_status
 from services.queue.group_members import GroupMembers, group_key
+from services.queue.pods import pod_group_name
 
 
 def _member_of(pod: Pod) -> str | None:
-    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    name = pod_group_name(pod)
     return group_key(pod.metadata.namespace, name) if name else None
 
 

@@ -31,12 +31,23 @@ def gang_of(pod: Pod) -> tuple[str, str] | None:
     native = native_group_of(pod)
     if native is not None:
         return native
-    group = pod.metadata.labels.get(POD_GROUP_LABEL)
+    group = pod_group_name(pod)
     return (pod.metadata.namespace or "default", group) if group else None
 
 
 def native_group_of(pod: Pod) -> tuple[str, str] | None:
-    group = pod.spec.scheduling_group
-    if group is None or not group.pod_group_name:
+    name = native_group_name(pod)
+    if name is None:
         return None
-    return (pod.metadata.namespace or "default", f"scheduling.k8s.io/{group.pod_group_name}")
+    return (pod.metadata.namespace or "default", f"scheduling.k8s.io/{name}")
+
+
+def pod_group_name(pod: Pod) -> str | None:
+    """The scheduler-plugins PodGroup the pod names (its ``pod-group`` label)."""
+    return pod.metadata.labels.get(POD_GROUP_LABEL) or None
+
+
+def native_group_name(pod: Pod) -> str | None:
+    """The native PodGroup the pod names (``spec.schedulingGroup.podGroupName``)."""
+    group = pod.spec.scheduling_group
+    return group.pod_group_name or None if group is not None else None
