@@ -21,12 +21,15 @@ from services.common.store.errors import store_failure
 from services.framework.api.registry import ConfigError
 
 OK, CHECK_FAILED, BAD_INPUT, UNREACHABLE, INTERNAL = 0, 1, 2, 3, 70
+LEADERSHIP_LOST = CHECK_FAILED
+"""A service that lost its leader lease (kube-scheduler's ``leaderelection lost``)."""
 INTERRUPTED, TERMINATED = 130, 143
 EXIT_CODES = (
     (OK, "success"),
     (
         CHECK_FAILED,
-        "ran, and the answer is no (replay --check: a decision differs; queue: no view published)",
+        "ran, and the answer is no (replay --check: a decision differs; queue: no view "
+        "published); a service (run): it lost its leader lease (leaderelection lost)",
     ),
     (
         BAD_INPUT,

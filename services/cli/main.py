@@ -66,12 +66,64 @@ def _settings(args: argparse.Namespace) -> Settings:
         metrics_port=getattr(args, "metrics_port", None),  # passed only when given
         policy=getattr(args, "policy", None),
         interval=duration(getattr(args, "interval", None)),
-        lease_ttl=duration(getattr(args, "lease_ttl", None), "--lease-ttl"),
+        leader_elect=getattr(args, "leader_elect", None),
+        lease_duration=duration(
+            getattr(args, "leader_elect_lease_duration", None), "--leader-elect-lease-duration"
+        ),
+        renew_deadline=duration(
+            getattr(args, "leader_elect_renew_deadline", None), "--leader-elect-renew-deadline"
+        ),
+        retry_period=duration(
+            getattr(args, "leader_elect_retry_period", None), "--leader-elect-retry-period"
+        ),
         prometheus_token_file=getattr(args, "prometheus_token_file", None),
         dry_run=getattr(args, "dry_run", None),
         scheduled_events=getattr(args, "scheduled_events", None),
         pop_from_backoff=gated.get("pop_from_backoff"),
         pre_enqueue_pod_status=gated.get("pre_enqueue_pod_status"),
+    )
+
+
+def _boolean(text: str) -> bool:
+    """An argparse type: a bool as pflag parses one (``--leader-elect=false``)."""
+    value = {"true": True, "1": True, "t": True, "false": False, "0": False, "f": False}.get(
+        text.lower()
+    )
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: true or false")
+    return value
+
+
+def _leader_election_flags(p: argparse.ArgumentParser) -> None:
+    """kube-scheduler's leader-election flags, for the single-writer roles."""
+    roles = "informer, queue, descheduler: "
+    p.add_argument(
+        "--leader-elect",
+        type=_boolean,
+        nargs="?",
+        const=True,
+        metavar="BOOL",
+        help=roles + "start a leader election client and gain leadership before executing "
+        "the main loop; a standby waits for the lease (default true; =false: no lease, "
+        "one instance per role is yours to ensure)",
+    )
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        metavar="DURATION",
+        help=roles + "the duration that non-leader candidates will wait after observing a "
+        "leadership renewal until attempting to acquire leadership (default 15s)",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        metavar="DURATION",
+        help=roles + "the interval between attempts by the acting master to renew a "
+        "leadership slot before it stops leading and exits 1 (default 10s)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        metavar="DURATION",
+        help=roles + "the duration the clients should wait between attempting acquisition "
+        "and renewal of a leadership (default 2s)",
     )
 
 
@@ -121,10 +173,15 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
         "config",
         "seed",
         "feature_gates",
+        "leader_elect_lease_duration",
+        "leader_elect_renew_deadline",
+        "leader_elect_retry_period",
     ):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
+    if getattr(args, "leader_elect", None) is not None:
+        argv.append(f"--leader-elect={'true' if args.leader_elect else 'false'}")
     if getattr(args, "explain", None):
         argv.append("--explain")
     if getattr(args, "scheduled_events", None) is False:
@@ -228,12 +285,7 @@ def parser() -> argparse.ArgumentParser:
             help="descheduler: log the evictions instead of publishing them",
         )
         _prometheus_token_flag(p, "descheduler: ")
-        if name == "run":
-            p.add_argument(
-                "--lease-ttl",
-                help="descheduler: how long the lease outlives an instance that stopped "
-                "renewing it, a duration (default 30s; at least twice the interval)",
-            )
+        _leader_election_flags(p)
         _connection_flags(p)
         _log_format_flag(p)
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")

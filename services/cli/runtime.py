@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
-from services.cli.errors import INTERRUPTED, OK, InputError
+from services.cli.errors import INTERRUPTED, LEADERSHIP_LOST, OK, InputError
 from services.cli.manifests import check, read_documents
 from services.cli.output import render_object
 from services.cli.serviceflags import SERVICES
@@ -30,6 +30,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
 from services.common.eventlog import open_event_log
+from services.common.leaderelection import ROLES, DeposingStore, LeaderElector
 from services.common.observe import (
     EdgeMetrics,
     Health,
@@ -43,7 +44,7 @@ from services.common.observe import (
 )
 from services.common.redact import redact
 from services.common.settings import Settings
-from services.common.store import ClusterStore, open_store
+from services.common.store import ClusterStore, Fence, FencedError, open_store
 from services.descheduler.policy import load_policy
 from services.descheduler.profile import check_node_fit_profiles
 from services.descheduler.registry import in_tree_registry as descheduler_registry
@@ -154,8 +155,12 @@ STEP_BOUND = 3.0
 
 async def run_service(name: str, settings: Settings) -> int:
     """Run one service until SIGTERM or SIGINT, then stop it within the bound (see
-    services.cli.shutdown), whatever it was doing: starting, connecting, mid-batch.
-    The exit code: 130 when SIGINT (Ctrl-C) stopped it, else 0."""
+    services.cli.shutdown), whatever it was doing: starting, connecting, standing by,
+    mid-batch. A single-writer role (:data:`~services.common.leaderelection.ROLES`) with
+    ``--leader-elect`` starts only once it leads its lease (services.common.leaderelection)
+    and every store write it makes carries the lease's fencing token; it stops when it
+    loses the lease. The exit code: 130 when SIGINT (Ctrl-C) stopped it, 1 when it lost
+    its lease (``leaderelection lost``), else 0."""
     telemetry.configure(name)
     shutdown = Shutdown(f"ksched run {name}")
     shutdown.install()
@@ -163,20 +168,25 @@ async def run_service(name: str, settings: Settings) -> int:
     edge_metrics = EdgeMetrics()
     bus = MeteredBus(raw_bus, edge_metrics)
     store = cast(ClusterStore, MeteredStore(raw_store, edge_metrics))
-    service = build(name, settings, bus, store)
+    election = Election.of(name, settings, store) if name in ROLES else None
+    if election is not None:
+        store = election.store
+    # The informer opens its event log only once it leads: a standby must not touch
+    # the file its leader appends to.
+    service = (
+        None if election is not None and name == "informer" else build(name, settings, bus, store)
+    )
     health = Health(name)
     watchdog = Watchdog(
         health,
         {"broker": broker_check(raw_bus), "redis": redis_check(raw_store)},
         edge_metrics,
-        observers=[observe] if (observe := getattr(service, "observe", None)) else [],
     )
     endpoint = None
     if settings.metrics_port is not None:
         registries = [edge_metrics.registry, process_registry()]
-        own = service_registry(service)
-        if own is not None:
-            registries.insert(0, own)
+        if election is not None:
+            registries.append(election.elector.registry)
         try:
             endpoint = ServiceEndpoint(health, registries, settings.metrics_port)
         except OSError as error:
@@ -184,21 +194,56 @@ async def run_service(name: str, settings: Settings) -> int:
                 f"--metrics-port {settings.metrics_port}: cannot listen: {error.strerror or error}"
             ) from None
         log.info("%s serves /metrics, /healthz, /livez, /readyz on port %d", name, endpoint.port)
+
+    def serve(built: Service) -> None:
+        """``built``'s metrics and measurements join the process's."""
+        own = service_registry(built)
+        if endpoint is not None and own is not None:
+            endpoint.add(own)
+        if (observe := getattr(built, "observe", None)) is not None:
+            watchdog.observers.append(observe)
+
+    if service is not None:
+        serve(service)
     watchdog.start()
     log.info("%s starting", name)
+    lost = False
     try:
-        if await _unless_stopped(shutdown, _start(name, service, bus, store)):
+        await _unless_stopped(shutdown, _reach(name, bus, store))
+        if not shutdown.requested.is_set() and election is not None:
+            led = await _unless_stopped(shutdown, election.lead())
+            if led and not election.elector.leading:
+                log.info(
+                    "another %s holds the lease %s (%s): this one-shot run does nothing",
+                    name,
+                    name,
+                    election.elector.leader,
+                )
+                return OK
+            if led and service is None:
+                service = build(name, settings, bus, store)
+                serve(service)
+        if (
+            service is not None
+            and not shutdown.requested.is_set()
+            and await _unless_stopped(shutdown, service.start())
+        ):
             health.started = True
             await watchdog.check_once()  # ready at once, not at the next period
             log.info("%s started", name)
-            await _until_stopped_or_finished(shutdown, service)
+            lost = await _until_stopped_or_finished(shutdown, service, election)
+    except FencedError as error:  # deposed while it started
+        log.error("leaderelection lost: %s", error)
+        lost = True
     finally:
         shutdown.arm()  # however the run ended, the process ends within the bound
         health.started = False
         await watchdog.stop()  # no check runs against the edges while they close
-        await _stop(name, service, bus, store)
+        await _stop(name, service, bus, store, election)
         if endpoint is not None:
             endpoint.close()
+    if lost:
+        return LEADERSHIP_LOST
     return INTERRUPTED if shutdown.stopped_by == signal.SIGINT else OK
 
 
@@ -213,18 +258,84 @@ def service_registry(service: Service) -> CollectorRegistry | None:
     return None
 
 
-async def _until_stopped_or_finished(shutdown: Shutdown, service: Service) -> None:
-    """Until SIGTERM/SIGINT, or until a service with nothing left to do (the
-    descheduler with interval 0) says it has finished."""
+class Election:
+    """The leader election of one single-writer role's process: its elector, and the
+    store its service writes with (fenced with the token once it leads; a write the
+    store refuses for the token deposes it at once)."""
+
+    def __init__(self, name: str, settings: Settings, store: ClusterStore) -> None:
+        self.elector = LeaderElector(
+            store,
+            SystemClock(),
+            name,
+            settings.leader_election,
+            on_started_leading=self._started,
+            on_stopped_leading=lambda: None,
+        )
+        self.store = cast(ClusterStore, DeposingStore(store, self.elector))
+        self.once = name == "descheduler" and settings.descheduler.interval <= 0
+        """A one-shot run (the descheduler with interval 0): one try, no standing by."""
+        self._leading = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of(cls, name: str, settings: Settings, store: ClusterStore) -> Election | None:
+        """The election of service ``name``; None with ``--leader-elect=false``."""
+        return cls(name, settings, store) if settings.leader_election.leader_elect else None
+
+    def _started(self, token: int) -> None:
+        self.store.fence(Fence(self.elector.name, token))
+        self._leading.set()
+
+    async def lead(self) -> None:
+        """Return once this process leads (or, ``once``, after one try that failed)."""
+        self.task = asyncio.create_task(
+            self.elector.run(once=self.once), name=f"leader-election-{self.elector.name}"
+        )
+        leading = asyncio.create_task(self._leading.wait(), name="leading")
+        try:
+            await asyncio.wait([self.task, leading], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            leading.cancel()
+        if self.task.done():
+            self.task.result()  # its failure, if it failed before leading
+
+    async def stop(self) -> None:
+        """Stop renewing, then give the lease up (after the service stopped)."""
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        await self.elector.release()
+
+
+async def _until_stopped_or_finished(
+    shutdown: Shutdown, service: Service, election: Election | None = None
+) -> bool:
+    """Until SIGTERM/SIGINT, until a service with nothing left to do (the
+    descheduler with interval 0) says it has finished, or until the process lost its
+    lease; True in that last case (logged as upstream's ``leaderelection lost``)."""
     finished: asyncio.Event | None = getattr(service, "finished", None)
     waits = [asyncio.create_task(shutdown.requested.wait(), name="stop-requested")]
     if finished is not None:
         waits.append(asyncio.create_task(finished.wait(), name="finished"))
+    renewing = election.task if election is not None else None
     try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            [*waits, *([renewing] if renewing is not None else [])],
+            return_when=asyncio.FIRST_COMPLETED,
+        )
     finally:
         for task in waits:
             task.cancel()
+    if renewing is not None and renewing.done() and not shutdown.requested.is_set():
+        assert election is not None
+        error = renewing.exception() if not renewing.cancelled() else None
+        log.error(
+            "leaderelection lost: %s",
+            election.elector.reason or (f"renewing failed: {error}" if error else "stopped"),
+        )
+        return True
+    return False
 
 
 async def _unless_stopped(shutdown: Shutdown, start: Coroutine[None, None, None]) -> bool:
@@ -244,9 +355,8 @@ async def _unless_stopped(shutdown: Shutdown, start: Coroutine[None, None, None]
     return True
 
 
-async def _start(name: str, service: Service, bus: Bus, store: ClusterStore) -> None:
-    """Reach the broker and Redis (retrying with backoff for STARTUP_PATIENCE), then
-    start the service."""
+async def _reach(name: str, bus: Bus, store: ClusterStore) -> None:
+    """Reach the broker and Redis, retrying with backoff for STARTUP_PATIENCE."""
     clock = SystemClock()
     backoff = Backoff(clock)
     give_up = clock.now() + STARTUP_PATIENCE
@@ -254,7 +364,7 @@ async def _start(name: str, service: Service, bus: Bus, store: ClusterStore) -> 
         try:
             await bus.declare(())
             await store.applied_seq()
-            break
+            return
         except Exception as error:
             delay = backoff.failed()
             if clock.now() + delay > give_up:
@@ -266,14 +376,21 @@ async def _start(name: str, service: Service, bus: Bus, store: ClusterStore) -> 
                 delay,
             )
             await clock.sleep(delay)
-    await service.start()
 
 
-async def _stop(name: str, service: Service, bus: Bus, store: ClusterStore) -> None:
-    """Stop the service, then close the bus and the store: each step bounded, each done
-    even if the one before failed (an unclosed robust connection keeps a task alive)."""
+async def _stop(
+    name: str,
+    service: Service | None,
+    bus: Bus,
+    store: ClusterStore,
+    election: Election | None = None,
+) -> None:
+    """Stop the service, give its lease up, then close the bus and the store: each step
+    bounded, each done even if the one before failed (an unclosed robust connection
+    keeps a task alive)."""
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        ("stop the service", service.stop),
+        *([("stop the service", service.stop)] if service is not None else []),
+        *([("give the lease up", election.stop)] if election is not None else []),
         ("close the bus", bus.close),
         ("close the store", store.close),
     ]

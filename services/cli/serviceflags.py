@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 
 from services.cli.errors import InputError
+from services.common.settings import LEADER_ELECTED as ELECTED
 
 SERVICES = ("informer", "queue", "scheduler", "binder")
 """The services ``ksched up`` always runs (the descheduler too when given a policy)."""
@@ -30,8 +31,11 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
     "policy": ("descheduler",),
     "interval": ("descheduler",),
     "dry_run": ("descheduler",),
-    "lease_ttl": ("descheduler",),
     "prometheus_token_file": ("descheduler",),
+    "leader_elect": ELECTED,
+    "leader_elect_lease_duration": ELECTED,
+    "leader_elect_renew_deadline": ELECTED,
+    "leader_elect_retry_period": ELECTED,
 }
 """Flag (its argparse ``dest``) → the services that honour it."""
 
@@ -45,8 +49,11 @@ FLAGS: Mapping[str, str] = {
     "policy": "--policy",
     "interval": "--interval",
     "dry_run": "--dry-run",
-    "lease_ttl": "--lease-ttl",
     "prometheus_token_file": "--prometheus-token-file",
+    "leader_elect": "--leader-elect",
+    "leader_elect_lease_duration": "--leader-elect-lease-duration",
+    "leader_elect_renew_deadline": "--leader-elect-renew-deadline",
+    "leader_elect_retry_period": "--leader-elect-retry-period",
 }
 """The flag as typed, for messages and for :func:`argv_for`."""
 
@@ -64,7 +71,8 @@ def _named(services: Sequence[str]) -> str:
 
 
 def duration(text: str | None, flag: str = "--interval") -> float | None:
-    """``--interval`` or ``--lease-ttl`` (a Go duration) in seconds; None when not given."""
+    """``--interval`` or a ``--leader-elect-*`` duration (a Go duration) in seconds; None
+    when not given."""
     if text is None:
         return None
     from services.descheduler.plugins.defaultevictor import go_duration

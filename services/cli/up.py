@@ -38,9 +38,10 @@ from services.cli.errors import BAD_INPUT, INTERRUPTED, OK, InputError
 from services.cli.serviceflags import FLAGS, MAX_PORT, SERVICES, argv_for, duration
 from services.cli.shutdown import STOP_BOUND
 from services.common.clock import SystemClock
+from services.common.leaderelection import default_identity
 from services.common.redact import redact
-from services.common.settings import Settings
-from services.common.store import Epoch
+from services.common.settings import ENV, Settings
+from services.common.store import Epoch, LeaderLease
 
 log = logging.getLogger("ksched")
 
@@ -49,6 +50,9 @@ SERVED_METRICS = ("informer", "queue", "scheduler", "binder", "descheduler")
 ``ksched up --metrics-port PORT`` numbers their ports from PORT (without it, `up`
 uses each service's documented default, services.common.observe.DEFAULT_PORTS)."""
 
+IDENTITY = ENV["identity"]
+"""The variable of the leader-election identity ``up`` gives its children."""
+
 UP_POLL = 0.2
 """Seconds between ``ksched up``'s looks at its children."""
 
@@ -56,9 +60,16 @@ UP_POLL = 0.2
 class _Child:
     """One service process of ``ksched up`` and its restart backoff."""
 
-    def __init__(self, name: str, argv: Sequence[str], clock: SystemClock) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        clock: SystemClock,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.argv = list(argv)
+        self.env = env
         self.backoff = Backoff(clock)
         self.process: subprocess.Popen[bytes] | None = None
         self.restart_at = 0.0
@@ -68,7 +79,7 @@ class _Child:
     def spawn(self) -> None:
         # Its own process group: a Ctrl-C in the terminal reaches `up` only, which
         # stops the children once (a second signal would make them exit at once).
-        self.process = subprocess.Popen(self.argv, process_group=0)
+        self.process = subprocess.Popen(self.argv, process_group=0, env=self.env)
         self.backoff.started()
         log.info("started %s (pid %d)", self.name, self.process.pid)
 
@@ -149,8 +160,20 @@ def _check_event_log(settings: Settings) -> None:
         return
     from services.common.eventlog import FileEventLog, check_matches
 
-    epoch = asyncio.run(_store_epoch(settings))
-    if epoch is None or epoch.state != "live":  # blank or building: the informer rebuilds
+    found = asyncio.run(_store_epoch(settings))
+    if found is None:
+        return
+    epoch, informer = found
+    if epoch.state != "live":  # blank or building: the informer rebuilds
+        return
+    if informer is not None and not informer.expired(time.time()):
+        # Another informer leads and appends to the log now: reading it here could
+        # take its append in progress for a torn line. This up's informer stands by
+        # and checks the log once it leads.
+        log.info(
+            "ksched up: the informer lease is held by %s: this up's informer stands by",
+            informer.holder,
+        )
         return
     path = os.path.abspath(settings.informer.event_log)
     last = 0
@@ -161,14 +184,16 @@ def _check_event_log(settings: Settings) -> None:
     check_matches(f"event log {path}", last, epoch.seq)
 
 
-async def _store_epoch(settings: Settings) -> Epoch | None:
-    """The store's epoch, or None when Redis does not answer within PREFLIGHT_TIMEOUT."""
+async def _store_epoch(settings: Settings) -> tuple[Epoch, LeaderLease | None] | None:
+    """The store's epoch and the informer's leader lease, or None when Redis does not
+    answer within PREFLIGHT_TIMEOUT."""
     from services.common.store import open_store
 
     store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
     try:
         async with asyncio.timeout(PREFLIGHT_TIMEOUT):
-            return await store.epoch()
+            epoch = await store.epoch()
+            return epoch, (await store.leader_leases()).get("informer")
     except Exception as error:
         log.info("ksched up: the informer checks the event log (Redis: %s)", redact(str(error)))
         return None
@@ -191,9 +216,14 @@ def up(
     child given those it honours (services.cli.serviceflags); ``only[name]``: flags for
     that service alone (``--metrics-port``, the descheduler's policy)."""
     command = [sys.executable, "-m", "services.cli.main", "run"]
+    # One holder identity for this up's children (each role has a lease of its own):
+    # a child restarted after a crash takes its lease back at once instead of waiting
+    # a lease duration for its dead predecessor's to expire. Never shared with another
+    # up: that one's children stand by.
+    env = {IDENTITY: default_identity(), **os.environ}
     clock = SystemClock()
     children = [
-        _Child(n, [*command, n, *argv_for(n, settings_args), *only.get(n, ())], clock)
+        _Child(n, [*command, n, *argv_for(n, settings_args), *only.get(n, ())], clock, env)
         for n in services
     ]
     signals: list[int] = []

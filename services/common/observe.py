@@ -413,6 +413,10 @@ class ServiceEndpoint(ServedEndpoint):
         thread.start()
         super().__init__(server, thread)
 
+    def add(self, registry: CollectorRegistry) -> None:
+        """Expose ``registry`` too (a service built once it leads its lease)."""
+        self.registry.register(_Forward(registry))
+
 
 class _Forward(Collector):
     """One registry's families, collected into another."""

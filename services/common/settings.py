@@ -106,6 +106,55 @@ class RestartSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_
             raise ValueError(f"backoff: need 0 < initial ({self.initial}) <= cap ({self.cap})")
 
 
+LEADER_ELECTED = ("informer", "queue", "descheduler")
+"""The single-writer roles, which elect a leader (:class:`LeaderElectionSettings`), each
+with a lease of its own named after it; the scheduler and the binder run active-active."""
+
+
+class LeaderElectionSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Leader election of the single-writer roles (the informer, the queue, the
+    descheduler; services.common.leaderelection), with kube-scheduler's flags and
+    defaults (component-base's ``LeaderElectionConfiguration``). The scheduler and the
+    binder run active-active and elect no leader."""
+
+    leader_elect: bool = True
+    """Acquire the role's lease before starting, and stand by while another instance
+    holds it (``--leader-elect``, default true as kube-scheduler's). False: start at
+    once with no lease and unfenced writes, as before leases existed; then nothing
+    stops a second instance from writing too (one per role is yours to ensure)."""
+    lease_duration: float = 15.0
+    """Seconds after the holder's last renewal before a standby may take the lease
+    over (``--leader-elect-lease-duration``, default 15 s): at most this long, plus a
+    retry period or two, passes between a leader dying and another taking over. The
+    descheduler's upstream default is 137 s."""
+    renew_deadline: float = 10.0
+    """Seconds the leader keeps trying to renew before it stops leading and the process
+    exits non-zero (``--leader-elect-renew-deadline``, default 10 s; less than the
+    lease duration, so it stops before a standby may take over)."""
+    retry_period: float = 2.0
+    """Seconds between tries to acquire or renew (``--leader-elect-retry-period``,
+    default 2 s; a standby's tries are jittered up to 2.2 times this)."""
+    identity: str = ""
+    """This instance's holder identity (``KSCHED_LEADER_ELECT_IDENTITY``); empty: the
+    host name and a random suffix, unique per process (upstream's ``hostname_uuid``).
+    ``ksched up`` gives its children one of its own, so a child it restarts takes its
+    lease back at once. Two live instances must never share one."""
+
+    def __post_init__(self) -> None:
+        # client-go's NewLeaderElector checks.
+        if not 0 < self.retry_period:
+            raise ValueError("--leader-elect-retry-period must be greater than zero")
+        if not self.renew_deadline > 1.2 * self.retry_period:
+            raise ValueError(
+                "--leader-elect-renew-deadline must be greater than "
+                "--leader-elect-retry-period times 1.2"
+            )
+        if not self.lease_duration > self.renew_deadline:
+            raise ValueError(
+                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+            )
+
+
 class DeschedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     policy: str | None = None
     """The DeschedulerPolicy file (``--policy``), required by the descheduler."""
@@ -114,9 +163,6 @@ class DeschedulerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unkn
     ``5m``); 0: run one cycle, then exit (upstream's default)."""
     dry_run: bool = False
     """Log the evictions instead of recording and publishing them (``--dry-run``)."""
-    lease_ttl: float = 30.0
-    """Seconds the ``descheduler`` lease outlives an instance that stopped renewing it
-    (at least twice the interval)."""
     prometheus_token_file: str | None = None
     """The bearer token of the policy's Prometheus metrics provider
     (``--prometheus-token-file``: the value of the Secret its authToken names); None:
@@ -163,6 +209,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     binder: BinderSettings = BinderSettings()
     restart: RestartSettings = RestartSettings()
     descheduler: DeschedulerSettings = DeschedulerSettings()
+    leader_election: LeaderElectionSettings = LeaderElectionSettings()
 
     def __post_init__(self) -> None:
         for name, path in (
@@ -196,6 +243,7 @@ ENV = {
     "tls_cert": "KSCHED_TLS_CERT",
     "tls_key": "KSCHED_TLS_KEY",
     "feature_gates": "KSCHED_FEATURE_GATES",
+    "identity": "KSCHED_LEADER_ELECT_IDENTITY",
 }
 
 
@@ -238,6 +286,7 @@ _GROUP_OF: Mapping[str, str] = {
         ("binder", BinderSettings),
         ("restart", RestartSettings),
         ("descheduler", DeschedulerSettings),
+        ("leader_election", LeaderElectionSettings),
     )
     for field in kind.__struct_fields__
 }

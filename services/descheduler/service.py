@@ -2,8 +2,10 @@
 ``deschedulingInterval`` over the cluster as Redis holds it, evictions published on
 ``ksched.decisions``.
 
-One instance is active at a time: a cycle runs only while this process holds the
-``descheduler`` lease in Redis (renewed each cycle, released on stop). Each cycle:
+One instance is active at a time: ``ksched run descheduler`` starts the service only
+once it leads the ``descheduler`` leader lease (services.common.leaderelection; renewed
+in the background, released on stop), and every write it makes to the store carries
+the lease's fencing token. Each cycle:
 
 1. reads the cluster from the store (nodes, pods, PDBs, priority classes, namespaces,
    claims) and the evictions still outstanding (published, the pod not deleted yet;
@@ -27,8 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,9 +81,6 @@ from services.framework.config import Profile
 log = logging.getLogger("ksched.descheduler")
 T = TypeVar("T")
 
-LEASE: str = "descheduler"
-
-
 DRA_KINDS: Final = {
     "deviceclass": DeviceClass,
     "resourceslice": ResourceSlice,
@@ -96,7 +93,6 @@ DRA_KINDS: Final = {
 class CycleReport:
     evicted: list[Evicted]
     result: CycleResult
-    held_lease: bool = True
 
 
 def eviction_of(evicted: Evicted, grace: int | None) -> Eviction:
@@ -142,7 +138,6 @@ class DeschedulerService:
         registry: Registry,
         settings: DeschedulerSettings,
         profiles: Sequence[Profile] | None = None,
-        holder: str | None = None,
         metrics_port: int | None = None,
     ) -> None:
         self._bus = bus
@@ -152,7 +147,6 @@ class DeschedulerService:
         self.registry = registry
         self.settings = settings
         self.profiles = profiles
-        self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
         self.finished = asyncio.Event()
         """Set when the service has nothing more to do (interval 0, one cycle run)."""
         self._task: asyncio.Task[None] | None = None
@@ -174,8 +168,6 @@ class DeschedulerService:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        with contextlib.suppress(Exception):
-            await self._store.release_lease(LEASE, self.holder)
         close_endpoint(self.endpoint)
         self.endpoint = None
 
@@ -184,13 +176,12 @@ class DeschedulerService:
             while True:
                 try:
                     report = await self.run_once()
-                    if report.held_lease:
-                        log.info(
-                            "cycle: %d evicted on %d nodes%s",
-                            len(report.evicted),
-                            len(report.result.nodes),
-                            f" ({report.result.skipped})" if report.result.skipped else "",
-                        )
+                    log.info(
+                        "cycle: %d evicted on %d nodes%s",
+                        len(report.evicted),
+                        len(report.result.nodes),
+                        f" ({report.result.skipped})" if report.result.skipped else "",
+                    )
                 except Exception as error:  # the next cycle tries again
                     log.warning("descheduling cycle failed: %s", error)
                 if self.settings.interval <= 0:
@@ -250,11 +241,7 @@ class DeschedulerService:
         )
 
     async def run_once(self) -> CycleReport:
-        """One cycle, if this instance holds the lease."""
-        ttl = max(self.settings.lease_ttl, self.settings.interval * 2)
-        if not await self._store.acquire_lease(LEASE, self.holder, ttl, self._clock.now()):
-            log.info("another descheduler holds the lease; this one waits")
-            return CycleReport([], CycleResult(), held_lease=False)
+        """One cycle."""
         cluster = await self.read_cluster()
         recorded = await self._store.evictions()
         present = {p.metadata.uid: p for p in cluster.pods}
@@ -337,4 +324,4 @@ def _version() -> str:
         return "0"
 
 
-__all__ = ["LEASE", "CycleReport", "DeschedulerService", "DeschedulerSettings", "eviction_of"]
+__all__ = ["CycleReport", "DeschedulerService", "DeschedulerSettings", "eviction_of"]

@@ -24,6 +24,12 @@ same catch-up: at start, when an apply raises StoreLost, and every
 :data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the whole log
 (one WARNING line says what was lost and what was rebuilt) before ingest resumes.
 
+One informer writes at a time: ``ksched run informer`` starts it only once it leads the
+``informer`` leader lease (services.common.leaderelection), fences its store client with
+the lease's token and claims the event log with it. A deposed informer (another took
+the lease over while it was paused) finds its store writes refused (FencedError): the
+batch raises unacknowledged and the process exits, without repairing anything.
+
 An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
 raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
 the consumers are cancelled and the same append is retried with backoff (0.5 s doubling
@@ -58,7 +64,14 @@ from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
-from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
+from services.common.store import (
+    PODS,
+    ClusterStore,
+    Epoch,
+    FencedError,
+    PodCharge,
+    ProjectedEntry,
+)
 from services.informer import claims, rebuild
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
 from services.informer.state import Change, ClusterObjects, Staged
@@ -391,6 +404,12 @@ class InformerService:
                 messages.append(_cluster_message(events))
             if messages:
                 await self._bus.publish(messages)
+        except FencedError:
+            # Deposed: another informer leads now. Nothing is acknowledged or repaired
+            # here; the process stops (services.cli.runtime) and the batch is redelivered
+            # to the leader.
+            log.error("the store refused %d events up to seq %d: deposed", len(events), seq)
+            raise
         except Exception:
             log.exception("commit of %d events failed; recovering from the log", len(events))
             await self._catch_up()  # if it fails too, it stays due (see _catch_up_due)

@@ -12,10 +12,15 @@ pending pods, nodes, volumes, priority classes, leases and nominations. A pod th
 an attempt in flight is attempted again, once, with the next attempt number, and the
 older attempt can no longer reserve.
 
+One queue is active (it leads the ``queue`` leader lease; its store writes carry the
+lease's fencing token). The preemptions in flight are in the store too
+(services.queue.preemptions), for the queue that restarts or takes over.
+
 A store that lost its projection (StoreLost from any store call, see
 :mod:`services.common.store.base`) is waited out: once the informer has rebuilt it, the
-queue writes back the leases of the attempts in flight and the nominations it holds
-(they went with the store) and converges on the rebuilt store as after a gap. A stale
+queue writes back the leases of the attempts in flight, the nominations and the
+preemptions it holds (they went with the store) and converges on the rebuilt store as
+after a gap. A stale
 attempt still cannot reserve: the store refuses any attempt that is not the lease.
 The cluster feed is followed by a :class:`~services.common.projection.LogProjection`
 (seq order, duplicates skipped, a gap or a StoreLost reloads from the store). A load
@@ -66,6 +71,7 @@ from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
 from services.framework.api.interface import AttemptObserver
 from services.framework.api.preemption import Preempting
+from services.queue import preemptions
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
 from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
 from services.queue.metrics import QueueMetrics, event_label
@@ -293,7 +299,7 @@ class QueueService:
     async def _on_cluster(self, batches: Sequence[Received[ClusterBatch]]) -> None:
         try:
             await self._projection.feed([event for b in batches for event in b.value.events])
-            await self.nominator.flush(self._store)
+            await self._flush()
         except StoreLost as lost:
             await self._recover(lost)
         await self._publish_groups()
@@ -349,6 +355,7 @@ class QueueService:
                 self._note_origin(event)
                 if event.type == "DELETED" or event.object.spec.node_name:
                     self._binding.discard(event.object.metadata.uid)
+                    self.preempting.forget(event.object.metadata.uid)  # its own, if any
 
     def _note_origin(self, event: PodEntry) -> None:
         uid = event.object.metadata.uid
@@ -380,7 +387,13 @@ class QueueService:
                 }
                 await self._store.set_leases(in_flight)
                 await self._store.set_nominations(dict(self.nominator.nominations))
+                await preemptions.write_back(self.preempting, self._store)
+            else:
+                await preemptions.flush(self.preempting, self._store)
             pods = _decode(await self._store.objects("pod"), Pod)
+            # Before the resync: DefaultPreemption's PreEnqueue keeps a preemptor whose
+            # victims are still there out of activeQ.
+            await preemptions.load(self.preempting, self._store, pods)
             self._binding &= {p.metadata.uid for p in pods if not p.spec.node_name}
             pods = [p for p in pods if p.metadata.uid not in self._binding]
             nodes = _decode(await self._store.objects("node"), Node)
@@ -484,7 +497,7 @@ class QueueService:
         try:
             if ended:
                 await self._drop_ended_leases()
-                await self.nominator.flush(self._store)
+            await self._flush()
         except StoreLost as lost:
             await self._recover(lost)
             # A load may have written these leases back while the attempts were still
@@ -544,6 +557,11 @@ class QueueService:
 
         self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, held, None, others)
 
+    async def _flush(self) -> None:
+        """Write the nominations and the preemptions in flight that changed."""
+        await self.nominator.flush(self._store)
+        await preemptions.flush(self.preempting, self._store)
+
     async def _drop_ended_leases(self) -> None:
         """Forget the leases of the attempts that ended; kept to retry on StoreLost."""
         if self._ended:
@@ -567,6 +585,8 @@ class QueueService:
                 if moved:
                     self._wake.set()
                 await self._drop_ended_leases()
+                if self.preempting.expire(self._clock.now()):
+                    await self._flush()
                 await self._publish_pod_status()
                 await self._publish_view()
             except Exception:

@@ -450,16 +450,3 @@ async def test_evictions_are_recorded_until_the_pod_is_deleted(store: ClusterSto
     assert await store.evictions() == {"uid-b": "default/b"}
     await store.drop_evictions(["uid-b"])
     assert await store.evictions() == {}
-
-
-async def test_one_holder_has_a_service_lease_until_it_expires_or_is_released(
-    store: ClusterStore,
-) -> None:
-    assert await store.acquire_lease("descheduler", "a", 30, NOW)
-    assert await store.acquire_lease("descheduler", "a", 30, NOW + 1)  # renewed
-    assert not await store.acquire_lease("descheduler", "b", 30, NOW + 2)
-    await store.release_lease("descheduler", "b")  # not b's: nothing happens
-    assert not await store.acquire_lease("descheduler", "b", 30, NOW + 3)
-    await store.release_lease("descheduler", "a")
-    assert await store.acquire_lease("descheduler", "b", 30, NOW + 4)
-    await store.release_lease("descheduler", "b")

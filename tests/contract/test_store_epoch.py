@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from services.common.store import ClusterStore, Epoch, Nomination, StoreLost
+from services.common.store import ClusterStore, Epoch, Nomination, Preemption, StoreLost
 from tests.contract.store_support import NOW, Clients, claim, node_entry, pod_entry, res, snapshot
 
 GUARDED_CALLS: dict[str, Any] = {
@@ -28,6 +28,9 @@ GUARDED_CALLS: dict[str, Any] = {
     "nominations": lambda s: s.nominations(),
     "domain_versions": lambda s: s.domain_versions(),
     "devices": lambda s: s.devices(),
+    "preemptions": lambda s: s.preemptions(),
+    "set_preemptions": lambda s: s.set_preemptions({"uid-a": Preemption(("uid-b",), NOW)}),
+    "drop_preemptions": lambda s: s.drop_preemptions(["uid-a"]),
 }
 
 

@@ -3,8 +3,8 @@
 ``open_store(url)`` picks the implementation: ``memory://`` or ``redis://`` / ``rediss://``.
 redis is imported only when a Redis store is opened, so services that run embedded never
 load it. Here: the shared state's atomic steps (projection, leases, reservations and their
-claims, nominations, waiting pods, evictions), each written once for both backends'
-contract (tests/contract/test_store.py).
+claims, nominations, preemptions, waiting pods, evictions, leader leases and fencing),
+each written once for both backends' contract (tests/contract/test_store.py).
 
 Not here: what a step means for scheduling (the scheduler's domains and batches, the
 queue's leases, the binder's claims live in their services), the waiting-pods map the
@@ -22,14 +22,19 @@ from services.common.store.base import (
     BindClaim,
     ClusterStore,
     Epoch,
+    Fence,
+    FencedError,
+    LeaderLease,
     Nomination,
     NominationClaim,
     PodCharge,
+    Preemption,
     ProjectedEntry,
     Reservation,
     StoreLost,
     WaitingRecord,
     WaitState,
+    first_token,
 )
 from services.common.store.memory import MemoryStore
 from services.common.tls import NO_TLS_FILES, TLSFiles
@@ -64,14 +69,19 @@ __all__ = [
     "BindClaim",
     "ClusterStore",
     "Epoch",
+    "Fence",
+    "FencedError",
+    "LeaderLease",
     "MemoryStore",
     "Nomination",
     "NominationClaim",
     "PodCharge",
+    "Preemption",
     "ProjectedEntry",
     "Reservation",
     "StoreLost",
     "WaitState",
     "WaitingRecord",
+    "first_token",
     "open_store",
 ]

@@ -42,6 +42,34 @@ State of a pod in the store (upstream's cache draws the same machine)::
 - Leases: the queue records the attempt number it handed out for each pod. ``assume``
   refuses (``stale``) an attempt that is not the pod's current lease, so a pod attempted
   again after a queue restart is never reserved twice.
+- Leader leases and fencing (one per single-writer role: the informer, the queue, the
+  descheduler; :mod:`services.common.leaderelection` holds them). Each new term of a
+  role's lease gets a fencing token one above the last. A client that leads calls
+  :meth:`ClusterStore.fence`; from then on every call it makes that writes (and every
+  guarded read) carries the token and is refused with :class:`FencedError`, in the same
+  atomic step, once the role's lease has another token: a leader deposed while it was
+  paused (SIGSTOP, a long GC, a partition) cannot write when it wakes up::
+
+          acquire (token: first_token(now))        renew (same token)
+      (none) ──────────────────────────▶ Held(holder, token) ◀───────┐
+         ▲                                  │   │  └─────────────────┘
+         │ store lost                       │   │ renewed + duration ≤ now of a
+         │ (the holder's next renewal       │   │ candidate: it takes a new term
+         │  writes it back, same token)     │   ▼ (token + 1, transitions + 1)
+         └──────────────────────────────────┤  Held(candidate, token + 1)
+                                            │ release (holder, token)
+                                            ▼
+                                      Released(token): the next acquire takes a new
+                                      term at once
+
+  A lease's first term (none recorded: a fresh store, or one that lost its leases)
+  starts at the caller's clock in milliseconds (:func:`first_token`), so tokens keep
+  growing across a store loss: a deposed writer's token is never taken for a new one
+  (the event log's claim refuses a lower token than it has seen). Expiry compares the
+  candidate's clock with the holder's renew time (as assumption deadlines compare
+  replicas' clocks): hosts' clocks must agree to well within a lease duration. Leader
+  leases are not guarded by the epoch: they outlive a store loss, or come back with
+  their holder's next renewal.
 
 Every method is idempotent for the same arguments; callers may retry after a failure.
 
@@ -70,7 +98,8 @@ every call that applies or reads the projection checks it in the same atomic ste
   be ``applied_seq + 1`` (StoreLost otherwise). On a Blank store that means seq 1, and
   that apply makes the store Live. Only the informer, which knows the log is not empty,
   can tell a lost store from a fresh one: it rebuilds a lost one with ``restore``.
-- Unguarded: ``epoch``, ``applied_seq`` and the queue view (informational).
+- Unguarded: ``epoch``, ``applied_seq``, the queue view (informational) and the leader
+  leases.
 """
 
 from __future__ import annotations
@@ -279,6 +308,74 @@ class StoreLost(Exception):
     (the informer rebuilds the store from the event log)."""
 
 
+def first_token(now: float) -> int:
+    """The fencing token of a lease's first term acquired at ``now`` (clock seconds):
+    later terms count up from it (see the module docstring)."""
+    return max(1, int(now * 1000))
+
+
+class FencedError(Exception):
+    """The role's lease has another fencing token than the one this client writes with
+    (:meth:`ClusterStore.fence`): another instance took the lease over. Nothing was
+    changed. The caller has been deposed: it must not retry, acknowledge what it was
+    recording, or write anything else; it stops (the process exits non-zero, as
+    kube-scheduler's ``leaderelection lost``)."""
+
+    def __init__(self, role: str, token: int, current: int) -> None:
+        super().__init__(
+            f"the {role} lease has fencing token {current}, this client's is {token}: "
+            "another instance took the lease over"
+        )
+        self.role = role
+        self.token = token
+        self.current = current
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The role and fencing token a leading client's calls carry."""
+
+    role: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderLease:
+    """One role's leader lease, shaped like a ``coordination.k8s.io/v1`` Lease's spec,
+    plus the fencing token of the current term."""
+
+    name: str
+    holder: str
+    """``holderIdentity``; empty once the holder released the lease."""
+    token: int
+    """The fencing token of the current term (one above the term before)."""
+    duration: float
+    """``leaseDurationSeconds``: how long after ``renewed`` candidates wait before they
+    may take the lease over."""
+    acquired: float
+    """``acquireTime``: clock seconds (the holder's clock) when this term began."""
+    renewed: float
+    """``renewTime``: clock seconds (the holder's clock) of the last renewal."""
+    transitions: int
+    """``leaseTransitions``: how many times the lease changed hands."""
+
+    def expired(self, now: float) -> bool:
+        """True once candidates may take the lease over at ``now`` (released, or not
+        renewed within its duration)."""
+        return not self.holder or self.renewed + self.duration <= now
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A preemption in flight (the queue's ``Preempting``): the victims of the
+    preemptor that are not gone yet, and when it started."""
+
+    victims: tuple[str, ...]
+    since: float
+    """Clock seconds when the scheduler reported it (the preemptor may preempt again
+    once its patience has passed)."""
+
+
 def live(epoch: Epoch, namespace: str) -> Epoch:
     """``epoch`` if the store is live; else :class:`StoreLost` saying what it is (what
     :meth:`ClusterStore.attach` checks)."""
@@ -401,13 +498,55 @@ class ClusterStore(Protocol):
 
     async def drop_evictions(self, uids: Sequence[str]) -> None: ...
 
-    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
-        """Take or renew the lease ``name`` for ``holder`` for ``ttl`` seconds; False
-        while another holder has it. Not guarded by the epoch: it outlives store loss."""
+    # -- leader leases and fencing (see the module docstring) ---------------------------
+
+    def fence(self, fence: Fence | None) -> None:
+        """Carry ``fence`` on every later call of this client that writes (and every
+        guarded read): the call raises :class:`FencedError`, changing nothing, when the
+        role's lease has another token (none recorded: the store lost it; the call goes
+        through). None: unfenced (an instance that elects no leader)."""
+
+    async def acquire_lease(
+        self, name: str, holder: str, duration: float, now: float, *, token: int = 0
+    ) -> tuple[bool, LeaderLease]:
+        """One try to acquire or renew the lease ``name`` for ``holder`` at ``now``, as
+        client-go's ``tryAcquireOrRenew``; True and the lease when ``holder`` has it
+        now, else False and the lease as another holds it. ``token``: the caller's
+        term (0: it does not lead). No lease recorded: the first term's token is
+        :func:`first_token` of ``now``.
+
+        - With ``token`` (a renewal): granted while the lease is still that term of
+          ``holder`` (``renewed = now``), or when the store lost the lease (it is
+          written back with ``token``); refused once another term began.
+        - Without (a new term, ``token`` one above the last): granted when there is no
+          lease, it was released, it expired (``renewed + duration <= now``), or
+          ``holder`` itself holds it (a restarted process under the same identity:
+          its old term ends here). ``transitions`` grows when the holder changes."""
         ...
 
-    async def release_lease(self, name: str, holder: str) -> None:
-        """Give the lease up if ``holder`` has it."""
+    async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
+        """Give the lease up if it is still ``holder``'s term ``token`` (the holder
+        becomes empty, the token stays: the next acquire takes a new term at once);
+        True if it was released."""
+        ...
+
+    async def leader_leases(self) -> dict[str, LeaderLease]:
+        """Every role's leader lease, by name (``ksched leases``). Unguarded."""
+        ...
+
+    # -- preemptions in flight (the queue) ---------------------------------------------
+
+    async def preemptions(self) -> dict[str, Preemption]:
+        """Every preemption in flight, by preemptor uid."""
+        ...
+
+    async def set_preemptions(self, preemptions: Mapping[str, Preemption]) -> None:
+        """Record (or replace) preemptions in flight."""
+        ...
+
+    async def drop_preemptions(self, uids: Sequence[str]) -> None:
+        """Forget these preemptors' preemptions (over: victims gone, patience passed,
+        the preemptor bound or deleted)."""
         ...
 
     # -- waiting pods (Permit) ---------------------------------------------------------
@@ -460,7 +599,8 @@ class ClusterStore(Protocol):
         resumes those whose resolver died before handing them on)."""
 
     async def put_queue_view(self, view: bytes) -> None:
-        """Replace the queue service's published view (a JSON contracts.queueview.QueueView)."""
+        """Replace the queue service's published view (a JSON contracts.queueview.QueueView).
+        Unguarded by the epoch; fenced."""
 
     async def queue_view(self) -> bytes | None:
         """The last view the queue published, or None if it never did."""

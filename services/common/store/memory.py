@@ -23,12 +23,17 @@ from services.common.store.base import (
     AssumeResult,
     BindClaim,
     Epoch,
+    Fence,
+    FencedError,
+    LeaderLease,
     Nomination,
     NominationClaim,
+    Preemption,
     ProjectedEntry,
     Reservation,
     StoreLost,
     WaitingRecord,
+    first_token,
     live,
 )
 
@@ -71,7 +76,8 @@ class _Data:
         self.queue_view: bytes | None = None
         self.waiting: dict[str, WaitingRecord] = {}
         self.evicting: dict[str, str] = {}
-        self.service_leases: dict[str, tuple[str, float]] = {}
+        self.preemptions: dict[str, Preemption] = {}
+        self.leaders: dict[str, LeaderLease] = {}
 
     def waiting_gone(self, uid: str) -> None:
         """The pod was deleted: a wait of it ends rejected (``RejectWaitingPod`` on
@@ -91,6 +97,7 @@ class MemoryStore:
         self._d = _data or _Data()
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
+        self._fence: Fence | None = None
 
     def client(self) -> MemoryStore:
         """Another client on the same data, with its own expected marker."""
@@ -114,6 +121,7 @@ class MemoryStore:
         return current
 
     async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+        self._fenced()
         if self._d.marker not in (None, _BUILDING):
             raise StoreLost(f"store {self.namespace!r} is live: nothing to restore")
         self._check_continues(entries)
@@ -134,8 +142,21 @@ class MemoryStore:
             self._d.marker = f"live:{self._expected}"
         self._apply(entries)
 
+    def fence(self, fence: Fence | None) -> None:
+        self._fence = fence
+
+    def _fenced(self) -> None:
+        """FencedError when this client's fence is not its role's current term."""
+        if self._fence is None:
+            return
+        lease = self._d.leaders.get(self._fence.role)
+        if lease is not None and lease.token != self._fence.token:
+            raise FencedError(self._fence.role, self._fence.token, lease.token)
+
     def _guard(self) -> None:
-        """StoreLost unless this client may use the projection (see store.base)."""
+        """FencedError or StoreLost unless this client may use the projection (see
+        store.base)."""
+        self._fenced()
         if self._expected:
             if self._d.marker != f"live:{self._expected}":
                 found = "blank" if self._d.marker is None else self._d.marker.partition(":")[0]
@@ -391,17 +412,54 @@ class MemoryStore:
         for uid in uids:
             self._d.evicting.pop(uid, None)
 
-    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
-        current = self._d.service_leases.get(name)
-        if current is not None and current[0] != holder and current[1] > now:
+    async def acquire_lease(
+        self, name: str, holder: str, duration: float, now: float, *, token: int = 0
+    ) -> tuple[bool, LeaderLease]:
+        current = self._d.leaders.get(name)
+        if current is None:  # never held, or the store lost it: a renewal writes it back
+            lease = LeaderLease(name, holder, token or first_token(now), duration, now, now, 0)
+        elif token:
+            if (current.holder, current.token) != (holder, token):
+                return False, current
+            lease = replace(current, duration=duration, renewed=now)
+        elif current.holder == holder or current.expired(now):
+            moved = current.holder != holder
+            lease = LeaderLease(
+                name,
+                holder,
+                current.token + 1,
+                duration,
+                now,
+                now,
+                current.transitions + moved,
+            )
+        else:
+            return False, current
+        self._d.leaders[name] = lease
+        return True, lease
+
+    async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
+        current = self._d.leaders.get(name)
+        if current is None or (current.holder, current.token) != (holder, token):
             return False
-        self._d.service_leases[name] = (holder, now + ttl)
+        self._d.leaders[name] = replace(current, holder="", renewed=now)
         return True
 
-    async def release_lease(self, name: str, holder: str) -> None:
-        current = self._d.service_leases.get(name)
-        if current is not None and current[0] == holder:
-            del self._d.service_leases[name]
+    async def leader_leases(self) -> dict[str, LeaderLease]:
+        return dict(self._d.leaders)
+
+    async def preemptions(self) -> dict[str, Preemption]:
+        self._guard()
+        return dict(self._d.preemptions)
+
+    async def set_preemptions(self, preemptions: Mapping[str, Preemption]) -> None:
+        self._guard()
+        self._d.preemptions.update(preemptions)
+
+    async def drop_preemptions(self, uids: Sequence[str]) -> None:
+        self._guard()
+        for uid in uids:
+            self._d.preemptions.pop(uid, None)
 
     async def nominations(self) -> dict[str, Nomination]:
         self._guard()
@@ -476,6 +534,7 @@ class MemoryStore:
         ]
 
     async def put_queue_view(self, view: bytes) -> None:
+        self._fenced()
         self._d.queue_view = view
 
     async def queue_view(self) -> bytes | None:

@@ -65,9 +65,12 @@ from services.common.store._lua import (
     ASSUME,
     BEGIN_BIND,
     CLAIM_NOMINATIONS,
+    FENCED,
     FORGET,
     LOST,
+    PUT_QUEUE_VIEW,
     READ_HASH,
+    READ_LEADERS,
     READ_NODES,
     RELEASE_LEASE,
     WRITE_HASH,
@@ -87,13 +90,18 @@ from services.common.store.base import (
     AssumeStatus,
     BindClaim,
     Epoch,
+    Fence,
+    FencedError,
+    LeaderLease,
     Nomination,
     NominationClaim,
+    Preemption,
     ProjectedEntry,
     Reservation,
     StoreLost,
     WaitingRecord,
     WaitState,
+    first_token,
     live,
 )
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
@@ -198,16 +206,30 @@ class RedisStore:
         self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
         self._acquire_lease = self._redis.register_script(ACQUIRE_LEASE)
         self._release_lease = self._redis.register_script(RELEASE_LEASE)
+        self._read_leaders = self._redis.register_script(READ_LEADERS)
+        self._put_queue_view = self._redis.register_script(PUT_QUEUE_VIEW)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
+        self._fence: Fence | None = None
+
+    def fence(self, fence: Fence | None) -> None:
+        if fence is not None:
+            _name(fence.role)
+        self._fence = fence
 
     async def _run(self, script: AsyncScript, *args: Any) -> Any:
-        """Run a guarded script with the prefix and the expected token in front of
-        ``args``; the guard's refusal becomes StoreLost."""
+        """Run a guarded (or fenced) script with the prefix, the expected token and the
+        fence in front of ``args``; the guard's refusals become FencedError and
+        StoreLost."""
+        fence = self._fence
+        guard = f"{self._expected}|{fence.role}|{fence.token}" if fence else f"{self._expected}||"
         try:
-            return await script(keys=[], args=[self._p, self._expected, *args])
+            return await script(keys=[], args=[self._p, guard, *args])
         except ResponseError as error:
             text = str(error)
+            if text.startswith(FENCED):
+                role, token, current = text.split()[1:4]
+                raise FencedError(role, int(token), int(current)) from None
             if not text.startswith(LOST):
                 raise
             why = text.removeprefix(LOST).partition(" script:")[0].strip()
@@ -437,9 +459,9 @@ class RedisStore:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
         return [_waiting(row) for row in rows]
 
-    @_traced("SET")
+    @_traced("EVALSHA", "put_queue_view")
     async def put_queue_view(self, view: bytes) -> None:
-        await self._redis.set(self._p + "queueview", view)
+        await self._run(self._put_queue_view, view)
 
     @_traced("GET")
     async def queue_view(self) -> bytes | None:
@@ -465,13 +487,48 @@ class RedisStore:
             await self._run(self._write_hash, "del", "evicting", *uids)
 
     @_traced("EVALSHA", "acquire_lease")
-    async def acquire_lease(self, name: str, holder: str, ttl: float, now: float) -> bool:
-        args = [self._p, name, holder, str(max(1, int(ttl * 1000)))]
-        return bool(await self._acquire_lease(keys=[], args=args))
+    async def acquire_lease(
+        self, name: str, holder: str, duration: float, now: float, *, token: int = 0
+    ) -> tuple[bool, LeaderLease]:
+        args = [self._p, _name(name), holder, repr(float(duration)), repr(float(now)), str(token)]
+        args.append(str(first_token(now)))
+        granted, *fields = await self._acquire_lease(keys=[], args=args)
+        return bool(granted), _leader(name, fields)
 
     @_traced("EVALSHA", "release_lease")
-    async def release_lease(self, name: str, holder: str) -> None:
-        await self._release_lease(keys=[], args=[self._p, name, holder])
+    async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
+        args = [self._p, _name(name), holder, str(token), repr(float(now))]
+        return bool(await self._release_lease(keys=[], args=args))
+
+    @_traced("EVALSHA", "read_leaders")
+    async def leader_leases(self) -> dict[str, LeaderLease]:
+        flat = await self._read_leaders(keys=[], args=[self._p])
+        leases = (_leader(flat[i].decode(), flat[i + 1]) for i in range(0, len(flat), 2))
+        return {lease.name: lease for lease in leases}
+
+    @_traced("EVALSHA", "read_hash")
+    async def preemptions(self) -> dict[str, Preemption]:
+        raw = await self._hgetall("preempting")
+        result = {}
+        for uid, value in raw.items():
+            since, victims = value.decode().split("|", 1)
+            result[uid.decode()] = Preemption(tuple(filter(None, victims.split(","))), float(since))
+        return result
+
+    @_traced("EVALSHA", "write_hash")
+    async def set_preemptions(self, preemptions: Mapping[str, Preemption]) -> None:
+        if preemptions:
+            pairs = [
+                x
+                for uid, p in preemptions.items()
+                for x in (uid, f"{float(p.since)!r}|{','.join(map(_name, p.victims))}")
+            ]
+            await self._run(self._write_hash, "set", "preempting", *pairs)
+
+    @_traced("EVALSHA", "write_hash")
+    async def drop_preemptions(self, uids: Sequence[str]) -> None:
+        if uids:
+            await self._run(self._write_hash, "del", "preempting", *uids)
 
     @_traced("EVALSHA", "read_hash")
     async def nominations(self) -> dict[str, Nomination]:
@@ -543,6 +600,15 @@ def _assume_result(
         _pairs(versions),
         tuple(k.decode() for k in keys),
         devices,
+    )
+
+
+def _leader(name: str, fields: Sequence[bytes]) -> LeaderLease:
+    """A leader lease from its hash's fields (holder, token, duration, acquired,
+    renewed, transitions)."""
+    holder, token, duration, acquired, renewed, transitions = (bytes(f).decode() for f in fields)
+    return LeaderLease(
+        name, holder, int(token), float(duration), float(acquired), float(renewed), int(transitions)
     )
 
 

@@ -3,7 +3,7 @@ and the scheduling cycle (which publishes): upstream's words for the victims."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
 PREEMPTED_REASON: Final = "Preempted"
@@ -34,16 +34,28 @@ class Preempting:
     once every victim's ``DELETED`` (or terminating) event has arrived — or after
     ``patience`` seconds, when the victims do not go away and the pod may preempt again.
     DefaultPreemption's PreEnqueue keeps the preemptor out of activeQ meanwhile, so it
-    is not retried against its own preemption."""
+    is not retried against its own preemption.
+
+    The queue keeps them in the store too (services.queue.preemptions), so that a queue
+    restarted (or taking over) remembers them: :meth:`load` starts from what the store
+    holds, :meth:`changed` says which preemptors' records to write since."""
 
     def __init__(self, patience: float = 300.0) -> None:
         self.patience = patience
         self._victims: dict[str, set[str]] = {}
         self._since: dict[str, float] = {}
         self._by_victim: dict[str, set[str]] = {}
+        self._changed: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._victims)
+
+    def __contains__(self, preemptor: object) -> bool:
+        return preemptor in self._victims
+
+    def __iter__(self) -> Iterator[str]:
+        """The preemptors with a preemption in flight."""
+        return iter(list(self._victims))
 
     def start(self, preemptor: str, victims: Iterable[str], now: float) -> None:
         self.forget(preemptor)
@@ -52,6 +64,7 @@ class Preempting:
             return
         self._victims[preemptor] = left
         self._since[preemptor] = now
+        self._changed.add(preemptor)
         for victim in left:
             self._by_victim.setdefault(victim, set()).add(preemptor)
 
@@ -63,6 +76,7 @@ class Preempting:
             if left is None:
                 continue
             left.discard(victim)
+            self._changed.add(preemptor)
             if not left:
                 self.forget(preemptor)
                 done.append(preemptor)
@@ -75,8 +89,40 @@ class Preempting:
                 owners.discard(preemptor)
                 if not owners:
                     del self._by_victim[victim]
-        self._since.pop(preemptor, None)
+        if self._since.pop(preemptor, None) is not None:
+            self._changed.add(preemptor)
 
     def running(self, preemptor: str, now: float) -> bool:
         since = self._since.get(preemptor)
         return since is not None and now - since < self.patience
+
+    def expire(self, now: float) -> list[str]:
+        """Forget the preemptions whose patience has passed at ``now``; the preemptors."""
+        over = sorted(p for p, since in self._since.items() if now - since >= self.patience)
+        for preemptor in over:
+            self.forget(preemptor)
+        return over
+
+    def victims(self, preemptor: str) -> frozenset[str]:
+        """The victims of ``preemptor`` that are not gone yet (none: no preemption)."""
+        return frozenset(self._victims.get(preemptor, ()))
+
+    def since(self, preemptor: str) -> float | None:
+        return self._since.get(preemptor)
+
+    def load(self, preemptions: Mapping[str, tuple[Iterable[str], float]]) -> None:
+        """Start over from ``preemptions`` (preemptor → its victims left and when it
+        started), as the store holds them; nothing counts as changed."""
+        self._victims, self._since, self._by_victim = {}, {}, {}
+        for preemptor, (victims, since) in preemptions.items():
+            self.start(preemptor, victims, since)
+        self._changed.clear()
+
+    def changed(self) -> set[str]:
+        """The preemptors whose record changed (started, a victim gone, over) since
+        :meth:`written` was last told of them."""
+        return set(self._changed)
+
+    def written(self, preemptors: Iterable[str]) -> None:
+        """These preemptors' records as they are now are in the store."""
+        self._changed.difference_update(preemptors)

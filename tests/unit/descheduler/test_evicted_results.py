@@ -82,7 +82,6 @@ async def service() -> DeschedulerService:
         load_policy(POLICY, registry),
         registry,
         DeschedulerSettings(),
-        holder="test",
     )
 
 
