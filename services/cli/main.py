@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
-from services.cli.serviceflags import MAX_PORT, check_run, duration
+from services.cli.serviceflags import (
+    MAX_PORT,
+    check_run,
+    duration,
+    election_duration,
+    leader_election_flags,
+)
 from services.common import features, gctune, redact
 from services.common.settings import ENV, Settings, from_env
 
@@ -67,63 +73,14 @@ def _settings(args: argparse.Namespace) -> Settings:
         policy=getattr(args, "policy", None),
         interval=duration(getattr(args, "interval", None)),
         leader_elect=getattr(args, "leader_elect", None),
-        lease_duration=duration(
-            getattr(args, "leader_elect_lease_duration", None), "--leader-elect-lease-duration"
-        ),
-        renew_deadline=duration(
-            getattr(args, "leader_elect_renew_deadline", None), "--leader-elect-renew-deadline"
-        ),
-        retry_period=duration(
-            getattr(args, "leader_elect_retry_period", None), "--leader-elect-retry-period"
-        ),
+        lease_duration=election_duration(args, "leader_elect_lease_duration"),
+        renew_deadline=election_duration(args, "leader_elect_renew_deadline"),
+        retry_period=election_duration(args, "leader_elect_retry_period"),
         prometheus_token_file=getattr(args, "prometheus_token_file", None),
         dry_run=getattr(args, "dry_run", None),
         scheduled_events=getattr(args, "scheduled_events", None),
         pop_from_backoff=gated.get("pop_from_backoff"),
         pre_enqueue_pod_status=gated.get("pre_enqueue_pod_status"),
-    )
-
-
-def _boolean(text: str) -> bool:
-    """An argparse type: a bool as pflag parses one (``--leader-elect=false``)."""
-    value = {"true": True, "1": True, "t": True, "false": False, "0": False, "f": False}.get(
-        text.lower()
-    )
-    if value is None:
-        raise argparse.ArgumentTypeError(f"{text!r}: true or false")
-    return value
-
-
-def _leader_election_flags(p: argparse.ArgumentParser) -> None:
-    """kube-scheduler's leader-election flags, for the single-writer roles."""
-    roles = "informer, queue, descheduler: "
-    p.add_argument(
-        "--leader-elect",
-        type=_boolean,
-        nargs="?",
-        const=True,
-        metavar="BOOL",
-        help=roles + "start a leader election client and gain leadership before executing "
-        "the main loop; a standby waits for the lease (default true; =false: no lease, "
-        "one instance per role is yours to ensure)",
-    )
-    p.add_argument(
-        "--leader-elect-lease-duration",
-        metavar="DURATION",
-        help=roles + "the duration that non-leader candidates will wait after observing a "
-        "leadership renewal until attempting to acquire leadership (default 15s)",
-    )
-    p.add_argument(
-        "--leader-elect-renew-deadline",
-        metavar="DURATION",
-        help=roles + "the interval between attempts by the acting master to renew a "
-        "leadership slot before it stops leading and exits 1 (default 10s)",
-    )
-    p.add_argument(
-        "--leader-elect-retry-period",
-        metavar="DURATION",
-        help=roles + "the duration the clients should wait between attempting acquisition "
-        "and renewal of a leadership (default 2s)",
     )
 
 
@@ -285,7 +242,7 @@ def parser() -> argparse.ArgumentParser:
             help="descheduler: log the evictions instead of publishing them",
         )
         _prometheus_token_flag(p, "descheduler: ")
-        _leader_election_flags(p)
+        leader_election_flags(p)
         _connection_flags(p)
         _log_format_flag(p)
         p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
@@ -344,6 +301,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
     p = command("waiting", "list the pods waiting at Permit, with their pending plugins")
+    p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
+    p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+
+    p = command("leases", "show each single-writer role's leader lease and its holder")
     p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
     p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
@@ -564,6 +526,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from services.cli.waiting import waiting_command
 
             return waiting_command(args)
+        case "leases":
+            from services.cli.leases import leases_command
+
+            return leases_command(args)
         case "simulate":
             from services.cli.commands import simulate_command
             from services.cli.simulate import tracing

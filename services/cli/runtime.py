@@ -29,7 +29,7 @@ from services.cli.shutdown import Shutdown
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
-from services.common.eventlog import open_event_log
+from services.common.eventlog import LogFencedError, open_event_log
 from services.common.leaderelection import ROLES, DeposingStore, LeaderElector
 from services.common.observe import (
     EdgeMetrics,
@@ -223,6 +223,8 @@ async def run_service(name: str, settings: Settings) -> int:
             if led and service is None:
                 service = build(name, settings, bus, store)
                 serve(service)
+            if led and (claim := getattr(service, "claim", None)) is not None:
+                await claim(election.elector.token)  # the event log's writer from now on
         if (
             service is not None
             and not shutdown.requested.is_set()
@@ -232,7 +234,7 @@ async def run_service(name: str, settings: Settings) -> int:
             await watchdog.check_once()  # ready at once, not at the next period
             log.info("%s started", name)
             lost = await _until_stopped_or_finished(shutdown, service, election)
-    except FencedError as error:  # deposed while it started
+    except (FencedError, LogFencedError) as error:  # deposed while it started
         log.error("leaderelection lost: %s", error)
         lost = True
     finally:
@@ -315,9 +317,12 @@ async def _until_stopped_or_finished(
     descheduler with interval 0) says it has finished, or until the process lost its
     lease; True in that last case (logged as upstream's ``leaderelection lost``)."""
     finished: asyncio.Event | None = getattr(service, "finished", None)
+    deposed: asyncio.Event | None = getattr(service, "deposed", None)
     waits = [asyncio.create_task(shutdown.requested.wait(), name="stop-requested")]
     if finished is not None:
         waits.append(asyncio.create_task(finished.wait(), name="finished"))
+    if deposed is not None:
+        waits.append(asyncio.create_task(deposed.wait(), name="deposed"))
     renewing = election.task if election is not None else None
     try:
         await asyncio.wait(
@@ -327,7 +332,12 @@ async def _until_stopped_or_finished(
     finally:
         for task in waits:
             task.cancel()
-    if renewing is not None and renewing.done() and not shutdown.requested.is_set():
+    if shutdown.requested.is_set():
+        return False
+    if deposed is not None and deposed.is_set():
+        log.error("leaderelection lost: a write was refused for this leader's fencing token")
+        return True
+    if renewing is not None and renewing.done():
         assert election is not None
         error = renewing.exception() if not renewing.cancelled() else None
         log.error(

@@ -13,6 +13,7 @@ The flags every service honours (the connection, ``--namespace``, ``--metrics-po
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping, Sequence
 
 from services.cli.errors import InputError
@@ -83,6 +84,60 @@ def duration(text: str | None, flag: str = "--interval") -> float | None:
     return seconds
 
 
+def election_duration(args: argparse.Namespace, dest: str) -> float | None:
+    """A ``--leader-elect-*`` duration in seconds: the flag, else its variable
+    (``KSCHED_LEADER_ELECT_LEASE_DURATION``…), else None (the default)."""
+    flag = "--" + dest.replace("_", "-")
+    variable = "KSCHED_" + dest.upper()
+    text = getattr(args, dest, None)
+    if text is None and os.environ.get(variable):
+        text, flag = os.environ[variable], variable
+    return duration(text, flag)
+
+
+def boolean(text: str) -> bool:
+    """An argparse type: a bool as pflag parses one (``--leader-elect=false``)."""
+    value = {"true": True, "1": True, "t": True, "false": False, "0": False, "f": False}.get(
+        text.lower()
+    )
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: true or false")
+    return value
+
+
+def leader_election_flags(p: argparse.ArgumentParser) -> None:
+    """kube-scheduler's leader-election flags, for the single-writer roles."""
+    roles = "informer, queue, descheduler: "
+    p.add_argument(
+        "--leader-elect",
+        type=boolean,
+        nargs="?",
+        const=True,
+        metavar="BOOL",
+        help=roles + "start a leader election client and gain leadership before executing "
+        "the main loop; a standby waits for the lease (default true; =false: no lease, "
+        "one instance per role is yours to ensure)",
+    )
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        metavar="DURATION",
+        help=roles + "the duration that non-leader candidates will wait after observing a "
+        "leadership renewal until attempting to acquire leadership (default 15s)",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        metavar="DURATION",
+        help=roles + "the interval between attempts by the acting master to renew a "
+        "leadership slot before it stops leading and exits 1 (default 10s)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        metavar="DURATION",
+        help=roles + "the duration the clients should wait between attempting acquisition "
+        "and renewal of a leadership (default 2s)",
+    )
+
+
 def check_run(service: str, args: argparse.Namespace) -> None:
     """InputError naming the first flag given to ``ksched run service`` that the service
     does not honour (parsed flags are None unless given)."""
@@ -112,4 +167,14 @@ def argv_for(service: str, argv: Sequence[str]) -> list[str]:
     return kept
 
 
-__all__ = ["FLAGS", "MAX_PORT", "OWNERS", "SERVICES", "argv_for", "check_run", "duration"]
+__all__ = [
+    "FLAGS",
+    "MAX_PORT",
+    "OWNERS",
+    "SERVICES",
+    "argv_for",
+    "check_run",
+    "duration",
+    "election_duration",
+    "leader_election_flags",
+]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import socket
 import uuid
@@ -115,6 +116,7 @@ class LeaderElector:
         """Why it stopped leading (empty while it leads, or never led)."""
         self._renewed = 0.0
         self._deposed = asyncio.Event()
+        self._host, self._pid = socket.gethostname(), os.getpid()
 
     @property
     def leading(self) -> bool:
@@ -128,7 +130,7 @@ class LeaderElector:
         if not self.token:
             return
         self._status.set(1)
-        log.info("successfully acquired lease %s (fencing token %d)", self.name, self.token)
+        log.info("became the %s leader (token %d)", self.name, self.token)
         self._started(self.token)
         # Cancelled (the process is stopping): it still holds the lease, unrenewed,
         # until release() once its service has stopped.
@@ -167,7 +169,12 @@ class LeaderElector:
                 granted, lease = await self._within(
                     retry,
                     self._store.acquire_lease(
-                        self.name, self.identity, self.settings.lease_duration, now
+                        self.name,
+                        self.identity,
+                        self.settings.lease_duration,
+                        now,
+                        host=self._host,
+                        pid=self._pid,
                     ),
                 )
             except Exception as error:
@@ -227,12 +234,7 @@ class LeaderElector:
             return
         self.leader = lease.holder
         if lease.holder and lease.holder != self.identity:
-            log.info(
-                "lease %s is held by %s (fencing token %d): standing by",
-                self.name,
-                lease.holder,
-                lease.token,
-            )
+            log.info("waiting for the %s lease (held by %s)", self.name, lease.holder)
         if self._new_leader is not None:
             self._new_leader(lease.holder)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import topology as t
-from services.common.store import _lua, _lua_waiting
+from services.common.store import _lua, _lua_leases, _lua_waiting
 
 USER_PREFIX = "ksched-"
 
@@ -167,10 +167,10 @@ _SCRIPTS = {
     "evictions": _lua.READ_HASH,
     "record_evictions": _lua.WRITE_HASH,
     "drop_evictions": _lua.WRITE_HASH,
-    "acquire_lease": _lua.ACQUIRE_LEASE,
-    "release_lease": _lua.RELEASE_LEASE,
-    "leader_leases": _lua.READ_LEADERS,
-    "put_queue_view": _lua.PUT_QUEUE_VIEW,
+    "acquire_lease": _lua_leases.ACQUIRE_LEASE,
+    "release_lease": _lua_leases.RELEASE_LEASE,
+    "leader_leases": _lua_leases.READ_LEADERS,
+    "put_queue_view": _lua_leases.PUT_QUEUE_VIEW,
     "preemptions": _lua.READ_HASH,
     "set_preemptions": _lua.WRITE_HASH,
     "drop_preemptions": _lua.WRITE_HASH,

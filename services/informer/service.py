@@ -26,9 +26,11 @@ same catch-up: at start, when an apply raises StoreLost, and every
 
 One informer writes at a time: ``ksched run informer`` starts it only once it leads the
 ``informer`` leader lease (services.common.leaderelection), fences its store client with
-the lease's token and claims the event log with it. A deposed informer (another took
-the lease over while it was paused) finds its store writes refused (FencedError): the
-batch raises unacknowledged and the process exits, without repairing anything.
+the lease's token and claims the event log with it (:meth:`InformerService.claim`). A
+deposed informer (another took the lease over while it was paused) finds its append
+(LogFencedError) or its store write (FencedError) refused: the batch raises
+unacknowledged, :attr:`InformerService.deposed` is set and the process exits, without
+repairing anything.
 
 An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
 raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
@@ -59,7 +61,7 @@ from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.eventlog import EventLog, LogWriteError, check_matches
+from services.common.eventlog import EventLog, LogFencedError, LogWriteError, check_matches
 from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
@@ -142,12 +144,20 @@ class InformerService:
         self._catch_up_due = False
         """A catch-up started and has not succeeded since (the broker or the store was
         down): run again before the next batch and by the store check until it does."""
+        self.deposed = asyncio.Event()
+        """Set once the log or the store refused a write for this informer's fencing
+        token: another informer leads, this one must stop (services.cli.runtime)."""
 
     @property
     def ready(self) -> bool:
         """True while events are ingested: started, the store live (not being rebuilt)
         and the event log writable."""
         return bool(self._consumers) and self._log_fault is None and not self._rebuilding
+
+    async def claim(self, token: int) -> None:
+        """Become the event log's writer with the leader lease's fencing token, before
+        :meth:`start` (LogFencedError: another informer claimed it with a higher one)."""
+        await self._log.claim(token)
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -200,6 +210,12 @@ class InformerService:
                         await self._catch_up()
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
+
+    def _deposed(self, what: str, events: Sequence[LogEntry]) -> None:
+        if not self.deposed.is_set():
+            seqs = f"seqs {events[0].seq}..{events[-1].seq}" if events else "a batch"
+            log.error("%s (%s): another informer leads; this one stops", what, seqs)
+            self.deposed.set()
 
     def _log_refused(self, events: Sequence[LogEntry], error: LogWriteError) -> None:
         """Stop ingest until ``events`` can be appended (see the module docstring)."""
@@ -392,6 +408,9 @@ class InformerService:
         except LogWriteError as error:
             self._log_refused(events, error)
             raise
+        except LogFencedError:
+            self._deposed("the event log refused the append", events)
+            raise
         # The log is the commit point: the view takes the batch now, so a redelivery
         # after a failure below is a duplicate and never recorded twice. What the store
         # or the bus missed is repaired from the log by catch-up (here, or on the gap
@@ -405,10 +424,9 @@ class InformerService:
             if messages:
                 await self._bus.publish(messages)
         except FencedError:
-            # Deposed: another informer leads now. Nothing is acknowledged or repaired
-            # here; the process stops (services.cli.runtime) and the batch is redelivered
-            # to the leader.
-            log.error("the store refused %d events up to seq %d: deposed", len(events), seq)
+            # Another informer leads now. Nothing is acknowledged or repaired here; the
+            # process stops (services.cli.runtime) and the leader gets the batch again.
+            self._deposed("the store refused the batch", events)
             raise
         except Exception:
             log.exception("commit of %d events failed; recovering from the log", len(events))

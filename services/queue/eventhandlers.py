@@ -83,6 +83,15 @@ Volume = (
     | DeviceClass
 )
 """The objects whose changes are plain Add/Update/Delete events (volumes and DRA's)."""
+VOLUME_KINDS: dict[str, type[Volume]] = {
+    "persistentvolume": PersistentVolume,
+    "persistentvolumeclaim": PersistentVolumeClaim,
+    "storageclass": StorageClass,
+    "resourceclaim": ResourceClaim,
+    "resourceslice": ResourceSlice,
+    "deviceclass": DeviceClass,
+}
+"""Each kind of :data:`Volume` by its store name."""
 _NAMESPACED_OBJECTS = (PersistentVolumeClaim, ResourceClaim)
 
 

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 
 import msgspec
 
+from contracts import topology
 from contracts.events import LogEntry, PodEntry, PodGroupEntry
-from contracts.k8s import Pod, PodGroup, PodGroupStatus
+from contracts.k8s import Pod, PodGroup, PodGroupStatus, SchedulingPodGroup
+from services.common.bus import Message
 from services.common.podgroups import pod_group_status
 from services.queue.group_members import GroupMembers, group_key
 from services.queue.pods import pod_group_name
@@ -45,3 +47,17 @@ class PodGroups:
                 tracked.published[key] = status
                 out.append(msgspec.structs.replace(group, status=status))
         return out
+
+
+def group_messages(changed: Iterable[PodGroup | SchedulingPodGroup]) -> list[Message]:
+    """The status of each changed PodGroup, on ``ksched.decisions`` as
+    ``podgroup.<namespace>``."""
+    encode = msgspec.json.encode
+    return [
+        Message(
+            topology.DECISIONS.name,
+            topology.decision_key("podgroup", group.metadata.namespace),
+            encode(group),
+        )
+        for group in changed
+    ]

@@ -48,17 +48,11 @@ from contracts import topology
 from contracts.events import ClusterBatch, LogEntry, PodEntry
 from contracts.k8s import (
     DEFAULT_SCHEDULER_NAME,
-    DeviceClass,
     Node,
-    PersistentVolume,
-    PersistentVolumeClaim,
     Pod,
     PodGroup,
     PriorityClass,
-    ResourceClaim,
-    ResourceSlice,
     SchedulingPodGroup,
-    StorageClass,
 )
 from contracts.messages import AttemptResult, ResultBatch, ScheduleBatch, ScheduleRequest
 from services.common import gctune
@@ -73,12 +67,12 @@ from services.framework.api.interface import AttemptObserver
 from services.framework.api.preemption import Preempting
 from services.queue import preemptions
 from services.queue.cluster_events import ASSIGNED_POD_DELETE
-from services.queue.eventhandlers import ClusterState, EventHandlers, Volume
+from services.queue.eventhandlers import VOLUME_KINDS, ClusterState, EventHandlers, Volume
 from services.queue.metrics import QueueMetrics, event_label
 from services.queue.native_podgroups import NativePodGroups
 from services.queue.nominator import Nominator
 from services.queue.pod_status import status_messages
-from services.queue.podgroups import PodGroups
+from services.queue.podgroups import PodGroups, group_messages
 from services.queue.pods import gang_of
 from services.queue.profiles import QueueProfile
 from services.queue.requests import schedule_request
@@ -96,15 +90,6 @@ DISPATCH_RETRY: Final = 1.0
 _LISTED_KINDS = ("podgroup", "schedulingpodgroup", "workload")
 """The kinds the queue's plugins read (Coscheduling's QueueSort, GangScheduling's
 PreEnqueue)."""
-
-_VOLUME_KINDS: Final[dict[str, type[Volume]]] = {
-    "persistentvolume": PersistentVolume,
-    "persistentvolumeclaim": PersistentVolumeClaim,
-    "storageclass": StorageClass,
-    "resourceclaim": ResourceClaim,
-    "resourceslice": ResourceSlice,
-    "deviceclass": DeviceClass,
-}
 
 
 class QueueService:
@@ -308,20 +293,9 @@ class QueueService:
     async def _publish_groups(self) -> None:
         """Publish the status of the PodGroups whose members or spec changed (only when
         it changed), on ``ksched.decisions`` as ``podgroup.<namespace>``."""
-        changed: list[PodGroup | SchedulingPodGroup] = [
-            *self._groups.changed(),
-            *self._native_groups.changed(),
-        ]
-        if not changed:
+        messages = group_messages([*self._groups.changed(), *self._native_groups.changed()])
+        if not messages:
             return
-        messages = [
-            Message(
-                topology.DECISIONS.name,
-                topology.decision_key("podgroup", group.metadata.namespace),
-                _encoder.encode(group),
-            )
-            for group in changed
-        ]
         try:
             await self._bus.publish(messages)
         except Exception:
@@ -399,7 +373,7 @@ class QueueService:
             nodes = _decode(await self._store.objects("node"), Node)
             classes = _decode(await self._store.objects("priorityclass"), PriorityClass)
             volumes: list[Volume] = []
-            for kind, cls in _VOLUME_KINDS.items():
+            for kind, cls in VOLUME_KINDS.items():
                 volumes.extend(_decode(await self._store.objects(kind), cls))
             listed = {kind: await self._store.objects(kind) for kind in _LISTED_KINDS}
             for listers in self.queue.listers:

@@ -22,9 +22,6 @@ from services.common.store.base import (
     BindClaim,
     ClusterStore,
     Epoch,
-    Fence,
-    FencedError,
-    LeaderLease,
     Nomination,
     NominationClaim,
     PodCharge,
@@ -34,8 +31,8 @@ from services.common.store.base import (
     StoreLost,
     WaitingRecord,
     WaitState,
-    first_token,
 )
+from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
 from services.common.store.memory import MemoryStore
 from services.common.tls import NO_TLS_FILES, TLSFiles
 

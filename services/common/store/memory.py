@@ -23,9 +23,6 @@ from services.common.store.base import (
     AssumeResult,
     BindClaim,
     Epoch,
-    Fence,
-    FencedError,
-    LeaderLease,
     Nomination,
     NominationClaim,
     Preemption,
@@ -33,9 +30,9 @@ from services.common.store.base import (
     Reservation,
     StoreLost,
     WaitingRecord,
-    first_token,
     live,
 )
+from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
 
 _BUILDING = "building"
 
@@ -413,25 +410,30 @@ class MemoryStore:
             self._d.evicting.pop(uid, None)
 
     async def acquire_lease(
-        self, name: str, holder: str, duration: float, now: float, *, token: int = 0
+        self,
+        name: str,
+        holder: str,
+        duration: float,
+        now: float,
+        *,
+        token: int = 0,
+        host: str = "",
+        pid: int = 0,
     ) -> tuple[bool, LeaderLease]:
         current = self._d.leaders.get(name)
         if current is None:  # never held, or the store lost it: a renewal writes it back
-            lease = LeaderLease(name, holder, token or first_token(now), duration, now, now, 0)
+            first = token or first_token(now)
+            lease = LeaderLease(name, holder, first, duration, now, now, 0, host, pid)
         elif token:
             if (current.holder, current.token) != (holder, token):
                 return False, current
             lease = replace(current, duration=duration, renewed=now)
         elif current.holder == holder or current.expired(now):
             moved = current.holder != holder
+            transitions = current.transitions + moved
+            next_token = current.token + 1
             lease = LeaderLease(
-                name,
-                holder,
-                current.token + 1,
-                duration,
-                now,
-                now,
-                current.transitions + moved,
+                name, holder, next_token, duration, now, now, transitions, host, pid
             )
         else:
             return False, current

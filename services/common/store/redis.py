@@ -47,10 +47,8 @@ import functools
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, TypeVar, cast
 
-import msgspec
 import redis.asyncio as aioredis
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
@@ -58,22 +56,36 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from services.common import redact, telemetry
-from services.common.store._charges import devices_taken, normalize
+from services.common.store._charges import normalize
+from services.common.store._codec import (
+    WAITING_ENCODER,
+    assume_result,
+    decode_amounts,
+    device,
+    domain,
+    encode_amounts,
+    int_pairs,
+    leader_of,
+    named,
+    waiting_of,
+)
 from services.common.store._lua import (
-    ACQUIRE_LEASE,
     APPLY,
     ASSUME,
     BEGIN_BIND,
     CLAIM_NOMINATIONS,
-    FENCED,
     FORGET,
     LOST,
-    PUT_QUEUE_VIEW,
     READ_HASH,
-    READ_LEADERS,
     READ_NODES,
-    RELEASE_LEASE,
     WRITE_HASH,
+)
+from services.common.store._lua_leases import (
+    ACQUIRE_LEASE,
+    FENCED,
+    PUT_QUEUE_VIEW,
+    READ_LEADERS,
+    RELEASE_LEASE,
 )
 from services.common.store._lua_waiting import (
     ALLOW_WAITING,
@@ -87,12 +99,8 @@ from services.common.store._lua_waiting import (
 from services.common.store.base import (
     Assumed,
     AssumeResult,
-    AssumeStatus,
     BindClaim,
     Epoch,
-    Fence,
-    FencedError,
-    LeaderLease,
     Nomination,
     NominationClaim,
     Preemption,
@@ -100,13 +108,11 @@ from services.common.store.base import (
     Reservation,
     StoreLost,
     WaitingRecord,
-    WaitState,
-    first_token,
     live,
 )
+from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
 from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
 
-_FORBIDDEN = frozenset("|,=")
 _tracer = telemetry.tracer("store")
 _Operation = TypeVar("_Operation", bound=Callable[..., Awaitable[Any]])
 
@@ -168,13 +174,6 @@ def _connection_attributes(kwargs: Mapping[str, Any]) -> dict[str, str | int]:
     return attributes
 
 
-_STATUSES: dict[bytes, AssumeStatus] = {
-    b"assumed": "assumed",
-    b"conflict": "conflict",
-    b"stale": "stale",
-}
-
-
 class RedisStore:
     """A ClusterStore on the Redis at ``url``; ``namespace`` prefixes every key."""
 
@@ -214,7 +213,7 @@ class RedisStore:
 
     def fence(self, fence: Fence | None) -> None:
         if fence is not None:
-            _name(fence.role)
+            named(fence.role)
         self._fence = fence
 
     async def _run(self, script: AsyncScript, *args: Any) -> Any:
@@ -271,13 +270,13 @@ class RedisStore:
         for e in entries:
             mode, uid, node, reqs, devs = "", "", "", "", ""
             if e.kind == "resourceclaim":
-                mode, devs = "c", "\n".join(map(_device, e.devices or ()))
+                mode, devs = "c", "\n".join(map(device, e.devices or ()))
             elif e.kind == "node":
-                mode, reqs = "n", _encode(e.allocatable or {})
+                mode, reqs = "n", encode_amounts(e.allocatable or {})
             elif e.pod is not None:
                 mode, uid = "p", e.pod.uid
-                node = _name(e.pod.node or "")
-                reqs = _encode(normalize(e.pod.requests))
+                node = named(e.pod.node or "")
+                reqs = encode_amounts(normalize(e.pod.requests))
             deleted = "1" if e.body is None else "0"
             args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs, devs]
         if await self._run(self._apply, *args):  # the store became live: ours
@@ -300,7 +299,7 @@ class RedisStore:
         if nodes is not None and not nodes:
             return {}
         flat = await self._run(self._read_nodes, which, *(nodes or ()))
-        return {flat[i].decode(): _pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return {flat[i].decode(): int_pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     @_traced("EVALSHA", "assume")
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
@@ -309,16 +308,23 @@ class RedisStore:
         args: list[str] = [repr(float(now)), str(len(reservations))]
         for r in reservations:
             deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
-            reqs = _encode(normalize(r.requests))
-            checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
-            reads = "\n".join(f"{_domain(d)}\n{v}" for d, v in r.reads.items())
-            touches = "\n".join(map(_domain, r.touches))
+            reqs = encode_amounts(normalize(r.requests))
+            checked = "*" if r.checked is None else ",".join(map(named, sorted(r.checked)))
+            reads = "\n".join(f"{domain(d)}\n{v}" for d, v in r.reads.items())
+            touches = "\n".join(map(domain, r.touches))
             watched = "*" if r.watched is None else "\n".join(sorted(r.watched))
-            args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
-            devices = "\n".join(map(_device, dict.fromkeys(r.devices)))
+            args += [
+                r.uid,
+                named(r.node),
+                str(r.attempt),
+                repr(float(deadline)),
+                reqs,
+                checked,
+            ]
+            devices = "\n".join(map(device, dict.fromkeys(r.devices)))
             args += [reads, touches, watched, "\n".join(r.keys), devices]
         replies = await self._run(self._assume, *args)
-        return [_assume_result(*reply) for reply in replies]
+        return [assume_result(*reply) for reply in replies]
 
     @_traced("EVALSHA", "read_hash")
     async def domain_versions(self) -> dict[str, int]:
@@ -354,7 +360,9 @@ class RedisStore:
         result = {}
         for uid, value in raw.items():
             node, attempt, deadline, reqs = value.decode().split("|", 3)
-            result[uid.decode()] = Assumed(node, int(attempt), float(deadline), _decode(reqs))
+            result[uid.decode()] = Assumed(
+                node, int(attempt), float(deadline), decode_amounts(reqs)
+            )
         return result
 
     @_traced("EVALSHA", "write_hash")
@@ -377,7 +385,7 @@ class RedisStore:
     async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
         if nominations:
             pairs = [
-                x for uid, n in nominations.items() for x in (uid, f"{_name(n.node)}|{n.priority}")
+                x for uid, n in nominations.items() for x in (uid, f"{named(n.node)}|{n.priority}")
             ]
             await self._run(self._write_hash, "set", "nominated", *pairs)
 
@@ -392,7 +400,13 @@ class RedisStore:
             return []
         args: list[str] = [str(len(claims))]
         for c in claims:
-            args += [c.uid, _name(c.node), str(c.priority), str(len(c.seen)), *sorted(c.seen)]
+            args += [
+                c.uid,
+                named(c.node),
+                str(c.priority),
+                str(len(c.seen)),
+                *sorted(c.seen),
+            ]
             args += [str(len(c.clears)), *c.clears]
         lost = await self._run(self._claim_nominations, *args)
         return [uid.decode() if isinstance(uid, bytes) else str(uid) for uid in lost]
@@ -405,7 +419,7 @@ class RedisStore:
             return
         args: list[str | bytes] = [self._p, str(len(records))]
         for r in records:
-            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), str(len(r.pending))]
+            args += [r.uid, str(r.attempt), WAITING_ENCODER.encode(r), str(len(r.pending))]
             for plugin, deadline in sorted(r.pending.items()):
                 args += [plugin, repr(float(deadline))]
         await self._put_waiting(keys=[], args=args)
@@ -413,25 +427,25 @@ class RedisStore:
     @_traced("EVALSHA", "read_waiting")
     async def waiting(self) -> dict[str, WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "all"])
-        records = [_waiting(row) for row in rows]
+        records = [waiting_of(row) for row in rows]
         return {r.uid: r for r in records}
 
     @_traced("EVALSHA", "allow_waiting")
     async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
         row = await self._allow_waiting(keys=[], args=[self._p, uid, plugin, repr(now)])
-        return _waiting(row) if row else None
+        return waiting_of(row) if row else None
 
     @_traced("EVALSHA", "reject_waiting")
     async def reject_waiting(
         self, uid: str, plugin: str, message: str, now: float
     ) -> WaitingRecord | None:
         row = await self._reject_waiting(keys=[], args=[self._p, uid, plugin, message, repr(now)])
-        return _waiting(row) if row else None
+        return waiting_of(row) if row else None
 
     @_traced("EVALSHA", "expire_waiting")
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         rows = await self._expire_waiting(keys=[], args=[self._p, repr(now)])
-        return [_waiting(row) for row in rows]
+        return [waiting_of(row) for row in rows]
 
     @_traced("ZRANGE")
     async def next_waiting_deadline(self) -> float | None:
@@ -441,7 +455,7 @@ class RedisStore:
     @_traced("EVALSHA", "take_waiting")
     async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
         row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
-        return _waiting(row) if row else None
+        return waiting_of(row) if row else None
 
     @_traced("EVALSHA", "return_waiting")
     async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
@@ -451,13 +465,13 @@ class RedisStore:
         args: list[str | bytes] = [self._p, str(len(resolved))]
         for r in resolved:
             status = f"{r.state}|{float(r.resolved_at)!r}|{r.plugin}|{r.message}"
-            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), status]
+            args += [r.uid, str(r.attempt), WAITING_ENCODER.encode(r), status]
         await self._return_waiting(keys=[], args=args)
 
     @_traced("EVALSHA", "read_waiting")
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
-        return [_waiting(row) for row in rows]
+        return [waiting_of(row) for row in rows]
 
     @_traced("EVALSHA", "put_queue_view")
     async def put_queue_view(self, view: bytes) -> None:
@@ -488,22 +502,37 @@ class RedisStore:
 
     @_traced("EVALSHA", "acquire_lease")
     async def acquire_lease(
-        self, name: str, holder: str, duration: float, now: float, *, token: int = 0
+        self,
+        name: str,
+        holder: str,
+        duration: float,
+        now: float,
+        *,
+        token: int = 0,
+        host: str = "",
+        pid: int = 0,
     ) -> tuple[bool, LeaderLease]:
-        args = [self._p, _name(name), holder, repr(float(duration)), repr(float(now)), str(token)]
-        args.append(str(first_token(now)))
+        args = [
+            self._p,
+            named(name),
+            holder,
+            repr(float(duration)),
+            repr(float(now)),
+            str(token),
+        ]
+        args += [str(first_token(now)), host, str(pid)]
         granted, *fields = await self._acquire_lease(keys=[], args=args)
-        return bool(granted), _leader(name, fields)
+        return bool(granted), leader_of(name, fields)
 
     @_traced("EVALSHA", "release_lease")
     async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
-        args = [self._p, _name(name), holder, str(token), repr(float(now))]
+        args = [self._p, named(name), holder, str(token), repr(float(now))]
         return bool(await self._release_lease(keys=[], args=args))
 
     @_traced("EVALSHA", "read_leaders")
     async def leader_leases(self) -> dict[str, LeaderLease]:
         flat = await self._read_leaders(keys=[], args=[self._p])
-        leases = (_leader(flat[i].decode(), flat[i + 1]) for i in range(0, len(flat), 2))
+        leases = (leader_of(flat[i].decode(), flat[i + 1]) for i in range(0, len(flat), 2))
         return {lease.name: lease for lease in leases}
 
     @_traced("EVALSHA", "read_hash")
@@ -521,7 +550,7 @@ class RedisStore:
             pairs = [
                 x
                 for uid, p in preemptions.items()
-                for x in (uid, f"{float(p.since)!r}|{','.join(map(_name, p.victims))}")
+                for x in (uid, f"{float(p.since)!r}|{','.join(map(named, p.victims))}")
             ]
             await self._run(self._write_hash, "set", "preempting", *pairs)
 
@@ -558,86 +587,3 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
-
-
-_waiting_encoder = msgspec.json.Encoder()
-_waiting_decoder = msgspec.json.Decoder(WaitingRecord)
-_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
-
-
-def _waiting(row: Sequence[Any]) -> WaitingRecord:
-    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
-    and the pending plugins' deadlines (flat)."""
-    rec, status, flat = row
-    record = _waiting_decoder.decode(rec)
-    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
-    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
-    return replace(
-        record,
-        state=_STATES[state],
-        resolved_at=float(resolved_at),
-        plugin=plugin,
-        message=message,
-        pending=pending,
-    )
-
-
-def _assume_result(
-    status: bytes,
-    reason: bytes,
-    usage: Sequence[bytes],
-    versions: Sequence[bytes],
-    keys: Sequence[bytes],
-    held: Sequence[bytes],
-) -> AssumeResult:
-    """One reservation's answer from the assume script (a refusal for devices comes
-    without its reason, worded here as the in-memory store does)."""
-    devices = tuple(d.decode() for d in held)
-    return AssumeResult(
-        _STATUSES[status],
-        _pairs(usage),
-        devices_taken(devices) if devices else reason.decode(),
-        _pairs(versions),
-        tuple(k.decode() for k in keys),
-        devices,
-    )
-
-
-def _leader(name: str, fields: Sequence[bytes]) -> LeaderLease:
-    """A leader lease from its hash's fields (holder, token, duration, acquired,
-    renewed, transitions)."""
-    holder, token, duration, acquired, renewed, transitions = (bytes(f).decode() for f in fields)
-    return LeaderLease(
-        name, holder, int(token), float(duration), float(acquired), float(renewed), int(transitions)
-    )
-
-
-def _device(device: str) -> str:
-    if not device or "\n" in device:
-        raise ValueError(f"device {device!r} is empty or contains a newline")
-    return device
-
-
-def _name(name: str) -> str:
-    if _FORBIDDEN.intersection(name):
-        raise ValueError(f"name {name!r} contains one of '|', ',', '='")
-    return name
-
-
-def _domain(name: str) -> str:
-    if not name or "\n" in name:
-        raise ValueError(f"domain {name!r} is empty or contains a newline")
-    return name
-
-
-def _encode(amounts: Mapping[str, int]) -> str:
-    return ",".join(f"{_name(name)}={int(amount)}" for name, amount in amounts.items())
-
-
-def _decode(text: str) -> dict[str, int]:
-    pairs = (item.split("=", 1) for item in text.split(",") if item)
-    return {name: int(amount) for name, amount in pairs}
-
-
-def _pairs(flat: Sequence[bytes]) -> dict[str, int]:
-    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}

@@ -57,6 +57,7 @@ def test_every_output_option_has_the_short_form() -> None:
     assert set(with_output) == {
         "queue",
         "waiting",
+        "leases",
         "simulate",
         "deschedule",
         "replay",

@@ -61,9 +61,36 @@ def test_a_wrong_interval_for_up_is_refused_before_anything_starts() -> None:
         service_argv(parser().parse_args(["up", "--policy", "p.yaml", "--interval", "soon"]))
 
 
-def test_lease_ttl_reaches_the_descheduler_settings() -> None:
-    args = parser().parse_args(["run", "descheduler", "--policy", "p", "--lease-ttl", "2s"])
-    assert _settings(args).descheduler.lease_ttl == 2.0
+@pytest.mark.parametrize("service", ["informer", "queue", "descheduler"])
+def test_the_leader_election_flags_reach_the_single_writer_roles(service: str) -> None:
+    argv = ["run", service, "--leader-elect=false", "--leader-elect-lease-duration", "1m"]
+    argv += ["--leader-elect-renew-deadline", "40s", "--leader-elect-retry-period", "5s"]
+    election = _settings(parser().parse_args(argv)).leader_election
+    assert (election.leader_elect, election.lease_duration) == (False, 60.0)
+    assert (election.renew_deadline, election.retry_period) == (40.0, 5.0)
+    defaults = _settings(parser().parse_args(["run", service])).leader_election
+    assert (defaults.leader_elect, defaults.lease_duration) == (True, 15.0)
+    assert (defaults.renew_deadline, defaults.retry_period) == (10.0, 2.0)
+
+
+def test_the_leader_election_durations_come_from_the_environment_under_their_flags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KSCHED_LEADER_ELECT_LEASE_DURATION", "30s")
+    monkeypatch.setenv("KSCHED_LEADER_ELECT_RETRY_PERIOD", "1s")
+    argv = ["run", "queue", "--leader-elect-retry-period", "3s"]
+    election = _settings(parser().parse_args(argv)).leader_election
+    assert (election.lease_duration, election.retry_period) == (30.0, 3.0)
+
+
+def test_up_gives_the_leader_election_flags_to_the_single_writer_roles_only() -> None:
+    args = parser().parse_args(["up", "--leader-elect=false", "--leader-elect-retry-period", "1s"])
+    given = _settings_argv(args)
+    for service in ("informer", "queue", "descheduler"):
+        kept = argv_for(service, given)
+        assert "--leader-elect=false" in kept and "--leader-elect-retry-period" in kept
+    for service in ("scheduler", "binder"):
+        assert not any(w.startswith("--leader-elect") for w in argv_for(service, given))
 
 
 def test_the_prometheus_token_file_reaches_the_descheduler_service() -> None:
@@ -87,7 +114,15 @@ ONLY = "is for the descheduler only"
         (["informer", "--policy", "p.yaml"], f"--policy {ONLY}: the informer does not use it"),
         (["scheduler", "--interval", "5m"], f"--interval {ONLY}: the scheduler does not use it"),
         (["binder", "--dry-run"], f"--dry-run {ONLY}: the binder does not use it"),
-        (["queue", "--lease-ttl", "1m"], f"--lease-ttl {ONLY}: the queue does not use it"),
+        (
+            ["scheduler", "--leader-elect=false"],
+            "--leader-elect is for the informer, the queue and the descheduler only: the "
+            "scheduler does not use it",
+        ),
+        (
+            ["binder", "--leader-elect-lease-duration", "1m"],
+            "--leader-elect-lease-duration is for the informer, the queue and the descheduler",
+        ),
         (
             ["scheduler", "--prometheus-token-file", "t"],
             f"--prometheus-token-file {ONLY}: the scheduler does not use it",
