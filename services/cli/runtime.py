@@ -44,7 +44,7 @@ from services.common.observe import (
 )
 from services.common.redact import redact
 from services.common.settings import Settings
-from services.common.store import ClusterStore, Fence, FencedError, open_store
+from services.common.store import ClusterStore, Deposed, Fence, open_store
 from services.descheduler.policy import load_policy
 from services.descheduler.profile import check_node_fit_profiles
 from services.descheduler.registry import in_tree_registry as descheduler_registry
@@ -73,10 +73,19 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
     return bus, store
 
 
-def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
+def build(
+    name: str,
+    settings: Settings,
+    bus: Bus,
+    store: ClusterStore,
+    elector: LeaderElector | None = None,
+) -> Service:
+    """Service ``name``; ``elector``: the lease it leads, when it elects one."""
     clock = SystemClock()
     if name == "informer":
-        return InformerService(bus, store, open_event_log(settings.informer.event_log), clock)
+        event_log = open_event_log(settings.informer.event_log)
+        confirm = elector.confirm if elector is not None else None
+        return InformerService(bus, store, event_log, clock, confirm=confirm)
     if name == "queue":
         config = scheduler_config(settings.config)
         preempting = Preempting()
@@ -221,7 +230,7 @@ async def run_service(name: str, settings: Settings) -> int:
                 )
                 return OK
             if led and service is None:
-                service = build(name, settings, bus, store)
+                service = build(name, settings, bus, store, election.elector)
                 serve(service)
             if led and (claim := getattr(service, "claim", None)) is not None:
                 await claim(election.elector.token)  # the event log's writer from now on
@@ -234,7 +243,7 @@ async def run_service(name: str, settings: Settings) -> int:
             await watchdog.check_once()  # ready at once, not at the next period
             log.info("%s started", name)
             lost = await _until_stopped_or_finished(shutdown, service, election)
-    except (FencedError, LogFencedError) as error:  # deposed while it started
+    except (Deposed, LogFencedError) as error:  # deposed while it started
         log.error("leaderelection lost: %s", error)
         lost = True
     finally:

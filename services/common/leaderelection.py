@@ -48,7 +48,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from services.common.clock import Clock
 from services.common.settings import LEADER_ELECTED as ROLES
 from services.common.settings import LeaderElectionSettings
-from services.common.store import ClusterStore, FencedError, LeaderLease
+from services.common.store import ClusterStore, Deposed, FencedError, LeaderLease
 
 log = logging.getLogger("ksched.leaderelection")
 
@@ -139,11 +139,30 @@ class LeaderElector:
         self._status.set(0)
         self._stopped()
 
-    def deposed(self, error: FencedError) -> None:
+    def deposed(self, error: Deposed) -> None:
         """A write of this leader's was refused for its token: it stops leading now."""
         if self.token and not self._deposed.is_set():
             self.reason = f"a store write was refused: {error}"
             self._deposed.set()
+
+    async def confirm(self) -> None:
+        """Renew now, or raise Deposed (and stop leading): for a write that must
+        not happen unless this instance still leads, when nothing else it writes would
+        carry its token (the informer acknowledging a batch that appends nothing)."""
+        now = self._clock.now()
+        error: Deposed
+        if not self.token or now - self._renewed >= self.settings.renew_deadline:
+            error = Deposed(f"the {self.name} lease was not renewed within the renew deadline")
+        else:
+            granted, lease = await self._store.acquire_lease(
+                self.name, self.identity, self.settings.lease_duration, now, token=self.token
+            )
+            if granted:
+                self._renewed = now
+                return
+            error = FencedError(self.name, self.token, lease.token)
+        self.deposed(error)
+        raise error
 
     async def release(self) -> None:
         """Give the lease up if this instance leads (after its service stopped): a

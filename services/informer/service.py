@@ -45,7 +45,7 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -69,6 +69,7 @@ from services.common.resources import node_allocatable, pod_requests
 from services.common.store import (
     PODS,
     ClusterStore,
+    Deposed,
     Epoch,
     FencedError,
     PodCharge,
@@ -111,10 +112,15 @@ class InformerService:
         *,
         rng: random.Random | None = None,
         generate_claims: bool = True,
+        confirm: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``rng``: the random suffixes of generated claim names (seeded in the embedded
         mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
-        controller (off for a replay: the log holds what it wrote)."""
+        controller (off for a replay: the log holds what it wrote). ``confirm``: raises
+        Deposed unless this informer still leads its lease (the leader elector's
+        ``confirm``), asked before a batch that writes nothing is acknowledged: a
+        deposed informer's stale view would drop a Binding for a pod it never saw."""
+        self._confirm = confirm
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
         self._bus = bus
@@ -405,12 +411,17 @@ class InformerService:
         try:
             if events:
                 await self._log.append(events)
+            elif self._confirm is not None:
+                await self._confirm()
         except LogWriteError as error:
             self._log_refused(events, error)
             raise
-        except LogFencedError:
-            self._deposed("the event log refused the append", events)
+        except Deposed:
+            self._deposed("the lease refused the batch", events)
             raise
+        except LogFencedError as error:
+            self._deposed("the event log refused the append", events)
+            raise Deposed(str(error)) from error  # back to the queue, for the leader
         # The log is the commit point: the view takes the batch now, so a redelivery
         # after a failure below is a duplicate and never recorded twice. What the store
         # or the bus missed is repaired from the log by catch-up (here, or on the gap

@@ -84,12 +84,16 @@ class Processes:
         event is set once it logged that it started."""
         given = argv_for(name, [*self.flags(), *flags])
         command = [sys.executable, "-m", "services.cli.main", "run", name, *given]
+        key = key or name
+        # One leader-election identity per child key, as `ksched up` gives its children
+        # one: a child started again after a kill takes its lease back at once; a second
+        # replica (another key) stands by.
+        identity = {"KSCHED_LEADER_ELECT_IDENTITY": f"{self.namespace}/{key}"}
         child = await asyncio.create_subprocess_exec(
             *command,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, **env} if env else None,
+            env={**os.environ, **identity, **(env or {})},
         )
-        key = key or name
         self.children[key] = child
         self._logs[key].append(f"--- pid {child.pid}")
         started = asyncio.Event()

@@ -153,6 +153,14 @@ async def test_evicts_within_the_budget_and_never_twice(
     assert evictions(client)[2]["metadata"]["name"] not in names
 
 
+SHORT_LEASE = (
+    "--leader-elect-lease-duration", "2s",
+    "--leader-elect-renew-deadline", "1500ms",
+    "--leader-elect-retry-period", "500ms",
+)  # fmt: skip
+"""A lease a successor may take over 2 s after its holder died."""
+
+
 async def test_the_total_limit_and_one_instance_at_a_time(
     cluster: tuple[Processes, Client, RedisStore], tmp_path: Path
 ) -> None:
@@ -174,7 +182,7 @@ async def test_killed_between_recording_and_publishing_it_never_evicts_twice(
     cluster: tuple[Processes, Client, RedisStore], tmp_path: Path
 ) -> None:
     """kill -9 at the failpoint after the evictions are recorded in Redis and before
-    they are published: the next instance (once the dead one's lease lapsed) counts
+    they are published: the next instance (once the dead one's leader lease lapsed) counts
     them as outstanding: it neither evicts those pods again nor exceeds the total
     limit with them (3: two recorded, so one more of the two pods that arrived since)."""
     processes, client, store = cluster
@@ -183,7 +191,7 @@ async def test_killed_between_recording_and_publishing_it_never_evicts_twice(
     await populate(client, store)
     await processes.start(
         "descheduler",
-        "--policy", str(policy), "--lease-ttl", "1s",
+        "--policy", str(policy), *SHORT_LEASE,
         key="doomed",
         env={"KSCHED_FAILPOINTS": "descheduler-after-record"},
     )  # fmt: skip

@@ -32,7 +32,7 @@ from services.common.store.base import (
     WaitingRecord,
     WaitState,
 )
-from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
+from services.common.store.leases import Deposed, Fence, FencedError, LeaderLease, first_token
 from services.common.store.memory import MemoryStore
 from services.common.tls import NO_TLS_FILES, TLSFiles
 
@@ -65,6 +65,7 @@ __all__ = [
     "Assumed",
     "BindClaim",
     "ClusterStore",
+    "Deposed",
     "Epoch",
     "Fence",
     "FencedError",

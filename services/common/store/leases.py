@@ -39,7 +39,14 @@ def first_token(now: float) -> int:
     return max(1, int(now * 1000))
 
 
-class FencedError(Exception):
+class Deposed(ConnectionError):
+    """This instance no longer leads its role (its lease has another term): it must stop
+    writing. A ConnectionError, so that a consumer's batch that raises it goes back to
+    the queue for the leader (the bus retries what a dependency's absence failed),
+    never to the dead letters."""
+
+
+class FencedError(Deposed):
     """The role's lease has another fencing token than the one this client writes with
     (``ClusterStore.fence``): another instance took the lease over. Nothing was
     changed. The caller has been deposed: it must not retry, acknowledge what it was

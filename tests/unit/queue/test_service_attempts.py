@@ -223,3 +223,56 @@ async def test_a_pod_bound_before_its_result_arrives_leaves_no_lease(harness: Ha
     await harness.answer((request, "bound", []))  # now too late: ignored
     await harness.advance(1)  # the next tick drops the lease of the attempt that ended
     assert await harness.store.leases() == {}
+
+
+async def test_a_queue_restarted_mid_preemption_remembers_it() -> None:
+    """The preemption in flight is in the store: the restarted queue (a standby taking
+    over alike) neither retries the preemptor nor lets it preempt again while its
+    victims are there, and lets it go once they are."""
+    first = Harness()
+    await first.start()
+    victims = [make_pod(f"v{i}", node_name="n1", priority=0) for i in range(2)]
+    await first.apply(make_node("n1"), *victims)
+    await first.apply(make_pod("p", priority=100))
+    (request,) = first.requests
+    await preempted(first, request, victims)
+    await first.apply(victims[0], type_="DELETED")
+    stored = await first.store.preemptions()
+    assert stored[request.uid].victims == (victims[1].metadata.uid,)
+    await first.queue.stop()
+
+    restarted = first.new_service()
+    await restarted.start()
+    await first.settle()
+    now = first.clock.now()
+    assert restarted.preempting.running(request.uid, now)
+    await first.advance(60)  # backoff and the leftover flush pass: it is held back
+    assert first.names() == ["p"]
+    await first.apply(victims[1], type_="DELETED")
+    await first.advance(20)
+    assert first.names() == ["p", "p"]
+    assert await first.store.preemptions() == {}
+    await restarted.stop()
+    await first.bus.close()
+
+
+async def test_victims_gone_while_the_queue_was_down_end_the_preemption() -> None:
+    first = Harness()
+    await first.start()
+    victim = make_pod("v", node_name="n1", priority=0)
+    await first.apply(make_node("n1"), victim)
+    await first.apply(make_pod("p", priority=100))
+    (request,) = first.requests
+    await preempted(first, request, [victim])
+    await first.queue.stop()
+    await first.apply(victim, type_="DELETED", publish=False)  # while the queue is down
+
+    restarted = first.new_service()
+    await restarted.start()
+    await first.settle()
+    assert not restarted.preempting.running(request.uid, first.clock.now())
+    assert await first.store.preemptions() == {}
+    await first.advance(20)
+    assert first.names() == ["p", "p"]
+    await restarted.stop()
+    await first.bus.close()
