@@ -137,12 +137,13 @@ async def read_tail(
             if first > need:
                 break
         yield entry
-    if (first is None or first > need) and log.last_seq() >= need:
-        held = f"starts at seq {first}" if first is not None else "holds no entry"
+    last = log.last_seq()
+    if (first is None or first > need) and last >= need:
+        held = f"starts at seq {first}" if first else f"ends at seq {last} but holds none"
         raise LogMismatchError(
-            f"{name} {held} after seq {after}: the entries from seq {need} on were dropped "
-            "by retention and no snapshot in use covers them; empty the store to rebuild "
-            "it from the newest snapshot"
+            f"{name} {held}: the entries from seq {need} on were dropped by retention and "
+            "no snapshot in use covers them; empty the store to rebuild it from the "
+            "newest snapshot"
         )
 
 

@@ -12,12 +12,18 @@ from typing import Any
 
 import pytest
 
-from contracts.events import LogEntry, PodEntry
+from contracts.events import LogEntry, NodeEntry, PodEntry
 from services.cli.main import main
 from services.cli.simulate import load_cluster, simulate
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
-from services.common.eventlog import EventLog, FileEventLog, MemoryEventLog, read_all
+from services.common.eventlog import (
+    EventLog,
+    FileEventLog,
+    LogMismatchError,
+    MemoryEventLog,
+    read_all,
+)
 from services.common.eventlog.snapshot import KIND_ORDER, encode
 from services.common.store.memory import MemoryStore
 from services.informer import rebuild
@@ -112,15 +118,16 @@ async def test_the_informer_snapshots_and_a_trimmed_file_log_rebuilds_the_same_s
     log = await FileEventLog.open(path)
     informer = InformerService(bus, store.client(), log, clock, snapshots=policy)
     await informer.start()
+    writer = informer.snapshots
+    assert writer is not None
     for batch in ([*nodes], pods[:3], [*bound, *pods[3:]], [pods[0]]):
         deleted = batch == [pods[0]]
         await bus.publish([event_message(o, "DELETED" if deleted else "ADDED") for o in batch])
         await bus.wait_idle()
-        assert informer.snapshots is not None
-        await informer.snapshots.wait()  # one at a time: the next batch would skip it
+        await writer.wait()  # one at a time: the next batch would skip it
     await informer.stop()
     await bus.close()
-    assert informer.snapshots.written == [6, 11]  # 3 nodes, 3 pods; 5 pods; 1 deletion
+    assert writer.written == [6, 11]  # 3 nodes, 3 pods; 5 pods; 1 deletion
     expected = await store_state(store.client())
     await log.close()
 
@@ -169,3 +176,28 @@ def test_a_trimmed_log_replays_its_tail(tmp_path: Path, capsys: pytest.CaptureFi
     assert f"replayed {tail_bindings} bindings; the log recorded {tail_bindings} " in summary
     assert f"after its snapshot at seq {at}" in summary
     assert "all match" in summary
+
+
+async def test_a_live_store_behind_what_retention_kept_stops_the_informer_with_one_line() -> None:
+    """A store replica that lost more than the window (it is live at seq 3, the log
+    keeps 9 on): no entry can bring it up to date, and a live store is never restored
+    over, so the informer stops and says how to rebuild it from the snapshot."""
+    log, view, store = MemoryEventLog(), ClusterObjects(), MemoryStore()
+    nodes = [make_node(f"n{i}") for i in range(1, 11)]
+    batch: list[LogEntry] = [
+        NodeEntry(seq=i, type="ADDED", object=n) for i, n in enumerate(nodes, 1)
+    ]
+    await log.append(batch)
+    follow(view, batch)
+    await store.client().apply([_projected(e) for e in batch[:3]])
+    objects = [(k, b) for k in KIND_ORDER for b in view.encoded_all(k)]
+    await log.write_snapshot(10, encode(10, objects))
+    await log.retain(8)
+    informer = InformerService(MemoryBus(), store.client(), log, FakeClock())
+    with pytest.raises(LogMismatchError) as raised:
+        await informer.start()
+    assert str(raised.value) == (
+        "the event log starts at seq 9: the entries from seq 4 on were dropped by retention "
+        "and no snapshot in use covers them; empty the store to rebuild it from the newest "
+        "snapshot"
+    )

@@ -76,7 +76,10 @@ async def test_a_replay_reads_the_newest_snapshot_and_the_tail() -> None:
 
 @pytest.mark.parametrize(
     ("appended", "message"),
-    [(4, "log starts at seq 4 after seq 1"), (3, "log holds no entry after seq 1")],
+    [
+        (4, "log starts at seq 4: the entries from seq 2 on"),
+        (3, "log ends at seq 3 but holds none"),
+    ],
     ids=["trimmed", "emptied"],
 )
 async def test_reading_past_what_retention_dropped_is_refused(appended: int, message: str) -> None:
