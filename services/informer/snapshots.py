@@ -47,7 +47,7 @@ class SnapshotWriter:
     """Takes the informer's snapshots (see the module docstring)."""
 
     def __init__(self, event_log: EventLog, clock: Clock, policy: SnapshotPolicy) -> None:
-        self._log, self._clock, self._policy = event_log, clock, policy
+        self._log, self._clock, self.policy = event_log, clock, policy
         self._last = 0
         """The seq of the newest snapshot (written, or being written)."""
         self._last_at = clock.now()
@@ -65,7 +65,7 @@ class SnapshotWriter:
         """Whether the view at ``seq`` should be snapshot now."""
         if seq <= self._last or (self._task is not None and not self._task.done()):
             return False
-        every, interval = self._policy.every, self._policy.interval
+        every, interval = self.policy.every, self.policy.interval
         if every and seq - self._last >= every:
             return True
         return bool(interval) and self._clock.now() - self._last_at >= interval
@@ -92,7 +92,7 @@ class SnapshotWriter:
             log.exception("writing the snapshot at seq %d failed", seq)
             return
         self.written.append(seq)
-        covered = seq - self._policy.retention
+        covered = seq - self.policy.retention
         try:
             if covered > 0:
                 await self._log.retain(covered)

@@ -164,10 +164,6 @@ class FileEventLog:
     def last_seq(self) -> int:
         return self._last_seq
 
-    def first_seq(self) -> int:
-        """The seq of the first entry the file holds (``last_seq() + 1`` when none)."""
-        return self._first_seq or self._last_seq + 1
-
     @property
     def size_bytes(self) -> int:
         """The log file's size (``ksched_event_log_bytes``)."""

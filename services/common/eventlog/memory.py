@@ -25,10 +25,6 @@ class MemoryEventLog:
     def last_seq(self) -> int:
         return self._events[-1].seq if self._events else self._base
 
-    def first_seq(self) -> int:
-        """The seq of the first entry held (``last_seq() + 1`` when none is)."""
-        return self._base + 1
-
     async def append(self, events: Sequence[LogEntry]) -> None:
         check_sequence(self.last_seq(), events)
         self._events.extend(events)
