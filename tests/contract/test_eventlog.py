@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio.to_thread
 import msgspec
 import pytest
 
@@ -450,5 +454,48 @@ async def test_a_writer_whose_file_another_one_replaced_is_refused(tmp_path: Pat
     assert stale.last_seq() == 6
     await stale.append(events(7, 7))
     assert await seqs(stale.read()) == [4, 5, 6, 7]
+    for opened in (leader, stale):
+        await opened.close()
+
+
+async def test_appends_go_on_while_retention_copies_and_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = FileEventLog(tmp_path / "events.jsonl")
+    await log.append(events(1, 10))
+    await log.write_snapshot(6, b"s")
+    copied, resume = threading.Event(), threading.Event()
+    real = FileEventLog._copy
+
+    def copy(self: FileEventLog, *args: Any) -> None:
+        real(self, *args)
+        copied.set()
+        resume.wait(10)
+
+    monkeypatch.setattr(FileEventLog, "_copy", copy)
+    retaining = asyncio.create_task(log.retain(4))
+    assert await anyio.to_thread.run_sync(copied.wait, 10)
+    await log.append(events(11, 12))  # the bulk copy holds no lock
+    resume.set()
+    await retaining
+    assert await entries(log.read()) == events(5, 12)
+    await log.append(events(13, 13))
+    await log.close()
+    reopened = FileEventLog(log.path)
+    assert await entries(reopened.read()) == events(5, 13)
+    assert not [name for name in os.listdir(tmp_path) if ".retain" in name]
+    await reopened.close()
+
+
+async def test_a_stale_writer_cannot_drop_entries(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    leader = FileEventLog(path)
+    await leader.append(events(1, 6))
+    stale = FileEventLog(path)  # its view ends at 6
+    await leader.append(events(7, 8))
+    await leader.write_snapshot(8, b"s")
+    with pytest.raises(LogFencedError, match="another writer appended"):
+        await stale.retain(5)
+    assert await entries(leader.read()) == events(1, 8)
     for opened in (leader, stale):
         await opened.close()

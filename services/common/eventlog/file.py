@@ -52,11 +52,10 @@ import contextlib
 import errno
 import fcntl
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import anyio.to_thread
 import msgspec
@@ -109,6 +108,8 @@ class FileEventLog:
         self._decoder = msgspec.json.Decoder(LogEntry)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
+        self._retaining = asyncio.Lock()
+        """One retention at a time (it copies without holding ``_lock``)."""
         _make_private_dirs(self.path.parent)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         """The sidecar every writer flocks (stable: retention replaces the log's file)."""
@@ -287,48 +288,80 @@ class FileEventLog:
         return await anyio.to_thread.run_sync(_snapfiles.read_newest, self.snapshots)
 
     async def retain(self, covered: int) -> None:
-        """Rewrite the log without the entries with seq ≤ ``covered`` (under the lock,
-        as this log's writer); ``covered`` may not pass the newest snapshot."""
-        async with self._lock:
-            self._check_open()
-            newest = max(_snapfiles.seqs(self.snapshots), default=0)
-            if covered > newest:
-                raise ValueError(
-                    f"event log {self.path}: cannot drop the entries up to seq {covered}: "
-                    f"the newest snapshot covers seq {newest}"
-                )
-            if not self._first_seq or covered < self._first_seq:
-                return
-            fd, cut = await anyio.to_thread.run_sync(self._retain, covered)
-            # The new state is taken here, in the loop's thread, at once: a read that
-            # opens the new file before it sees another inode and finds its way alone.
-            os.close(self._fd)
-            self._fd, self._inode = fd, os.fstat(fd).st_ino
-            kept = [(seq, offset - cut) for seq, offset in self._index if seq > covered]
-            self._size -= cut
-            if covered >= self._last_seq:
-                self._index, self._first_seq = [], 0
-            else:
-                if not kept or kept[0][0] != covered + 1:
-                    kept.insert(0, (covered + 1, 0))
-                self._index, self._first_seq = kept, covered + 1
+        """Rewrite the log without the entries with seq ≤ ``covered``; ``covered`` may
+        not pass the newest snapshot. The entries kept are copied to a new file while
+        appends go on; those appended meanwhile are copied under the lock, as this
+        log's writer, and the new file is renamed over the old."""
+        async with self._retaining:
+            async with self._lock:
+                self._check_open()
+                newest = max(_snapfiles.seqs(self.snapshots), default=0)
+                if covered > newest:
+                    raise ValueError(
+                        f"event log {self.path}: cannot drop the entries up to seq {covered}: "
+                        f"the newest snapshot covers seq {newest}"
+                    )
+                if not self._first_seq or covered < self._first_seq:
+                    return
+                inode, upto = self._inode, self._size
+                cut = await anyio.to_thread.run_sync(self._offset_after, covered)
+            temporary = self.path.with_name(f"{self.path.name}.retain.{os.getpid()}")
+            try:
+                await anyio.to_thread.run_sync(self._copy, temporary, inode, cut, upto)
+                async with self._lock:
+                    self._check_open()
+                    if self._inode != inode:  # a claim read the log anew meanwhile
+                        return
+                    fd = await anyio.to_thread.run_sync(self._replace, temporary, upto)
+                    # The new state is taken here, in the loop's thread, at once: a read
+                    # that opens the new file before it sees another inode and finds its
+                    # way alone.
+                    os.close(self._fd)
+                    self._fd, self._inode = fd, os.fstat(fd).st_ino
+                    self._cut(covered, cut)
+            finally:
+                temporary.unlink(missing_ok=True)
 
-    def _retain(self, covered: int) -> tuple[int, int]:
-        """Write the entries after ``covered`` to a new file and rename it over the log
-        (the lock held); its handle and the bytes cut."""
+    def _cut(self, covered: int, cut: int) -> None:
+        """The state of the file once its first ``cut`` bytes (seqs ≤ covered) are gone."""
+        kept = [(seq, offset - cut) for seq, offset in self._index if seq > covered]
+        self._size -= cut
+        if covered >= self._last_seq:
+            self._index, self._first_seq = [], 0
+            return
+        if not kept or kept[0][0] != covered + 1:
+            kept.insert(0, (covered + 1, 0))
+        self._index, self._first_seq = kept, covered + 1
+
+    def _copy(self, temporary: Path, inode: int, cut: int, upto: int) -> None:
+        """Copy bytes ``cut`` to ``upto`` of the log (the file with ``inode``) to
+        ``temporary``, appends going on meanwhile."""
+        with self.path.open("rb") as old:
+            if os.fstat(old.fileno()).st_ino != inode:
+                raise LogFencedError(
+                    f"event log {self.path}: another writer replaced the file (retention): "
+                    "this informer is no longer the log's writer"
+                )
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+            with os.fdopen(fd, "wb") as new:
+                old.seek(cut)
+                _copy_bytes(old, new, upto - cut)
+
+    def _replace(self, temporary: Path, upto: int) -> int:
+        """Under the lock, as the writer: add what was appended after byte ``upto`` to
+        ``temporary``, make it durable and rename it over the log; its new handle."""
         with _flocked(self._lock_fd):
             self._check_writer()
-            cut = self._offset_after(covered)
-            temporary = self.path.with_name(self.path.name + ".retain")
-            with self.path.open("rb") as old, temporary.open("wb") as new:
-                os.fchmod(new.fileno(), _FILE_MODE)
-                old.seek(cut)
-                shutil.copyfileobj(old, new, 1 << 20)
+            with self.path.open("rb") as old, temporary.open("ab") as new:
+                old.seek(upto)
+                _copy_bytes(old, new, self._size - upto)
                 new.flush()
                 os.fsync(new.fileno())
             os.rename(temporary, self.path)
             fsync_dir(self.path.parent)
-            return os.open(self.path, os.O_WRONLY | os.O_APPEND), cut
+            for left in self.path.parent.glob(f"{self.path.name}.retain.*"):
+                left.unlink(missing_ok=True)  # a crashed retention's copy
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     def _offset_after(self, covered: int) -> int:
         """The byte offset of the first line with seq > ``covered`` (its end if none)."""
@@ -441,6 +474,16 @@ class FileEventLog:
                     offset += 1
                     break  # the reader would see the newline just written as a line
         self._size = offset
+
+
+def _copy_bytes(source: BinaryIO, target: BinaryIO, count: int) -> None:
+    """Copy ``count`` bytes from ``source``'s position to ``target``."""
+    while count > 0:
+        chunk = source.read(min(count, 1 << 20))
+        if not chunk:
+            raise OSError(errno.EIO, f"the event log ended {count} bytes early while copied")
+        target.write(chunk)
+        count -= len(chunk)
 
 
 @contextlib.contextmanager
