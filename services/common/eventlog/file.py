@@ -38,10 +38,11 @@ whose handle still names the replaced file is stale as well, and refused.
 
 Snapshots and retention: :meth:`write_snapshot` keeps a snapshot durably in
 ``PATH.snapshots/<seq>.snap`` (:mod:`._snapfiles`); :meth:`retain` drops the entries a
-snapshot covers by rewriting the log without them (a new file, fsynced, renamed over
-the old, under the lock). A log whose first entry is not seq 1 therefore opens: its
-first seq follows a snapshot; a log left empty by retention ends at its newest
-snapshot's seq.
+snapshot covers by rewriting the log without them: the entries kept are copied to a
+new file while appends go on, then, under the lock and as the writer, those appended
+meanwhile; the new file is fsynced and renamed over the old. A log whose first entry
+is not seq 1 therefore opens: its first seq follows a snapshot; a log left empty by
+retention ends at its newest snapshot's seq.
 """
 
 from __future__ import annotations
