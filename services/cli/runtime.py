@@ -54,6 +54,7 @@ from services.framework.config import Profile, SchedulerConfig, default_profile,
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
 from services.informer.service import InformerService
+from services.informer.snapshots import SnapshotPolicy
 from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
 from services.scheduler.service import SchedulerService
@@ -83,9 +84,15 @@ def build(
     """Service ``name``; ``elector``: the lease it leads, when it elects one."""
     clock = SystemClock()
     if name == "informer":
-        event_log = open_event_log(settings.informer.event_log)
+        informer = settings.informer
+        snapshots = SnapshotPolicy(
+            every=informer.snapshot_every,
+            interval=informer.snapshot_interval,
+            retention=informer.log_retention,
+        )
+        event_log = open_event_log(informer.event_log)
         confirm = elector.confirm if elector is not None else None
-        return InformerService(bus, store, event_log, clock, confirm=confirm)
+        return InformerService(bus, store, event_log, clock, snapshots=snapshots, confirm=confirm)
     if name == "queue":
         config = scheduler_config(settings.config)
         preempting = Preempting()

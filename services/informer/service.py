@@ -21,16 +21,15 @@ republished in any case. The log is the truth.
 
 A store that lost its projection (see :mod:`services.informer.rebuild`) is found by that
 same catch-up: at start, when an apply raises StoreLost, and every
-:data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the whole log
-(one WARNING line says what was lost and what was rebuilt) before ingest resumes.
+:data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the log's newest
+snapshot and the entries after it (one WARNING line says what was lost and what was
+rebuilt) before ingest resumes. Snapshots are taken between batches
+(:mod:`services.informer.snapshots`).
 
-One informer writes at a time: ``ksched run informer`` starts it only once it leads the
-``informer`` leader lease (services.common.leaderelection), fences its store client with
-the lease's token and claims the event log with it (:meth:`InformerService.claim`). A
-deposed informer (another took the lease over while it was paused) finds its append
-(LogFencedError) or its store write (FencedError) refused: the batch raises
-unacknowledged, :attr:`InformerService.deposed` is set and the process exits, without
-repairing anything.
+One informer writes: the one that leads the ``informer`` lease (services.cli.runtime),
+its store client fenced and the log claimed with the lease's token. A deposed one's
+writes are refused: its batch goes back unacknowledged, :attr:`InformerService.deposed`
+is set and the process exits, repairing nothing.
 
 An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
 raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
@@ -62,21 +61,15 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog, LogFencedError, LogWriteError, check_matches
+from services.common.eventlog.snapshot import read_tail
 from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
-from services.common.store import (
-    PODS,
-    ClusterStore,
-    Deposed,
-    Epoch,
-    FencedError,
-    PodCharge,
-    ProjectedEntry,
-)
+from services.common.store import PODS, ClusterStore, Deposed, Epoch, PodCharge, ProjectedEntry
 from services.informer import claims, rebuild
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
+from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
 
@@ -112,14 +105,15 @@ class InformerService:
         *,
         rng: random.Random | None = None,
         generate_claims: bool = True,
+        snapshots: SnapshotPolicy | None = None,
         confirm: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``rng``: the random suffixes of generated claim names (seeded in the embedded
         mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
-        controller (off for a replay: the log holds what it wrote). ``confirm``: raises
-        Deposed unless this informer still leads its lease (the leader elector's
-        ``confirm``), asked before a batch that writes nothing is acknowledged: a
-        deposed informer's stale view would drop a Binding for a pod it never saw."""
+        controller (off for a replay: the log holds what it wrote). ``snapshots``: when
+        to write snapshots of the projection and drop what they cover (None: never).
+        ``confirm``: raises Deposed unless this informer still leads its lease, asked
+        before a batch that appends nothing is acknowledged (a stale view drops Bindings)."""
         self._confirm = confirm
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
@@ -128,6 +122,7 @@ class InformerService:
         self._log = event_log
         self._clock = clock
         self._objects = ClusterObjects()
+        self.snapshots = None if snapshots is None else SnapshotWriter(event_log, clock, snapshots)
         self._lock = asyncio.Lock()
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -151,8 +146,7 @@ class InformerService:
         """A catch-up started and has not succeeded since (the broker or the store was
         down): run again before the next batch and by the store check until it does."""
         self.deposed = asyncio.Event()
-        """Set once the log or the store refused a write for this informer's fencing
-        token: another informer leads, this one must stop (services.cli.runtime)."""
+        """Set once a write was refused for this informer's fencing token: it must stop."""
 
     @property
     def ready(self) -> bool:
@@ -161,13 +155,14 @@ class InformerService:
         return bool(self._consumers) and self._log_fault is None and not self._rebuilding
 
     async def claim(self, token: int) -> None:
-        """Become the event log's writer with the leader lease's fencing token, before
-        :meth:`start` (LogFencedError: another informer claimed it with a higher one)."""
+        """Claim the event log with the lease's fencing token, before :meth:`start`."""
         await self._log.claim(token)
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
         await self.catch_up()
+        if self.snapshots is not None:
+            await self.snapshots.start()
         await self._consume()
         self._tasks = [asyncio.create_task(self._watch_store(), name="informer-store-check")]
 
@@ -193,6 +188,8 @@ class InformerService:
         if self._tasks:  # not `await task`: suppressing its CancelledError would swallow ours
             await asyncio.wait(self._tasks)
         self._tasks = []
+        if self.snapshots is not None:
+            await self.snapshots.wait()
 
     async def catch_up(self) -> None:
         """Make the store and the republished stream match the log, then reload the view."""
@@ -214,13 +211,13 @@ class InformerService:
                         or (current.state, current.token) != ("live", self._epoch.token)
                     ):
                         await self._catch_up()
+                    self._take_snapshot()  # by time: a quiet log gets one too
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
 
-    def _deposed(self, what: str, events: Sequence[LogEntry]) -> None:
+    def _deposed(self, error: Exception) -> None:
         if not self.deposed.is_set():
-            seqs = f"seqs {events[0].seq}..{events[-1].seq}" if events else "a batch"
-            log.error("%s (%s): another informer leads; this one stops", what, seqs)
+            log.error("%s: another informer leads; this one stops", error)
             self.deposed.set()
 
     def _log_refused(self, events: Sequence[LogEntry], error: LogWriteError) -> None:
@@ -276,15 +273,17 @@ class InformerService:
         self._epoch = await self._store.epoch()
         applied = self._epoch.seq
         last = self._log.last_seq()
-        path = getattr(self._log, "path", None)  # a file's; None in memory
-        check_matches(f"event log {path}" if path else "the event log", last, applied)
+        name = rebuild.log_name(self._log)
+        check_matches(name, last, applied)
         # The tail is republished even when the store has it: a crash between the store
         # apply and the publish would otherwise leave consumers without those entries.
-        # Consumers skip seqs they have applied, and reload from the store on a gap.
-        # Read in chunks: the store may be far behind a long log.
+        # Consumers skip seqs they have applied, and reload from the store on a gap
+        # (one behind the log's first entry, after retention, too). Read in chunks: the
+        # store may be far behind a long log; it must not be behind the log's first.
         first: int | None = None
         chunk: list[LogEntry] = []
-        async for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
+        after = min(applied, max(0, last - REPUBLISH_TAIL))
+        async for event in read_tail(self._log, after, name, need=applied + 1):
             chunk.append(event)
             if len(chunk) == rebuild.CHUNK or event.seq == last:
                 await self._store.apply([_projected(e) for e in chunk])
@@ -324,6 +323,13 @@ class InformerService:
             for delivery in deliveries:
                 stage(staged, delivery, changes, reports)
             await self._commit(staged, changes, reports, origin=origin)
+            self._take_snapshot()
+
+    def _take_snapshot(self) -> None:
+        """Snapshot the view if one is due and the view is the whole log (held lock; no
+        catch-up due, no append refused: :mod:`services.informer.snapshots`)."""
+        if self.snapshots is not None and not self._catch_up_due and self._log_fault is None:
+            self.snapshots.maybe_take(self._objects, self._log.last_seq())
 
     def _stage_event(
         self,
@@ -416,11 +422,8 @@ class InformerService:
         except LogWriteError as error:
             self._log_refused(events, error)
             raise
-        except Deposed:
-            self._deposed("the lease refused the batch", events)
-            raise
-        except LogFencedError as error:
-            self._deposed("the event log refused the append", events)
+        except (Deposed, LogFencedError) as error:
+            self._deposed(error)
             raise Deposed(str(error)) from error  # back to the queue, for the leader
         # The log is the commit point: the view takes the batch now, so a redelivery
         # after a failure below is a duplicate and never recorded twice. What the store
@@ -434,10 +437,8 @@ class InformerService:
                 messages.append(_cluster_message(events))
             if messages:
                 await self._bus.publish(messages)
-        except FencedError:
-            # Another informer leads now. Nothing is acknowledged or repaired here; the
-            # process stops (services.cli.runtime) and the leader gets the batch again.
-            self._deposed("the store refused the batch", events)
+        except Deposed as error:  # nothing acknowledged or repaired: for the leader
+            self._deposed(error)
             raise
         except Exception:
             log.exception("commit of %d events failed; recovering from the log", len(events))
