@@ -1,24 +1,31 @@
 """Leader leases with fencing, with real processes on the real RabbitMQ and Redis: a
-second informer over the same event log stands by and never corrupts it (issue 32's
-scenario: seqs written twice, half the pods lost), takes over when the leader stops,
-and a leader SIGSTOPped past its lease cannot write when it wakes up."""
+second informer over the same event log (``ksched run informer`` twice, or ``ksched up``
+twice) stands by and never corrupts it (issue 32's scenario: seqs written twice, half
+the pods lost), takes over when the leader stops, and a leader SIGSTOPped past its
+lease cannot write when it wakes up."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 
+import aio_pika
 import pytest
 
 from services.common.store.redis import RedisStore
 from tests.integration.harness import (
+    AMQP_URL,
+    REDIS_URL,
     Client,
     Processes,
     assert_bound_exactly_once,
+    delete_namespace,
     node,
     pod,
 )
@@ -159,3 +166,79 @@ async def test_a_leader_stopped_past_its_lease_cannot_write_when_it_wakes_up(
             + processes.log("paused")[-4000:]
         ) from None
     assert_log_whole(tmp_path / "events.jsonl")
+
+
+class Up:
+    """``ksched up`` as a user runs it, its lines collected (its children's too)."""
+
+    def __init__(self, child: asyncio.subprocess.Process) -> None:
+        self.child = child
+        self.lines: list[str] = []
+        self._line = asyncio.Event()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, env: dict[str, str]) -> Up:
+        child = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "services.cli.main", "up", "--metrics-port", "0"),
+            env=env,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        return cls(child)
+
+    async def _read(self) -> None:
+        assert self.child.stderr is not None
+        async for raw in self.child.stderr:
+            self.lines.append(raw.decode(errors="replace").rstrip())
+            self._line.set()
+
+    async def logged(self, text: str, within: float = 60) -> None:
+        async with asyncio.timeout(within):
+            while not any(text in line for line in self.lines):
+                self._line.clear()
+                await self._line.wait()
+
+    async def stop(self) -> int:
+        if self.child.returncode is None:
+            self.child.terminate()
+        async with asyncio.timeout(30):
+            code = await self.child.wait()
+        self._reader.cancel()
+        return code
+
+
+async def test_ksched_up_twice_on_one_log_leaves_the_second_standing_by(tmp_path: Path) -> None:
+    namespace = f"uptwice{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "KSCHED_NAMESPACE": namespace,
+        "KSCHED_AMQP_URL": AMQP_URL,
+        "KSCHED_REDIS_URL": REDIS_URL,
+        "KSCHED_EVENT_LOG": str(tmp_path / "events.jsonl"),
+    }
+    env.pop("KSCHED_LEADER_ELECT_IDENTITY", None)
+    connection = await aio_pika.connect_robust(AMQP_URL)
+    store = RedisStore(REDIS_URL, namespace=namespace)
+    client = Client(connection, namespace)
+    first = await Up.start(env)
+    second: Up | None = None
+    try:
+        for name in ("informer", "queue", "scheduler", "binder"):
+            await first.logged(f"{name} started")
+        await client.open()
+        second = await Up.start(env)
+        await second.logged("waiting for the informer lease (held by")
+        await second.logged("waiting for the queue lease (held by")
+        await client.publish("node", node("n0"))
+        await publish_pods(client, range(0, 30))
+        await client.wait_for(lambda: len(client.bindings()) >= 30, within=120)
+        await assert_bound_exactly_once(client, store, 30)
+        assert_log_whole(tmp_path / "events.jsonl")
+        assert not any("became the informer leader" in line for line in second.lines)
+    finally:
+        codes = [await up.stop() for up in (first, second) if up is not None]
+        await store.flush_namespace()
+        await store.close()
+        await delete_namespace(connection, namespace)
+        await connection.close()
+    assert codes == [0] * len(codes)
