@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry, Gauge
 
 from services.common.clock import Clock
+from services.common.proxy import AsyncMethods
 from services.common.settings import LEADER_ELECTED as ROLES
 from services.common.settings import LeaderElectionSettings
 from services.common.store import ClusterStore, Deposed, FencedError, LeaderLease
@@ -154,9 +155,7 @@ class LeaderElector:
         if not self.token or now - self._renewed >= self.settings.renew_deadline:
             error = Deposed(f"the {self.name} lease was not renewed within the renew deadline")
         else:
-            granted, lease = await self._store.acquire_lease(
-                self.name, self.identity, self.settings.lease_duration, now, token=self.token
-            )
+            granted, lease = await self._try(now, self.token, self.settings.renew_deadline)
             if granted:
                 self._renewed = now
                 return
@@ -185,17 +184,7 @@ class LeaderElector:
         while True:
             now = self._clock.now()
             try:
-                granted, lease = await self._within(
-                    retry,
-                    self._store.acquire_lease(
-                        self.name,
-                        self.identity,
-                        self.settings.lease_duration,
-                        now,
-                        host=self._host,
-                        pid=self._pid,
-                    ),
-                )
+                granted, lease = await self._try(now, 0, retry)
             except Exception as error:
                 if not failing:
                     log.warning("could not acquire lease %s: %s", self.name, _said(error))
@@ -223,16 +212,7 @@ class LeaderElector:
                 if left <= 0:
                     return f"failed to renew lease {self.name}: timed out waiting for the condition"
                 try:
-                    granted, lease = await self._within(
-                        left,
-                        self._store.acquire_lease(
-                            self.name,
-                            self.identity,
-                            self.settings.lease_duration,
-                            now,
-                            token=self.token,
-                        ),
-                    )
+                    granted, lease = await self._try(now, self.token, left)
                 except Exception as error:
                     log.warning("could not renew lease %s: %s", self.name, _said(error))
                 else:
@@ -246,6 +226,21 @@ class LeaderElector:
                     )
                 if await self._sleep_unless_deposed(min(retry, max(left, 0.0))):
                     return self.reason
+
+    async def _try(self, now: float, token: int, within: float) -> tuple[bool, LeaderLease]:
+        """One ``acquire_lease`` (``token``: renew that term), bounded by ``within``."""
+        return await self._within(
+            within,
+            self._store.acquire_lease(
+                self.name,
+                self.identity,
+                self.settings.lease_duration,
+                now,
+                token=token,
+                host=self._host,
+                pid=self._pid,
+            ),
+        )
 
     def _observe(self, lease: LeaderLease) -> None:
         """client-go's ``maybeReportTransition``."""
@@ -297,32 +292,23 @@ def _said(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-class DeposingStore:
+class DeposingStore(AsyncMethods):
     """``inner`` (a fenced ClusterStore) that tells ``elector`` at once when the store
     refuses one of its writes for its token, so the leader stops before its next
     renewal would have told it."""
 
     def __init__(self, inner: Any, elector: LeaderElector) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._elector = elector
-        self._wrapped: dict[str, Any] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        found = self._wrapped.get(name)
-        if found is not None:
-            return found
-        attribute = getattr(self.inner, name)
-        if not asyncio.iscoroutinefunction(attribute):
-            return attribute
-
+    def wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         async def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await attribute(*args, **kwargs)
+                return await method(*args, **kwargs)
             except FencedError as error:
                 self._elector.deposed(error)
                 raise
 
-        self._wrapped[name] = call
         return call
 
 

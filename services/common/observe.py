@@ -56,6 +56,7 @@ from services.common.bus.base import (
     unavailable,
 )
 from services.common.metrics import ServedEndpoint, exponential_buckets
+from services.common.proxy import AsyncMethods
 
 log = logging.getLogger("ksched.observe")
 
@@ -198,31 +199,25 @@ class MeteredBus(Bus):
         return True if check is None else check()
 
 
-class MeteredStore:
+class MeteredStore(AsyncMethods):
     """``inner`` (a ClusterStore) with every async operation timed by its name."""
 
-    def __init__(self, inner: Any, metrics: EdgeMetrics) -> None:
-        self.inner = inner
-        self._histogram = metrics.redis
-        self._wrapped: dict[str, Any] = {}
+    plain = frozenset({"close"})
 
-    def __getattr__(self, name: str) -> Any:
-        found = self._wrapped.get(name)
-        if found is not None:
-            return found
-        attribute = getattr(self.inner, name)
-        if not asyncio.iscoroutinefunction(attribute) or name == "close":
-            return attribute
+    def __init__(self, inner: Any, metrics: EdgeMetrics) -> None:
+        super().__init__(inner)
+        self._histogram = metrics.redis
+
+    def wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         observe = self._histogram.labels(name).observe
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return await attribute(*args, **kwargs)
+                return await method(*args, **kwargs)
             finally:
                 observe(time.perf_counter() - started)
 
-        self._wrapped[name] = timed
         return timed
 
 
