@@ -9,6 +9,14 @@ rebuild that was interrupted (a Building store holds a prefix of the log). Until
 chunk the store is Building, so no service decides on a half-rebuilt store; the last one
 makes it Live under a new token, which tells every other client that what it held
 (reservations, leases, nominations) is gone.
+
+A failover that kept the marker (Redis replicates asynchronously: the promoted replica
+may miss the last acknowledged writes) is found by :func:`find_failover`, from what the
+informer knows of the store it made live (:class:`Known`): a store whose applied seq is
+behind the last seq the informer applied is caught up from the log; a store whose
+identity changed (another Redis: a failover, a restart) may have lost any client's
+writes, so it is invalidated and made live again under a new token like a lost one
+(only the log's tail is restored: the projection it kept stays).
 """
 
 from __future__ import annotations
@@ -60,6 +68,44 @@ async def ensure_live(
         chunk.append(project(event))
     await store.restore(chunk, final=True)
     return Rebuilt(found, restored + len(chunk), await store.epoch())
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the informer knows of the store it made live."""
+
+    token: str
+    seq: int
+    """The last seq it applied."""
+    identity: str
+    """The store's :meth:`~services.common.store.ClusterStore.identity` then."""
+
+
+async def find_failover(store: ClusterStore, known: Known | None, identity: str) -> str | None:
+    """The WARNING line for a failover that lost writes under the marker ``known``
+    expects (``identity``: the store's now), after invalidating the store when its
+    identity changed; None when there is nothing of the kind (a store that lost its
+    marker is :func:`ensure_live`'s)."""
+    if known is None:
+        return None
+    found = await store.epoch()
+    if (found.state, found.token) != ("live", known.token):
+        return None
+    if identity != known.identity and await store.invalidate(known.token):
+        return (
+            f"the store's Redis changed identity ({known.identity} -> {identity}: a "
+            f"failover or a restart) at seq {found.seq}, this informer applied seq "
+            f"{known.seq}: acknowledged writes of any service may be lost, so epoch "
+            f"{known.token} ends; the log's tail is restored under a new epoch and "
+            "every service reloads what it held"
+        )
+    if found.seq < known.seq:
+        return (
+            f"the store is behind the event log: applied seq {found.seq}, this informer "
+            f"applied seq {known.seq} (a Redis failover lost acknowledged writes): "
+            "catching up from the log"
+        )
+    return None
 
 
 def describe(rebuilt: Rebuilt, expected: str | None, counts: Mapping[str, int]) -> str:
