@@ -104,12 +104,14 @@ class MemoryStore:
         :meth:`promote` it later to lose what was written since)."""
         return copy.deepcopy(self._d)
 
-    def promote(self, replica: object) -> None:
+    def promote(self, replica: object, *, new_identity: bool = True) -> None:
         """Fail over to ``replica`` (from :meth:`replicate`), as Sentinel promoting a
-        lagging replica: every client sees its data, under a new identity."""
+        lagging replica: every client sees its data, under a new identity (or the old
+        one: a loss the identity does not tell)."""
         assert isinstance(replica, _Data)
+        identity = self._d.identity
         self._d.__dict__.update(copy.deepcopy(replica).__dict__)
-        self._d.identity = uuid.uuid4().hex
+        self._d.identity = uuid.uuid4().hex if new_identity else identity
 
     def flush(self) -> None:
         """Lose everything, as a Redis FLUSHDB would (a test hook: the clients' expected
