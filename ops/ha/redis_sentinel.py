@@ -168,6 +168,11 @@ class RedisSentinel:
             lambda: command(self.sentinel_ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK",
         )
         self.wait_master(new)
+        if old in self.processes:
+            wait_for(
+                f"the old master on port {old} a replica",
+                lambda: info(old, "replication", self.password)["role"] == "slave",
+            )
         return new
 
     def wait_master(self, port: int) -> None:

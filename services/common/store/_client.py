@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import (
@@ -54,16 +54,31 @@ _tracer = telemetry.tracer("store")
 _Operation = TypeVar("_Operation", bound=Callable[..., Awaitable[Any]])
 
 
-def connect(
-    url: str, tls: TLSFiles, options: FailoverOptions
-) -> tuple[aioredis.Redis, dict[str, str | int]]:
-    """The client for ``url`` and its connection's span attributes. Raises ValueError
-    for a Sentinel URL that does not parse (the wrong part named)."""
+class Client:
+    """A redis-py client, its connection's span attributes, and how to close both it
+    and (under Sentinel) the Sentinels' connections."""
+
+    def __init__(
+        self, redis: aioredis.Redis, attributes: dict[str, str | int], sentinel: Any = None
+    ) -> None:
+        self.redis = redis
+        self.attributes = attributes
+        self._sentinel = sentinel
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
+        if self._sentinel is not None:
+            await self._sentinel.aclose()
+
+
+def connect(url: str, tls: TLSFiles, options: FailoverOptions) -> Client:
+    """The client for ``url``. Raises ValueError for a Sentinel URL that does not parse
+    (the wrong part named)."""
     if not is_sentinel_url(url):
         plain = aioredis.from_url(
             url, decode_responses=False, **(redis_ssl_options(tls) if is_tls_url(url) else {})
         )
-        return plain, _connection_attributes(plain.connection_pool.connection_kwargs)
+        return Client(plain, _connection_attributes(plain.connection_pool.connection_kwargs))
     try:
         parsed = parse_sentinel_url(url)
     except ValueError as error:
@@ -97,7 +112,7 @@ def connect(
         "server.address": host,
         "server.port": port,
     }
-    return client, attributes
+    return Client(client, attributes, sentinel)
 
 
 async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -150,6 +165,8 @@ class ReplicaAck:
             if isinstance(reply, NoScriptError):
                 await self._client.script_load(script.script)
                 continue
+            if not isinstance(acked, int) or acked < 1:
+                await master_moved(self._client)
             self._acked(acked)
             if isinstance(reply, Exception):
                 raise reply
@@ -167,6 +184,20 @@ class ReplicaAck:
         elif self.missed and not missed:
             log.info("a Redis replica acknowledges the guarded writes again")
         self.missed = missed
+
+
+async def master_moved(client: aioredis.Redis) -> None:
+    """Under Sentinel: raise ConnectionError when the Sentinels name another master than
+    the one this client's connections went to (a failover: the old master takes writes
+    until the Sentinels demote it, and then drops them), after dropping the idle
+    connections to it. Nothing for a single Redis."""
+    pool = client.connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        before = pool.master_address
+        now = await pool.get_master_address()  # type: ignore[no-untyped-call]
+        # (get_master_address disconnects the idle connections when the master moved)
+        if before is not None and now != before:
+            raise ConnectionError(f"the master moved from {before} to {now}")
 
 
 def traced(command: str, script: str | None = None) -> Callable[[_Operation], _Operation]:

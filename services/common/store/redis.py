@@ -55,7 +55,7 @@ from redis.exceptions import ResponseError
 
 from services.common import redact
 from services.common.store._charges import devices_taken, normalize
-from services.common.store._client import ReplicaAck, connect
+from services.common.store._client import ReplicaAck, connect, master_moved
 from services.common.store._client import traced as _traced
 from services.common.store._lua import (
     ACQUIRE_LEASE,
@@ -122,7 +122,8 @@ class RedisStore:
         redact.install()
         self.namespace = namespace
         self._p = f"{namespace}:"
-        self._redis, self._span_attributes = connect(url, tls, failover)
+        self._client = connect(url, tls, failover)
+        self._redis, self._span_attributes = self._client.redis, self._client.attributes
         self._failover_timeout = failover.failover_timeout if is_sentinel_url(url) else 0.0
         self._ack = ReplicaAck(self._redis, failover.wait_for(url))
         self._apply = self._redis.register_script(APPLY)
@@ -180,6 +181,7 @@ class RedisStore:
 
     @_traced("INFO")
     async def identity(self) -> str:
+        await master_moved(self._redis)  # ask the master, not one demoted meanwhile
         info = await self._redis.info("server", "replication")
         return f"{info.get('run_id', '')}/{info.get('master_replid', '')}"
 
@@ -459,7 +461,7 @@ class RedisStore:
             await self._redis.unlink(*batch)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._client.aclose()
 
 
 _waiting_encoder = msgspec.json.Encoder()

@@ -1,0 +1,72 @@
+"""A Redis master, one replica and three Sentinels of a test's own, from
+``ops/ha/redis_sentinel.py`` (the HA deployment's starter), on free ports in the
+test's tmp dir; stopped when the block ends."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import random
+import shutil
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+STARTER = Path(__file__).resolve().parents[2] / "ops" / "ha" / "redis_sentinel.py"
+PORTS = 5
+"""The starter's ports: master, replica, three Sentinels, consecutive."""
+
+
+def starter() -> ModuleType:
+    """ops/ha/redis_sentinel.py, imported by path (ops is no package)."""
+    name = "ksched_ops_redis_sentinel"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, STARTER)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def free_base_port(tries: int = 50) -> int:
+    """A port P such that P .. P + PORTS - 1 are free on 127.0.0.1 now."""
+    for _ in range(tries):
+        base = random.randrange(20_000, 60_000)
+        with contextlib.ExitStack() as stack:
+            try:
+                for port in range(base, base + PORTS):
+                    sock = stack.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return base
+    raise AssertionError(f"no {PORTS} consecutive free ports in {tries} tries")
+
+
+@contextlib.contextmanager
+def redis_sentinel(workdir: Path, password: str | None = None) -> Iterator[Any]:
+    """The starter's handle (``.url``, ``.master_port``, ``.failover()``, ...)."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (needed for Redis with Sentinel)")
+    handle = starter().start(workdir, free_base_port(), password=password)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def in_sync(handle: Any) -> bool:
+    """Whether the replica has every write the master has (their offsets agree)."""
+    info = starter().info
+    master = info(handle.master_port, "replication", handle.password)
+    replica = info(handle.replica_port, "replication", handle.password)
+    return bool(
+        replica.get("master_link_status") == "up"
+        and replica["slave_repl_offset"] == master["master_repl_offset"]
+    )
