@@ -29,6 +29,7 @@ from services.common.store.sentinel import FailoverOptions
 from services.informer.service import STORE_CHECK_PERIOD, InformerService
 from tests.builders import make_node, make_pod
 from tests.contract.store_support import claim, node_entry, pod_entry, res
+from tests.integration.harness import REDIS_URL
 from tests.integration.sentinel_support import in_sync, redis_sentinel, starter
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -148,3 +149,22 @@ async def test_the_informer_catches_up_after_a_failover_that_lost_the_last_write
             for client in (store, scheduler):
                 await client.flush_namespace()
                 await client.close()
+
+
+async def test_a_master_without_replica_warns_once_and_keeps_its_writes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The machine's Redis has no replica: every guarded write misses its ack."""
+    ns = f"sent{uuid.uuid4().hex[:8]}"
+    store = RedisStore(REDIS_URL, namespace=ns, failover=FailoverOptions(replica_wait=0.05))
+    try:
+        await store.apply([node_entry(1, "n1", cpu=1000, pods=10)])
+        for i in range(3):
+            await store.set_leases({f"uid-{i}": 1})
+        assert await store.leases() == {f"uid-{i}": 1 for i in range(3)}
+        missed = [r for r in caplog.records if "no Redis replica acknowledged" in r.getMessage()]
+        assert len(missed) == 1
+        assert "within 50 ms" in missed[0].getMessage()
+    finally:
+        await store.flush_namespace()
+        await store.close()

@@ -48,6 +48,9 @@ MAX_BACKOFF = 1.0
 """Seconds between the attempts of a store call while the master fails over."""
 SENTINEL_TIMEOUT = 2.0
 """Seconds to connect to (and hear from) one Sentinel before asking the next."""
+DEGRADED_WAIT_MS = 1
+DEGRADED_RETRY = 1.0
+"""While no replica acknowledges: the wait (ms), and how often (s) the full one is tried."""
 FAILOVER_ERRORS = (ConnectionError, TimeoutError, ReadOnlyError)
 
 _tracer = telemetry.tracer("store")
@@ -140,13 +143,18 @@ async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str)
 class ReplicaAck:
     """A guarded write followed by ``WAIT 1 <ms>`` on the same connection, in one round
     trip (see FailoverOptions.replica_wait). One WARNING when writes stop being
-    acknowledged by a replica, one INFO when they are again."""
+    acknowledged by a replica, one INFO when they are again. Meanwhile (no replica
+    connected, or one lagging) the writes wait :data:`DEGRADED_WAIT_MS` only, and the
+    full wait again once per :data:`DEGRADED_RETRY` seconds: a master left alone keeps
+    its throughput."""
 
     def __init__(self, client: aioredis.Redis, seconds: float) -> None:
         self._client = client
         self._ms = max(1, round(seconds * 1000)) if seconds > 0 else 0
         self.missed = False
         """The last wait ended without a replica's ack."""
+        self._full_again = 0.0
+        """When (monotonic) a write waits the full time again while missed."""
 
     @property
     def enabled(self) -> bool:
@@ -156,25 +164,31 @@ class ReplicaAck:
         """``script`` with ``args`` (no keys), then WAIT; the script's reply. WAIT counts
         the writes of its own connection, hence the pipeline (not a transaction: the
         script is atomic by itself). A script the server does not know (a new master)
-        is loaded and the pair sent again."""
+        is loaded and the pair sent again. A write no replica acknowledged asks the
+        Sentinels whether the master moved (ConnectionError then: retried on it)."""
+        now = time.monotonic()
+        full = not self.missed or now >= self._full_again
+        ms = self._ms if full else min(self._ms, DEGRADED_WAIT_MS)
         for _ in range(2):
             pipe = self._client.pipeline(transaction=False)
             pipe.evalsha(script.sha, 0, *args)
-            pipe.execute_command("WAIT", 1, self._ms)
+            pipe.execute_command("WAIT", 1, ms)
             reply, acked = await pipe.execute(raise_on_error=False)
             if isinstance(reply, NoScriptError):
                 await self._client.script_load(script.script)
                 continue
-            if not isinstance(acked, int) or acked < 1:
+            missed = not isinstance(acked, int) or acked < 1
+            if missed:
                 await master_moved(self._client)
-            self._acked(acked)
+                if full:
+                    self._full_again = now + DEGRADED_RETRY
+            self._report(missed)
             if isinstance(reply, Exception):
                 raise reply
             return reply
         raise NoScriptError(f"NOSCRIPT the server dropped script {script.sha} again")
 
-    def _acked(self, acked: object) -> None:
-        missed = not isinstance(acked, int) or acked < 1
+    def _report(self, missed: bool) -> None:
         if missed and not self.missed:
             log.warning(
                 "no Redis replica acknowledged a guarded write within %d ms: it is on "
