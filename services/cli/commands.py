@@ -11,11 +11,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from contracts.events import LogEntry
 from services.cli.embedded import DecisionRecord
 from services.cli.errors import InputError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
-from services.common.eventlog import open_event_log
+from services.common.eventlog import EventLog, open_event_log, read_all
 from services.framework.config import Profile
 
 STDIN = "-"
@@ -59,12 +60,19 @@ def simulate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _read_all(event_log: EventLog) -> list[LogEntry]:
+    try:
+        return await read_all(event_log)
+    finally:
+        await event_log.close()
+
+
 def replay_command(args: argparse.Namespace) -> int:
     profiles = _profiles(args.config)
     if not Path(args.log).is_file():  # open_event_log would create it
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.log)
     try:
-        events = list(open_event_log(args.log).read())
+        events = asyncio.run(_read_all(open_event_log(args.log)))
     except ValueError as error:  # a corrupt entry: the message names the file and line
         raise InputError(f"{error} (not a log of simulate --record or the informer?)") from error
     result = asyncio.run(replay(events, seed=args.seed, profiles=profiles))

@@ -60,7 +60,7 @@ async def ensure_live(
         return None
     restored = 0
     chunk: list[ProjectedEntry] = []
-    for event in log.read(after=found.seq):
+    async for event in log.read(after=found.seq):
         if len(chunk) == CHUNK:
             await store.restore(chunk, final=False)
             restored += len(chunk)

@@ -259,7 +259,7 @@ class InformerService:
         # Read in chunks: the store may be far behind a long log.
         first: int | None = None
         chunk: list[LogEntry] = []
-        for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
+        async for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
             chunk.append(event)
             if len(chunk) == rebuild.CHUNK or event.seq == last:
                 await self._store.apply([_projected(e) for e in chunk])

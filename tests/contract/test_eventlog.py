@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
@@ -14,6 +14,7 @@ from contracts.events import LogEntry, NodeEntry, PodEntry
 from services.common.eventlog import (
     EventLog,
     FileEventLog,
+    LogFencedError,
     LogSequenceError,
     LogWriteError,
     MemoryEventLog,
@@ -34,8 +35,12 @@ def events(first: int, last: int) -> list[LogEntry]:
     return [event(seq) for seq in range(first, last + 1)]
 
 
-def seqs(entries: Iterator[LogEntry]) -> list[int]:
-    return [e.seq for e in entries]
+async def entries(stream: AsyncIterator[LogEntry]) -> list[LogEntry]:
+    return [e async for e in stream]
+
+
+async def seqs(stream: AsyncIterator[LogEntry]) -> list[int]:
+    return [e.seq for e in await entries(stream)]
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -51,7 +56,7 @@ async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[E
 
 async def test_empty_log(log: EventLog) -> None:
     assert log.last_seq() == 0
-    assert list(log.read()) == []
+    assert await entries(log.read()) == []
 
 
 async def test_append_and_read(log: EventLog) -> None:
@@ -59,10 +64,10 @@ async def test_append_and_read(log: EventLog) -> None:
     await log.append(events(4, 5))
     await log.append([])
     assert log.last_seq() == 5
-    assert list(log.read()) == events(1, 5)
-    assert list(log.read(after=3)) == events(4, 5)
-    assert list(log.read(after=5)) == []
-    assert list(log.read(after=99)) == []
+    assert await entries(log.read()) == events(1, 5)
+    assert await entries(log.read(after=3)) == events(4, 5)
+    assert await entries(log.read(after=5)) == []
+    assert await entries(log.read(after=99)) == []
 
 
 async def test_gaps_and_repeats_are_refused_whole(log: EventLog) -> None:
@@ -73,7 +78,7 @@ async def test_gaps_and_repeats_are_refused_whole(log: EventLog) -> None:
         with pytest.raises(LogSequenceError):
             await log.append(bad)
     assert log.last_seq() == 1
-    assert seqs(log.read()) == [1]
+    assert await seqs(log.read()) == [1]
 
 
 async def test_read_streams_in_order_from_anywhere(log: EventLog) -> None:
@@ -81,16 +86,16 @@ async def test_read_streams_in_order_from_anywhere(log: EventLog) -> None:
         await log.append(events(first, first + 499))
     for after in (0, 1, 1023, 1024, 1025, 2048, 2049, 2999):
         stream = log.read(after)
-        assert next(stream).seq == after + 1
-        assert seqs(stream) == list(range(after + 2, 3001))
+        assert (await anext(stream)).seq == after + 1
+        assert await seqs(stream) == list(range(after + 2, 3001))
 
 
 async def test_read_sees_what_was_appended_before_the_call(log: EventLog) -> None:
     await log.append(events(1, 2))
     stream = log.read()
     await log.append(events(3, 4))
-    assert seqs(stream) == [1, 2]
-    assert seqs(log.read(1)) == [2, 3, 4]
+    assert await seqs(stream) == [1, 2]
+    assert await seqs(log.read(1)) == [2, 3, 4]
 
 
 async def test_reopen_keeps_the_log(tmp_path: Path) -> None:
@@ -100,7 +105,7 @@ async def test_reopen_keeps_the_log(tmp_path: Path) -> None:
     await log.close()
     reopened = FileEventLog(path)
     assert reopened.last_seq() == 3
-    assert list(reopened.read()) == events(1, 3)
+    assert await entries(reopened.read()) == events(1, 3)
     await reopened.append(events(4, 4))
     with pytest.raises(LogSequenceError):
         await reopened.append(events(4, 4))
@@ -121,7 +126,7 @@ async def test_torn_last_line_is_truncated(tmp_path: Path) -> None:
     assert log.last_seq() == 2
     assert path.read_bytes() == intact
     await log.append(events(3, 4))
-    assert list(log.read()) == events(1, 4)
+    assert await entries(log.read()) == events(1, 4)
     await log.close()
 
 
@@ -131,8 +136,8 @@ async def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> Non
     log = FileEventLog(path)
     assert log.last_seq() == 2
     await log.append([event(3)])
-    assert seqs(log.read()) == [1, 2, 3]
-    assert seqs(log.read(1)) == [2, 3]
+    assert await seqs(log.read()) == [1, 2, 3]
+    assert await seqs(log.read(1)) == [2, 3]
     await log.close()
 
 
@@ -164,7 +169,7 @@ async def test_failed_append_leaves_no_trace(
             await log.append(events(2, 3))
     assert (path.stat().st_size, log.last_seq()) == (size, 1)
     await log.append(events(2, 3))
-    assert seqs(log.read()) == [1, 2, 3]
+    assert await seqs(log.read()) == [1, 2, 3]
     await log.close()
 
 
@@ -233,16 +238,16 @@ async def test_a_failed_append_raises_one_line_and_leaves_nothing_half_written(
     assert "\n" not in message
     assert f"event log {path}: appending seq 3..5 failed: {cause}" in message
     assert log.last_seq() == 2
-    assert list(log.read()) == events(1, 2)
+    assert await entries(log.read()) == events(1, 2)
     if not truncate_fails:
         assert path.read_bytes() == intact
 
     files.fail, files.truncate_fails = None, False  # the disk has room again
     await log.append(events(3, 5))
-    assert list(log.read()) == events(1, 5)
+    assert await entries(log.read()) == events(1, 5)
     await log.close()
     reopened = FileEventLog(path)
-    assert list(reopened.read()) == events(1, 5)
+    assert await entries(reopened.read()) == events(1, 5)
     await reopened.close()
 
 
@@ -262,3 +267,60 @@ async def test_a_partial_line_left_by_a_failed_append_is_cut_on_open(tmp_path: P
     reopened = FileEventLog(path)
     assert (reopened.last_seq(), path.read_bytes()) == (2, intact)
     await reopened.close()
+
+
+async def test_a_claim_by_a_lower_token_is_refused(log: EventLog) -> None:
+    await log.claim(5)
+    await log.append(events(1, 2))
+    with pytest.raises(LogFencedError):
+        await log.claim(4)
+    await log.claim(5)  # the same holder again, after a restart
+    await log.append(events(3, 3))
+    assert await seqs(log.read()) == [1, 2, 3]
+
+
+async def test_a_second_writer_on_the_same_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    first, second = FileEventLog(path), FileEventLog(path)
+    await first.append(events(1, 2))
+    with pytest.raises(LogFencedError, match="another writer appended"):
+        await second.append(events(1, 1))  # its view of the file is stale
+    await first.append(events(3, 3))
+    await first.close()
+    await second.close()
+    reopened = FileEventLog(path)
+    assert await seqs(reopened.read()) == [1, 2, 3]
+    await reopened.close()
+
+
+async def test_a_deposed_writer_is_fenced_off_by_its_successor(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    leader = FileEventLog(path)
+    await leader.claim(1)
+    successor = FileEventLog(path)  # a standby, opened while the leader still wrote
+    await leader.append(events(1, 2))
+    await successor.claim(2)  # the leader's lease expired: the standby took over
+    assert successor.last_seq() == 2  # it read what the leader appended after its open
+    with pytest.raises(LogFencedError, match="superseded by 2"):
+        await leader.append(events(3, 3))  # the deposed leader woke up
+    await successor.append(events(3, 4))
+    with pytest.raises(LogFencedError):
+        await leader.claim(1)
+    for opened in (leader, successor):
+        await opened.close()
+    reopened = FileEventLog(path)
+    assert await entries(reopened.read()) == events(1, 4)
+    await reopened.close()
+
+
+async def test_a_claim_cuts_the_tail_a_dead_writer_tore(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    leader, successor = FileEventLog(path), FileEventLog(path)
+    await leader.append(events(1, 2))
+    with path.open("ab") as f:
+        f.write(msgspec.json.encode(event(3))[:10])  # the leader died mid-append
+    await leader.close()
+    await successor.claim(1)
+    await successor.append(events(3, 3))
+    assert await entries(successor.read()) == events(1, 3)
+    await successor.close()

@@ -98,7 +98,7 @@ async def run_embedded(cases: Sequence[Case], *, chunk: int = 256) -> Outcome:
                 str(e.__struct_config__.tag),
                 object_key(str(e.__struct_config__.tag), e.object.metadata),
             )
-            for e in event_log.read(after=0)
+            async for e in event_log.read(after=0)
         }
         stored = {kind: set(await store.objects(kind)) for kind in {c.kind for c in cases}}
     finally:

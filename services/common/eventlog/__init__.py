@@ -7,10 +7,12 @@ Not here: what goes into the log (the informer) or following it
 
 from services.common.eventlog.base import (
     EventLog,
+    LogFencedError,
     LogMismatchError,
     LogSequenceError,
     LogWriteError,
     check_matches,
+    read_all,
 )
 from services.common.eventlog.file import FileEventLog
 from services.common.eventlog.memory import MemoryEventLog
@@ -28,10 +30,12 @@ def open_event_log(spec: str) -> EventLog:
 __all__ = [
     "EventLog",
     "FileEventLog",
+    "LogFencedError",
     "LogMismatchError",
     "LogSequenceError",
     "LogWriteError",
     "MemoryEventLog",
     "check_matches",
     "open_event_log",
+    "read_all",
 ]

@@ -10,7 +10,7 @@ leaves nothing of itself in the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from contracts.events import LogEntry
@@ -26,14 +26,30 @@ class EventLog(Protocol):
         :class:`LogWriteError` when the entries could not be made durable: none of them
         is in the log, and the same append may be retried later."""
 
-    def read(self, after: int = 0) -> Iterator[LogEntry]:
-        """Entries with seq > ``after``, in order."""
+    def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
+        """Entries with seq > ``after``, in order (``async for``): those appended before
+        the call, and on a shared medium (a stream) those other writers appended before it."""
+
+    async def claim(self, fence: int) -> None:
+        """Make this log's writer the holder of fencing token ``fence`` (a lease's token,
+        which only grows): a new leader calls it once, before its first append. Afterwards
+        :meth:`last_seq` covers every entry appended before the claim, by whichever writer,
+        and an append by a writer whose token is lower (a deposed leader that woke up)
+        raises :class:`LogFencedError`. Raises LogFencedError itself when a higher token
+        has claimed the log already."""
 
     async def close(self) -> None: ...
 
 
 class LogSequenceError(ValueError):
     """An append that would leave a gap or repeat a seq."""
+
+
+class LogFencedError(RuntimeError):
+    """An append or claim by a writer that is no longer the log's writer: another one
+    claimed the log with a higher fencing token, or appended behind this one's back.
+    Nothing of it is in the log. The caller has lost its role: it stops writing (the
+    informer exits, so that a supervisor restarts it as a standby)."""
 
 
 class LogMismatchError(ValueError):
@@ -50,6 +66,11 @@ class LogWriteError(OSError):
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()  # one line, without "[Errno N]"
+
+
+async def read_all(log: EventLog, after: int = 0) -> list[LogEntry]:
+    """Every entry of ``log`` with seq > ``after``, in a list (a replay, a test)."""
+    return [entry async for entry in log.read(after)]
 
 
 def check_matches(name: str, last: int, applied: int) -> None:

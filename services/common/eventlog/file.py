@@ -25,6 +25,14 @@ inject a full disk.
 ``read`` streams from the file with its own handle, up to the entries appended when it
 was called; a sparse index of line offsets (one every 1024 entries) lets it start near
 ``after`` instead of at the top.
+
+One writer at a time, enforced: every append holds an exclusive ``flock`` on the file
+while it checks that the file still ends where this writer left it (another process
+that appended since makes it :class:`LogFencedError`: this writer's view is stale), and,
+once the writer has :meth:`claim`-ed the log with a lease's fencing token, that no
+higher token is recorded in the sidecar ``PATH.fence``. So a second informer started
+over the same file, or a deposed leader that wakes up after its successor claimed the
+log, is refused before it writes a byte.
 """
 
 from __future__ import annotations
@@ -32,9 +40,10 @@ from __future__ import annotations
 import asyncio
 import bisect
 import errno
+import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -43,7 +52,7 @@ import msgspec
 
 from contracts.events import LogEntry
 from services.common.eventlog._sequence import check_sequence
-from services.common.eventlog.base import LogSequenceError, LogWriteError
+from services.common.eventlog.base import LogFencedError, LogSequenceError, LogWriteError
 
 _INDEX_EVERY = 1024
 _FILE_MODE = 0o600
@@ -99,8 +108,18 @@ class FileEventLog:
         """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
         self._index: list[tuple[int, int]] = []
         """(seq, offset of its line) for seq 1, 1025, 2049, ..."""
+        self.fence_path = self.path.with_name(self.path.name + ".fence")
+        """The sidecar holding the highest fencing token that claimed the log."""
+        self._fence = 0
+        """The token this writer claimed the log with (0: never claimed)."""
         try:
-            self._recover()
+            # Under the lock: a writer mid-append in another process has a partial last
+            # line that is not torn, and must not be cut.
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                self._scan(0)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         except BaseException:
             os.close(self._fd)
             raise
@@ -130,7 +149,9 @@ class FileEventLog:
             check_sequence(self._last_seq, events)
             lines = [self._encoder.encode(event) + b"\n" for event in events]
             try:
-                await anyio.to_thread.run_sync(self._write, b"".join(lines))
+                await anyio.to_thread.run_sync(self._locked_write, b"".join(lines))
+            except LogFencedError:
+                raise
             except OSError as error:
                 code = error.errno or errno.EIO
                 cause = error.strerror or str(error) or os.strerror(code)
@@ -146,13 +167,71 @@ class FileEventLog:
             self._size = offset
             self._last_seq = events[-1].seq
 
-    def read(self, after: int = 0) -> Iterator[LogEntry]:
+    def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
         """Entries with seq > ``after`` that were appended before this call, in order."""
         if after >= self._last_seq:
-            return iter(())
+            return _pace(iter(()))
         start = bisect.bisect_right(self._index, after + 1, key=lambda item: item[0]) - 1
         seq, offset = self._index[max(start, 0)]
-        return self._stream(offset, self._size, seq, after)
+        return _pace(self._stream(offset, self._size, seq, after))
+
+    async def claim(self, fence: int) -> None:
+        """Record ``fence`` in the sidecar (refused if a higher token is there) and read
+        what earlier writers appended since this log was opened."""
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._claim, fence)
+            self._fence = fence
+
+    def _claim(self, fence: int) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            recorded = self._recorded_fence()
+            if recorded > fence:
+                raise LogFencedError(
+                    f"event log {self.path}: claimed by fencing token {recorded}, "
+                    f"not {fence}: another informer is the log's writer"
+                )
+            fd = os.open(self.fence_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+            try:
+                os.write(fd, b"%d\n" % fence)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._torn = False  # a tail torn by the last writer is cut by the scan
+            self._scan(self._size)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _recorded_fence(self) -> int:
+        try:
+            text = self.fence_path.read_bytes()
+        except FileNotFoundError:
+            return 0
+        try:
+            return int(text.strip() or b"0")
+        except ValueError as error:
+            raise ValueError(f"{self.fence_path}: not a fencing token: {text[:40]!r}") from error
+
+    def _locked_write(self, data: bytes) -> None:
+        """:meth:`_write` under the file's lock, once this writer is known to be the one."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            if self._fence:
+                recorded = self._recorded_fence()
+                if recorded > self._fence:
+                    raise LogFencedError(
+                        f"event log {self.path}: fencing token {self._fence} was superseded "
+                        f"by {recorded}: this informer is no longer the log's writer"
+                    )
+            if not self._torn and os.fstat(self._fd).st_size != self._size:
+                raise LogFencedError(
+                    f"event log {self.path}: another writer appended to it (it is "
+                    f"{os.fstat(self._fd).st_size} bytes, this writer left it at "
+                    f"{self._size}): this informer is no longer the log's writer"
+                )
+            self._write(data)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     async def close(self) -> None:
         async with self._lock:
@@ -198,31 +277,42 @@ class FileEventLog:
         if seq % _INDEX_EVERY == 1:
             self._index.append((seq, offset))
 
-    def _recover(self) -> None:
-        offset = 0
+    def _scan(self, offset: int) -> None:
+        """Read the entries from byte ``offset`` (a line's start) to the end: all of the
+        file when it is opened, what other writers appended when it is claimed."""
+        whole = offset == 0
         with self.path.open("rb") as f:
+            f.seek(offset)
             for number, line in enumerate(f, start=1):
+                where = f"{self.path}:{number}" if whole else f"{self.path} (byte {offset})"
                 if line.strip():
                     try:
                         event = self._decoder.decode(line)
                     except msgspec.DecodeError as exc:
                         if line.endswith(b"\n"):
-                            raise ValueError(f"{self.path}:{number}: corrupt entry: {exc}") from exc
+                            raise ValueError(f"{where}: corrupt entry: {exc}") from exc
                         os.ftruncate(self._fd, offset)  # torn by a crash mid-append
                         os.fsync(self._fd)
                         break
                     if event.seq != self._last_seq + 1:
-                        raise LogSequenceError(
-                            f"{self.path}:{number}: seq {event.seq} follows {self._last_seq}"
-                        )
+                        raise LogSequenceError(f"{where}: seq {event.seq} follows {self._last_seq}")
                     self._note(event.seq, offset)
                     self._last_seq = event.seq
                 offset += len(line)
-                if not line.endswith(b"\n"):
+                if not line.endswith(b"\n"):  # the last line: give it its newline
                     os.write(self._fd, b"\n")
                     os.fsync(self._fd)
                     offset += 1
+                    break  # the reader would see the newline just written as a line
         self._size = offset
+
+
+async def _pace(entries: Iterator[LogEntry]) -> AsyncIterator[LogEntry]:
+    """``entries`` one by one, letting the rest of the process run now and then."""
+    for count, entry in enumerate(entries, start=1):
+        yield entry
+        if count % _INDEX_EVERY == 0:
+            await asyncio.sleep(0)
 
 
 def _make_private_dirs(directory: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from services.cli.manifests import ManifestError
 from services.cli.replay import replay
 from services.cli.simulate import load_cluster, simulate
-from services.common.eventlog import open_event_log
+from services.common.eventlog import open_event_log, read_all
 from services.framework.config import load_config
 from tests.unit.cli.support import EXAMPLE, EXPECTED_BINDINGS, EXPECTED_FAILURE
 
@@ -39,7 +39,7 @@ async def test_replay_of_a_recorded_run_gives_the_same_decisions(tmp_path: Path)
     documents = load_cluster(EXAMPLE.read_text(), str(EXAMPLE))
     log_path = tmp_path / "events.jsonl"
     original = await simulate(documents, seed=0, event_log=open_event_log(str(log_path)))
-    result = await replay(open_event_log(str(log_path)).read(), seed=0)
+    result = await replay(await read_all(open_event_log(str(log_path))), seed=0)
     assert result.recorded == EXPECTED_BINDINGS
     assert result.mismatches == []
     assert [(r.kind, r.pod, r.node, r.message) for r in result.decisions] == [

@@ -13,7 +13,7 @@ from services.cli.embedded import EmbeddedCluster
 from services.cli.replay import segments
 from services.cli.simulate import load_cluster, simulate
 from services.common.clock import FakeClock
-from services.common.eventlog import open_event_log
+from services.common.eventlog import open_event_log, read_all
 from services.common.eventlog.memory import MemoryEventLog
 
 SPEC = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
@@ -80,7 +80,7 @@ async def test_the_generated_name_comes_from_the_seed_and_replay_reads_it(
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     for path in paths:
         await simulate(documents, seed=3, event_log=open_event_log(str(path)))
-    first, second = (list(open_event_log(str(p)).read()) for p in paths)
+    first, second = [await read_all(open_event_log(str(p))) for p in paths]
     generated = _generated(first)
     assert [(kind, type_) for kind, type_, _ in generated] == [
         ("resourceclaim", "ADDED"),
@@ -98,7 +98,7 @@ async def test_the_generated_name_comes_from_the_seed_and_replay_reads_it(
             await cluster.publish_and_schedule(part)
     finally:
         await cluster.stop()
-    again: list[Any] = list(replayed.read())
+    again: list[Any] = await read_all(replayed)
     claims = [
         (e.type, e.object.metadata.name)
         for e in again

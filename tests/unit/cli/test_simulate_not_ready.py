@@ -10,7 +10,7 @@ from pathlib import Path
 from services.cli.embedded import DecisionRecord
 from services.cli.replay import replay
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
-from services.common.eventlog import open_event_log
+from services.common.eventlog import open_event_log, read_all
 from services.framework.config import load_config
 
 CLUSTER = """\
@@ -104,6 +104,6 @@ async def test_replay_reports_it_as_the_recorded_run_did(tmp_path: Path) -> None
     log = str(tmp_path / "events.jsonl")
     documents = load_cluster(CLUSTER, "c.yaml")
     original = await simulate(documents, seed=0, event_log=open_event_log(log))
-    result = await replay(open_event_log(log).read(), seed=0)
+    result = await replay(await read_all(open_event_log(log)), seed=0)
     assert [r.to_json() for r in result.decisions] == [r.to_json() for r in original]
     assert result.decisions[-1].kind == "NotReadyForScheduling"

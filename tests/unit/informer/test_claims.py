@@ -86,7 +86,7 @@ class Cluster:
         last = self.log.last_seq()
         await self.bus.publish(list(messages))
         await self.bus.wait_idle()
-        return list(self.log.read(after=last))
+        return [e async for e in self.log.read(after=last)]
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ async def test_a_poisoned_message_fails_nothing_else_of_its_batch(poison: bytes)
     await informer.stop()
     await bus.close()
     assert sorted(await store.objects("pod")) == [f"shop/p{i}" for i in range(5)]
-    assert len(list(event_log.read(after=0))) == 5
+    assert len([e async for e in event_log.read(after=0)]) == 5
     assert len(reports) == 1
     assert bus.queue_depth(topology.DEAD_LETTERS.name) == 0
 
@@ -112,5 +112,5 @@ async def test_a_batch_is_recorded_once_when_its_commit_fails(
     await memory_bus.wait_idle()
     await informer.stop()
     await memory_bus.close()
-    assert [e.object.metadata.name for e in event_log.read(after=0)] == ["a", "b"]
+    assert [e.object.metadata.name async for e in event_log.read(after=0)] == ["a", "b"]
     assert sorted(await memory_store.objects("pod")) == ["shop/a", "shop/b"]

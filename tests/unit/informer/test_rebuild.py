@@ -8,7 +8,7 @@ import asyncio
 import errno
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,7 +233,7 @@ async def test_a_full_disk_stops_ingest_until_the_log_is_writable_again(
     await cluster.bus.wait_idle()
 
     assert await cluster.stored() == (ALL[0], {"default/p0", "default/p1", "default/p2"})
-    assert [e.seq for e in log.read()] == [1, 2, 3, 4, 5, 6]  # requeued ones logged once
+    assert [e.seq async for e in log.read()] == [1, 2, 3, 4, 5, 6]  # requeued ones logged once
     assert any("writable again after 1.5 s" in r.getMessage() for r in caplog.records)
     await cluster.informer.stop()
     await cluster.bus.close()
@@ -250,8 +250,8 @@ class _Truncated:
     def last_seq(self) -> int:
         return self._log.last_seq()
 
-    def read(self, after: int = 0) -> Iterator[LogEntry]:
-        for event in self._log.read(after):
+    async def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
+        async for event in self._log.read(after):
             if event.seq > self._n:
                 raise _Crash
             yield event
