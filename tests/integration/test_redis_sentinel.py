@@ -47,7 +47,9 @@ async def until(what: str, check: Callable[[], Awaitable[bool]]) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_the_store_works_through_sentinel_and_after_a_failover(tmp_path: Path) -> None:
+async def test_the_store_works_through_sentinel_and_after_a_failover(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with redis_sentinel(tmp_path, password="s3cret") as handle:
         ns = f"sent{uuid.uuid4().hex[:8]}"
         store = RedisStore(handle.url, namespace=ns, failover=OPTIONS)
@@ -76,6 +78,14 @@ async def test_the_store_works_through_sentinel_and_after_a_failover(tmp_path: P
             assert (await store.epoch()).seq == 3
             assert await store.identity() != identity
             assert starter().info(old, "replication", "s3cret")["role"] == "slave"
+
+            # The master killed outright (its replica in sync): the next call waits for
+            # the Sentinels' failover, then finds everything.
+            starter().wait_for("the replica in sync", lambda: in_sync(handle))
+            handle.signal(new, signal.SIGKILL)
+            assert await store.leases() == {"uid-a": 1, "uid-b": 1}
+            assert handle.master_port == old
+            assert any("Redis answers again" in r.getMessage() for r in caplog.records)
         finally:
             await store.flush_namespace()
             await store.close()

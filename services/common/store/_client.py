@@ -118,25 +118,42 @@ def connect(url: str, tls: TLSFiles, options: FailoverOptions) -> Client:
     return Client(client, attributes, sentinel)
 
 
+class _Outage:
+    """One WARNING when store calls start failing over, one when one succeeds again
+    (not one per call: a failover fails every call in flight)."""
+
+    since: float | None = None
+
+
 async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str) -> Any:
     """``call()``, called again after a failover error until ``within`` seconds have
     passed (then the last error is raised); ``within`` 0: once."""
     deadline = time.monotonic() + within
-    delay, failures = FIRST_BACKOFF, 0
+    delay, failed = FIRST_BACKOFF, False
     while True:
         try:
             result = await call()
         except FAILOVER_ERRORS as error:
-            failures += 1
             if time.monotonic() + delay > deadline:
                 raise
-            if failures == 1:
-                log.warning("Redis %s failed (%s): retrying against the master", what, error)
+            failed = True
+            if _Outage.since is None:
+                _Outage.since = time.monotonic()
+                log.warning(
+                    "Redis %s failed (%s): retrying against the master the Sentinels "
+                    "name, for up to %.0f s",
+                    what,
+                    error,
+                    within,
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
             continue
-        if failures:
-            log.warning("Redis %s succeeded after %d failed attempts", what, failures)
+        if failed and _Outage.since is not None:
+            log.warning(
+                "Redis answers again (%s) after %.1f s", what, time.monotonic() - _Outage.since
+            )
+            _Outage.since = None
         return result
 
 
