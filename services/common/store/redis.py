@@ -6,6 +6,11 @@ whole batch, so each is atomic on the server: two replicas assuming onto the sam
 serialised and the loser gets ``conflict`` with the usage that beat it. Every other method
 is one round trip. ``now`` always comes from the caller's clock, never Redis ``TIME``.
 
+The client (:mod:`services.common.store._client`): a Redis URL, or Sentinel
+(``redis+sentinel://``), whose master it follows: each method is then retried through a
+failover, and ``assume``, ``begin_bind`` and ``set_leases`` wait for a replica's ack
+(``WAIT``). ``identity`` is the master's ``run_id/master_replid``.
+
 Details the Protocol leaves open (the in-memory store behaves the same):
 
 - A charge is the pod's positive requests plus ``pods: 1``, whatever ``requests["pods"]``
