@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import (
@@ -90,6 +90,7 @@ def connect(url: str, tls: TLSFiles, options: FailoverOptions) -> Client:
     sentinel_kwargs: dict[str, Any] = {
         "socket_timeout": SENTINEL_TIMEOUT,
         "socket_connect_timeout": SENTINEL_TIMEOUT,
+        "retry": Retry(NoBackoff(), 0),  # a Sentinel that fails: the next is asked
         **ssl_options,
     }
     if options.sentinel_password is not None:
@@ -135,6 +136,8 @@ async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str)
             result = await call()
         except FAILOVER_ERRORS as error:
             if time.monotonic() + delay > deadline:
+                if isinstance(error, MasterNotFoundError):
+                    raise MasterNotFoundError(_short(error)) from None
                 raise
             failed = True
             if _Outage.since is None:
@@ -143,7 +146,7 @@ async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str)
                     "Redis %s failed (%s): retrying against the master the Sentinels "
                     "name, for up to %.0f s",
                     what,
-                    error,
+                    _short(error),
                     within,
                 )
             await asyncio.sleep(delay)
@@ -155,6 +158,13 @@ async def retrying(within: float, call: Callable[[], Awaitable[Any]], what: str)
             )
             _Outage.since = None
         return result
+
+
+def _short(error: Exception) -> str:
+    """``error`` in words; redis-py's MasterNotFoundError repeats every Sentinel client."""
+    if isinstance(error, MasterNotFoundError):
+        return str(error).partition(" : ")[0] + " (no Sentinel named a live master)"
+    return str(error)
 
 
 class ReplicaAck:

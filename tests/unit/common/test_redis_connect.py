@@ -4,9 +4,14 @@ the Sentinels and the master get their own credentials, TLS reaches both."""
 from __future__ import annotations
 
 import pytest
-from redis.asyncio.sentinel import SentinelConnectionPool, SentinelManagedSSLConnection
+from redis.asyncio.sentinel import (
+    MasterNotFoundError,
+    SentinelConnectionPool,
+    SentinelManagedSSLConnection,
+)
+from redis.exceptions import ConnectionError, ReadOnlyError, ResponseError, TimeoutError
 
-from services.common.store._client import connect
+from services.common.store._client import connect, retrying
 from services.common.store.sentinel import FailoverOptions
 from services.common.tls import TLSFiles
 
@@ -61,3 +66,53 @@ async def test_a_plain_url_is_one_server_as_before() -> None:
         assert client.attributes["server.port"] == 6379
     finally:
         await client.aclose()
+
+
+class Flaky:
+    """A store call that fails ``failures`` times with ``error``, then answers."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures, self.error, self.calls = failures, error, 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return "ok"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ConnectionError("refused"), ReadOnlyError("READONLY replica"), TimeoutError("slow")],
+    ids=["connection", "readonly", "timeout"],
+)
+async def test_a_call_is_retried_through_a_failover(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    call = Flaky(2, error)
+    assert await retrying(30.0, call, "leases") == "ok"
+    assert call.calls == 3
+    lines = [r.getMessage() for r in caplog.records]
+    assert len([line for line in lines if "retrying against the master" in line]) == 1
+    assert len([line for line in lines if "Redis answers again (leases)" in line]) == 1
+
+
+@pytest.mark.parametrize(
+    ("within", "error", "calls"),
+    [
+        (0.0, ConnectionError("refused"), 1),  # a plain Redis URL: at once, as before
+        (30.0, ResponseError("KSCHED_STORE_LOST gone"), 1),  # not a failover: never again
+    ],
+)
+async def test_what_is_not_retried(within: float, error: Exception, calls: int) -> None:
+    call = Flaky(5, error)
+    with pytest.raises(type(error)):
+        await retrying(within, call, "apply")
+    assert call.calls == calls
+
+
+async def test_no_master_is_said_in_one_short_line() -> None:
+    noisy = MasterNotFoundError("No master found for 'svc' : <Redis<ConnectionPool<...>>> - x")
+    with pytest.raises(MasterNotFoundError) as raised:
+        await retrying(0.0, Flaky(1, noisy), "epoch")
+    assert str(raised.value) == "No master found for 'svc' (no Sentinel named a live master)"
