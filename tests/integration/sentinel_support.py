@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.integration.private_servers import Certificates
+
 STARTER = Path(__file__).resolve().parents[2] / "ops" / "ha" / "redis_sentinel.py"
 PORTS = 5
 """The starter's ports: master, replica, three Sentinels, consecutive."""
@@ -50,11 +52,16 @@ def free_base_port(tries: int = 50) -> int:
 
 
 @contextlib.contextmanager
-def redis_sentinel(workdir: Path, password: str | None = None) -> Iterator[Any]:
-    """The starter's handle (``.url``, ``.master_port``, ``.failover()``, ...)."""
+def redis_sentinel(
+    workdir: Path, password: str | None = None, certs: Certificates | None = None
+) -> Iterator[Any]:
+    """The starter's handle (``.url``, ``.master_port``, ``.failover()``, ...); with
+    ``certs``, every server speaks TLS only (the server certificate and key)."""
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (needed for Redis with Sentinel)")
-    handle = starter().start(workdir, free_base_port(), password=password)
+    module = starter()
+    tls = None if certs is None else module.TLS(certs.ca, certs.server_cert, certs.server_key)
+    handle = module.start(workdir, free_base_port(), password=password, tls=tls)
     try:
         yield handle
     finally:
@@ -63,9 +70,8 @@ def redis_sentinel(workdir: Path, password: str | None = None) -> Iterator[Any]:
 
 def in_sync(handle: Any) -> bool:
     """Whether the replica has every write the master has (their offsets agree)."""
-    info = starter().info
-    master = info(handle.master_port, "replication", handle.password)
-    replica = info(handle.replica_port, "replication", handle.password)
+    master = handle.info(handle.master_port, "replication")
+    replica = handle.info(handle.replica_port, "replication")
     return bool(
         replica.get("master_link_status") == "up"
         and replica["slave_repl_offset"] == master["master_repl_offset"]

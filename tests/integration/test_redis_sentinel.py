@@ -16,6 +16,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from redis.exceptions import ConnectionError
 
 from contracts import topology
 from contracts.kinds import KubeObject, kind_of
@@ -26,15 +27,18 @@ from services.common.eventlog import MemoryEventLog
 from services.common.store import StoreLost
 from services.common.store.redis import RedisStore
 from services.common.store.sentinel import FailoverOptions
+from services.common.tls import TLSFiles
 from services.informer.service import STORE_CHECK_PERIOD, InformerService
 from tests.builders import make_node, make_pod
 from tests.contract.store_support import claim, node_entry, pod_entry, res
 from tests.integration.harness import REDIS_URL
+from tests.integration.private_servers import make_certificates
 from tests.integration.sentinel_support import in_sync, redis_sentinel, starter
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
 OPTIONS = FailoverOptions(failover_timeout=30.0)
+NO_WAIT = FailoverOptions(failover_timeout=0.0)
 DEADLINE = 60.0
 
 
@@ -53,6 +57,7 @@ async def test_the_store_works_through_sentinel_and_after_a_failover(
     with redis_sentinel(tmp_path, password="s3cret") as handle:
         ns = f"sent{uuid.uuid4().hex[:8]}"
         store = RedisStore(handle.url, namespace=ns, failover=OPTIONS)
+        assert handle.url.startswith("redis+sentinel://:s3cret@")
         try:
             await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", None)])
             await store.attach()
@@ -77,7 +82,7 @@ async def test_the_store_works_through_sentinel_and_after_a_failover(
             assert set(await store.objects("pod")) == {"default/a", "default/b"}
             assert (await store.epoch()).seq == 3
             assert await store.identity() != identity
-            assert starter().info(old, "replication", "s3cret")["role"] == "slave"
+            assert handle.info(old, "replication")["role"] == "slave"
 
             # The master killed outright (its replica in sync): the next call waits for
             # the Sentinels' failover, then finds everything.
@@ -89,6 +94,34 @@ async def test_the_store_works_through_sentinel_and_after_a_failover(
         finally:
             await store.flush_namespace()
             await store.close()
+
+
+async def test_rediss_sentinel_speaks_tls_to_the_sentinels_and_the_master(
+    tmp_path: Path,
+) -> None:
+    certs = make_certificates(tmp_path / "certs")
+    with redis_sentinel(tmp_path / "redis", certs=certs) as handle:
+        assert handle.url.startswith("rediss+sentinel://")
+        ns = f"sent{uuid.uuid4().hex[:8]}"
+        tls = TLSFiles(ca=str(certs.ca), cert=str(certs.client_cert), key=str(certs.client_key))
+        store = RedisStore(handle.url, namespace=ns, tls=tls, failover=OPTIONS)
+        try:
+            await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", None)])
+            await asyncio.to_thread(handle.failover)
+            await store.set_leases({"uid-a": 1})
+            [assumed] = await store.assume([res("a", "n1", cpu=100)], 0.0)
+            assert assumed.status == "assumed"
+            assert (await store.epoch()).seq == 2
+        finally:
+            await store.flush_namespace()
+            await store.close()
+        untrusted = TLSFiles(ca=str(certs.other_ca))
+        stranger = RedisStore(handle.url, namespace=ns, tls=untrusted, failover=NO_WAIT)
+        try:
+            with pytest.raises(ConnectionError):  # the Sentinels' certificate is checked
+                await stranger.epoch()
+        finally:
+            await stranger.close()
 
 
 NODES = [make_node(f"n{i}") for i in range(2)]
