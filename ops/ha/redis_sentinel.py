@@ -1,9 +1,12 @@
 """Redis with Sentinel on one machine: a master, one replica and three Sentinels.
 
-    handle = start(workdir, base_port, password=None)
+    handle = start(workdir, base_port, password=None, tls=None)
     handle.url              # redis+sentinel://[:PASSWORD@]127.0.0.1:S1,...:S3/ksched/0
-    handle.master_port      # the master as the Sentinels see it now
+    handle.master_port      # the master as the Sentinels see it now (replica_port too)
+    handle.sentinel_ports   # (S1, S2, S3)
     handle.failover()       # SENTINEL FAILOVER, returns once the replica is the master
+    handle.signal(port, signal.SIGKILL); handle.restart(port)   # kill a server outright
+    handle.data(port, "INFO", "replication"); handle.ask(sentinel_port, "SENTINEL", ...)
     handle.stop()
 
 Ports: the master on ``base_port``, the replica on ``base_port + 1``, the Sentinels on
