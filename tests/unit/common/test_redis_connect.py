@@ -12,6 +12,7 @@ from redis.asyncio.sentinel import (
 from redis.exceptions import ConnectionError, ReadOnlyError, ResponseError, TimeoutError
 
 from services.common.store._client import connect, retrying
+from services.common.store.errors import store_failure
 from services.common.store.sentinel import FailoverOptions
 from services.common.tls import TLSFiles
 
@@ -116,3 +117,18 @@ async def test_no_master_is_said_in_one_short_line() -> None:
     with pytest.raises(MasterNotFoundError) as raised:
         await retrying(0.0, Flaky(1, noisy), "epoch")
     assert str(raised.value) == "No master found for 'svc' (no Sentinel named a live master)"
+
+
+@pytest.mark.parametrize(
+    ("error", "failure"),
+    [
+        (MasterNotFoundError("No master found for 'svc'"), "unreachable"),
+        (ReadOnlyError("You can't write against a read only replica."), "unreachable"),
+        (ResponseError("MASTERDOWN Link with MASTER is down"), "unreachable"),
+        (ResponseError("KSCHED_STORE_LOST gone"), "refused"),
+        (ValueError("not redis"), None),
+    ],
+)
+def test_a_failover_is_unreachable_never_a_refusal(error: Exception, failure: str | None) -> None:
+    """A batch that met a failover is retried, never dead-lettered (bus.unavailable)."""
+    assert store_failure(error) == failure
