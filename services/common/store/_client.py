@@ -9,8 +9,11 @@ with a connection error (the master died, no master is agreed on yet, READONLY, 
 is called again, backing off from 50 ms to 1 s, until
 ``FailoverOptions.failover_timeout`` has passed: every store method is idempotent for
 the same arguments (:mod:`services.common.store.base`), and every Lua script is loaded
-again by redis-py's Script on the new master's NOSCRIPT. A single Redis URL keeps
-failing at once (its clients have their own retries).
+again on the new master's NOSCRIPT (by redis-py's Script; by :class:`ReplicaAck` for the
+writes it pipelines with WAIT). A single Redis URL keeps failing at once (its clients
+have their own retries). The old master takes writes until the Sentinels demote it (and
+then drops them): a guarded write no replica acknowledged asks the Sentinels whether the
+master moved (:func:`master_moved`), and so does ``identity``.
 """
 
 from __future__ import annotations
