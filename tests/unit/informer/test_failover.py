@@ -17,7 +17,7 @@ from contracts.kinds import KubeObject, kind_of
 from services.common.bus import Message
 from services.common.bus.memory import MemoryBus
 from services.common.clock import FakeClock
-from services.common.eventlog import MemoryEventLog
+from services.common.eventlog import MemoryEventLog, snapshot
 from services.common.store import ClusterStore, Reservation, StoreLost
 from services.common.store.memory import MemoryStore
 from services.informer.service import STORE_CHECK_PERIOD, InformerService
@@ -33,12 +33,13 @@ class Cluster:
     store: MemoryStore
     clock: FakeClock
     informer: InformerService
+    log: MemoryEventLog
 
-    async def send(self, *objects: KubeObject) -> None:
+    async def send(self, *objects: KubeObject, type_: str = "ADDED") -> None:
         messages = []
         for obj in objects:
-            body = msgspec.json.encode({"type": "ADDED", "object": obj})
-            key = topology.event_key(kind_of(obj), "ADDED")
+            body = msgspec.json.encode({"type": type_, "object": obj})
+            key = topology.event_key(kind_of(obj), type_)
             messages.append(Message(topology.EVENTS.name, key, body))
         await self.bus.publish(messages)
         await self.bus.wait_idle()
@@ -46,10 +47,10 @@ class Cluster:
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[Cluster]:
-    bus, clock, store = MemoryBus(), FakeClock(), MemoryStore()
-    informer = InformerService(bus, store.client(), MemoryEventLog(), clock)
+    bus, clock, store, log = MemoryBus(), FakeClock(), MemoryStore(), MemoryEventLog()
+    informer = InformerService(bus, store.client(), log, clock)
     await informer.start()
-    yield Cluster(bus, store, clock, informer)
+    yield Cluster(bus, store, clock, informer, log)
     await informer.stop()
     await bus.close()
 
@@ -149,3 +150,27 @@ async def test_no_failover_no_warning_and_the_epoch_stays(
 
     assert await cluster.store.epoch() == before
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_an_invalidated_store_takes_the_logs_own_entries_never_a_snapshots(
+    cluster: Cluster,
+) -> None:
+    """A snapshot newer than the store renumbers the live objects: its entries after
+    the store's seq are not the log's (here the deletion of p0 would be missed)."""
+    await cluster.send(*NODES, *PODS[:2])
+    replica = cluster.store.replicate()  # seq 4: n0, n1, p0, p1
+    await cluster.send(*PODS[2:])
+    await cluster.send(PODS[0], type_="DELETED")  # seq 7
+    live = [
+        (kind, body)
+        for kind in ("node", "pod")
+        for _, body in sorted((await cluster.store.objects(kind)).items())
+    ]
+    await cluster.log.write_snapshot(7, snapshot.encode(7, live))
+
+    cluster.store.promote(replica)
+    await cluster.clock.advance(STORE_CHECK_PERIOD)
+    await cluster.bus.wait_idle()
+
+    assert (await cluster.store.epoch()).seq == 7
+    assert set(await cluster.store.objects("pod")) == {"default/p1", "default/p2", "default/p3"}
