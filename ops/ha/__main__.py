@@ -121,8 +121,9 @@ def up(args: argparse.Namespace) -> int:
         if state is not None and state.get("ready"):
             break
         if supervisor.poll() is not None:
-            tail = log_path.read_text(errors="replace").strip().splitlines()
-            raise HAError(tail[-1] if tail else f"the supervisor exited ({supervisor.returncode})")
+            said = log_path.read_text(errors="replace").splitlines()
+            why = [line.removeprefix("ops/ha: ") for line in said if line.startswith("ops/ha: ")]
+            raise HAError(why[-1] if why else f"the supervisor exited (see {log_path})")
         if time.monotonic() > deadline:
             down(args.workdir, quiet=True)
             raise HAError(f"not ready within {UP_TIMEOUT:g} s (see {log_path})")

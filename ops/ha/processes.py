@@ -113,6 +113,7 @@ def _tail(text: str, lines: int = 8) -> str:
 
 def port_free(port: int) -> bool:
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
