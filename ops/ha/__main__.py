@@ -122,8 +122,8 @@ def up(args: argparse.Namespace) -> int:
             break
         if supervisor.poll() is not None:
             said = log_path.read_text(errors="replace").splitlines()
-            why = [line.removeprefix("ops/ha: ") for line in said if line.startswith("ops/ha: ")]
-            raise HAError(why[-1] if why else f"the supervisor exited (see {log_path})")
+            reasons = [ln.removeprefix("ops/ha: ") for ln in said if ln.startswith("ops/ha: ")]
+            raise HAError(reasons[-1] if reasons else f"the supervisor exited (see {log_path})")
         if time.monotonic() > deadline:
             down(args.workdir, quiet=True)
             raise HAError(f"not ready within {UP_TIMEOUT:g} s (see {log_path})")
@@ -225,12 +225,13 @@ def _cluster_lines(workdir: Path, state: dict[str, Any]) -> list[str]:
 
 def _sentinel_lines(state: dict[str, Any]) -> list[str]:
     for port in state.get("sentinel_ports", []):
-        handle = redis_sentinel.SentinelDeployment(
-            Path(), state["base_port"] + deployment.REDIS_OFFSET, None
-        )
-        answer = handle.cli(port, "SENTINEL", "get-master-addr-by-name", redis_sentinel.SERVICE)
-        if answer:
-            return [f"redis master (sentinel {port}): {' '.join(answer.split())}"]
+        try:
+            host, master = redis_sentinel.command(
+                port, "SENTINEL", "get-master-addr-by-name", redis_sentinel.SERVICE
+            )
+        except (OSError, redis_sentinel.ReplyError, ValueError):
+            continue
+        return [f"redis master (sentinel {port}): {host.decode()}:{master.decode()}"]
     return ["redis: no Sentinel answers"]
 
 

@@ -88,9 +88,11 @@ class Child:
                 os.killpg(self.process.pid, sig)
 
     def kill(self) -> None:
-        """SIGKILL the process group and reap it."""
-        self.signal(signal.SIGKILL)
+        """SIGKILL the process group (also what is left of it once its leader exited)
+        and reap the leader."""
         if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=STOP_TIMEOUT)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:

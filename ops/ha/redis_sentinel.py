@@ -1,64 +1,137 @@
-"""Redis with one replica and three Sentinels on one machine, for the HA deployment.
+"""Redis with Sentinel on one machine: a master, one replica and three Sentinels.
 
-``start(workdir, base_port, password=None)`` runs the master on ``base_port``, its
-replica on ``base_port + 1`` and three Sentinels on ``base_port + 2 .. + 4``, each a
-process of its own with its files under ``workdir``; it returns once the replica has
-synced and every Sentinel sees the master, the replica and the other two Sentinels
-(bounded). The Sentinels watch the master as ``ksched`` with a quorum of 2 and call it
-down after 2 s. :attr:`SentinelDeployment.url` is the ``redis+sentinel://`` URL that
-KSCHED_REDIS_URL takes.
+    handle = start(workdir, base_port, password=None)
+    handle.url              # redis+sentinel://[:PASSWORD@]127.0.0.1:S1,...:S3/ksched/0
+    handle.master_port      # the master as the Sentinels see it now
+    handle.failover()       # SENTINEL FAILOVER, returns once the replica is the master
+    handle.stop()
+
+Ports: the master on ``base_port``, the replica on ``base_port + 1``, the Sentinels on
+``base_port + 2 .. base_port + 4``. Each server runs in the foreground in its own process
+group (its log in ``workdir``), without persistence (a Redis that restarts comes back
+empty: ksched rebuilds its store from the event log). The Sentinels agree on a failure
+with a quorum of 2 after :data:`DOWN_AFTER_MS`. ``password`` protects the master and the
+replica (``requirepass``, ``masterauth``; the Sentinels use it as ``auth-pass``); the
+Sentinels themselves take no password (bind them to a private interface), so
+``KSCHED_REDIS_SENTINEL_PASSWORD`` stays unset for this deployment.
+
+Only the standard library: the HA deployment (``ops/ha``) and the tests import this
+file by path. Every wait is bounded (:data:`READY_TIMEOUT`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from ops.ha.processes import Child, HAError
+from typing import Any
 
 SERVICE = "ksched"
-"""The master's name at the Sentinels."""
+"""The name the Sentinels monitor the master under (the URL's SERVICE_NAME)."""
 QUORUM = 2
-DOWN_AFTER_MS = 2000
-FAILOVER_TIMEOUT_MS = 10000
-SETTLE_TIMEOUT = 60.0
-PORTS = 5
-"""Ports taken from the base: master, replica, three Sentinels."""
-REDIS_SERVER = shutil.which("redis-server")
-REDIS_CLI = shutil.which("redis-cli")
+DOWN_AFTER_MS = 1000
+"""Milliseconds without a reply after which a Sentinel considers a server down."""
+FAILOVER_TIMEOUT_MS = 5000
+READY_TIMEOUT = 60.0
+"""Seconds any one wait of this module may take."""
+STOP_TIMEOUT = 10.0
 
 
-def available() -> str | None:
-    """Why Redis with Sentinel cannot be started here, or None when it can."""
-    for name, binary in (("redis-server", REDIS_SERVER), ("redis-cli", REDIS_CLI)):
-        if binary is None:
-            return f"{name} is not installed"
-    return None
+class ReplyError(Exception):
+    """An error reply of a Redis server or Sentinel."""
+
+
+def command(port: int, *args: str, password: str | None = None, timeout: float = 2.0) -> Any:
+    """Send one command to the server on ``port`` (127.0.0.1) and return its reply
+    (RESP2: str for simple strings, bytes for bulk strings, int, list, None)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        stream = sock.makefile("rb")
+        if password is not None:
+            sock.sendall(_encode("AUTH", password))
+            _read(stream)
+        sock.sendall(_encode(*args))
+        return _read(stream)
+
+
+def _encode(*args: str) -> bytes:
+    parts = [f"*{len(args)}\r\n".encode()]
+    for arg in args:
+        data = arg.encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+def _read(stream: Any) -> Any:
+    line: bytes = stream.readline()
+    if not line:
+        raise ConnectionError("the server closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise ReplyError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        size = int(rest)
+        if size < 0:
+            return None
+        data: bytes = stream.read(size + 2)[:-2]
+        return data
+    if kind == b"*":
+        count = int(rest)
+        return None if count < 0 else [_read(stream) for _ in range(count)]
+    raise ConnectionError(f"unexpected reply {line[:40]!r}")
+
+
+def info(port: int, section: str, password: str | None = None) -> dict[str, str]:
+    """``INFO section`` of the server on ``port`` as a dict."""
+    text = command(port, "INFO", section, password=password).decode()
+    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {key: value for key, value in pairs}
+
+
+def wait_for(what: str, check: Any, timeout: float = READY_TIMEOUT) -> Any:
+    """Poll ``check()`` until it returns something truthy (errors count as not yet);
+    AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+            last = result
+        except (OSError, ReplyError) as error:
+            last = error
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+        time.sleep(0.05)
 
 
 @dataclass
-class SentinelDeployment:
+class RedisSentinel:
+    """The servers :func:`start` runs; see the module docstring."""
+
     workdir: Path
     base_port: int
-    password: str | None
-    servers: dict[int, Child] = field(default_factory=dict)
-    """Port → the redis-server (master or replica) on it."""
-    sentinels: dict[int, Child] = field(default_factory=dict)
+    password: str | None = None
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
-    def sentinel_ports(self) -> list[int]:
-        return list(self.sentinels)
+    def data_ports(self) -> tuple[int, int]:
+        """The master's and the replica's ports as started."""
+        return self.base_port, self.base_port + 1
 
     @property
-    def master_port(self) -> int:
-        """The port of the master the Sentinels name now."""
-        answer = self.sentinel_cli("SENTINEL", "get-master-addr-by-name", SERVICE).split()
-        if len(answer) != 2:
-            raise HAError(f"no Sentinel names a master for {SERVICE}")
-        return int(answer[1])
+    def sentinel_ports(self) -> tuple[int, int, int]:
+        return self.base_port + 2, self.base_port + 3, self.base_port + 4
 
     @property
     def url(self) -> str:
@@ -66,125 +139,159 @@ class SentinelDeployment:
         hosts = ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports)
         return f"redis+sentinel://{auth}{hosts}/{SERVICE}/0"
 
-    def cli(self, port: int, *args: str, timeout: float = 10.0) -> str:
-        """``redis-cli -p PORT ARGS`` (authenticated for a data server): its output."""
-        command = [_need(REDIS_CLI), "-h", "127.0.0.1", "-p", str(port)]
-        env = None
-        if self.password and port in self.servers:
-            env = {"REDISCLI_AUTH": self.password, "PATH": "/usr/bin:/bin"}
-        try:
-            done = subprocess.run(
-                [*command, *args], env=env, capture_output=True, text=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
-            raise HAError(f"redis-cli {args[0]} on port {port}: no answer") from None
-        return done.stdout.strip()
+    @property
+    def master_port(self) -> int:
+        """The master's port as the first Sentinel that answers sees it now."""
+        for port in self.sentinel_ports:
+            with contextlib.suppress(OSError, ReplyError):
+                _, master = command(port, "SENTINEL", "get-master-addr-by-name", SERVICE)
+                return int(master)
+        raise ConnectionError("no Sentinel answers")
 
-    def sentinel_cli(self, *args: str) -> str:
-        """Ask the first Sentinel that answers."""
-        for port, child in self.sentinels.items():
-            if child.running:
-                answer = self.cli(port, *args)
-                if answer:
-                    return answer
-        raise HAError("no Sentinel answers")
+    @property
+    def replica_port(self) -> int:
+        """The port of the data server that is not the master now."""
+        master = self.master_port
+        return next(port for port in self.data_ports if port != master)
 
-    def start_server(self, port: int, replica_of: int | None = None) -> None:
-        """Start (again) the redis-server of ``port``, a replica of ``replica_of`` or, by
-        default, of the master the Sentinels name (a master when they name none or this
-        one). It keeps nothing on disk: a restarted server comes back empty and syncs."""
-        child = self.servers[port]
-        if "--replicaof" in child.command:
-            child.command = child.command[: child.command.index("--replicaof")]
-        master = replica_of or self._current_master()
-        if master is not None and master != port:
-            child.command = [*child.command, "--replicaof", "127.0.0.1", str(master)]
-        child.start()
-        child.wait_ready("Ready to accept connections")
+    def data(self, port: int, *args: str) -> Any:
+        """One command to the data server on ``port`` (authenticated)."""
+        return command(port, *args, password=self.password)
 
-    def _current_master(self) -> int | None:
-        """The master's port as the Sentinels name it; None before they run."""
-        try:
-            return self.master_port
-        except HAError:
-            return None
+    def failover(self) -> int:
+        """``SENTINEL FAILOVER`` and wait until the replica is the master, every
+        Sentinel agrees and the old master replicates from it; the new master's port."""
+        old = self.master_port
+        new = next(port for port in self.data_ports if port != old)
+        wait_for(
+            "SENTINEL FAILOVER accepted",
+            lambda: command(self.sentinel_ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK",
+        )
+        self.wait_master(new)
+        return new
+
+    def wait_master(self, port: int) -> None:
+        """Wait until ``port`` is a master every Sentinel reports (bounded)."""
+
+        def agreed() -> bool:
+            seen = {
+                int(command(s, "SENTINEL", "get-master-addr-by-name", SERVICE)[1])
+                for s in self.sentinel_ports
+            }
+            return seen == {port} and info(port, "replication", self.password)["role"] == "master"
+
+        wait_for(f"Redis on port {port} the master for every Sentinel", agreed)
+
+    def signal(self, port: int, signum: int) -> None:
+        """Send ``signum`` to the server on ``port`` (SIGKILL, SIGSTOP, SIGCONT...)."""
+        os.killpg(self.processes[port].pid, signum)
+        if signum in (signal.SIGKILL, signal.SIGTERM):
+            self.processes.pop(port).wait(STOP_TIMEOUT)
+
+    def restart(self, port: int) -> None:
+        """Start the data server on ``port`` again (after it was killed): it comes back
+        empty, as a replica of the current master."""
+        master = self.master_port
+        self._data_server(port, replica_of=None if master == port else master)
 
     def stop(self) -> None:
-        for child in [*self.sentinels.values(), *self.servers.values()]:
-            child.stop()
+        """Stop every server (SIGTERM to its process group, then SIGKILL; bounded)."""
+        for port, child in list(self.processes.items()):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGCONT)
+                os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait(STOP_TIMEOUT)
+            del self.processes[port]
 
+    def __enter__(self) -> RedisSentinel:
+        return self
 
-def start(workdir: Path, base_port: int, password: str | None = None) -> SentinelDeployment:
-    """Start master, replica and Sentinels; return once the Sentinels agree (bounded)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    handle = SentinelDeployment(workdir, base_port, password)
-    master, replica = base_port, base_port + 1
-    for port in (master, replica):
-        command = [
-            _need(REDIS_SERVER), "--port", str(port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(workdir),
-            "--dbfilename", f"dump-{port}.rdb", "--logfile", "",
-        ]  # fmt: skip
-        if password:
-            command += ["--requirepass", password, "--masterauth", password]
-        handle.servers[port] = Child(f"redis-{port}", command, {}, workdir / f"redis-{port}.log")
-    for port in range(base_port + 2, base_port + PORTS):
-        config = workdir / f"sentinel-{port}.conf"
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _spawn(self, port: int, argv: list[str]) -> None:
+        with (self.workdir / f"{port}.log").open("ab") as log:
+            self.processes[port] = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        wait_for(f"Redis on port {port} answering", lambda: self._ping(port))
+
+    def _ping(self, port: int) -> bool:
+        if self.processes[port].poll() is not None:
+            raise AssertionError(f"redis-server on port {port} exited; see {self.workdir}")
+        reply = command(port, "PING", password=self.password if port in self.data_ports else None)
+        return bool(reply == "PONG")
+
+    def _data_server(self, port: int, *, replica_of: int | None) -> None:
+        data = self.workdir / str(port)
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        argv = [_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
+        argv += ["--save", "", "--appendonly", "no", "--logfile", ""]
+        if self.password:
+            argv += ["--requirepass", self.password, "--masterauth", self.password]
+        if replica_of is not None:
+            argv += ["--replicaof", "127.0.0.1", str(replica_of)]
+        self._spawn(port, argv)
+
+    def _sentinel(self, port: int) -> None:
+        conf = self.workdir / f"sentinel-{port}.conf"
         lines = [
-            f"port {port}", "bind 127.0.0.1", f"dir {workdir}",
-            f"sentinel monitor {SERVICE} 127.0.0.1 {master} {QUORUM}",
+            f"port {port}",
+            "bind 127.0.0.1",
+            f"dir {self.workdir}",
+            'logfile ""',
+            f"sentinel monitor {SERVICE} 127.0.0.1 {self.base_port} {QUORUM}",
             f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}",
             f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}",
             f"sentinel parallel-syncs {SERVICE} 1",
-        ]  # fmt: skip
-        if password:
-            lines.append(f"sentinel auth-pass {SERVICE} {password}")
-        config.write_text("\n".join(lines) + "\n")
-        command = [_need(REDIS_SERVER), str(config), "--sentinel"]
-        handle.sentinels[port] = Child(
-            f"sentinel-{port}", command, {}, workdir / f"sentinel-{port}.log"
-        )
+        ]
+        if self.password:
+            lines.append(f"sentinel auth-pass {SERVICE} {self.password}")
+        conf.write_text("\n".join(lines) + "\n")  # the Sentinel rewrites it: its state
+        self._spawn(port, [_binary(), str(conf), "--sentinel"])
+
+
+def _binary() -> str:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise FileNotFoundError("redis-server is not installed (needed for Redis with Sentinel)")
+    return binary
+
+
+def start(workdir: Path | str, base_port: int, password: str | None = None) -> RedisSentinel:
+    """Start the master, the replica and the Sentinels (see the module docstring) and
+    return once the replica is in sync and every Sentinel knows the replica and the two
+    other Sentinels (so that a failover can be agreed at once). Stops what it started
+    if that does not happen within :data:`READY_TIMEOUT` (AssertionError)."""
+    handle = RedisSentinel(Path(workdir), base_port, password)
+    handle.workdir.mkdir(parents=True, exist_ok=True)
+    master, replica = handle.data_ports
     try:
-        handle.start_server(master)
-        handle.start_server(replica, replica_of=master)
-        for child in handle.sentinels.values():
-            child.start()
-            child.wait_ready("Sentinel ID is")
-        _settle(handle)
+        handle._data_server(master, replica_of=None)
+        handle._data_server(replica, replica_of=master)
+        wait_for(
+            "the replica in sync",
+            lambda: info(replica, "replication", password).get("master_link_status") == "up",
+        )
+        for port in handle.sentinel_ports:
+            handle._sentinel(port)
+
+        def sentinels_ready() -> bool:
+            for port in handle.sentinel_ports:
+                state = command(port, "SENTINEL", "master", SERVICE)
+                fields = dict(zip(state[::2], state[1::2], strict=True))
+                if int(fields[b"num-slaves"]) < 1 or int(fields[b"num-other-sentinels"]) < 2:
+                    return False
+            return True
+
+        wait_for("every Sentinel knowing the replica and the other Sentinels", sentinels_ready)
     except BaseException:
         handle.stop()
         raise
     return handle
-
-
-def _settle(handle: SentinelDeployment) -> None:
-    """Wait until the replica is in sync and every Sentinel knows one replica and two
-    other Sentinels."""
-    deadline = time.monotonic() + SETTLE_TIMEOUT
-    replica = handle.base_port + 1
-    while time.monotonic() < deadline:
-        synced = "master_link_status:up" in handle.cli(replica, "INFO", "replication")
-        known = all(
-            _field(handle.cli(p, "SENTINEL", "master", SERVICE), "num-slaves") == "1"
-            and _field(handle.cli(p, "SENTINEL", "master", SERVICE), "num-other-sentinels") == "2"
-            for p in handle.sentinel_ports
-        )
-        if synced and known:
-            return
-        time.sleep(0.5)
-    raise HAError(f"the Sentinels did not agree on master and replica within {SETTLE_TIMEOUT:g} s")
-
-
-def _field(reply: str, name: str) -> str | None:
-    """A value of redis-cli's alternating key/value lines."""
-    lines = reply.splitlines()
-    for key, value in zip(lines[::2], lines[1::2], strict=False):
-        if key == name:
-            return value
-    return None
-
-
-def _need(binary: str | None) -> str:
-    if binary is None:
-        raise HAError("redis-server and redis-cli are needed for Redis with Sentinel")
-    return binary
