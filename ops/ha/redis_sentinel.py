@@ -168,6 +168,11 @@ class RedisSentinel:
             lambda: command(self.sentinel_ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK",
         )
         self.wait_master(new)
+        if old in self.processes:
+            wait_for(
+                f"the old master on port {old} a replica",
+                lambda: info(old, "replication", self.password)["role"] == "slave",
+            )
         return new
 
     def wait_master(self, port: int) -> None:
@@ -190,9 +195,15 @@ class RedisSentinel:
 
     def restart(self, port: int) -> None:
         """Start the data server on ``port`` again (after it was killed): it comes back
-        empty, as a replica of the current master."""
-        master = self.master_port
-        self._data_server(port, replica_of=None if master == port else master)
+        empty, as a replica of the current master. A master is restarted only once the
+        Sentinels failed over to the other server (bounded): back as an empty master it
+        would empty its replica too."""
+        assert port not in self.processes, f"Redis on port {port} still runs"
+        master = wait_for(
+            f"the Sentinels failing over from port {port}",
+            lambda: (m := self.master_port) != port and m,
+        )
+        self._data_server(port, replica_of=master)
 
     def stop(self) -> None:
         """Stop every server (SIGTERM to its process group, then SIGKILL; bounded)."""
