@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("informer", "queue", "scheduler", "binder", "descheduler")
 REPLICAS = 2
 POLICY = ROOT / "ops" / "examples" / "descheduler-policy.yaml"
-READY = ("started", "waiting for the")
-"""What a service logs once it runs: ``NAME started``, or as a standby ``waiting for the
-ROLE lease (held by HOLDER)``."""
+READY = ("started", "became the", "waiting for the", "attempting to acquire leader lease")
+"""What a service logs once it runs: ``NAME started``, ``became the ROLE leader (token
+N)``, or as a standby ``attempting to acquire leader lease ROLE...`` and ``waiting for
+the ROLE lease (held by HOLDER)``."""
 
 
 @dataclass(frozen=True)

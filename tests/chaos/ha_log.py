@@ -1,75 +1,60 @@
 """The HA mode's view of the event log (a RabbitMQ stream) and its own checks.
 
-:func:`read_stream` reads every entry of the stream from its first offset, as one more
-consumer. :func:`seq_rows` judges the sequence: every seq from the first to the last
-exactly once, where an entry appended twice after a retry (the same seq, the same
-entry) is skipped as the log's readers skip it, and two different entries with one seq
-(two writers) are a violation. :func:`leader_rows` judges the leases at the end: each
-role has exactly one holder, unexpired, and it is a replica of the run.
+:func:`read_entries` reads the log from the start through the EventLog contract (the
+stream's own rules: markers, a deposed writer's entries and a retried append's copies
+do not count). :func:`seq_rows` judges what it yields: every seq from the first to the
+last exactly once (two different entries with one seq are two writers; the same entry
+twice a copy the log should have skipped). :func:`leader_rows` judges the leases at the
+end: each role has exactly one holder, unexpired, and it is a replica of the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-import aio_pika
-
 from tests.chaos.checks import Row, count_row
 from tests.chaos.ha_processes import expired
 
-IDLE = 3.0
-"""Seconds without a new entry after which the stream is taken as read to its end."""
 READ_TIMEOUT = 300.0
+"""Seconds reading the whole log may take."""
 
 
-async def read_stream(urls: Sequence[str], queue: str) -> list[bytes]:
-    """Every message of the stream ``queue``, from its first offset (bounded); the first
-    node of ``urls`` that answers serves it."""
-    error: BaseException | None = None
-    for url in urls:
-        try:
-            connection = await aio_pika.connect(url, timeout=10)
-        except (OSError, aio_pika.exceptions.AMQPError) as failed:
-            error = failed
-            continue
-        try:
-            return await _read(connection, queue)
-        finally:
-            await connection.close()
-    raise AssertionError(f"no node of the cluster serves the stream {queue}: {error}")
+async def read_entries(amqp_url: str, namespace: str) -> list[bytes]:
+    """Every entry of the event log (``stream://`` under ``namespace``), read from the
+    start through the EventLog contract, as the informer's catch-up and ``ksched replay``
+    read it: markers, entries of a deposed writer and copies of a retried append are
+    left out by the log itself; a gap raises (LogSequenceError, a ValueError)."""
+    import msgspec
+    from services.common.eventlog.options import StreamOptions
 
+    from services.common.eventlog import open_event_log
 
-async def _read(connection: aio_pika.abc.AbstractConnection, queue: str) -> list[bytes]:
-    channel = await connection.channel()
-    await channel.set_qos(prefetch_count=1000)
-    stream = await channel.declare_queue(
-        queue, durable=True, passive=True, arguments={"x-queue-type": "stream"}
-    )
-    bodies: list[bytes] = []
-    arrived = asyncio.Event()
-
-    async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
-        bodies.append(message.body)
-        arrived.set()
-        await message.ack()
-
-    tag = await stream.consume(on_message, arguments={"x-stream-offset": "first"})
-    deadline = time.monotonic() + READ_TIMEOUT
+    log = open_event_log("stream://", stream=StreamOptions(amqp_url=amqp_url, namespace=namespace))
     try:
-        while time.monotonic() < deadline:
-            arrived.clear()
-            try:
-                await asyncio.wait_for(arrived.wait(), IDLE)
-            except TimeoutError:
-                return bodies
-        raise AssertionError(f"the stream {queue} still delivers after {READ_TIMEOUT:g} s")
+        async with asyncio.timeout(READ_TIMEOUT):
+            await log.connect()
+            return [msgspec.json.encode(entry) async for entry in log.read(0)]
     finally:
-        await stream.cancel(tag)
+        await log.close()
+
+
+async def last_seq(amqp_url: str, namespace: str) -> int:
+    """The event log's last seq (``stream://`` under ``namespace``)."""
+    from services.common.eventlog.options import StreamOptions
+
+    from services.common.eventlog import open_event_log
+
+    log = open_event_log("stream://", stream=StreamOptions(amqp_url=amqp_url, namespace=namespace))
+    try:
+        async with asyncio.timeout(READ_TIMEOUT):
+            await log.connect()
+            return log.last_seq()
+    finally:
+        await log.close()
 
 
 def entries_in_order(bodies: Sequence[bytes]) -> tuple[list[bytes], list[str], list[str], int]:
@@ -95,10 +80,19 @@ def _canonical(body: bytes) -> str:
     return json.dumps(json.loads(body), sort_keys=True)
 
 
-def seq_rows(conflicting: Sequence[str], missing: Sequence[str]) -> list[Row]:
+def seq_rows(
+    conflicting: Sequence[str], missing: Sequence[str], again: int, unreadable: str | None
+) -> list[Row]:
     return [
         count_row("seqs written twice, differently (log)", conflicting),
+        count_row("seqs read twice (log)", [f"{again} entries"] if again else []),
         count_row("seqs missing (log)", missing),
+        Row(
+            "log read from start to end",
+            "no" if unreadable else "yes",
+            not unreadable,
+            unreadable or "",
+        ),
     ]
 
 

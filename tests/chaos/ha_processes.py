@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ops.ha.services import Leases
+from ops.ha.services import READY, Leases
 from services.cli.serviceflags import OWNERS
 from tests.chaos.workload import NAMESPACE
 from tests.integration.harness import Processes
@@ -23,8 +23,6 @@ ROLES = ("informer", "queue", "descheduler")
 """The single-writer roles, each behind a lease."""
 LEASES = Leases(duration="4s", renew_deadline="3s", retry_period="1s")
 LEASE_SECONDS = 4.0
-READY = ("started", "waiting for the", "standing by", "attempting to acquire")
-"""What a replica logs once it runs, as the leader or as a standby."""
 LEASES_TIMEOUT = 30.0
 POLICY = """\
 apiVersion: descheduler/v1alpha2
@@ -123,6 +121,7 @@ class HAProcesses(Processes):
         env = {**os.environ, "KSCHED_REDIS_URL": self.redis_url, "KSCHED_NAMESPACE": self.namespace}
         child = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "services.cli.main", "leases", "-o", "json",
+            "--namespace", self.namespace, "--redis-url", self.redis_url,
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         try:

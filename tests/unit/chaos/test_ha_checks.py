@@ -1,6 +1,7 @@
-"""The HA chaos run's own verdicts: the stream's seqs (each once; a retried append of
-the same entry is skipped, two different entries with one seq are a second writer) and
-the leases at the end (each role: exactly one live leader of the run)."""
+"""The HA chaos run's own verdicts: the seqs the event log yields (each once: two
+different entries with one seq are a second writer, the same entry twice a copy the log
+should have skipped, a gap a lost entry) and the leases at the end (each role: exactly
+one live leader of the run)."""
 
 from __future__ import annotations
 
@@ -28,13 +29,19 @@ def test_a_clean_stream_has_every_seq_once() -> None:
     ordered, conflicting, missing, again = entries_in_order([entry(2), entry(1), entry(3)])
     assert [json.loads(b)["seq"] for b in ordered] == [1, 2, 3]
     assert (conflicting, missing, again) == ([], [], 0)
-    assert all(row.ok for row in seq_rows(conflicting, missing))
+    assert all(row.ok for row in seq_rows(conflicting, missing, again, None))
 
 
-def test_an_entry_appended_again_is_skipped_not_a_violation() -> None:
+def test_an_entry_read_twice_is_a_violation_the_log_should_have_skipped() -> None:
     ordered, conflicting, missing, again = entries_in_order([entry(1), entry(2), entry(2)])
     assert len(ordered) == 2 and again == 1
-    assert all(row.ok for row in seq_rows(conflicting, missing))
+    rows = seq_rows(conflicting, missing, again, None)
+    assert [row.name for row in rows if not row.ok] == ["seqs read twice (log)"]
+
+
+def test_a_log_that_cannot_be_read_to_its_end_is_a_violation() -> None:
+    rows = seq_rows([], [], 0, "LogSequenceError: seq 7 follows 5")
+    assert [row.ok for row in rows] == [True, True, True, False]
 
 
 def test_two_writers_and_a_gap_are_violations() -> None:
@@ -42,7 +49,7 @@ def test_two_writers_and_a_gap_are_violations() -> None:
         [entry(1), entry(2, "a"), entry(2, "b"), entry(4)]
     )
     assert conflicting == ["2"] and missing == ["3"]
-    assert [row.ok for row in seq_rows(conflicting, missing)] == [False, False]
+    assert [row.ok for row in seq_rows(conflicting, missing, 0, None)] == [False, True, False, True]
 
 
 @pytest.mark.parametrize(
