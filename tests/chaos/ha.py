@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import time
@@ -52,7 +53,7 @@ async def ha_run(options: Options) -> int:
     client = HAClient(ha.rabbit.urls, NAMESPACE)
     chaos = HAChaos(
         processes, ha.rabbit, ha.redis, random.Random(options.seed), options.faults,
-        options.window, LEASE_SECONDS, lambda: len(client.bound), STREAM,
+        options.window, LEASE_SECONDS, lambda: len(client.bound), options.pods, STREAM,
     )  # fmt: skip
     rows: list[Row] = []
     facts: list[tuple[str, str]] = []
@@ -88,11 +89,13 @@ async def _run(
         store = RedisStore(f"redis://127.0.0.1:{ha.redis.master_port}/0", namespace=NAMESPACE)
         try:
             await _settle(store, ha.rabbit.amqp_url, SETTLE_TIMEOUT / (6 if errors else 1))
+            await chaos.revive()  # a deposed leader that exited since the last look
             try:
                 leases = await processes.leases()
             except AssertionError as failure:  # judged below: no role has a leader
                 leases = []
                 errors.append(describe(failure))
+            (options.workdir / "leases.json").write_text(json.dumps(leases, indent=2) + "\n")
             ours = {c.pid for c in processes.children.values() if c.returncode is None}
             try:
                 await processes.stop_all()

@@ -70,6 +70,8 @@ class HAChaos:
     lease_seconds: float
     bound: Callable[[], int]
     """How many pods the client has a Binding for now."""
+    total: int
+    """How many pods are published in all."""
     stream: str
     """The event log's stream (its queue name)."""
     injected: Counter[str] = field(default_factory=Counter)
@@ -198,6 +200,8 @@ class HAChaos:
         within FAILOVER_TIMEOUT, e.g. every pod was bound already)."""
         deadline = since + FAILOVER_TIMEOUT
         while self.bound() <= before:
+            if before >= self.total:
+                return None  # every pod was bound already
             if time.monotonic() > deadline:
                 return None
             await asyncio.sleep(0.05)
