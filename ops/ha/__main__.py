@@ -179,6 +179,8 @@ def down(workdir: Path, *, quiet: bool = False) -> int:
     for pid in left:  # each leads a process group of its own
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
+    if state.get("epmd_port"):
+        rabbit_cluster.kill_epmd(int(state["epmd_port"]))
     shutil.rmtree(workdir, ignore_errors=True)
     if not quiet:
         note = f"; killed {len(left)} left behind" if left else ""
@@ -207,6 +209,8 @@ def status(workdir: Path) -> int:
 def _cluster_lines(workdir: Path, state: dict[str, Any]) -> list[str]:
     if not state.get("rabbitmq_nodes"):
         return []
+    if not _alive(state.get("processes", {}).get("epmd")):
+        return ["rabbitmq: the cluster's epmd is down"]  # rabbitmqctl would start one
     cluster = rabbit_cluster.RabbitCluster(workdir / "rabbitmq", state["base_port"])
     failures = []
     for node in cluster.nodes:

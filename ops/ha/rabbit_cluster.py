@@ -14,6 +14,7 @@ The scripts are run directly from ``/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -86,7 +87,9 @@ class RabbitNode:
             "RABBITMQ_LOG_BASE": str(work / "log"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(work / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(work / "rabbitmq.pid"),
-            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": (
+                "-kernel inet_dist_use_interface {127,0,0,1} -start_epmd false"
+            ),
         }
 
     def start(self) -> None:
@@ -118,6 +121,9 @@ class RabbitCluster:
             "HOME": str(workdir),  # the one Erlang cookie of every node and rabbitmqctl
             "ERL_EPMD_PORT": str(self.epmd_port),
             "ERL_EPMD_ADDRESS": "127.0.0.1",
+            # Never start an epmd daemon of its own (it would outlive the cluster):
+            # the cluster's epmd runs first and stops last.
+            "RABBITMQ_CTL_ERL_ARGS": "-start_epmd false",
         }
         self.epmd = Child(
             "epmd",
@@ -170,6 +176,7 @@ class RabbitCluster:
         for thread in threads:
             thread.join()
         self.epmd.stop()
+        kill_epmd(self.epmd_port)
 
     def ctl(self, node: RabbitNode, *args: str, timeout: float = CTL_TIMEOUT) -> str:
         """``rabbitmqctl -n NODE ARGS``: its output; HAError with its message if it fails."""
@@ -218,6 +225,19 @@ class RabbitCluster:
             if node.name == name:
                 return node
         raise HAError(f"{name} is not a node of this cluster")
+
+
+def kill_epmd(port: int) -> None:
+    """Stop whatever epmd still listens on ``port`` (``epmd -kill``): one that an Erlang
+    program started as a daemon when the cluster's own was down."""
+    if EPMD is not None:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                [EPMD, "-port", str(port), "-kill"],
+                env={**os.environ, "ERL_EPMD_ADDRESS": "127.0.0.1"},
+                capture_output=True,
+                timeout=10,
+            )
 
 
 def _need(binary: str | None) -> str:
