@@ -57,6 +57,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--renew-deadline", default=Leases.renew_deadline, help="up: default 10s")
     parser.add_argument("--retry-period", default=Leases.retry_period, help="up: default 2s")
     args = parser.parse_args(argv)
+    args.workdir = args.workdir.absolute()  # the supervisor runs in the repository's root
     if not 1024 <= args.base_port <= 65535 - deployment.PORTS:
         parser.error(
             f"--base-port: {args.base_port} is not between 1024 and {65535 - deployment.PORTS}"

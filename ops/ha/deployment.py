@@ -25,7 +25,8 @@ from ops.ha import rabbit_cluster, redis_sentinel, services
 from ops.ha.processes import Child, HAError, port_free
 
 PORTS = 50
-DEFAULT_BASE_PORT = 35600
+DEFAULT_BASE_PORT = 26000
+"""Below Linux's ephemeral ports (32768-60999), so no outgoing connection takes one."""
 REDIS_OFFSET = 30
 METRICS_OFFSET = 40
 BACKOFF = (1.0, 30.0)

@@ -45,7 +45,7 @@ def test_up_status_down_and_the_supervisor_brings_back_what_dies(tmp_path: Path)
     if why := unavailable():
         pytest.skip(f"the HA deployment cannot run here: {why}")
     workdir = tmp_path / "ha"
-    base = free_block(PORTS, start=40000, stop=60000)
+    base = free_block(PORTS, start=28000)
     up = ha("up", workdir, "--no-services", "--base-port", str(base), timeout=UP_LIMIT)
     state = json.loads((workdir / "state.json").read_text()) if workdir.exists() else {}
     try:
