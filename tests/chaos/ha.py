@@ -92,8 +92,9 @@ async def _run(
             await chaos.revive()  # a deposed leader that exited since the last look
             try:
                 leases = await processes.leases()
+                read_at = time.time()  # expiry is judged as of the reading
             except AssertionError as failure:  # judged below: no role has a leader
-                leases = []
+                leases, read_at = [], time.time()
                 errors.append(describe(failure))
             (options.workdir / "leases.json").write_text(json.dumps(leases, indent=2) + "\n")
             ours = {c.pid for c in processes.children.values() if c.returncode is None}
@@ -115,7 +116,7 @@ async def _run(
     finally:
         await client.close()
     rows = evaluate(observed) + seq_rows(conflicting, missing, again, unreadable)
-    rows += leader_rows(leases, ROLES, ours)
+    rows += leader_rows(leases, ROLES, ours, now=read_at)
     if errors:
         rows.append(Row("run completed", "no", False, "; ".join(errors)))
     return rows, _facts(options, chaos, observed, len(bodies))

@@ -125,7 +125,13 @@ class HAChaos:
             elected = time.monotonic() - killed
             binding = await self._next_binding(before, killed)
             self.failovers.append((role, elected, binding))
-            after = f"{binding:.1f} s" if binding is not None else "none within the timeout"
+            after = (
+                f"{binding:.1f} s"
+                if binding is not None
+                else "none: every pod was bound already"
+                if before >= self.total
+                else f"none within {FAILOVER_TIMEOUT:g} s"
+            )
             self._note(f"{new} leads {role} {elected:.1f} s after; the next Binding {after}")
             await self.processes.start_replica(key)
 

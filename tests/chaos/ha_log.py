@@ -97,12 +97,14 @@ def seq_rows(
 
 
 def leader_rows(
-    leases: Sequence[dict[str, Any]], roles: Sequence[str], ours: set[int]
+    leases: Sequence[dict[str, Any]], roles: Sequence[str], ours: set[int], *, now: float
 ) -> list[Row]:
-    """One row per role: exactly one lease, held by a live replica of the run."""
+    """One row per role: exactly one lease unexpired at ``now`` (when the leases were
+    read: the replicas stop right after, and their leases lapse), held by a live replica
+    of the run."""
     rows = []
     for role in roles:
-        held = [lease for lease in leases if lease.get("role") == role and not expired(lease)]
+        held = [lease for lease in leases if lease.get("role") == role and not expired(lease, now)]
         holders = [f"{lease.get('holder')} (pid {lease.get('pid')})" for lease in held]
         ok = len(held) == 1 and int(held[0].get("pid") or 0) in ours
         value = holders[0] if len(held) == 1 else f"{len(held)} leaders"

@@ -60,13 +60,14 @@ def test_two_writers_and_a_gap_are_violations() -> None:
         ([lease("informer", 10), lease("informer", 11)], False),
         ([lease("informer", 99)], False),  # not a replica of the run
         ([lease("informer", 10, expires_at=1.0)], False),  # expired
-        ([lease("informer", 10, expires_at="2999-01-01T00:00:00Z")], True),
+        ([lease("informer", 10, expires_at="2001-09-09T01:46:41Z")], True),  # 1 s after now
+        ([lease("informer", 10, expires_at="2001-09-09T01:46:39Z")], False),  # 1 s before
     ],
 )
 def test_each_role_must_have_exactly_one_live_leader(
     leases: list[dict[str, Any]], ok: bool
 ) -> None:
-    (row,) = leader_rows(leases, ["informer"], ours={10, 11})
+    (row,) = leader_rows(leases, ["informer"], ours={10, 11}, now=1e9)
     assert row.ok is ok
 
 
