@@ -1,9 +1,12 @@
 """Redis with Sentinel on one machine: a master, one replica and three Sentinels.
 
-    handle = start(workdir, base_port, password=None)
+    handle = start(workdir, base_port, password=None, tls=None)
     handle.url              # redis+sentinel://[:PASSWORD@]127.0.0.1:S1,...:S3/ksched/0
-    handle.master_port      # the master as the Sentinels see it now
+    handle.master_port      # the master as the Sentinels see it now (replica_port too)
+    handle.sentinel_ports   # (S1, S2, S3)
     handle.failover()       # SENTINEL FAILOVER, returns once the replica is the master
+    handle.signal(port, signal.SIGKILL); handle.restart(port)   # kill a server outright
+    handle.data(port, "INFO", "replication"); handle.ask(sentinel_port, "SENTINEL", ...)
     handle.stop()
 
 Ports: the master on ``base_port``, the replica on ``base_port + 1``, the Sentinels on
@@ -26,6 +29,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -47,11 +51,32 @@ class ReplyError(Exception):
     """An error reply of a Redis server or Sentinel."""
 
 
-def command(port: int, *args: str, password: str | None = None, timeout: float = 2.0) -> Any:
+@dataclass(frozen=True)
+class TLS:
+    """PEM files: the servers' certificate and key (also their client certificate
+    towards each other) and the CA that signed them (and the clients' certificates)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def command(
+    port: int,
+    *args: str,
+    password: str | None = None,
+    tls: TLS | None = None,
+    timeout: float = 2.0,
+) -> Any:
     """Send one command to the server on ``port`` (127.0.0.1) and return its reply
     (RESP2: str for simple strings, bytes for bulk strings, int, list, None)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        stream = sock.makefile("rb")
+    with contextlib.ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout))
+        if tls is not None:
+            context = ssl.create_default_context(cafile=str(tls.ca))
+            context.load_cert_chain(str(tls.cert), str(tls.key))
+            sock = stack.enter_context(context.wrap_socket(sock, server_hostname="127.0.0.1"))
+        stream = stack.enter_context(sock.makefile("rb"))
         if password is not None:
             sock.sendall(_encode("AUTH", password))
             _read(stream)
@@ -90,10 +115,9 @@ def _read(stream: Any) -> Any:
     raise ConnectionError(f"unexpected reply {line[:40]!r}")
 
 
-def info(port: int, section: str, password: str | None = None) -> dict[str, str]:
-    """``INFO section`` of the server on ``port`` as a dict."""
-    text = command(port, "INFO", section, password=password).decode()
-    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+def parse_info(reply: bytes) -> dict[str, str]:
+    """An ``INFO`` reply as a dict."""
+    pairs = (line.split(":", 1) for line in reply.decode().splitlines() if ":" in line)
     return {key: value for key, value in pairs}
 
 
@@ -122,6 +146,7 @@ class RedisSentinel:
     workdir: Path
     base_port: int
     password: str | None = None
+    tls: TLS | None = None
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -137,14 +162,15 @@ class RedisSentinel:
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
         hosts = ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports)
-        return f"redis+sentinel://{auth}{hosts}/{SERVICE}/0"
+        scheme = "rediss" if self.tls else "redis"
+        return f"{scheme}+sentinel://{auth}{hosts}/{SERVICE}/0"
 
     @property
     def master_port(self) -> int:
         """The master's port as the first Sentinel that answers sees it now."""
         for port in self.sentinel_ports:
             with contextlib.suppress(OSError, ReplyError):
-                _, master = command(port, "SENTINEL", "get-master-addr-by-name", SERVICE)
+                _, master = self.ask(port, "SENTINEL", "get-master-addr-by-name", SERVICE)
                 return int(master)
         raise ConnectionError("no Sentinel answers")
 
@@ -156,7 +182,15 @@ class RedisSentinel:
 
     def data(self, port: int, *args: str) -> Any:
         """One command to the data server on ``port`` (authenticated)."""
-        return command(port, *args, password=self.password)
+        return command(port, *args, password=self.password, tls=self.tls)
+
+    def ask(self, port: int, *args: str) -> Any:
+        """One command to the Sentinel on ``port``."""
+        return command(port, *args, tls=self.tls)
+
+    def info(self, port: int, section: str) -> dict[str, str]:
+        """``INFO section`` of the data server on ``port``."""
+        return parse_info(self.data(port, "INFO", section))
 
     def failover(self) -> int:
         """``SENTINEL FAILOVER`` and wait until the replica is the master, every
@@ -165,13 +199,13 @@ class RedisSentinel:
         new = next(port for port in self.data_ports if port != old)
         wait_for(
             "SENTINEL FAILOVER accepted",
-            lambda: command(self.sentinel_ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK",
+            lambda: self.ask(self.sentinel_ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK",
         )
         self.wait_master(new)
         if old in self.processes:
             wait_for(
                 f"the old master on port {old} a replica",
-                lambda: info(old, "replication", self.password)["role"] == "slave",
+                lambda: self.info(old, "replication")["role"] == "slave",
             )
         return new
 
@@ -180,10 +214,10 @@ class RedisSentinel:
 
         def agreed() -> bool:
             seen = {
-                int(command(s, "SENTINEL", "get-master-addr-by-name", SERVICE)[1])
+                int(self.ask(s, "SENTINEL", "get-master-addr-by-name", SERVICE)[1])
                 for s in self.sentinel_ports
             }
-            return seen == {port} and info(port, "replication", self.password)["role"] == "master"
+            return seen == {port} and self.info(port, "replication")["role"] == "master"
 
         wait_for(f"Redis on port {port} the master for every Sentinel", agreed)
 
@@ -235,14 +269,24 @@ class RedisSentinel:
     def _ping(self, port: int) -> bool:
         if self.processes[port].poll() is not None:
             raise AssertionError(f"redis-server on port {port} exited; see {self.workdir}")
-        reply = command(port, "PING", password=self.password if port in self.data_ports else None)
+        reply = self.data(port, "PING") if port in self.data_ports else self.ask(port, "PING")
         return bool(reply == "PONG")
+
+    def _listen(self, port: int) -> list[str]:
+        """The options that make a server listen on ``port`` (TLS only with ``tls``)."""
+        if self.tls is None:
+            return ["--port", str(port)]
+        return [
+            "--port", "0", "--tls-port", str(port), "--tls-replication", "yes",
+            "--tls-cert-file", str(self.tls.cert), "--tls-key-file", str(self.tls.key),
+            "--tls-ca-cert-file", str(self.tls.ca), "--tls-auth-clients", "yes",
+        ]  # fmt: skip
 
     def _data_server(self, port: int, *, replica_of: int | None) -> None:
         data = self.workdir / str(port)
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir(parents=True)
-        argv = [_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
+        argv = [_binary(), *self._listen(port), "--bind", "127.0.0.1", "--dir", str(data)]
         argv += ["--save", "", "--appendonly", "no", "--logfile", ""]
         if self.password:
             argv += ["--requirepass", self.password, "--masterauth", self.password]
@@ -252,8 +296,9 @@ class RedisSentinel:
 
     def _sentinel(self, port: int) -> None:
         conf = self.workdir / f"sentinel-{port}.conf"
+        listen = self._listen(port)
         lines = [
-            f"port {port}",
+            *(f"{listen[i][2:]} {listen[i + 1]}" for i in range(0, len(listen), 2)),
             "bind 127.0.0.1",
             f"dir {self.workdir}",
             'logfile ""',
@@ -275,12 +320,16 @@ def _binary() -> str:
     return binary
 
 
-def start(workdir: Path | str, base_port: int, password: str | None = None) -> RedisSentinel:
+def start(
+    workdir: Path | str, base_port: int, password: str | None = None, *, tls: TLS | None = None
+) -> RedisSentinel:
     """Start the master, the replica and the Sentinels (see the module docstring) and
     return once the replica is in sync and every Sentinel knows the replica and the two
     other Sentinels (so that a failover can be agreed at once). Stops what it started
-    if that does not happen within :data:`READY_TIMEOUT` (AssertionError)."""
-    handle = RedisSentinel(Path(workdir), base_port, password)
+    if that does not happen within :data:`READY_TIMEOUT` (AssertionError). ``tls``:
+    every server listens with TLS only and asks clients for a certificate the CA signed
+    (the URL is then ``rediss+sentinel://``)."""
+    handle = RedisSentinel(Path(workdir), base_port, password, tls)
     handle.workdir.mkdir(parents=True, exist_ok=True)
     master, replica = handle.data_ports
     try:
@@ -288,14 +337,14 @@ def start(workdir: Path | str, base_port: int, password: str | None = None) -> R
         handle._data_server(replica, replica_of=master)
         wait_for(
             "the replica in sync",
-            lambda: info(replica, "replication", password).get("master_link_status") == "up",
+            lambda: handle.info(replica, "replication").get("master_link_status") == "up",
         )
         for port in handle.sentinel_ports:
             handle._sentinel(port)
 
         def sentinels_ready() -> bool:
             for port in handle.sentinel_ports:
-                state = command(port, "SENTINEL", "master", SERVICE)
+                state = handle.ask(port, "SENTINEL", "master", SERVICE)
                 fields = dict(zip(state[::2], state[1::2], strict=True))
                 if int(fields[b"num-slaves"]) < 1 or int(fields[b"num-other-sentinels"]) < 2:
                     return False
