@@ -110,7 +110,9 @@ async def bench_services(
         flags += ["--config", str(workload.scheduler_config)]
     command = [sys.executable, "-m", "services.cli.main", "run"]
     bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
-    store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url, namespace=namespace, tls=settings.tls, failover=settings.failover
+    )
     timings = Timings(pods)
     watch = decisions_queue(f"ksched.bench.{namespace}", "binding.*", "preemption.*", "claim.*")
 

@@ -70,7 +70,12 @@ class Service(Protocol):
 
 def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
     bus = open_bus(settings.amqp_url, namespace=settings.namespace, tls=settings.tls)
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     return bus, store
 
 

@@ -189,7 +189,12 @@ async def _store_epoch(settings: Settings) -> tuple[Epoch, LeaderLease | None] |
     answer within PREFLIGHT_TIMEOUT."""
     from services.common.store import open_store
 
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     try:
         async with asyncio.timeout(PREFLIGHT_TIMEOUT):
             epoch = await store.epoch()

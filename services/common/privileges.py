@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import topology as t
-from services.common.store import _lua, _lua_leases, _lua_waiting
+from services.common.store import _lua, _lua_failover, _lua_leases, _lua_waiting
 
 USER_PREFIX = "ksched-"
 
@@ -64,6 +64,8 @@ SERVICES: Mapping[str, Grants] = {
             "epoch",
             "attach",
             "restore",
+            "identity",
+            "invalidate",
             "acquire_lease",
             "release_lease",
         ),
@@ -174,6 +176,7 @@ _SCRIPTS = {
     "preemptions": _lua.READ_HASH,
     "set_preemptions": _lua.WRITE_HASH,
     "drop_preemptions": _lua.WRITE_HASH,
+    "invalidate": _lua_failover.INVALIDATE,
     "put_waiting": _lua_waiting.PUT_WAITING,
     "allow_waiting": _lua_waiting.ALLOW_WAITING,
     "reject_waiting": _lua_waiting.REJECT_WAITING,
@@ -189,7 +192,10 @@ _COMMANDS = {
     "attach": ("mget",),
     "queue_view": ("get",),
     "next_waiting_deadline": ("zrange",),
+    "identity": ("info",),
 }
+_REPLICATED = frozenset({"assume", "begin_bind", "set_leases"})
+"""Methods whose script is followed by ``WAIT`` under Sentinel (RedisStore._run)."""
 _CONNECTION = ("ping",)
 """redis-py also sends CLIENT SETINFO on connect (Redis 7.2+) and ignores a refusal."""
 _STARTUP = ("applied_seq",)
@@ -202,6 +208,8 @@ def store_commands(methods: Iterable[str]) -> list[str]:
     """The Redis commands the RedisStore methods ``methods`` send, scripts included."""
     commands = set(_CONNECTION)
     for method in {*methods, *_STARTUP}:
+        if method in _REPLICATED:
+            commands.add("wait")
         if method in _SCRIPTS:
             commands.update(_SCRIPT_RUNNER)
             commands.update(c.lower() for c in _CALL.findall(_SCRIPTS[method]))

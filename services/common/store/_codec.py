@@ -1,51 +1,22 @@
-"""How RedisStore writes what its scripts take and reads what they answer: names and
-amounts as the scripts' strings, waiting records, assume results and leader leases."""
+"""How RedisStore writes the leader leases, the fence and the preemptions for its
+scripts, and reads them and the assume script's answers back (the rest of its encoding
+sits in redis.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any
-
-import msgspec
+from collections.abc import Sequence
 
 from services.common.store._charges import devices_taken
-from services.common.store.base import (
-    AssumeResult,
-    AssumeStatus,
-    WaitingRecord,
-    WaitState,
-)
-from services.common.store.leases import LeaderLease
+from services.common.store.base import AssumeResult, AssumeStatus, Preemption
+from services.common.store.leases import Fence, FencedError, LeaderLease
 
 _FORBIDDEN = frozenset("|,=")
+
 _STATUSES: dict[bytes, AssumeStatus] = {
     b"assumed": "assumed",
     b"conflict": "conflict",
     b"stale": "stale",
 }
-
-
-WAITING_ENCODER = msgspec.json.Encoder()
-_WAITING_DECODER = msgspec.json.Decoder(WaitingRecord)
-_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
-
-
-def waiting_of(row: Sequence[Any]) -> WaitingRecord:
-    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
-    and the pending plugins' deadlines (flat)."""
-    rec, status, flat = row
-    record = _WAITING_DECODER.decode(rec)
-    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
-    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
-    return replace(
-        record,
-        state=_STATES[state],
-        resolved_at=float(resolved_at),
-        plugin=plugin,
-        message=message,
-        pending=pending,
-    )
 
 
 def assume_result(
@@ -61,15 +32,34 @@ def assume_result(
     devices = tuple(d.decode() for d in held)
     return AssumeResult(
         _STATUSES[status],
-        int_pairs(usage),
+        _pairs(usage),
         devices_taken(devices) if devices else reason.decode(),
-        int_pairs(versions),
+        _pairs(versions),
         tuple(k.decode() for k in keys),
         devices,
     )
 
 
-def leader_of(name: str, fields: Sequence[bytes]) -> LeaderLease:
+def _pairs(flat: Sequence[bytes]) -> dict[str, int]:
+    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def guard_arg(expected: str, fence: Fence | None) -> str:
+    """ARGV[2] of a guarded or fenced script: ``expected|role|token`` (see _lua)."""
+    if fence is None:
+        return f"{expected}||"
+    if _FORBIDDEN.intersection(fence.role):
+        raise ValueError(f"role {fence.role!r} contains one of '|', ',', '='")
+    return f"{expected}|{fence.role}|{fence.token}"
+
+
+def fenced_error(text: str) -> FencedError:
+    """The FencedError of a script's ``KSCHED_FENCED role token current`` error."""
+    role, token, current = text.split()[1:4]
+    return FencedError(role, int(token), int(current))
+
+
+def leader_of(name: str, fields: Sequence[bytes | None]) -> LeaderLease:
     """A leader lease from its hash's fields (holder, token, duration, acquired,
     renewed, transitions, host, pid)."""
     holder, token, duration, acquired, renewed, transitions, host, pid = (
@@ -88,32 +78,14 @@ def leader_of(name: str, fields: Sequence[bytes]) -> LeaderLease:
     )
 
 
-def device(device: str) -> str:
-    if not device or "\n" in device:
-        raise ValueError(f"device {device!r} is empty or contains a newline")
-    return device
+def preemption_value(preemption: Preemption) -> str:
+    """``since|victim,victim,...``"""
+    for victim in preemption.victims:
+        if _FORBIDDEN.intersection(victim):
+            raise ValueError(f"uid {victim!r} contains one of '|', ',', '='")
+    return f"{float(preemption.since)!r}|{','.join(preemption.victims)}"
 
 
-def named(name: str) -> str:
-    if _FORBIDDEN.intersection(name):
-        raise ValueError(f"name {name!r} contains one of '|', ',', '='")
-    return name
-
-
-def domain(name: str) -> str:
-    if not name or "\n" in name:
-        raise ValueError(f"domain {name!r} is empty or contains a newline")
-    return name
-
-
-def encode_amounts(amounts: Mapping[str, int]) -> str:
-    return ",".join(f"{named(name)}={int(amount)}" for name, amount in amounts.items())
-
-
-def decode_amounts(text: str) -> dict[str, int]:
-    pairs = (item.split("=", 1) for item in text.split(",") if item)
-    return {name: int(amount) for name, amount in pairs}
-
-
-def int_pairs(flat: Sequence[bytes]) -> dict[str, int]:
-    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+def preemption_of(value: bytes) -> Preemption:
+    since, victims = value.decode().split("|", 1)
+    return Preemption(tuple(filter(None, victims.split(","))), float(since))

@@ -6,6 +6,11 @@ whole batch, so each is atomic on the server: two replicas assuming onto the sam
 serialised and the loser gets ``conflict`` with the usage that beat it. Every other method
 is one round trip. ``now`` always comes from the caller's clock, never Redis ``TIME``.
 
+The client (:mod:`services.common.store._client`): a Redis URL, or Sentinel
+(``redis+sentinel://``), whose master it follows: each method is then retried through a
+failover, and ``assume``, ``begin_bind`` and ``set_leases`` wait for a replica's ack
+(``WAIT``). ``identity`` is the master's ``run_id/master_replid``.
+
 Details the Protocol leaves open (the in-memory store behaves the same):
 
 - A charge is the pod's positive requests plus ``pods: 1``, whatever ``requests["pods"]``
@@ -43,31 +48,27 @@ of one span, several a second, with nothing behind it.
 
 from __future__ import annotations
 
-import functools
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, cast
 
-import redis.asyncio as aioredis
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
+import msgspec
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from services.common import redact, telemetry
+from services.common import redact
 from services.common.store._charges import normalize
+from services.common.store._client import ReplicaAck, connect, master_moved
+from services.common.store._client import traced as _traced
 from services.common.store._codec import (
-    WAITING_ENCODER,
     assume_result,
-    decode_amounts,
-    device,
-    domain,
-    encode_amounts,
-    int_pairs,
+    fenced_error,
+    guard_arg,
     leader_of,
-    named,
-    waiting_of,
+    preemption_of,
+    preemption_value,
 )
 from services.common.store._lua import (
     APPLY,
@@ -80,6 +81,7 @@ from services.common.store._lua import (
     READ_NODES,
     WRITE_HASH,
 )
+from services.common.store._lua_failover import INVALIDATE
 from services.common.store._lua_leases import (
     ACQUIRE_LEASE,
     FENCED,
@@ -108,86 +110,34 @@ from services.common.store.base import (
     Reservation,
     StoreLost,
     WaitingRecord,
+    WaitState,
     live,
 )
-from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
-from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
+from services.common.store.leases import Fence, LeaderLease, first_token
+from services.common.store.sentinel import NO_FAILOVER_OPTIONS, FailoverOptions, is_sentinel_url
+from services.common.tls import NO_TLS_FILES, TLSFiles
 
-_tracer = telemetry.tracer("store")
-_Operation = TypeVar("_Operation", bound=Callable[..., Awaitable[Any]])
-
-
-def _traced(command: str, script: str | None = None) -> Callable[[_Operation], _Operation]:
-    """The store method as one CLIENT span (see the module's docstring): ``command`` is
-    the Redis command it sends, ``script`` the Lua script that command runs."""
-
-    def decorate(method: _Operation) -> _Operation:
-        name = method.__name__
-        static: dict[str, str] = {"db.operation.name": command, "ksched.store.operation": name}
-        if script is not None:
-            static["db.stored_procedure.name"] = script
-
-        @functools.wraps(method)
-        async def traced(self: RedisStore, *args: Any, **kwargs: Any) -> Any:
-            if not trace.get_current_span().get_span_context().is_valid:
-                return await method(self, *args, **kwargs)  # no trace to join
-            with _tracer.start_as_current_span(
-                f"{command} {name}",
-                kind=SpanKind.CLIENT,
-                attributes={**self._span_attributes, **static},
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
-                try:
-                    return await method(self, *args, **kwargs)
-                except Exception as error:
-                    _failed(span, error)
-                    raise
-
-        return cast(_Operation, traced)
-
-    return decorate
-
-
-def _failed(span: Span, error: Exception) -> None:
-    span.record_exception(error)
-    kind = type(error).__qualname__
-    if isinstance(error, ResponseError) and (prefix := str(error).split(" ", 1)[0]).isupper():
-        span.set_attribute("db.response.status_code", prefix)
-        kind = prefix
-    span.set_attribute("error.type", kind)
-    span.set_status(trace.StatusCode.ERROR, redact.redact(f"{type(error).__name__}: {error}"))
-
-
-def _connection_attributes(kwargs: Mapping[str, Any]) -> dict[str, str | int]:
-    """The span attributes of the connection redis-py built from the URL."""
-    attributes: dict[str, str | int] = {
-        "db.system.name": "redis",
-        "db.system": "redis",
-        "db.namespace": str(kwargs.get("db", 0)),
-    }
-    if "path" in kwargs:
-        attributes["server.address"] = str(kwargs["path"])
-    else:
-        attributes["server.address"] = str(kwargs.get("host", "localhost"))
-        attributes["server.port"] = int(kwargs.get("port", 6379))
-    return attributes
+_FORBIDDEN = frozenset("|,=")
 
 
 class RedisStore:
     """A ClusterStore on the Redis at ``url``; ``namespace`` prefixes every key."""
 
     def __init__(
-        self, url: str, *, namespace: str = "ksched", tls: TLSFiles = NO_TLS_FILES
+        self,
+        url: str,
+        *,
+        namespace: str = "ksched",
+        tls: TLSFiles = NO_TLS_FILES,
+        failover: FailoverOptions = NO_FAILOVER_OPTIONS,
     ) -> None:
         redact.install()
         self.namespace = namespace
         self._p = f"{namespace}:"
-        ssl_options = redis_ssl_options(tls) if is_tls_url(url) else {}
-        self._redis = aioredis.from_url(url, decode_responses=False, **ssl_options)
-        self._span_attributes = _connection_attributes(
-            self._redis.connection_pool.connection_kwargs
-        )
+        self._client = connect(url, tls, failover)
+        self._redis, self._span_attributes = self._client.redis, self._client.attributes
+        self._failover_timeout = failover.failover_timeout if is_sentinel_url(url) else 0.0
+        self._ack = ReplicaAck(self._redis, failover.wait_for(url))
         self._apply = self._redis.register_script(APPLY)
         self._assume = self._redis.register_script(ASSUME)
         self._begin_bind = self._redis.register_script(BEGIN_BIND)
@@ -205,6 +155,7 @@ class RedisStore:
         self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
         self._acquire_lease = self._redis.register_script(ACQUIRE_LEASE)
         self._release_lease = self._redis.register_script(RELEASE_LEASE)
+        self._invalidate = self._redis.register_script(INVALIDATE)
         self._read_leaders = self._redis.register_script(READ_LEADERS)
         self._put_queue_view = self._redis.register_script(PUT_QUEUE_VIEW)
         self._expected = ""
@@ -212,23 +163,23 @@ class RedisStore:
         self._fence: Fence | None = None
 
     def fence(self, fence: Fence | None) -> None:
-        if fence is not None:
-            named(fence.role)
+        guard_arg("", fence)  # a role the scripts can read
         self._fence = fence
 
-    async def _run(self, script: AsyncScript, *args: Any) -> Any:
+    async def _run(self, script: AsyncScript, *args: Any, replicated: bool = False) -> Any:
         """Run a guarded (or fenced) script with the prefix, the expected token and the
         fence in front of ``args``; the guard's refusals become FencedError and
-        StoreLost."""
-        fence = self._fence
-        guard = f"{self._expected}|{fence.role}|{fence.token}" if fence else f"{self._expected}||"
+        StoreLost. ``replicated``: a write that guards against overcommit or a second
+        binding, followed by WAIT (ReplicaAck)."""
+        full = [self._p, guard_arg(self._expected, self._fence), *args]
         try:
-            return await script(keys=[], args=[self._p, guard, *args])
+            if replicated and self._ack.enabled:
+                return await self._ack.run(script, full)
+            return await script(keys=[], args=full)
         except ResponseError as error:
             text = str(error)
             if text.startswith(FENCED):
-                role, token, current = text.split()[1:4]
-                raise FencedError(role, int(token), int(current)) from None
+                raise fenced_error(text) from None
             if not text.startswith(LOST):
                 raise
             why = text.removeprefix(LOST).partition(" script:")[0].strip()
@@ -249,6 +200,16 @@ class RedisStore:
         current = live(await self.epoch(), self.namespace)
         self._expected = current.token
         return current
+
+    @_traced("INFO")
+    async def identity(self) -> str:
+        await master_moved(self._redis)  # ask the master, not one demoted meanwhile
+        info = await self._redis.info("server", "replication")
+        return f"{info.get('run_id', '')}/{info.get('master_replid', '')}"
+
+    @_traced("EVALSHA", "invalidate")
+    async def invalidate(self, token: str) -> bool:
+        return bool(await self._invalidate(keys=[], args=[self._p, token]))
 
     @_traced("EVALSHA", "apply")
     async def restore(
@@ -274,13 +235,13 @@ class RedisStore:
         for e in entries:
             mode, uid, node, reqs, devs = "", "", "", "", ""
             if e.kind == "resourceclaim":
-                mode, devs = "c", "\n".join(map(device, e.devices or ()))
+                mode, devs = "c", "\n".join(map(_device, e.devices or ()))
             elif e.kind == "node":
-                mode, reqs = "n", encode_amounts(e.allocatable or {})
+                mode, reqs = "n", _encode(e.allocatable or {})
             elif e.pod is not None:
                 mode, uid = "p", e.pod.uid
-                node = named(e.pod.node or "")
-                reqs = encode_amounts(normalize(e.pod.requests))
+                node = _name(e.pod.node or "")
+                reqs = _encode(normalize(e.pod.requests))
             deleted = "1" if e.body is None else "0"
             args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs, devs]
         if base is not None:
@@ -305,7 +266,7 @@ class RedisStore:
         if nodes is not None and not nodes:
             return {}
         flat = await self._run(self._read_nodes, which, *(nodes or ()))
-        return {flat[i].decode(): int_pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return {flat[i].decode(): _pairs(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     @_traced("EVALSHA", "assume")
     async def assume(self, reservations: Sequence[Reservation], now: float) -> list[AssumeResult]:
@@ -314,22 +275,15 @@ class RedisStore:
         args: list[str] = [repr(float(now)), str(len(reservations))]
         for r in reservations:
             deadline = min(now + r.ttl, sys.float_info.max)  # "inf" means binding
-            reqs = encode_amounts(normalize(r.requests))
-            checked = "*" if r.checked is None else ",".join(map(named, sorted(r.checked)))
-            reads = "\n".join(f"{domain(d)}\n{v}" for d, v in r.reads.items())
-            touches = "\n".join(map(domain, r.touches))
+            reqs = _encode(normalize(r.requests))
+            checked = "*" if r.checked is None else ",".join(map(_name, sorted(r.checked)))
+            reads = "\n".join(f"{_domain(d)}\n{v}" for d, v in r.reads.items())
+            touches = "\n".join(map(_domain, r.touches))
             watched = "*" if r.watched is None else "\n".join(sorted(r.watched))
-            args += [
-                r.uid,
-                named(r.node),
-                str(r.attempt),
-                repr(float(deadline)),
-                reqs,
-                checked,
-            ]
-            devices = "\n".join(map(device, dict.fromkeys(r.devices)))
+            args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
+            devices = "\n".join(map(_device, dict.fromkeys(r.devices)))
             args += [reads, touches, watched, "\n".join(r.keys), devices]
-        replies = await self._run(self._assume, *args)
+        replies = await self._run(self._assume, *args, replicated=True)
         return [assume_result(*reply) for reply in replies]
 
     @_traced("EVALSHA", "read_hash")
@@ -346,7 +300,8 @@ class RedisStore:
     async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         if not claims:
             return []
-        replies = await self._run(self._begin_bind, repr(float(now)), *self._claim_args(claims))
+        args = [repr(float(now)), *self._claim_args(claims)]
+        replies = await self._run(self._begin_bind, *args, replicated=True)
         return [bool(reply) for reply in replies]
 
     @_traced("EVALSHA", "forget")
@@ -366,16 +321,14 @@ class RedisStore:
         result = {}
         for uid, value in raw.items():
             node, attempt, deadline, reqs = value.decode().split("|", 3)
-            result[uid.decode()] = Assumed(
-                node, int(attempt), float(deadline), decode_amounts(reqs)
-            )
+            result[uid.decode()] = Assumed(node, int(attempt), float(deadline), _decode(reqs))
         return result
 
     @_traced("EVALSHA", "write_hash")
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         if leases:
             pairs = [x for uid, attempt in leases.items() for x in (uid, str(attempt))]
-            await self._run(self._write_hash, "set", "lease", *pairs)
+            await self._run(self._write_hash, "set", "lease", *pairs, replicated=True)
 
     @_traced("EVALSHA", "read_hash")
     async def leases(self) -> dict[str, int]:
@@ -391,7 +344,7 @@ class RedisStore:
     async def set_nominations(self, nominations: Mapping[str, Nomination]) -> None:
         if nominations:
             pairs = [
-                x for uid, n in nominations.items() for x in (uid, f"{named(n.node)}|{n.priority}")
+                x for uid, n in nominations.items() for x in (uid, f"{_name(n.node)}|{n.priority}")
             ]
             await self._run(self._write_hash, "set", "nominated", *pairs)
 
@@ -406,13 +359,7 @@ class RedisStore:
             return []
         args: list[str] = [str(len(claims))]
         for c in claims:
-            args += [
-                c.uid,
-                named(c.node),
-                str(c.priority),
-                str(len(c.seen)),
-                *sorted(c.seen),
-            ]
+            args += [c.uid, _name(c.node), str(c.priority), str(len(c.seen)), *sorted(c.seen)]
             args += [str(len(c.clears)), *c.clears]
         lost = await self._run(self._claim_nominations, *args)
         return [uid.decode() if isinstance(uid, bytes) else str(uid) for uid in lost]
@@ -425,7 +372,7 @@ class RedisStore:
             return
         args: list[str | bytes] = [self._p, str(len(records))]
         for r in records:
-            args += [r.uid, str(r.attempt), WAITING_ENCODER.encode(r), str(len(r.pending))]
+            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), str(len(r.pending))]
             for plugin, deadline in sorted(r.pending.items()):
                 args += [plugin, repr(float(deadline))]
         await self._put_waiting(keys=[], args=args)
@@ -433,25 +380,25 @@ class RedisStore:
     @_traced("EVALSHA", "read_waiting")
     async def waiting(self) -> dict[str, WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "all"])
-        records = [waiting_of(row) for row in rows]
+        records = [_waiting(row) for row in rows]
         return {r.uid: r for r in records}
 
     @_traced("EVALSHA", "allow_waiting")
     async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
         row = await self._allow_waiting(keys=[], args=[self._p, uid, plugin, repr(now)])
-        return waiting_of(row) if row else None
+        return _waiting(row) if row else None
 
     @_traced("EVALSHA", "reject_waiting")
     async def reject_waiting(
         self, uid: str, plugin: str, message: str, now: float
     ) -> WaitingRecord | None:
         row = await self._reject_waiting(keys=[], args=[self._p, uid, plugin, message, repr(now)])
-        return waiting_of(row) if row else None
+        return _waiting(row) if row else None
 
     @_traced("EVALSHA", "expire_waiting")
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         rows = await self._expire_waiting(keys=[], args=[self._p, repr(now)])
-        return [waiting_of(row) for row in rows]
+        return [_waiting(row) for row in rows]
 
     @_traced("ZRANGE")
     async def next_waiting_deadline(self) -> float | None:
@@ -461,7 +408,7 @@ class RedisStore:
     @_traced("EVALSHA", "take_waiting")
     async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
         row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
-        return waiting_of(row) if row else None
+        return _waiting(row) if row else None
 
     @_traced("EVALSHA", "return_waiting")
     async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
@@ -471,13 +418,13 @@ class RedisStore:
         args: list[str | bytes] = [self._p, str(len(resolved))]
         for r in resolved:
             status = f"{r.state}|{float(r.resolved_at)!r}|{r.plugin}|{r.message}"
-            args += [r.uid, str(r.attempt), WAITING_ENCODER.encode(r), status]
+            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), status]
         await self._return_waiting(keys=[], args=args)
 
     @_traced("EVALSHA", "read_waiting")
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
-        return [waiting_of(row) for row in rows]
+        return [_waiting(row) for row in rows]
 
     @_traced("EVALSHA", "put_queue_view")
     async def put_queue_view(self, view: bytes) -> None:
@@ -518,21 +465,14 @@ class RedisStore:
         host: str = "",
         pid: int = 0,
     ) -> tuple[bool, LeaderLease]:
-        args = [
-            self._p,
-            named(name),
-            holder,
-            repr(float(duration)),
-            repr(float(now)),
-            str(token),
-        ]
+        args = [self._p, _name(name), holder, repr(float(duration)), repr(float(now)), str(token)]
         args += [str(first_token(now)), host, str(pid)]
         granted, *fields = await self._acquire_lease(keys=[], args=args)
         return bool(granted), leader_of(name, fields)
 
     @_traced("EVALSHA", "release_lease")
     async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
-        args = [self._p, named(name), holder, str(token), repr(float(now))]
+        args = [self._p, _name(name), holder, str(token), repr(float(now))]
         return bool(await self._release_lease(keys=[], args=args))
 
     @_traced("EVALSHA", "read_leaders")
@@ -544,20 +484,12 @@ class RedisStore:
     @_traced("EVALSHA", "read_hash")
     async def preemptions(self) -> dict[str, Preemption]:
         raw = await self._hgetall("preempting")
-        result = {}
-        for uid, value in raw.items():
-            since, victims = value.decode().split("|", 1)
-            result[uid.decode()] = Preemption(tuple(filter(None, victims.split(","))), float(since))
-        return result
+        return {uid.decode(): preemption_of(value) for uid, value in raw.items()}
 
     @_traced("EVALSHA", "write_hash")
     async def set_preemptions(self, preemptions: Mapping[str, Preemption]) -> None:
         if preemptions:
-            pairs = [
-                x
-                for uid, p in preemptions.items()
-                for x in (uid, f"{float(p.since)!r}|{','.join(map(named, p.victims))}")
-            ]
+            pairs = [x for uid, p in preemptions.items() for x in (uid, preemption_value(p))]
             await self._run(self._write_hash, "set", "preempting", *pairs)
 
     @_traced("EVALSHA", "write_hash")
@@ -592,4 +524,57 @@ class RedisStore:
             await self._redis.unlink(*batch)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._client.aclose()
+
+
+_waiting_encoder = msgspec.json.Encoder()
+_waiting_decoder = msgspec.json.Decoder(WaitingRecord)
+_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
+
+
+def _waiting(row: Sequence[Any]) -> WaitingRecord:
+    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
+    and the pending plugins' deadlines (flat)."""
+    rec, status, flat = row
+    record = _waiting_decoder.decode(rec)
+    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
+    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return replace(
+        record,
+        state=_STATES[state],
+        resolved_at=float(resolved_at),
+        plugin=plugin,
+        message=message,
+        pending=pending,
+    )
+
+
+def _device(device: str) -> str:
+    if not device or "\n" in device:
+        raise ValueError(f"device {device!r} is empty or contains a newline")
+    return device
+
+
+def _name(name: str) -> str:
+    if _FORBIDDEN.intersection(name):
+        raise ValueError(f"name {name!r} contains one of '|', ',', '='")
+    return name
+
+
+def _domain(name: str) -> str:
+    if not name or "\n" in name:
+        raise ValueError(f"domain {name!r} is empty or contains a newline")
+    return name
+
+
+def _encode(amounts: Mapping[str, int]) -> str:
+    return ",".join(f"{_name(name)}={int(amount)}" for name, amount in amounts.items())
+
+
+def _decode(text: str) -> dict[str, int]:
+    pairs = (item.split("=", 1) for item in text.split(",") if item)
+    return {name: int(amount) for name, amount in pairs}
+
+
+def _pairs(flat: Sequence[bytes]) -> dict[str, int]:
+    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
