@@ -244,8 +244,8 @@ async def run_service(name: str, settings: Settings) -> int:
             if led and service is None:
                 service = build(name, settings, bus, store, election.elector)
                 serve(service)
-            if led and (claim := getattr(service, "claim", None)) is not None:
-                await claim(election.elector.token)  # the event log's writer from now on
+            if led and (leadership := getattr(service, "leadership", None)) is not None:
+                await leadership.claim(election.elector.token)  # the log's writer from now
         if (
             service is not None
             and not shutdown.requested.is_set()

@@ -26,10 +26,8 @@ snapshot and the entries after it (one WARNING line says what was lost and what 
 rebuilt) before ingest resumes. Snapshots are taken between batches
 (:mod:`services.informer.snapshots`).
 
-One informer writes: the one that leads the ``informer`` lease (services.cli.runtime),
-its store client fenced and the log claimed with the lease's token. A deposed one's
-writes are refused: its batch goes back unacknowledged, :attr:`InformerService.deposed`
-is set and the process exits, repairing nothing.
+One informer writes: the leader of the ``informer`` lease, its store client fenced and
+the log claimed with the lease's token (a deposed one stops: services.informer.leadership).
 
 An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
 raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
@@ -60,7 +58,7 @@ from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
-from services.common.eventlog import EventLog, LogFencedError, LogWriteError, check_matches
+from services.common.eventlog import EventLog, LogWriteError, check_matches
 from services.common.eventlog.snapshot import read_tail
 from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
@@ -68,6 +66,7 @@ from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Deposed, Epoch, PodCharge, ProjectedEntry
 from services.informer import claims, rebuild
+from services.informer.leadership import Leadership
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
 from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
 from services.informer.state import Change, ClusterObjects, Staged
@@ -112,9 +111,8 @@ class InformerService:
         mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
         controller (off for a replay: the log holds what it wrote). ``snapshots``: when
         to write snapshots of the projection and drop what they cover (None: never).
-        ``confirm``: raises Deposed unless this informer still leads its lease, asked
-        before a batch that appends nothing is acknowledged (a stale view drops Bindings)."""
-        self._confirm = confirm
+        ``confirm``: raises Deposed unless this informer still leads (Leadership)."""
+        self.leadership = Leadership(event_log, confirm)
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
         self._bus = bus
@@ -148,18 +146,13 @@ class InformerService:
         self._catch_up_due = False
         """A catch-up started and has not succeeded since (the broker or the store was
         down): run again before the next batch and by the store check until it does."""
-        self.deposed = asyncio.Event()
-        """Set once a write was refused for this informer's fencing token: it must stop."""
+        self.deposed = self.leadership.deposed
 
     @property
     def ready(self) -> bool:
         """True while events are ingested: started, the store live (not being rebuilt)
         and the event log writable."""
         return bool(self._consumers) and self._log_fault is None and not self._rebuilding
-
-    async def claim(self, token: int) -> None:
-        """Claim the event log with the lease's fencing token, before :meth:`start`."""
-        await self._log.claim(token)
 
     async def start(self) -> None:
         await self._bus.declare(topology.QUEUES)
@@ -220,11 +213,6 @@ class InformerService:
                     self._take_snapshot()  # by time: a quiet log gets one too
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
-
-    def _deposed(self, error: Exception) -> None:
-        if not self.deposed.is_set():
-            log.error("%s: another informer leads; this one stops", error)
-            self.deposed.set()
 
     def _log_refused(self, events: Sequence[LogEntry], error: LogWriteError) -> None:
         """Stop ingest until ``events`` can be appended (see the module docstring)."""
@@ -429,16 +417,10 @@ class InformerService:
             for r in reports
         ]
         try:
-            if events:
-                await self._log.append(events)
-            elif self._confirm is not None:
-                await self._confirm()
+            await self.leadership.append(events)
         except LogWriteError as error:
             self._log_refused(events, error)
             raise
-        except (Deposed, LogFencedError) as error:
-            self._deposed(error)
-            raise Deposed(str(error)) from error  # back to the queue, for the leader
         # The log is the commit point: the view takes the batch now, so a redelivery
         # after a failure below is a duplicate and never recorded twice. What the store
         # or the bus missed is repaired from the log by catch-up (here, or on the gap
@@ -454,7 +436,7 @@ class InformerService:
             if messages:
                 await self._bus.publish(messages)
         except Deposed as error:  # nothing acknowledged or repaired: for the leader
-            self._deposed(error)
+            self.leadership.depose(error)
             raise
         except Exception:
             log.exception("commit of %d events failed; recovering from the log", len(events))

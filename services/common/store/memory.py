@@ -33,7 +33,8 @@ from services.common.store.base import (
     WaitingRecord,
     live,
 )
-from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
+from services.common.store.leases import Fence, LeaderLease
+from services.common.store.memory_leases import LeaderLeases
 
 _BUILDING = "building"
 
@@ -87,7 +88,7 @@ class _Data:
             self.waiting[uid] = resolve(record, "rejected", "", WAITING_REMOVED, 0.0)
 
 
-class MemoryStore:
+class MemoryStore(LeaderLeases):
     """An in-process ClusterStore. ``namespace`` only labels it (stores never share
     state); :meth:`client` opens another client on the same data, as a second
     RedisStore on the same Redis namespace would be."""
@@ -98,6 +99,10 @@ class MemoryStore:
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
         self._fence: Fence | None = None
+
+    @property
+    def _leaders(self) -> dict[str, LeaderLease]:
+        return self._d.leaders
 
     def client(self) -> MemoryStore:
         """Another client on the same data, with its own expected marker."""
@@ -175,17 +180,6 @@ class MemoryStore:
             self._expected = uuid.uuid4().hex[:16]  # a fresh cluster's first entries
             self._d.marker = f"live:{self._expected}"
         self._apply(entries)
-
-    def fence(self, fence: Fence | None) -> None:
-        self._fence = fence
-
-    def _fenced(self) -> None:
-        """FencedError when this client's fence is not its role's current term."""
-        if self._fence is None:
-            return
-        lease = self._d.leaders.get(self._fence.role)
-        if lease is not None and lease.token != self._fence.token:
-            raise FencedError(self._fence.role, self._fence.token, lease.token)
 
     def _guard(self) -> None:
         """FencedError or StoreLost unless this client may use the projection (see
@@ -445,47 +439,6 @@ class MemoryStore:
         self._guard()
         for uid in uids:
             self._d.evicting.pop(uid, None)
-
-    async def acquire_lease(
-        self,
-        name: str,
-        holder: str,
-        duration: float,
-        now: float,
-        *,
-        token: int = 0,
-        host: str = "",
-        pid: int = 0,
-    ) -> tuple[bool, LeaderLease]:
-        current = self._d.leaders.get(name)
-        if current is None:  # never held, or the store lost it: a renewal writes it back
-            first = token or first_token(now)
-            lease = LeaderLease(name, holder, first, duration, now, now, 0, host, pid)
-        elif token:
-            if (current.holder, current.token) != (holder, token):
-                return False, current
-            lease = replace(current, duration=duration, renewed=now)
-        elif current.holder == holder or current.expired(now):
-            moved = current.holder != holder
-            transitions = current.transitions + moved
-            next_token = current.token + 1
-            lease = LeaderLease(
-                name, holder, next_token, duration, now, now, transitions, host, pid
-            )
-        else:
-            return False, current
-        self._d.leaders[name] = lease
-        return True, lease
-
-    async def release_lease(self, name: str, holder: str, token: int, now: float) -> bool:
-        current = self._d.leaders.get(name)
-        if current is None or (current.holder, current.token) != (holder, token):
-            return False
-        self._d.leaders[name] = replace(current, holder="", renewed=now)
-        return True
-
-    async def leader_leases(self) -> dict[str, LeaderLease]:
-        return dict(self._d.leaders)
 
     async def preemptions(self) -> dict[str, Preemption]:
         self._guard()

@@ -67,7 +67,7 @@ async def deposable() -> AsyncIterator[Deposable]:
     async with asyncio.timeout(5):
         await started.wait()
     informer = InformerService(bus, store, MemoryEventLog(), clock, confirm=elector.confirm)
-    await informer.claim(elector.token)
+    await informer.leadership.claim(elector.token)
     await informer.start()
     await bus.publish([_event(make_node("n1"))])
     await bus.wait_idle()
