@@ -1,4 +1,5 @@
-"""The EventLog contract against MemoryEventLog and FileEventLog, then file recovery."""
+"""The EventLog contract against MemoryEventLog, FileEventLog and StreamEventLog (real
+RabbitMQ), then file recovery. The stream's own tests are in test_eventlog_stream.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from services.common.eventlog import (
     open_event_log,
 )
 from tests.builders import make_node, make_pod
+from tests.contract.stream_support import StreamLogs
 
 
 def event(seq: int) -> LogEntry:
@@ -43,15 +45,21 @@ async def seqs(stream: AsyncIterator[LogEntry]) -> list[int]:
     return [e.seq for e in await entries(stream)]
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", pytest.param("stream", marks=pytest.mark.integration)])
 async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
     opened: EventLog
+    streams = StreamLogs()
     if request.param == "memory":
         opened = MemoryEventLog()
-    else:
+    elif request.param == "file":
         opened = await FileEventLog.open(tmp_path / "events.jsonl")
+    else:
+        opened = streams.open()
+    await opened.connect()
     yield opened
     await opened.close()
+    if request.param == "stream":
+        await streams.aclose()
 
 
 async def test_empty_log(log: EventLog) -> None:

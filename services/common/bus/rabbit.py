@@ -45,6 +45,7 @@ from contracts.topology import (
     QueueSpec,
 )
 from services.common import redact as redaction
+from services.common.brokers import broker_urls
 from services.common.bus import rabbit_write, tracing
 from services.common.bus.base import (
     UNAVAILABLE_PAUSE,
@@ -65,8 +66,8 @@ from services.common.bus.rabbit_connection import (
     RECONNECT_FIRST,
     ChannelCloser,
     _close,
-    _Connection,
     _RateLimit,
+    connect_brokers,
     connect_failure,
 )
 from services.common.bus.rabbit_consume import RabbitConsumer, RabbitFetched
@@ -295,12 +296,11 @@ class RabbitBus(Bus):
         context = (
             await asyncio.to_thread(client_context, self._tls) if is_tls_url(self._url) else None
         )
-        connection = await aio_pika.connect_robust(
-            self._url,
+        connection = await connect_brokers(
+            broker_urls(self._url),
             ssl_context=context,
             timeout=CONNECT_TIMEOUT,
             reconnect_interval=RECONNECT_FIRST,
-            connection_class=_Connection,
         )
         if self._closed:  # close() ran while this was connecting
             await _close(connection)

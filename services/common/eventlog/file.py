@@ -131,6 +131,9 @@ class FileEventLog:
         """Open (or create) the log at ``path`` without blocking the event loop."""
         return await anyio.to_thread.run_sync(lambda: cls(path, files=files))
 
+    async def connect(self) -> None:
+        """Nothing: the file was opened and scanned by the constructor."""
+
     def last_seq(self) -> int:
         return self._last_seq
 

@@ -19,6 +19,9 @@ class MemoryEventLog:
         self._events: list[LogEntry] = []
         self._fence = 0
 
+    async def connect(self) -> None:
+        pass
+
     def last_seq(self) -> int:
         return self._events[-1].seq if self._events else 0
 

@@ -1,0 +1,449 @@
+"""The event log on a RabbitMQ stream: the production backend, replicated across the
+cluster's nodes (a stream keeps a replica on each). ``open_event_log("stream://NAME")``.
+
+What goes where is in :mod:`services.common.eventlog.stream_wire`. How it keeps the
+EventLog contract on a medium without conditional writes:
+
+- **Durable append**: every entry is published with publisher confirms (a stream
+  confirms once a majority of its replicas hold it). A missing confirm (a lost
+  connection, a node that died) raises LogWriteError; the entries may or may not be in
+  the stream, so the caller retries the same append, and a copy that did land is
+  recognised by its seq and skipped on read.
+- **Fencing**: :meth:`claim` publishes a fence marker, reads the stream until its own
+  marker arrives (so :meth:`last_seq` covers whatever any writer appended before it) and
+  records the claim in ``NAME.fences``. Readers count an entry only if the claim in force
+  at its offset is its writer's, so a deposed writer's appends after the claim are
+  invisible. The writer follows its stream: an append returns once it has read its own
+  entries back, and raises LogFencedError if a newer claim's marker came before them.
+  A writer that never claimed claims token 0 on its first append (refused once a lease
+  holder claimed the log; a second such writer takes the log over from the first).
+- **Reads by offset**: ``read(after)`` finds the first entry after ``after`` by a binary
+  search on offsets (a few messages per probe), then streams up to the end as of the
+  call: the writer knows it; another reader publishes an end marker and reads up to it.
+- **Snapshots** go to ``NAME.snapshots``; the newest valid one is found from its end.
+  Retention is the streams' own (``x-max-age``, ``x-max-length-bytes``): :meth:`retain`
+  does nothing, and a snapshot must be written more often than retention drops
+  segments, or a rebuild finds entries gone (a clear LogSequenceError says so).
+
+Limits: two claims made within the same few milliseconds by writers whose leases
+overlap may leave the lower token's first append acknowledged but not counted (leases
+make that a lease that expired while its holder was claiming); a reader that is not the
+writer publishes a small end marker per read (it needs write access to the stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import uuid
+from collections.abc import AsyncIterator, Sequence
+
+import msgspec
+
+from contracts.events import LogEntry
+from services.common.brokers import broker_urls
+from services.common.eventlog._sequence import check_sequence
+from services.common.eventlog.base import LogFencedError, LogWriteError
+from services.common.eventlog.options import DEFAULT_NAME, StreamOptions
+from services.common.eventlog.stream_client import BROKER_ERRORS, StreamClient, describe
+from services.common.eventlog.stream_wire import (
+    CLAIM,
+    END_MARK,
+    ENTRY,
+    ENTRY_OFFSET,
+    FENCE,
+    FENCE_MARK,
+    KIND,
+    SEQ,
+    SNAPSHOT,
+    WRITER,
+    Claim,
+    Owners,
+    Reading,
+    Record,
+    entry_headers,
+    mark_headers,
+)
+
+WINDOW = 64
+"""Messages read back from an end when looking for the last entry (grows by 4x)."""
+PROBE = 8
+"""Prefetch of one binary-search probe (it needs one message, sometimes a few)."""
+READ_BACK_TIMEOUT = 30.0
+
+
+class StreamEventLog:
+    """EventLog on a RabbitMQ stream. Connects on :meth:`connect` (or the first call
+    that needs the broker); :meth:`last_seq` needs it done."""
+
+    def __init__(self, name: str = DEFAULT_NAME, options: StreamOptions | None = None) -> None:
+        options = options or StreamOptions()
+        self.spec = f"stream://{name}"
+        self.name = f"{options.namespace}.{name}" if options.namespace else name
+        """The stream on the broker (namespace applied); ``NAME.fences`` and
+        ``NAME.snapshots`` beside it."""
+        self.fences = f"{self.name}.fences"
+        self.snapshots = f"{self.name}.snapshots"
+        self._retention: dict[str, int | str] = {}
+        if options.max_age:
+            self._retention["x-max-age"] = options.max_age
+        if options.max_length_bytes:
+            self._retention["x-max-length-bytes"] = options.max_length_bytes
+        self.client = StreamClient(broker_urls(options.amqp_url), options.tls)
+        self._decoder = msgspec.json.Decoder(LogEntry)
+        self._encoder = msgspec.json.Encoder()
+        self._lock = asyncio.Lock()
+        self._writer = uuid.uuid4().hex
+        self._owners = Owners()
+        self._connected = False
+        self._last_seq = 0
+        self._fence: int | None = None
+        """The token this writer claimed the log with; None: not (yet) its writer."""
+        self._end = -1
+        """The writer's: the offset of its last entry (or of its claim's marker)."""
+        self._tail: asyncio.Task[None] | None = None
+        self._tail_offset = -1
+        self._tail_error: BaseException | None = None
+        self._deposed: tuple[int, int] | None = None
+        """(offset, token) of the first newer claim's marker the writer read."""
+        self._own: dict[int, int] = {}
+        """seq → offset of the first copy of each own entry read back, beyond last_seq."""
+        self._progress = asyncio.Event()
+
+    def last_seq(self) -> int:
+        if not self._connected:
+            raise RuntimeError(f"event log {self.spec}: not connected: await connect() first")
+        return self._last_seq
+
+    async def connect(self) -> None:
+        """Declare the streams and find the last entry. Idempotent."""
+        async with self._lock:
+            await self._connect()
+
+    async def claim(self, fence: int) -> None:
+        async with self._lock:
+            await self._connect()
+            await self._claim(fence)
+
+    async def append(self, events: Sequence[LogEntry]) -> None:
+        if not events:
+            return
+        async with self._lock:
+            await self._become_writer()
+            check_sequence(self._last_seq, events)
+            self._refuse_if_deposed()
+            first, last = events[0].seq, events[-1].seq
+            messages = [
+                (self._encoder.encode(e), entry_headers(e.seq, self._fence or 0, self._writer))
+                for e in events
+            ]
+            try:
+                await self.client.publish(self.name, messages)
+                await self._read_back(last)
+            except BROKER_ERRORS as error:
+                await self._reset()
+                raise LogWriteError(
+                    errno.EIO,
+                    f"event log {self.spec}: appending seq {first}..{last} failed: "
+                    f"{describe(error)} (not confirmed: retry the same append; a copy "
+                    "that reached the stream is skipped on read)",
+                ) from error
+            offset = self._own[last]
+            if self._deposed is not None and self._deposed[0] < offset:
+                raise LogFencedError(
+                    f"event log {self.spec}: fencing token {self._fence} was superseded by "
+                    f"{self._deposed[1]} before seq {first}..{last} arrived: this informer "
+                    "is no longer the log's writer"
+                )
+            self._last_seq, self._end = last, offset
+            self._own = {s: o for s, o in self._own.items() if s > last}
+
+    def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
+        """Entries with seq > ``after`` up to the end as of this call: the writer's
+        last entry, or, for another reader, an end marker it publishes."""
+        bound = (self._last_seq, self._end) if self._fence is not None else None
+        return self._read(after, bound)
+
+    async def write_snapshot(self, seq: int, body: bytes) -> None:
+        """Publish a snapshot of the projection at ``seq`` (≤ last_seq) to NAME.snapshots."""
+        async with self._lock:
+            await self._become_writer()
+            if seq > self._last_seq:
+                raise ValueError(
+                    f"event log {self.spec}: snapshot at seq {seq} is beyond the log's "
+                    f"end ({self._last_seq})"
+                )
+            self._refuse_if_deposed()
+            headers: dict[str, object] = {
+                KIND: SNAPSHOT,
+                SEQ: seq,
+                FENCE: self._fence or 0,
+                WRITER: self._writer,
+                ENTRY_OFFSET: self._end if seq == self._last_seq else -1,
+            }
+            try:
+                await self.client.publish(self.snapshots, [(body, headers)])
+            except BROKER_ERRORS as error:
+                await self._reset()
+                raise LogWriteError(
+                    errno.EIO,
+                    f"event log {self.spec}: writing the snapshot at seq {seq} failed: "
+                    f"{describe(error)}",
+                ) from error
+
+    async def latest_snapshot(self) -> tuple[int, bytes] | None:
+        """The newest snapshot its log's writer wrote while it owned the log."""
+        try:
+            await self.connect()
+            await self._load_owners()
+            end = await self._mark_end(self.snapshots)
+            first = await self._first_offset(self.snapshots)
+            width = WINDOW // 8
+            while True:
+                start = max(first, end - width)
+                found: Record | None = None
+                async with self.client.records(self.snapshots, start) as records:
+                    async for r in records:
+                        if r.offset >= end:
+                            break
+                        if r.kind == SNAPSHOT and self._snapshot_counts(r):
+                            found = r
+                if found is not None:
+                    return found.seq, found.body
+                if start <= first:
+                    return None
+                width *= 4
+        except BROKER_ERRORS as error:
+            await self._reset()
+            raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
+
+    async def retain(self, covered: int) -> None:
+        """Nothing: the streams' retention (``x-max-age``, ``x-max-length-bytes``) drops
+        old segments by itself. Write snapshots more often than it drops them."""
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._stop_tail()
+            await self.client.drop()
+
+    # -- connecting and claiming ------------------------------------------------------
+
+    async def _connect(self) -> None:
+        if self._connected:
+            return
+        try:
+            await self.client.declare(self.name, self._retention)
+            await self.client.declare(self.fences, {})
+            await self.client.declare(self.snapshots, self._retention)
+            await self._load_owners()
+            end = await self._mark_end(self.name)
+            self._last_seq, _ = await self._last_before(end)
+        except BROKER_ERRORS as error:
+            await self._reset()
+            raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
+        self._connected = True
+
+    async def _claim(self, fence: int) -> None:
+        try:
+            await self._load_owners()
+            self._refuse_claim(fence)
+            mark = uuid.uuid4().hex
+            async with self.client.records(self.name, "last") as records:
+                marker = mark_headers(FENCE_MARK, mark, fence, self._writer)
+                await self.client.publish(self.name, [(b"", marker)])
+                async for r in records:
+                    if r.mark == mark:
+                        at = r.offset
+                        break
+                    if r.kind == FENCE_MARK and r.fence > fence:
+                        self._refuse_claim(r.fence)
+            last, _ = await self._last_before(at)
+            claim = msgspec.json.encode(Claim(fence, self._writer, at))
+            await self.client.publish(self.fences, [(claim, {KIND: CLAIM})])
+            await self._load_owners()
+            self._refuse_claim(fence)
+        except BROKER_ERRORS as error:
+            await self._reset()
+            raise LogWriteError(
+                errno.EIO, f"event log {self.spec}: claiming it failed: {describe(error)}"
+            ) from error
+        await self._stop_tail()
+        self._fence, self._last_seq, self._end = fence, last, at
+        self._deposed, self._own, self._tail_offset = None, {}, at
+        self._start_tail()
+
+    def _refuse_claim(self, fence: int) -> None:
+        highest = self._owners.highest()
+        if highest > fence:
+            raise LogFencedError(
+                f"event log {self.spec}: claimed by fencing token {highest}, not {fence}: "
+                "another informer is the log's writer"
+            )
+
+    async def _become_writer(self) -> None:
+        await self._connect()
+        if self._fence is None:
+            await self._claim(0)
+        elif self._tail is None or self._tail.done():
+            self._start_tail()  # after a lost connection: from where it stopped
+
+    def _refuse_if_deposed(self) -> None:
+        if self._deposed is not None:
+            raise LogFencedError(
+                f"event log {self.spec}: fencing token {self._fence} was superseded by "
+                f"{self._deposed[1]}: this informer is no longer the log's writer"
+            )
+
+    # -- following the stream (the writer) ----------------------------------------
+
+    def _start_tail(self) -> None:
+        self._tail_error = None
+        self._tail = asyncio.create_task(self._follow(self._tail_offset + 1), name="log-tail")
+
+    async def _stop_tail(self) -> None:
+        tail, self._tail = self._tail, None
+        if tail is not None and not tail.done():
+            tail.cancel()
+            await asyncio.wait([tail])
+
+    async def _follow(self, start: int) -> None:
+        try:
+            async with self.client.records(self.name, start, follow=True) as records:
+                async for r in records:
+                    self._tail_offset = r.offset
+                    if r.kind == ENTRY and r.writer == self._writer:
+                        self._own.setdefault(r.seq, r.offset)
+                    elif (
+                        r.kind == FENCE_MARK
+                        and r.writer != self._writer
+                        and r.fence >= (self._fence or 0)
+                        and self._deposed is None
+                    ):
+                        self._deposed = (r.offset, r.fence)
+                    self._progress.set()
+        except BROKER_ERRORS as error:
+            self._tail_error = error
+            self._progress.set()
+
+    async def _read_back(self, seq: int) -> None:
+        """Wait until the tail has read own entry ``seq`` (or a newer claim's marker)."""
+        async with asyncio.timeout(READ_BACK_TIMEOUT):
+            while seq not in self._own and self._deposed is None:
+                if self._tail_error is not None:
+                    raise self._tail_error
+                self._progress.clear()
+                await self._progress.wait()
+
+    async def _reset(self) -> None:
+        """After a broker error: forget the connection and the tail, try the next node."""
+        await self._stop_tail()
+        await self.client.drop()
+        self.client.failed()
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def _read(self, after: int, bound: tuple[int, int] | None) -> AsyncIterator[LogEntry]:
+        if bound is not None and after >= bound[0]:
+            return
+        try:
+            await self.connect()
+            if bound is None:
+                await self._load_owners()
+                last_offset, last_seq = await self._mark_end(self.name) - 1, None
+            else:
+                last_seq, last_offset = bound
+            first = await self._first_offset(self.name)
+            if last_offset < first:
+                return
+            start = first if after <= 0 else await self._search(after, first, last_offset)
+            reading = Reading(self._owners, after, self.spec)
+            async with self.client.records(self.name, start) as records:
+                async for r in records:
+                    if r.offset > last_offset:
+                        return
+                    if reading.accept(r):
+                        yield self._decoder.decode(r.body)
+                        if r.seq == last_seq:
+                            return
+                    if r.offset == last_offset:
+                        return
+        except BROKER_ERRORS as error:
+            await self._reset()
+            raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
+
+    async def _search(self, after: int, first: int, last_offset: int) -> int:
+        """The offset to read from: at or before the first counting entry with seq >
+        ``after`` (binary search over [first, last_offset]; valid seqs grow with
+        offsets)."""
+        low, high = first, last_offset + 1
+        while low < high:
+            middle = (low + high) // 2
+            found = await self._probe(middle, last_offset)
+            if found is None or found[1] > after:
+                high = middle
+            else:
+                low = found[0] + 1
+        return low
+
+    async def _probe(self, offset: int, last_offset: int) -> tuple[int, int] | None:
+        """(offset, seq) of the first counting entry at or after ``offset``."""
+        async with self.client.records(self.name, offset, prefetch=PROBE) as records:
+            async for r in records:
+                if r.kind == ENTRY and self._owners.counts(r):
+                    return r.offset, r.seq
+                if r.offset >= last_offset:
+                    return None
+        return None
+
+    async def _last_before(self, end: int) -> tuple[int, int]:
+        """(seq, offset) of the last counting entry before offset ``end`` ((0, -1):
+        none), read back from ``end`` in growing windows."""
+        first = await self._first_offset(self.name)
+        width = WINDOW
+        while True:
+            start = max(first, end - width)
+            best = (0, -1)
+            async with self.client.records(self.name, start) as records:
+                async for r in records:
+                    if r.offset >= end:
+                        break
+                    if r.kind == ENTRY and self._owners.counts(r) and r.seq > best[0]:
+                        best = (r.seq, r.offset)
+            if best[1] >= 0 or start <= first:
+                return best
+            width *= 4
+
+    async def _first_offset(self, stream: str) -> int:
+        """The offset of the first message ``stream`` still holds (it holds one: an
+        end marker was published before)."""
+        async with self.client.records(stream, "first", prefetch=1) as records:
+            async for r in records:
+                return r.offset
+        raise AssertionError("unreachable: a stream read ends only by a timeout")
+
+    async def _mark_end(self, stream: str) -> int:
+        """Publish an end marker to ``stream`` and return its offset."""
+        mark = uuid.uuid4().hex
+        async with self.client.records(stream, "last") as records:
+            await self.client.publish(stream, [(b"", mark_headers(END_MARK, mark))])
+            async for r in records:
+                if r.mark == mark:
+                    return r.offset
+        raise AssertionError("unreachable: a stream read ends only by a timeout")
+
+    async def _load_owners(self) -> None:
+        end = await self._mark_end(self.fences)
+        claims: list[Claim] = []
+        async with self.client.records(self.fences, "first") as records:
+            async for r in records:
+                if r.offset >= end:
+                    break
+                if r.kind == CLAIM:
+                    claims.append(msgspec.json.decode(r.body, type=Claim))
+        self._owners = Owners(claims)
+
+    def _snapshot_counts(self, r: Record) -> bool:
+        if r.entry_offset >= 0:
+            owner = self._owners.owner_at(r.entry_offset)
+            return owner is not None and (owner.fence, owner.writer) == (r.fence, r.writer)
+        return any((c.fence, c.writer) == (r.fence, r.writer) for c in self._owners.claims)

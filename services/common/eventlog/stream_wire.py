@@ -1,0 +1,150 @@
+"""What a stream event log's messages say, and which entries count (no I/O here).
+
+Three streams per log ``NAME`` (``namespace.`` prefixed like every queue):
+
+- ``NAME``: the entries, one message each (body: the LogEntry's JSON, as a file log's
+  line; headers: its seq, the writer's fencing token and the writer's id), and markers:
+  a *fence* marker (a writer claiming the log) and *end* markers (a reader finding where
+  the stream ends: it publishes one and reads until it arrives).
+- ``NAME.fences``: the claims, in order: ``(fence, writer, from_offset)``. An entry at
+  offset ``o`` counts only if it was written by the owner at ``o``: the claim with the
+  highest token among those whose ``from`` is below ``o`` (a later claim with the same
+  token wins: the same lease holder restarted). So a reader starting anywhere knows which
+  writer owned that point without reading from the start, and a deposed writer's
+  appends after its successor's claim never count, whatever their seqs.
+- ``NAME.snapshots``: snapshots of the projection (body: the snapshot; headers: seq,
+  writer, fence and the offset of entry ``seq``).
+
+Among the entries that count, a seq seen before (an append retried after its confirm was
+lost) is skipped; the next one must follow the last (:class:`Reading`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import msgspec
+
+from services.common.eventlog.base import LogSequenceError
+
+KIND: Final = "ksched-kind"
+SEQ: Final = "ksched-seq"
+FENCE: Final = "ksched-fence"
+WRITER: Final = "ksched-writer"
+MARK_ID: Final = "ksched-id"
+ENTRY_OFFSET: Final = "ksched-offset"
+OFFSET: Final = "x-stream-offset"
+"""The header RabbitMQ sets on every message a stream delivers: its offset."""
+
+ENTRY, FENCE_MARK, END_MARK, SNAPSHOT = "entry", "fence", "end", "snapshot"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message read from a stream."""
+
+    offset: int
+    kind: str
+    seq: int = 0
+    fence: int = 0
+    writer: str = ""
+    mark: str = ""
+    entry_offset: int = -1
+    body: bytes = b""
+
+
+def record(offset: int, headers: Mapping[str, object], body: bytes) -> Record:
+    """The Record of a delivered message (``headers``: its AMQP headers)."""
+
+    def number(name: str, default: int = 0) -> int:
+        value = headers.get(name, default)
+        return value if isinstance(value, int) else default
+
+    def text(name: str) -> str:
+        value = headers.get(name, "")
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    return Record(
+        offset=offset,
+        kind=text(KIND),
+        seq=number(SEQ),
+        fence=number(FENCE),
+        writer=text(WRITER),
+        mark=text(MARK_ID),
+        entry_offset=number(ENTRY_OFFSET, -1),
+        body=body,
+    )
+
+
+def entry_headers(seq: int, fence: int, writer: str) -> dict[str, object]:
+    return {KIND: ENTRY, SEQ: seq, FENCE: fence, WRITER: writer}
+
+
+CLAIM = "claim"
+
+
+def mark_headers(kind: str, mark: str, fence: int = 0, writer: str = "") -> dict[str, object]:
+    return {KIND: kind, MARK_ID: mark, FENCE: fence, WRITER: writer}
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """One message of ``NAME.fences``: ``writer`` holds token ``fence`` from ``start``."""
+
+    fence: int
+    writer: str
+    start: int
+
+
+@dataclass(slots=True)
+class Owners:
+    """The claims of one log, in the order they were made."""
+
+    claims: list[Claim] = field(default_factory=list)
+
+    def owner_at(self, offset: int) -> Claim | None:
+        """The claim in force at ``offset``: the highest token among the claims made
+        before it (the later of equal tokens); None before the first claim."""
+        best: Claim | None = None
+        for claim in self.claims:
+            if claim.start < offset and (best is None or claim.fence >= best.fence):
+                best = claim
+        return best
+
+    def counts(self, r: Record) -> bool:
+        """Whether entry ``r`` was written by the owner at its offset."""
+        owner = self.owner_at(r.offset)
+        return owner is not None and (owner.fence, owner.writer) == (r.fence, r.writer)
+
+    def highest(self) -> int:
+        return max((c.fence for c in self.claims), default=0)
+
+
+@dataclass(slots=True)
+class Reading:
+    """Which entries a reader yields, from some point of the stream on: those that count
+    (:meth:`Owners.counts`), once per seq, consecutive after ``last``."""
+
+    owners: Owners
+    last: int
+    name: str
+    started: bool = False
+    """False until the first entry: a gap before it means retention dropped what the
+    reader asked for (said so by :meth:`accept`)."""
+
+    def accept(self, r: Record) -> bool:
+        """Whether to yield entry ``r``; raises LogSequenceError on a gap."""
+        if r.kind != ENTRY or not self.owners.counts(r) or r.seq <= self.last:
+            return False
+        if r.seq != self.last + 1:
+            where = f"event log {self.name} (offset {r.offset})"
+            if not self.started:
+                raise LogSequenceError(
+                    f"{where}: entries {self.last + 1}..{r.seq - 1} are gone (dropped by "
+                    "the stream's retention): start from a snapshot"
+                )
+            raise LogSequenceError(f"{where}: seq {r.seq} follows {self.last}")
+        self.started = True
+        self.last = r.seq
+        return True
