@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from contracts.events import LogEntry, NodeEntry, PodEntry
+from contracts.events import LogEntry
 from services.common.eventlog import (
     EventLog,
     FileEventLog,
@@ -21,20 +21,8 @@ from services.common.eventlog import (
     MemoryEventLog,
     open_event_log,
 )
-from tests.builders import make_node, make_pod
+from tests.contract.eventlog_support import event, events
 from tests.contract.stream_support import StreamLogs
-
-
-def event(seq: int) -> LogEntry:
-    """Alternating node and pod events, so both union members round-trip."""
-    if seq % 2:
-        return NodeEntry(seq=seq, type="ADDED", object=make_node(f"n{seq}"))
-    pod = make_pod(f"p{seq}", uid=f"uid-{seq}")
-    return PodEntry(seq=seq, type="MODIFIED", at=float(seq), object=pod)
-
-
-def events(first: int, last: int) -> list[LogEntry]:
-    return [event(seq) for seq in range(first, last + 1)]
 
 
 async def entries(stream: AsyncIterator[LogEntry]) -> list[LogEntry]:

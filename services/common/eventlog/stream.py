@@ -93,7 +93,8 @@ class StreamEventLog:
         self._decoder = msgspec.json.Decoder(LogEntry)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
-        self._writer = uuid.uuid4().hex
+        self.writer = uuid.uuid4().hex
+        """This object's id as a writer (in its entries' and markers' headers)."""
         self._owners = Owners()
         self._connected = False
         self._last_seq = 0
@@ -134,7 +135,7 @@ class StreamEventLog:
             self._refuse_if_deposed()
             first, last = events[0].seq, events[-1].seq
             messages = [
-                (self._encoder.encode(e), entry_headers(e.seq, self._fence or 0, self._writer))
+                (self._encoder.encode(e), entry_headers(e.seq, self._fence or 0, self.writer))
                 for e in events
             ]
             try:
@@ -178,7 +179,7 @@ class StreamEventLog:
                 KIND: SNAPSHOT,
                 SEQ: seq,
                 FENCE: self._fence or 0,
-                WRITER: self._writer,
+                WRITER: self.writer,
                 ENTRY_OFFSET: self._end if seq == self._last_seq else -1,
             }
             try:
@@ -249,7 +250,7 @@ class StreamEventLog:
             self._refuse_claim(fence)
             mark = uuid.uuid4().hex
             async with self.client.records(self.name, "last") as records:
-                marker = mark_headers(FENCE_MARK, mark, fence, self._writer)
+                marker = mark_headers(FENCE_MARK, mark, fence, self.writer)
                 await self.client.publish(self.name, [(b"", marker)])
                 async for r in records:
                     if r.mark == mark:
@@ -258,7 +259,7 @@ class StreamEventLog:
                     if r.kind == FENCE_MARK and r.fence > fence:
                         self._refuse_claim(r.fence)
             last, _ = await self._last_before(at)
-            claim = msgspec.json.encode(Claim(fence, self._writer, at))
+            claim = msgspec.json.encode(Claim(fence, self.writer, at))
             await self.client.publish(self.fences, [(claim, {KIND: CLAIM})])
             await self._load_owners()
             self._refuse_claim(fence)
@@ -311,11 +312,11 @@ class StreamEventLog:
             async with self.client.records(self.name, start, follow=True) as records:
                 async for r in records:
                     self._tail_offset = r.offset
-                    if r.kind == ENTRY and r.writer == self._writer:
+                    if r.kind == ENTRY and r.writer == self.writer:
                         self._own.setdefault(r.seq, r.offset)
                     elif (
                         r.kind == FENCE_MARK
-                        and r.writer != self._writer
+                        and r.writer != self.writer
                         and r.fence >= (self._fence or 0)
                         and self._deposed is None
                     ):

@@ -144,7 +144,8 @@ class StreamClient:
             inbox: asyncio.Queue[AbstractIncomingMessage | None] = asyncio.Queue()
             channel.close_callbacks.add(lambda *_: inbox.put_nowait(None))
             await queue.consume(inbox.put, arguments={"x-stream-offset": start})
-            yield self._records(name, inbox, start, None if follow else self.idle_timeout)
+            idle = None if follow else self.idle_timeout
+            yield self._records(name, inbox, start, idle, prefetch)
         finally:
             if not channel.is_closed:
                 with contextlib.suppress(*BROKER_ERRORS):
@@ -157,15 +158,20 @@ class StreamClient:
         inbox: asyncio.Queue[AbstractIncomingMessage | None],
         start: int | str,
         idle: float | None,
+        prefetch: int,
     ) -> AsyncIterator[Record]:
         floor = start if isinstance(start, int) else 0
+        unacked, ack_every = 0, max(1, prefetch // 4)
         while True:
             async with asyncio.timeout(idle):
                 message = await inbox.get()
             if message is None:
                 raise aiormq.exceptions.ChannelInvalidStateError(f"stream {name}: channel closed")
             self.consumed += 1
-            await message.ack()
+            unacked += 1
+            if unacked >= ack_every or inbox.empty():
+                await message.ack(multiple=True)  # credit for the next ones
+                unacked = 0
             headers = dict(message.headers or {})
             offset = headers.get(OFFSET)
             if not isinstance(offset, int):

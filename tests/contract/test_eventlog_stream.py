@@ -1,0 +1,162 @@
+"""What the stream event log adds to the EventLog contract (test_eventlog.py), on the real
+broker: duplicates after a retry, fencing a deposed writer off, reads by offset, a lost
+connection mid-append, snapshots, and failing over to the next broker of a list."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+
+from contracts.events import LogEntry
+from services.common.eventlog import LogFencedError, LogWriteError, read_all
+from services.common.eventlog.stream import StreamEventLog
+from services.common.eventlog.stream_wire import entry_headers
+from tests.builders import make_node
+from tests.contract.broker_proxy import broker_proxy
+from tests.contract.bus_support import AMQP_URL
+from tests.contract.eventlog_support import event, events
+from tests.contract.stream_support import StreamLogs
+
+pytestmark = pytest.mark.integration
+
+DEADLINE = 10.0
+DEAD_BROKER = "amqp://guest:guest@127.0.0.1:1/"
+"""Nothing listens on port 1: a node that is down."""
+
+
+@pytest.fixture
+async def streams() -> AsyncIterator[StreamLogs]:
+    logs = StreamLogs()
+    yield logs
+    await logs.aclose()
+
+
+async def seqs(log: StreamEventLog, after: int = 0) -> list[int]:
+    return [e.seq for e in await read_all(log, after)]
+
+
+def other(seq: int) -> LogEntry:
+    """Entry ``seq`` as another writer would have written it (another node)."""
+    return msgspec.structs.replace(event(1), seq=seq, object=make_node(f"other{seq}"))
+
+
+async def test_an_entry_appended_twice_is_read_once(streams: StreamLogs) -> None:
+    log = streams.open()
+    await log.append(events(1, 3))
+    # An append whose confirm was lost reached the stream anyway and was retried:
+    # seqs 2 and 3 are in the stream twice.
+    again = [(msgspec.json.encode(e), entry_headers(e.seq, 0, log.writer)) for e in events(2, 3)]
+    await log.client.publish(log.name, again)
+    await log.append(events(4, 4))
+    reader = streams.open()
+    assert await read_all(reader) == events(1, 4)
+    assert await seqs(reader, 2) == [3, 4]
+    assert await seqs(log) == [1, 2, 3, 4]
+
+
+async def test_a_deposed_writer_is_fenced_off(streams: StreamLogs) -> None:
+    leader, successor = streams.open(), streams.open()
+    await leader.claim(1)
+    await leader.append(events(1, 2))
+    await successor.claim(2)  # the leader's lease expired: the standby took over
+    assert successor.last_seq() == 2
+    with pytest.raises(LogFencedError, match="superseded by 2"):
+        await leader.append([other(3)])  # the deposed leader woke up
+    with pytest.raises(LogFencedError):
+        await leader.append([other(3)])  # and stays deposed
+    # What a deposed writer appends after the claim, by whatever path, does not count.
+    late = [(msgspec.json.encode(e), entry_headers(e.seq, 1, leader.writer)) for e in [other(3)]]
+    await leader.client.publish(leader.name, late)
+    await successor.append(events(3, 4))
+    with pytest.raises(LogFencedError, match="claimed by fencing token 2"):
+        await streams.open().claim(1)
+    assert await read_all(streams.open()) == events(1, 4)
+    assert await read_all(successor, 2) == events(3, 4)
+
+
+async def test_a_writer_that_never_claimed_is_taken_over(streams: StreamLogs) -> None:
+    first, second = streams.open(), streams.open()
+    await first.append(events(1, 2))
+    await second.connect()
+    await second.append(events(3, 3))  # claims token 0 in turn: the newer writer wins
+    with pytest.raises(LogFencedError):
+        await first.append(events(3, 3))
+    assert await read_all(streams.open()) == events(1, 3)
+
+
+async def test_a_lease_holder_refuses_a_writer_without_one(streams: StreamLogs) -> None:
+    holder, other_writer = streams.open(), streams.open()
+    await holder.claim(3)
+    await holder.append(events(1, 1))
+    with pytest.raises(LogFencedError, match="claimed by fencing token 3, not 0"):
+        await other_writer.append(events(2, 2))
+
+
+@pytest.mark.parametrize("after", [1, 2500, 4999])
+async def test_reading_from_the_middle_does_not_read_from_the_start(
+    streams: StreamLogs, after: int
+) -> None:
+    log = streams.open()
+    for first in range(1, 5001, 1000):
+        await log.append(events(first, first + 999))
+    for reader in (log, streams.open()):  # the writer, and a reader that is not
+        await reader.connect()
+        before = reader.client.consumed
+        assert await seqs(reader, after) == list(range(after + 1, 5001))
+        extra = reader.client.consumed - before - (5000 - after)
+        assert extra < 600, f"{extra} messages read besides the {5000 - after} asked for"
+
+
+async def test_a_connection_lost_mid_append_fails_it_and_a_retry_works(
+    streams: StreamLogs,
+) -> None:
+    async with broker_proxy(AMQP_URL) as proxy:
+        log = streams.open(proxy.url)
+        await log.append(events(1, 2))
+        watcher = streams.open()
+        proxy.hold()  # the broker's confirms stay in the relay
+        appending = asyncio.create_task(log.append(events(3, 4)))
+        async with asyncio.timeout(DEADLINE):
+            while await seqs(watcher, 2) != [3, 4]:  # the stream has them, unconfirmed
+                pass
+        await proxy.cut()
+        proxy.release()
+        with pytest.raises(LogWriteError, match=r"appending seq 3\.\.4 failed"):
+            await appending
+        assert log.last_seq() == 2
+        await log.append(events(3, 4))  # the retry, on a new connection
+        await log.append(events(5, 5))
+        assert await read_all(log) == events(1, 5)
+        assert await read_all(streams.open()) == events(1, 5)
+
+
+async def test_snapshots(streams: StreamLogs) -> None:
+    log = streams.open()
+    assert await log.latest_snapshot() is None
+    await log.append(events(1, 5))
+    await log.write_snapshot(2, b"at two")
+    await log.write_snapshot(5, b"at five")
+    await log.retain(5)  # retention is the stream's: nothing to do
+    reader = streams.open()
+    assert await reader.latest_snapshot() == (5, b"at five")
+    with pytest.raises(ValueError, match="snapshot at seq 6 is beyond the log's end"):
+        await log.write_snapshot(6, b"too far")
+
+    successor = streams.open()
+    await successor.claim(1)
+    with pytest.raises(LogFencedError):
+        await log.write_snapshot(5, b"from the deposed writer")
+    assert await reader.latest_snapshot() == (5, b"at five")
+    await successor.append(events(6, 6))
+    await successor.write_snapshot(6, b"at six")
+    assert await reader.latest_snapshot() == (6, b"at six")
+    assert await read_all(reader, 5) == events(6, 6)
+
+
+async def test_a_dead_broker_in_the_list_is_skipped(streams: StreamLogs) -> None:
+    log = streams.open(f"{DEAD_BROKER},{AMQP_URL}")
+    await log.append(events(1, 2))
+    assert await read_all(streams.open()) == events(1, 2)
