@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +15,7 @@ from services.cli.errors import InputError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.eventlog import EventLog, open_event_log, read_all
+from services.common.settings import Settings
 from services.framework.config import Profile
 
 STDIN = "-"
@@ -62,17 +61,19 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 async def _read_all(event_log: EventLog) -> list[LogEntry]:
     try:
+        await event_log.connect()
         return await read_all(event_log)
     finally:
         await event_log.close()
 
 
-def replay_command(args: argparse.Namespace) -> int:
+def replay_command(args: argparse.Namespace, settings: Settings) -> int:
+    """``ksched replay LOG``: LOG is a file (which must exist) or ``stream://NAME``."""
+    from services.cli.eventlogs import open_log
+
     profiles = _profiles(args.config)
-    if not Path(args.log).is_file():  # open_event_log would create it
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.log)
     try:
-        events = asyncio.run(_read_all(open_event_log(args.log)))
+        events = asyncio.run(_read_all(open_log(args.log, settings, must_exist=True)))
     except ValueError as error:  # a corrupt entry: the message names the file and line
         raise InputError(f"{error} (not a log of simulate --record or the informer?)") from error
     result = asyncio.run(replay(events, seed=args.seed, profiles=profiles))

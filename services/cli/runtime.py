@@ -22,6 +22,7 @@ from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
 from services.cli.errors import INTERRUPTED, OK, InputError
+from services.cli.eventlogs import open_log
 from services.cli.manifests import check, read_documents
 from services.cli.output import render_object
 from services.cli.serviceflags import SERVICES
@@ -29,7 +30,6 @@ from services.cli.shutdown import Shutdown
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
-from services.common.eventlog import open_event_log
 from services.common.observe import (
     EdgeMetrics,
     Health,
@@ -67,7 +67,12 @@ class Service(Protocol):
 
 
 def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
-    bus = open_bus(settings.amqp_url, namespace=settings.namespace, tls=settings.tls)
+    bus = open_bus(
+        settings.amqp_url,
+        namespace=settings.namespace,
+        tls=settings.tls,
+        quorum=settings.quorum_queues,
+    )
     store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
     return bus, store
 
@@ -75,7 +80,8 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
 def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
     clock = SystemClock()
     if name == "informer":
-        return InformerService(bus, store, open_event_log(settings.informer.event_log), clock)
+        event_log = open_log(settings.informer.event_log, settings)
+        return InformerService(bus, store, event_log, clock)
     if name == "queue":
         config = scheduler_config(settings.config)
         preempting = Preempting()

@@ -43,6 +43,7 @@ from contracts.topology import (
     REASON_HEADER,
     ExchangeSpec,
     QueueSpec,
+    queue_arguments,
 )
 from services.common import redact as redaction
 from services.common.brokers import broker_urls
@@ -111,6 +112,10 @@ class RabbitBus(Bus):
     ``publish`` uses ``mandatory=False``: a message no queue is bound for is dropped, as
     on ``MemoryBus``; refusals (nack) and broker errors raise :class:`BusError`.
 
+    ``url`` may list the nodes of a cluster, comma-separated (services.common.brokers):
+    it connects to the first that answers and reconnects to the next when its node dies.
+    ``quorum`` declares every durable queue a quorum queue (contracts.topology).
+
     ``amqps://`` connects over TLS with ``tls`` (CA, client certificate and key; the
     server's certificate and host name are verified). Error messages never carry the
     URL's password (:func:`services.common.redact.redact`).
@@ -127,8 +132,11 @@ class RabbitBus(Bus):
         namespace: str = "",
         tls: TLSFiles = NO_TLS_FILES,
         unavailable_pause: float = UNAVAILABLE_PAUSE,
+        quorum: bool = False,
     ) -> None:
         redaction.install()
+        self.quorum = quorum
+        """Declare durable queues quorum (``KSCHED_QUEUE_TYPE``; see contracts.topology)."""
         _RateLimit.install()
         self._url = url
         self.unavailable_pause = unavailable_pause
@@ -335,9 +343,9 @@ class RabbitBus(Bus):
     async def _declare_queue(
         self, connection: AbstractRobustConnection, channel: AbstractChannel, spec: QueueSpec
     ) -> AbstractQueue:
-        arguments: dict[str, int | str] = dict(spec.arguments)
-        if spec.dead_letter:
-            arguments["x-dead-letter-exchange"] = self.broker_name(DEAD.name)
+        arguments = queue_arguments(
+            spec, dead_exchange=self.broker_name(DEAD.name), quorum=self.quorum
+        )
 
         async def declare(on: AbstractChannel, passive: bool) -> AbstractQueue:
             return await on.declare_queue(
