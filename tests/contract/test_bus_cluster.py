@@ -8,7 +8,7 @@ import aiormq
 import pytest
 
 from contracts import topology as t
-from services.common.bus import Message
+from services.common.bus import BusError, Message
 from tests.contract.bus_support import AMQP_URL, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.integration
@@ -62,3 +62,16 @@ async def test_a_dead_broker_first_in_the_list_is_skipped() -> None:
         await got.wait_body("via the second broker")
     finally:
         await backend.aclose()
+
+
+async def test_a_queue_of_another_type_is_refused_with_what_to_do() -> None:
+    classic, quorum = Backend("rabbit"), Backend("rabbit-quorum")
+    quorum.namespace = classic.namespace  # the same broker names: a deployment switched
+    try:
+        await (await classic.open()).declare([queue("q")])
+        bus = await quorum.open()
+        with pytest.raises(BusError, match="a queue's type cannot change in place"):
+            await bus.declare([queue("q")])
+    finally:
+        await quorum.aclose()
+        await classic.aclose()

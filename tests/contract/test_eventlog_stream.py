@@ -12,6 +12,7 @@ import pytest
 
 from contracts.events import LogEntry
 from services.common.eventlog import LogFencedError, LogWriteError, read_all
+from services.common.eventlog.options import StreamOptions
 from services.common.eventlog.stream import StreamEventLog
 from services.common.eventlog.stream_wire import entry_headers
 from tests.builders import make_node
@@ -160,3 +161,16 @@ async def test_a_dead_broker_in_the_list_is_skipped(streams: StreamLogs) -> None
     log = streams.open(f"{DEAD_BROKER},{AMQP_URL}")
     await log.append(events(1, 2))
     assert await read_all(streams.open()) == events(1, 2)
+
+
+async def test_other_retention_on_an_existing_stream_says_to_use_a_policy(
+    streams: StreamLogs,
+) -> None:
+    await streams.open().connect()
+    options = StreamOptions(amqp_url=AMQP_URL, namespace=streams.options.namespace, max_age="7D")
+    changed = StreamEventLog(streams.name, options)
+    with pytest.raises(
+        ConnectionError, match="change an existing stream's retention with a policy"
+    ):
+        await changed.connect()
+    await changed.close()

@@ -366,7 +366,14 @@ class RabbitBus(Bus):
             else:  # the operator's (definitions file), bindings included
                 queue = await declare(channel, True)
         except _BROKER_ERRORS as exc:
-            raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}") from exc
+            hint = ""
+            if "inequivalent arg 'x-queue-type'" in str(exc):
+                wanted = arguments.get("x-queue-type", "classic")
+                hint = (
+                    f" (it exists with another type than {wanted}, and a queue's type cannot "
+                    "change in place: drain and delete it, or set KSCHED_QUEUE_TYPE to its type)"
+                )
+            raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}{hint}") from exc
         self._queue_names.add(spec.name)
         return queue
 

@@ -241,7 +241,13 @@ class StreamEventLog:
             self._last_seq, _ = await self._last_before(end)
         except BROKER_ERRORS as error:
             await self._reset()
-            raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
+            hint = ""
+            if "inequivalent arg 'x-max" in str(error):
+                hint = (
+                    " (the stream exists with other retention settings: change an existing "
+                    "stream's retention with a policy, rabbitmqctl set_policy)"
+                )
+            raise ConnectionError(f"event log {self.spec}: {describe(error)}{hint}") from error
         self._connected = True
 
     async def _claim(self, fence: int) -> None:
