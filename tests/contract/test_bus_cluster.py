@@ -3,13 +3,17 @@ and temporary ones classic), and a list of brokers whose first is down."""
 
 from __future__ import annotations
 
+import asyncio
+
 import aio_pika
 import aiormq
 import pytest
 
 from contracts import topology as t
 from services.common.bus import BusError, Message
-from tests.contract.bus_support import AMQP_URL, Backend, Recorder, events, queue
+from services.common.bus.rabbit import RabbitBus
+from tests.contract.broker_proxy import broker_proxy
+from tests.contract.bus_support import AMQP_URL, DEADLINE, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +79,27 @@ async def test_a_queue_of_another_type_is_refused_with_what_to_do() -> None:
     finally:
         await quorum.aclose()
         await classic.aclose()
+
+
+async def test_when_its_node_dies_the_bus_reconnects_to_the_next() -> None:
+    backend = Backend("rabbit")
+    try:
+        async with broker_proxy(AMQP_URL) as proxy:  # the first node, through a relay
+            bus = await backend.open(f"{proxy.url},{AMQP_URL}")
+            assert isinstance(bus, RabbitBus)
+            got = Recorder()
+            await bus.consume_raw(queue("a"), got)
+            await bus.publish(events("before"))
+            await got.wait_body("before")
+        # The relay is gone: the first node died. The consumer is restored on the second.
+        async with asyncio.timeout(DEADLINE):
+            while True:
+                try:
+                    await bus.publish(events("after"))
+                    break
+                except BusError:  # reconnecting: publishes fail meanwhile
+                    await asyncio.sleep(0)  # let the loss be noticed
+                    await bus.wait_connected()
+        await got.wait_body("after")
+    finally:
+        await backend.aclose()

@@ -174,3 +174,29 @@ async def test_other_retention_on_an_existing_stream_says_to_use_a_policy(
     ):
         await changed.connect()
     await changed.close()
+
+
+async def test_when_its_node_dies_the_log_goes_on_on_the_next(streams: StreamLogs) -> None:
+    async with broker_proxy(AMQP_URL) as proxy:  # the first node, through a relay
+        log = streams.open(f"{proxy.url},{AMQP_URL}")
+        await log.append(events(1, 2))
+    # The relay is gone: the first node died. An append under way fails; the next one
+    # (the informer's retry) goes to the second node.
+    try:
+        await log.append(events(3, 4))
+    except LogWriteError:
+        await log.append(events(3, 4))
+    assert await read_all(log) == events(1, 4)
+    assert await read_all(streams.open()) == events(1, 4)
+
+
+async def test_a_writer_whose_view_is_stale_is_refused(streams: StreamLogs) -> None:
+    first, second = streams.open(), streams.open()
+    await first.connect()
+    await second.connect()
+    await first.append(events(1, 2))
+    with pytest.raises(LogFencedError, match="another writer appended to it"):
+        await second.append(events(1, 1))  # it saw an empty log
+    assert second.last_seq() == 2  # it has caught up: a retry with the next seqs works
+    await second.append(events(3, 3))
+    assert await read_all(streams.open()) == events(1, 3)

@@ -267,6 +267,12 @@ class RabbitBus(Bus):
         transport = getattr(connection, "transport", None)
         return transport is not None and not transport.connection.is_closed
 
+    async def wait_connected(self) -> None:
+        """Wait until the connection is up (again, after a loss): a failover's test."""
+        connection = self._connection
+        if connection is not None:
+            await connection.connected.wait()
+
     async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
         """Delete this namespace's exchanges, every queue this bus declared and ``queues``
         (topology names) from the broker. For test teardown; refuses the empty

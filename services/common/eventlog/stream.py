@@ -290,7 +290,13 @@ class StreamEventLog:
     async def _become_writer(self) -> None:
         await self._connect()
         if self._fence is None:
+            seen = self._last_seq
             await self._claim(0)
+            if self._last_seq != seen:
+                raise LogFencedError(
+                    f"event log {self.spec}: another writer appended to it (it ends at seq "
+                    f"{self._last_seq}, this writer saw {seen}): claim it with a lease"
+                )
         elif self._tail is None or self._tail.done():
             self._start_tail()  # after a lost connection: from where it stopped
 
