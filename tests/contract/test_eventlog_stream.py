@@ -14,7 +14,7 @@ from contracts.events import LogEntry
 from services.common.eventlog import LogFencedError, LogWriteError, read_all
 from services.common.eventlog.options import StreamOptions
 from services.common.eventlog.stream import StreamEventLog
-from services.common.eventlog.stream_wire import entry_headers
+from services.common.eventlog.stream_wire import CLAIM, KIND, Claim, entry_headers
 from tests.builders import make_node
 from tests.contract.broker_proxy import broker_proxy
 from tests.contract.bus_support import AMQP_URL
@@ -200,3 +200,19 @@ async def test_a_writer_whose_view_is_stale_is_refused(streams: StreamLogs) -> N
     assert second.last_seq() == 2  # it has caught up: a retry with the next seqs works
     await second.append(events(3, 3))
     assert await read_all(streams.open()) == events(1, 3)
+
+
+async def test_a_newer_claim_recorded_behind_the_writers_back_fences_it_off(
+    streams: StreamLogs,
+) -> None:
+    """A claim whose marker the writer never read (it preceded the writer's own) is
+    recorded in NAME.fences: the writer follows those too."""
+    leader = streams.open()
+    await leader.claim(1)
+    await leader.append(events(1, 2))
+    newer = msgspec.json.encode(Claim(2, "another-writer", 0))
+    await leader.client.publish(leader.fences, [(newer, {KIND: CLAIM})])
+    with pytest.raises(LogFencedError, match="superseded by 2"):
+        await leader.append(events(3, 3))
+    with pytest.raises(LogFencedError, match="claimed by fencing token 2, not 1"):
+        await streams.open().claim(1)

@@ -104,6 +104,8 @@ class StreamEventLog:
         """The writer's: the offset of its last entry (or of its claim's marker)."""
         self._tail: asyncio.Task[None] | None = None
         self._tail_offset = -1
+        self._claims_offset = -1
+        """The last offset of NAME.fences read (loading the claims, or following them)."""
         self._tail_error: BaseException | None = None
         self._deposed: tuple[int, int] | None = None
         """(offset, token) of the first newer claim's marker the writer read."""
@@ -263,12 +265,15 @@ class StreamEventLog:
                         at = r.offset
                         break
                     if r.kind == FENCE_MARK and r.fence > fence:
-                        self._refuse_claim(r.fence)
+                        raise self._claimed_by(r.fence, fence)
             last, _ = await self._last_before(at)
-            claim = msgspec.json.encode(Claim(fence, self.writer, at))
-            await self.client.publish(self.fences, [(claim, {KIND: CLAIM})])
-            await self._load_owners()
+            mine = Claim(fence, self.writer, at)
+            await self.client.publish(self.fences, [(msgspec.json.encode(mine), {KIND: CLAIM})])
+            claims_end = await self._load_owners()
             self._refuse_claim(fence)
+            later = self._owners.claims[self._owners.claims.index(mine) + 1 :]
+            if any(c.fence == fence and c.writer != self.writer for c in later):
+                raise self._claimed_by(fence, fence)
         except BROKER_ERRORS as error:
             await self._reset()
             raise LogWriteError(
@@ -277,15 +282,19 @@ class StreamEventLog:
         await self._stop_tail()
         self._fence, self._last_seq, self._end = fence, last, at
         self._deposed, self._own, self._tail_offset = None, {}, at
+        self._claims_offset = claims_end
         self._start_tail()
 
     def _refuse_claim(self, fence: int) -> None:
         highest = self._owners.highest()
         if highest > fence:
-            raise LogFencedError(
-                f"event log {self.spec}: claimed by fencing token {highest}, not {fence}: "
-                "another informer is the log's writer"
-            )
+            raise self._claimed_by(highest, fence)
+
+    def _claimed_by(self, holder: int, fence: int) -> LogFencedError:
+        return LogFencedError(
+            f"event log {self.spec}: claimed by fencing token {holder}, not {fence}: "
+            "another informer is the log's writer"
+        )
 
     async def _become_writer(self) -> None:
         await self._connect()
@@ -311,7 +320,7 @@ class StreamEventLog:
 
     def _start_tail(self) -> None:
         self._tail_error = None
-        self._tail = asyncio.create_task(self._follow(self._tail_offset + 1), name="log-tail")
+        self._tail = asyncio.create_task(self._follow(), name="log-tail")
 
     async def _stop_tail(self) -> None:
         tail, self._tail = self._tail, None
@@ -319,29 +328,53 @@ class StreamEventLog:
             tail.cancel()
             await asyncio.wait([tail])
 
-    async def _follow(self, start: int) -> None:
+    async def _follow(self) -> None:
+        """Follow the stream and its claims from where this writer stopped reading them
+        (after its claim, or where a lost connection cut it)."""
         try:
-            async with self.client.records(self.name, start, follow=True) as records:
-                async for r in records:
-                    self._tail_offset = r.offset
-                    if r.kind == ENTRY and r.writer == self.writer:
-                        self._own.setdefault(r.seq, r.offset)
-                    elif (
-                        r.kind == FENCE_MARK
-                        and r.writer != self.writer
-                        and r.fence >= (self._fence or 0)
-                        and self._deposed is None
-                    ):
-                        self._deposed = (r.offset, r.fence)
-                    self._progress.set()
-        except BROKER_ERRORS as error:
-            self._tail_error = error
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._follow_entries(self._tail_offset + 1))
+                group.create_task(self._follow_claims(self._claims_offset + 1))
+        except* BROKER_ERRORS as errors:
+            self._tail_error = errors.exceptions[0]
             self._progress.set()
 
+    async def _follow_entries(self, start: int) -> None:
+        async with self.client.records(self.name, start, follow=True) as records:
+            async for r in records:
+                self._tail_offset = r.offset
+                if r.kind == ENTRY and r.writer == self.writer:
+                    self._own.setdefault(r.seq, r.offset)
+                elif r.kind == FENCE_MARK and self._supersedes(r.fence, r.writer):
+                    self._depose(r.offset, r.fence)
+                self._progress.set()
+
+    async def _follow_claims(self, start: int) -> None:
+        """A newer claim recorded after this writer's: it owns the log from its start,
+        which may precede entries this writer reads back (its marker preceded them)."""
+        async with self.client.records(self.fences, start, follow=True) as records:
+            async for r in records:
+                self._claims_offset = r.offset
+                if r.kind == CLAIM:
+                    claim = msgspec.json.decode(r.body, type=Claim)
+                    self._owners.claims.append(claim)
+                    if self._supersedes(claim.fence, claim.writer):
+                        self._depose(claim.start, claim.fence)
+                self._progress.set()
+
+    def _supersedes(self, fence: int, writer: str) -> bool:
+        own = self._fence or 0
+        return fence > own or (fence == own and writer != self.writer)
+
+    def _depose(self, offset: int, fence: int) -> None:
+        if self._deposed is None or offset < self._deposed[0]:
+            self._deposed = (offset, fence)
+
     async def _read_back(self, seq: int) -> None:
-        """Wait until the tail has read own entry ``seq`` (or a newer claim's marker)."""
+        """Wait until the tail has read own entry ``seq`` back (it was confirmed: it is
+        there), so where it landed decides whether it counts."""
         async with asyncio.timeout(READ_BACK_TIMEOUT):
-            while seq not in self._own and self._deposed is None:
+            while seq not in self._own:
                 if self._tail_error is not None:
                     raise self._tail_error
                 self._progress.clear()
@@ -444,7 +477,8 @@ class StreamEventLog:
                     return r.offset
         raise AssertionError("unreachable: a stream read ends only by a timeout")
 
-    async def _load_owners(self) -> None:
+    async def _load_owners(self) -> int:
+        """Read every claim; returns the offset of NAME.fences up to which it read."""
         end = await self._mark_end(self.fences)
         claims: list[Claim] = []
         async with self.client.records(self.fences, "first") as records:
@@ -454,6 +488,7 @@ class StreamEventLog:
                 if r.kind == CLAIM:
                     claims.append(msgspec.json.decode(r.body, type=Claim))
         self._owners = Owners(claims)
+        return end
 
     def _snapshot_counts(self, r: Record) -> bool:
         if r.entry_offset >= 0:
