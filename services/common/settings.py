@@ -154,7 +154,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     group per service. Built once by :func:`from_env` at the CLI's edge."""
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
-    """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus."""
+    """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus. May
+    list the nodes of one cluster, comma-separated (services.common.brokers): clients
+    connect to the first that answers and fail over to the next when theirs dies."""
     redis_url: str = "redis://127.0.0.1:6379/0"
     """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store."""
     tls_ca: str | None = None

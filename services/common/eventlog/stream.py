@@ -1,5 +1,6 @@
 """The event log on a RabbitMQ stream: the production backend, replicated across the
-cluster's nodes (a stream keeps a replica on each). ``open_event_log("stream://NAME")``.
+cluster's nodes (``rabbitmq-streams stream_status NAME`` lists its replicas).
+``open_event_log("stream://NAME")``.
 
 What goes where is in :mod:`services.common.eventlog.stream_wire`. How it keeps the
 EventLog contract on a medium without conditional writes:
@@ -15,8 +16,9 @@ EventLog contract on a medium without conditional writes:
   at its offset is its writer's, so a deposed writer's appends after the claim are
   invisible. The writer follows its stream: an append returns once it has read its own
   entries back, and raises LogFencedError if a newer claim's marker came before them.
-  A writer that never claimed claims token 0 on its first append (refused once a lease
-  holder claimed the log; a second such writer takes the log over from the first).
+  A writer that never claimed claims token 0 on its first append: refused once a lease
+  holder claimed the log, or if the log grew since the writer looked (a stale view);
+  otherwise it takes the log over from an earlier such writer.
 - **Reads by offset**: ``read(after)`` finds the first entry after ``after`` by a binary
   search on offsets (a few messages per probe), then streams up to the end as of the
   call: the writer knows it; another reader publishes an end marker and reads up to it.
@@ -25,10 +27,12 @@ EventLog contract on a medium without conditional writes:
   does nothing, and a snapshot must be written more often than retention drops
   segments, or a rebuild finds entries gone (a clear LogSequenceError says so).
 
-Limits: two claims made within the same few milliseconds by writers whose leases
-overlap may leave the lower token's first append acknowledged but not counted (leases
-make that a lease that expired while its holder was claiming); a reader that is not the
-writer publishes a small end marker per read (it needs write access to the stream).
+Limits: the writer learns of a newer claim from its marker or from its record in
+``NAME.fences``, whichever it reads first; an append it read back in the few
+milliseconds between a newer claimant's marker (if that marker preceded the writer's own
+claim) and that claimant's record is acknowledged yet does not count. Leases make that
+two leaders at once: a lease that expired while its holder was claiming. A reader that
+is not the writer publishes a small end marker per read (it needs write access).
 """
 
 from __future__ import annotations
