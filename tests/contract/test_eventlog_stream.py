@@ -216,3 +216,14 @@ async def test_a_newer_claim_recorded_behind_the_writers_back_fences_it_off(
         await leader.append(events(3, 3))
     with pytest.raises(LogFencedError, match="claimed by fencing token 2, not 1"):
         await streams.open().claim(1)
+
+
+async def test_without_aiormq_internals_appends_go_one_by_one(
+    streams: StreamLogs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.common.bus import rabbit_write
+
+    monkeypatch.setattr(rabbit_write, "CHANNEL_INTERNALS", ("no_such_attribute",))
+    log = streams.open()
+    await log.append(events(1, 3))
+    assert await read_all(streams.open()) == events(1, 3)

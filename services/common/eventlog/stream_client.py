@@ -116,9 +116,16 @@ class StreamClient:
             if supported(underlay):
                 futures = await write_raw(underlay, raws)
                 results = await asyncio.gather(*futures)
-            else:  # pragma: no cover - another aiormq: one publish at a time, in order
+            else:  # another aiormq: one publish at a time, in order
                 results = [
-                    await underlay.basic_publish(m.body, routing_key=name, properties=None)
+                    await underlay.basic_publish(
+                        m.body,
+                        routing_key=name,
+                        properties=aiormq.spec.Basic.Properties(
+                            headers=m.headers,  # type: ignore[arg-type]
+                            delivery_mode=2,
+                        ),
+                    )
                     for m in raws
                 ]
         for result in results:
