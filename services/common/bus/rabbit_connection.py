@@ -159,7 +159,7 @@ def connect_failure(url: str, error: BaseException) -> str:
     if isinstance(error, aiormq.exceptions.InvalidFrameError) and all(
         name in str(error) for name in ("Connection.OpenOk", "Connection.Close")
     ):
-        parsed = urlsplit(url)
+        parsed = urlsplit(url.split(",")[0].strip())  # a cluster's nodes share it
         vhost = unquote(parsed.path[1:]) if parsed.path not in ("", "/") else "/"
         user = unquote(parsed.username or "guest")
         return f"virtual host {vhost!r} does not exist, or user {user!r} may not use it"
