@@ -65,7 +65,8 @@ from services.common.eventlog.stream_wire import (
     Owners,
     Reading,
     Record,
-    entry_headers,
+    batches,
+    entries,
     mark_headers,
 )
 
@@ -94,8 +95,6 @@ class StreamEventLog:
         if options.max_length_bytes:
             self._retention["x-max-length-bytes"] = options.max_length_bytes
         self.client = StreamClient(broker_urls(options.amqp_url), options.tls)
-        self._decoder = msgspec.json.Decoder(LogEntry)
-        self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
         self.writer = uuid.uuid4().hex
         """This object's id as a writer (in its entries' and markers' headers)."""
@@ -140,10 +139,7 @@ class StreamEventLog:
             check_sequence(self._last_seq, events)
             self._refuse_if_deposed()
             first, last = events[0].seq, events[-1].seq
-            messages = [
-                (self._encoder.encode(e), entry_headers(e.seq, self._fence or 0, self.writer))
-                for e in events
-            ]
+            messages = batches(events, self._fence or 0, self.writer)
             try:
                 await self.client.publish(self.name, messages)
                 await self._read_back(last)
@@ -348,7 +344,8 @@ class StreamEventLog:
             async for r in records:
                 self._tail_offset = r.offset
                 if r.kind == ENTRY and r.writer == self.writer:
-                    self._own.setdefault(r.seq, r.offset)
+                    for seq in range(r.seq, r.last + 1):
+                        self._own.setdefault(seq, r.offset)
                 elif r.kind == FENCE_MARK and self._supersedes(r.fence, r.writer):
                     self._depose(r.offset, r.fence)
                 self._progress.set()
@@ -411,11 +408,13 @@ class StreamEventLog:
                 async for r in records:
                     if r.offset > last_offset:
                         return
+                    before = reading.last
                     if reading.accept(r):
-                        yield self._decoder.decode(r.body)
-                        if r.seq == last_seq:
-                            return
-                    if r.offset == last_offset:
+                        for entry in entries(r, before):
+                            if last_seq is not None and entry.seq > last_seq:
+                                return
+                            yield entry
+                    if r.offset == last_offset or (last_seq is not None and r.last >= last_seq):
                         return
         except BROKER_ERRORS as error:
             await self._reset()
@@ -436,11 +435,11 @@ class StreamEventLog:
         return low
 
     async def _probe(self, offset: int, last_offset: int) -> tuple[int, int] | None:
-        """(offset, seq) of the first counting entry at or after ``offset``."""
+        """(offset, last seq) of the first counting batch at or after ``offset``."""
         async with self.client.records(self.name, offset, prefetch=PROBE) as records:
             async for r in records:
                 if r.kind == ENTRY and self._owners.counts(r):
-                    return r.offset, r.seq
+                    return r.offset, r.last
                 if r.offset >= last_offset:
                     return None
         return None
@@ -457,8 +456,8 @@ class StreamEventLog:
                 async for r in records:
                     if r.offset >= end:
                         break
-                    if r.kind == ENTRY and self._owners.counts(r) and r.seq > best[0]:
-                        best = (r.seq, r.offset)
+                    if r.kind == ENTRY and self._owners.counts(r) and r.last > best[0]:
+                        best = (r.last, r.offset)
             if best[1] >= 0 or start <= first:
                 return best
             width *= 4

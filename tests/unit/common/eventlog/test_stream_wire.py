@@ -19,8 +19,9 @@ OWNERS = Owners([Claim(1, "a", 0), Claim(2, "b", 10), Claim(2, "c", 20), Claim(1
 claim with token 1 at 30 changes nothing."""
 
 
-def entry(offset: int, seq: int, fence: int, writer: str) -> Record:
-    return Record(offset=offset, kind=ENTRY, seq=seq, fence=fence, writer=writer)
+def entry(offset: int, seq: int, fence: int, writer: str, last: int = 0) -> Record:
+    """A batch of seqs ``seq..last`` (just ``seq`` by default)."""
+    return Record(offset=offset, kind=ENTRY, seq=seq, last=last or seq, fence=fence, writer=writer)
 
 
 @pytest.mark.parametrize(
@@ -45,8 +46,16 @@ def test_reading_keeps_what_counts_once_per_seq() -> None:
     ]
     reading = Reading(OWNERS, 0, "stream://t")
     assert [r.seq for r in records if reading.accept(r)] == [1, 2, 3, 4]
+    assert reading.last == 4
     later = Reading(OWNERS, 2, "stream://t")
     assert [r.offset for r in records if later.accept(r)] == [12, 14]
+
+
+def test_a_batch_overlapping_what_was_read_is_read_for_its_new_entries() -> None:
+    reading = Reading(OWNERS, 0, "stream://t")
+    batches = [entry(11, 1, 2, "b", 3), entry(12, 2, 2, "b", 5), entry(13, 4, 2, "b", 5)]
+    assert [reading.accept(r) for r in batches] == [True, True, False]
+    assert reading.last == 5
 
 
 @pytest.mark.parametrize(
