@@ -14,7 +14,8 @@ from services.cli.embedded import DecisionRecord
 from services.cli.errors import InputError
 from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
-from services.common.eventlog import EventLog, open_event_log, read_all
+from services.common.eventlog import EventLog, open_event_log
+from services.common.eventlog.snapshot import Snapshot, SnapshotError, read_from_snapshot
 from services.common.settings import Settings
 from services.framework.config import Profile
 
@@ -59,10 +60,11 @@ def simulate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _read_all(event_log: EventLog) -> list[LogEntry]:
+async def _read_all(event_log: EventLog, name: str) -> tuple[Snapshot | None, list[LogEntry]]:
+    """The log's newest snapshot (if any) and its entries after it."""
     try:
         await event_log.connect()
-        return await read_all(event_log)
+        return await read_from_snapshot(event_log, name)
     finally:
         await event_log.close()
 
@@ -73,10 +75,13 @@ def replay_command(args: argparse.Namespace, settings: Settings) -> int:
 
     profiles = _profiles(args.config)
     try:
-        events = asyncio.run(_read_all(open_log(args.log, settings, must_exist=True)))
+        event_log = open_log(args.log, settings, must_exist=True)
+        snapshot, events = asyncio.run(_read_all(event_log, f"event log {args.log}"))
+    except SnapshotError as error:  # the message names the snapshot's file and line
+        raise InputError(str(error)) from error
     except ValueError as error:  # a corrupt entry: the message names the file and line
         raise InputError(f"{error} (not a log of simulate --record or the informer?)") from error
-    result = asyncio.run(replay(events, seed=args.seed, profiles=profiles))
+    result = asyncio.run(replay(events, seed=args.seed, profiles=profiles, snapshot=snapshot))
     records: list[DecisionRecord] = result.decisions
     if args.output == "json":
         for record in records:

@@ -331,14 +331,18 @@ def parser() -> argparse.ArgumentParser:
     )
     _prometheus_token_flag(p)
 
-    p = command("replay", "replay a recorded event log and compare decisions")
+    p = command("replay", "replay an event log from its newest snapshot and compare decisions")
     p.add_argument(
         "log", help="an event log: a file (see simulate --record, run informer) or stream://NAME"
     )
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", choices=["json", "table"], default="table")
-    p.add_argument("--check", action="store_true", help="exit 1 if any decision differs")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if any decision differs (from a snapshot: the bindings after it)",
+    )
     _connection_flags(p)
 
     p = command("log", "copy an event log to another backend (a file log into a stream)")

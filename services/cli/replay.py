@@ -7,10 +7,18 @@ with the recorded bindings: the entries up to a recorded binding are ingested (t
 queue held, as ``simulate`` does), then the pipeline runs until it settles. A run of the
 embedded mode (``simulate --record``) is reproduced exactly with the same seed; a run of
 the services is reproduced up to the snapshot lag the live schedulers had.
+
+A log with a snapshot (:mod:`services.common.eventlog.snapshot`) is replayed from its
+newest one: the cluster as it was at the snapshot's seq (every live object, bound pods
+on their nodes) is ingested first, then the entries after it as above. So a replay
+from a snapshot reproduces the decisions of the tail, the entries after the snapshot,
+and ``--check`` compares the bindings recorded in the tail with those replayed (the
+pods bound before the snapshot are part of the starting cluster, not decisions).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +30,7 @@ from contracts.k8s import namespaced_name
 from services.cli.embedded import DecisionRecord, EmbeddedCluster
 from services.cli.manifests import Document
 from services.common.clock import FakeClock
+from services.common.eventlog.snapshot import Snapshot
 from services.framework.config import Profile
 
 
@@ -30,6 +39,8 @@ class ReplayResult:
     decisions: list[DecisionRecord]
     recorded: dict[str, str]
     """pod → node, from the log's binding entries."""
+    snapshot: int = 0
+    """The seq of the snapshot the replay started from (0: the log's first entry)."""
 
     @property
     def replayed(self) -> dict[str, str]:
@@ -64,8 +75,16 @@ def segments(events: Iterable[LogEntry]) -> tuple[list[list[Document]], dict[str
 
 
 async def replay(
-    events: Iterable[LogEntry], *, seed: int | None, profiles: Sequence[Profile] | None = None
+    events: Iterable[LogEntry],
+    *,
+    seed: int | None,
+    profiles: Sequence[Profile] | None = None,
+    snapshot: Snapshot | None = None,
 ) -> ReplayResult:
+    """Replay ``events``, after the cluster of ``snapshot`` if given (``events`` are
+    then the entries after it)."""
+    if snapshot is not None:
+        events = itertools.chain(snapshot.entries, events)
     parts, recorded = segments(events)
     cluster = EmbeddedCluster(
         clock=FakeClock(), seed=seed, profiles=profiles, generate_claims=False
@@ -77,11 +96,13 @@ async def replay(
         cluster.report_held_back()  # as simulate ends
     finally:
         await cluster.stop()
-    return ReplayResult(cluster.decisions, recorded)
+    return ReplayResult(cluster.decisions, recorded, snapshot.seq if snapshot else 0)
 
 
 def summary(result: ReplayResult) -> Sequence[str]:
     lines = [f"replayed {len(result.replayed)} bindings; the log recorded {len(result.recorded)}"]
+    if result.snapshot:
+        lines[0] += f" after its snapshot at seq {result.snapshot}"
     mismatches = result.mismatches
     lines.append("all match" if not mismatches else f"{len(mismatches)} differ:")
     lines.extend(f"  {m}" for m in mismatches[:50])

@@ -53,6 +53,7 @@ from services.framework.config import Profile, SchedulerConfig, default_profile,
 from services.framework.config.in_tree import in_tree_registry
 from services.framework.runtime.framework import Framework
 from services.informer.service import InformerService
+from services.informer.snapshots import SnapshotPolicy
 from services.queue.profiles import QueueProfile
 from services.queue.service import QueueService
 from services.scheduler.service import SchedulerService
@@ -80,8 +81,14 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
 def build(name: str, settings: Settings, bus: Bus, store: ClusterStore) -> Service:
     clock = SystemClock()
     if name == "informer":
-        event_log = open_log(settings.informer.event_log, settings)
-        return InformerService(bus, store, event_log, clock)
+        informer = settings.informer
+        snapshots = SnapshotPolicy(
+            every=informer.snapshot_every,
+            interval=informer.snapshot_interval,
+            retention=informer.log_retention,
+        )
+        event_log = open_log(informer.event_log, settings)
+        return InformerService(bus, store, event_log, clock, snapshots=snapshots)
     if name == "queue":
         config = scheduler_config(settings.config)
         preempting = Preempting()

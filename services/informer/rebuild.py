@@ -9,6 +9,12 @@ rebuild that was interrupted (a Building store holds a prefix of the log). Until
 chunk the store is Building, so no service decides on a half-rebuilt store; the last one
 makes it Live under a new token, which tells every other client that what it held
 (reservations, leases, nominations) is gone.
+
+A log with a snapshot is rebuilt from its newest snapshot (one entry per live object)
+and the entries after it, never from the entries the snapshot covers: the cost follows
+the cluster's state plus the tail, not its history (see
+:mod:`services.common.eventlog.snapshot`). A Building store continues from where it
+stopped: inside the snapshot's entries, or in the tail.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from contracts.events import LogEntry
-from services.common.eventlog import EventLog
+from services.common.eventlog import EventLog, LogMismatchError
+from services.common.eventlog.snapshot import Snapshot, newest, read_tail, where
 from services.common.store import ClusterStore, Epoch, ProjectedEntry
 
 CHUNK = 512
@@ -31,9 +38,11 @@ class Rebuilt:
     found: Epoch
     """The store when the loss was found (blank, or building at some seq)."""
     restored: int
-    """Log entries restored."""
+    """Entries restored: the snapshot's (one per live object) and the log's after it."""
     epoch: Epoch
     """The store once live again."""
+    snapshot: int = 0
+    """The seq of the snapshot it started from (0: from the log's first entry)."""
 
 
 async def ensure_live(
@@ -50,16 +59,44 @@ async def ensure_live(
     if found.state == "blank" and log.last_seq() == 0:
         await store.restore([], final=True)  # a fresh cluster: nothing was lost
         return None
+    name = log_name(log)
+    snapshot = await newest(log)
     restored = 0
     chunk: list[ProjectedEntry] = []
-    async for event in log.read(after=found.seq):
+    base: int | None = None
+    after = found.seq
+    if snapshot is not None and found.seq < snapshot.seq:
+        first = snapshot.seq - len(snapshot.entries)  # the seq its entries continue
+        if found.state == "blank" and found.seq == 0:
+            base = after = first
+        elif found.seq < first:
+            raise LogMismatchError(
+                f"the store is building at seq {found.seq}, before {where(log, snapshot.seq)} "
+                f"begins (seq {first + 1}): empty the store to rebuild it from the snapshot"
+            )
+        for entry in snapshot.entries[after - first :]:
+            if len(chunk) == CHUNK:
+                await store.restore(chunk, final=False, base=base)
+                restored, chunk, base = restored + len(chunk), [], None
+            chunk.append(project(entry))
+        after = snapshot.seq
+    async for event in read_tail(log, after, name):
         if len(chunk) == CHUNK:
-            await store.restore(chunk, final=False)
-            restored += len(chunk)
-            chunk = []
+            await store.restore(chunk, final=False, base=base)
+            restored, chunk, base = restored + len(chunk), [], None
         chunk.append(project(event))
-    await store.restore(chunk, final=True)
-    return Rebuilt(found, restored + len(chunk), await store.epoch())
+    await store.restore(chunk, final=True, base=base)
+    return Rebuilt(found, restored + len(chunk), await store.epoch(), snapshot_seq(snapshot))
+
+
+def log_name(log: EventLog) -> str:
+    """The log in messages: ``event log PATH`` for a file, else ``the event log``."""
+    path = getattr(log, "path", None)  # a file's; None in memory
+    return f"event log {path}" if path else "the event log"
+
+
+def snapshot_seq(snapshot: Snapshot | None) -> int:
+    return snapshot.seq if snapshot is not None else 0
 
 
 def describe(rebuilt: Rebuilt, expected: str | None, counts: Mapping[str, int]) -> str:
@@ -69,9 +106,10 @@ def describe(rebuilt: Rebuilt, expected: str | None, counts: Mapping[str, int]) 
     was = f"expected epoch {expected}" if expected else "the event log is not empty"
     state = "blank" if found.state == "blank" else f"building at seq {found.seq}"
     objects = ", ".join(f"{kind}: {n}" for kind, n in sorted(counts.items()) if n) or "none"
+    start = f" from the snapshot at seq {rebuilt.snapshot}" if rebuilt.snapshot else ""
     return (
         f"the store lost the cluster's projection ({was}, found it {state}): rebuilt "
-        f"{rebuilt.restored} event log entries up to seq {rebuilt.epoch.seq} as epoch "
+        f"{rebuilt.restored} event log entries{start} up to seq {rebuilt.epoch.seq} as epoch "
         f"{rebuilt.epoch.token} (objects {objects}); reservations, leases and nominations "
         "in flight were lost: the queue and the schedulers reload and retry them"
     )

@@ -21,8 +21,10 @@ republished in any case. The log is the truth.
 
 A store that lost its projection (see :mod:`services.informer.rebuild`) is found by that
 same catch-up: at start, when an apply raises StoreLost, and every
-:data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the whole log
-(one WARNING line says what was lost and what was rebuilt) before ingest resumes.
+:data:`STORE_CHECK_PERIOD` seconds while running. It is rebuilt from the log's newest
+snapshot and the entries after it (one WARNING line says what was lost and what was
+rebuilt) before ingest resumes. Snapshots are taken between batches
+(:mod:`services.informer.snapshots`).
 
 An event log that refuses an append (disk full, fsync failed) stops ingest: the batch
 raises (its messages are not acknowledged: they are requeued), one ERROR line says why,
@@ -54,6 +56,7 @@ from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog, LogWriteError, check_matches
+from services.common.eventlog.snapshot import read_tail
 from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
@@ -61,6 +64,7 @@ from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Epoch, PodCharge, ProjectedEntry
 from services.informer import claims, rebuild
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
+from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
 
@@ -96,10 +100,12 @@ class InformerService:
         *,
         rng: random.Random | None = None,
         generate_claims: bool = True,
+        snapshots: SnapshotPolicy | None = None,
     ) -> None:
         """``rng``: the random suffixes of generated claim names (seeded in the embedded
         mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
-        controller (off for a replay: the log holds what it wrote)."""
+        controller (off for a replay: the log holds what it wrote). ``snapshots``: when
+        to write snapshots of the projection and drop what they cover (None: never)."""
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
         self._bus = bus
@@ -107,6 +113,7 @@ class InformerService:
         self._log = event_log
         self._clock = clock
         self._objects = ClusterObjects()
+        self.snapshots = None if snapshots is None else SnapshotWriter(event_log, clock, snapshots)
         self._lock = asyncio.Lock()
         self._consumers: list[Consumer] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -140,6 +147,8 @@ class InformerService:
         await self._log.connect()  # a stream's: its broker, and where it ends
         await self._bus.declare(topology.QUEUES)
         await self.catch_up()
+        if self.snapshots is not None:
+            await self.snapshots.start()
         await self._consume()
         self._tasks = [asyncio.create_task(self._watch_store(), name="informer-store-check")]
 
@@ -165,6 +174,8 @@ class InformerService:
         if self._tasks:  # not `await task`: suppressing its CancelledError would swallow ours
             await asyncio.wait(self._tasks)
         self._tasks = []
+        if self.snapshots is not None:
+            await self.snapshots.wait()
 
     async def catch_up(self) -> None:
         """Make the store and the republished stream match the log, then reload the view."""
@@ -186,6 +197,7 @@ class InformerService:
                         or (current.state, current.token) != ("live", self._epoch.token)
                     ):
                         await self._catch_up()
+                    self._take_snapshot()  # by time: a quiet log gets one too
             except Exception:
                 log.exception("checking the store failed; again in %.0f s", STORE_CHECK_PERIOD)
 
@@ -242,15 +254,17 @@ class InformerService:
         self._epoch = await self._store.epoch()
         applied = self._epoch.seq
         last = self._log.last_seq()
-        path = getattr(self._log, "path", None)  # a file's; None in memory
-        check_matches(f"event log {path}" if path else "the event log", last, applied)
+        name = rebuild.log_name(self._log)
+        check_matches(name, last, applied)
         # The tail is republished even when the store has it: a crash between the store
         # apply and the publish would otherwise leave consumers without those entries.
-        # Consumers skip seqs they have applied, and reload from the store on a gap.
-        # Read in chunks: the store may be far behind a long log.
+        # Consumers skip seqs they have applied, and reload from the store on a gap
+        # (one behind the log's first entry, after retention, too). Read in chunks: the
+        # store may be far behind a long log; it must not be behind the log's first.
         first: int | None = None
         chunk: list[LogEntry] = []
-        async for event in self._log.read(after=min(applied, max(0, last - REPUBLISH_TAIL))):
+        after = min(applied, max(0, last - REPUBLISH_TAIL))
+        async for event in read_tail(self._log, after, name, need=applied + 1):
             chunk.append(event)
             if len(chunk) == rebuild.CHUNK or event.seq == last:
                 await self._store.apply([_projected(e) for e in chunk])
@@ -290,6 +304,13 @@ class InformerService:
             for delivery in deliveries:
                 stage(staged, delivery, changes, reports)
             await self._commit(staged, changes, reports, origin=origin)
+            self._take_snapshot()
+
+    def _take_snapshot(self) -> None:
+        """Snapshot the view if one is due and the view is the whole log (held lock; no
+        catch-up due, no append refused: :mod:`services.informer.snapshots`)."""
+        if self.snapshots is not None and not self._catch_up_due and self._log_fault is None:
+            self.snapshots.maybe_take(self._objects, self._log.last_seq())
 
     def _stage_event(
         self,

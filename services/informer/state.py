@@ -141,6 +141,10 @@ class ClusterObjects:
     def encoded(self, kind: str, key: str) -> bytes | None:
         return self._bytes[kind].get(key)
 
+    def encoded_all(self, kind: str) -> Iterator[bytes]:
+        """The bytes of every ``kind`` object (what a snapshot holds)."""
+        return iter(self._bytes[kind].values())
+
 
 class Staged:
     """A batch's changes on top of a :class:`ClusterObjects`, not yet applied to it."""

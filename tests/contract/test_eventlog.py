@@ -3,11 +3,15 @@ RabbitMQ), then file recovery. The stream's own tests are in test_eventlog_strea
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio.to_thread
 import msgspec
 import pytest
 
@@ -48,6 +52,18 @@ async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[E
     await opened.close()
     if request.param == "stream":
         await streams.aclose()
+
+
+@pytest.fixture(params=["memory", "file"])
+async def trimmed_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
+    """A log whose retain() drops entries (a stream's medium retains by itself)."""
+    opened: EventLog
+    if request.param == "memory":
+        opened = MemoryEventLog()
+    else:
+        opened = await FileEventLog.open(tmp_path / "events.jsonl")
+    yield opened
+    await opened.close()
 
 
 async def test_empty_log(log: EventLog) -> None:
@@ -320,3 +336,177 @@ async def test_a_claim_cuts_the_tail_a_dead_writer_tore(tmp_path: Path) -> None:
     await successor.append(events(3, 3))
     assert await entries(successor.read()) == events(1, 3)
     await successor.close()
+
+
+# -- snapshots and retention ----------------------------------------------------------
+
+
+async def test_the_newest_snapshot_is_kept(log: EventLog) -> None:
+    assert await log.latest_snapshot() is None
+    await log.append(events(1, 10))
+    await log.write_snapshot(4, b"at 4")
+    await log.write_snapshot(8, b"at 8")
+    assert await log.latest_snapshot() == (8, b"at 8")
+    await log.write_snapshot(8, b"again")  # the same seq again replaces it
+    assert await log.latest_snapshot() == (8, b"again")
+
+
+@pytest.mark.parametrize("seq", [0, 11], ids=["before-the-first", "past-the-end"])
+async def test_a_snapshot_of_an_entry_the_log_never_had_is_refused(log: EventLog, seq: int) -> None:
+    await log.append(events(1, 10))
+    with pytest.raises(ValueError, match=f"no snapshot at seq {seq}"):
+        await log.write_snapshot(seq, b"x")
+    assert await log.latest_snapshot() is None
+
+
+async def test_retain_drops_only_what_a_snapshot_covers(trimmed_log: EventLog) -> None:
+    log = trimmed_log
+    await log.append(events(1, 10))
+    with pytest.raises(ValueError, match="newest snapshot covers seq 0"):
+        await log.retain(3)
+    await log.write_snapshot(6, b"at 6")
+    with pytest.raises(ValueError, match="newest snapshot covers seq 6"):
+        await log.retain(7)
+    await log.retain(4)  # a window of 2 entries before the snapshot
+    assert await entries(log.read()) == events(5, 10)
+    assert await entries(log.read(after=2)) == events(5, 10)
+    assert await entries(log.read(after=7)) == events(8, 10)
+    await log.retain(2)  # already dropped: nothing changes
+    assert log.last_seq() == 10
+    await log.append(events(11, 12))
+    await log.retain(6)
+    assert await entries(log.read()) == events(7, 12)
+
+
+async def test_a_log_emptied_by_retention_ends_at_its_snapshot(trimmed_log: EventLog) -> None:
+    log = trimmed_log
+    await log.append(events(1, 5))
+    await log.write_snapshot(5, b"at 5")
+    await log.retain(5)
+    assert log.last_seq() == 5
+    assert await entries(log.read()) == []
+    with pytest.raises(LogSequenceError):
+        await log.append([event(1)])
+    await log.append(events(6, 7))
+    assert await entries(log.read()) == events(6, 7)
+
+
+async def test_a_long_log_reads_from_anywhere_after_retention(trimmed_log: EventLog) -> None:
+    """Past the file's sparse index (one offset every 1024 entries)."""
+    log = trimmed_log
+    await log.append(events(1, 3000))
+    await log.write_snapshot(2500, b"s")
+    await log.retain(1500)
+    assert await seqs(log.read()) == list(range(1501, 3001))
+    assert await seqs(log.read(after=2049)) == list(range(2050, 3001))
+    await log.append(events(3001, 3100))
+    assert await seqs(log.read(after=3050)) == list(range(3051, 3101))
+
+
+@pytest.mark.parametrize("emptied", [False, True], ids=["trimmed", "emptied"])
+async def test_a_retained_file_log_reopens(tmp_path: Path, emptied: bool) -> None:
+    path = tmp_path / "events.jsonl"
+    first = FileEventLog(path)
+    await first.append(events(1, 9))
+    await first.write_snapshot(9 if emptied else 6, b"snap")
+    await first.retain(9 if emptied else 4)
+    await first.close()
+
+    reopened = FileEventLog(path)
+    assert reopened.last_seq() == 9
+    assert await entries(reopened.read()) == ([] if emptied else events(5, 9))
+    assert await reopened.latest_snapshot() == ((9 if emptied else 6), b"snap")
+    await reopened.append(events(10, 10))
+    assert await seqs(reopened.read(after=8)) == ([10] if emptied else [9, 10])
+    await reopened.close()
+    assert sorted(os.listdir(tmp_path)) == [
+        "events.jsonl",
+        "events.jsonl.lock",
+        "events.jsonl.snapshots",
+    ]
+
+
+async def test_snapshot_files_are_written_whole_and_the_oldest_dropped(tmp_path: Path) -> None:
+    log = FileEventLog(tmp_path / "events.jsonl")
+    await log.append(events(1, 9))
+    for seq in (3, 5, 7):
+        await log.write_snapshot(seq, b"at %d" % seq)
+    directory = tmp_path / "events.jsonl.snapshots"
+    (directory / "9.snap.tmp").write_bytes(b"torn")  # a crash mid-write leaves this
+    assert sorted(os.listdir(directory)) == ["5.snap", "7.snap", "9.snap.tmp"]
+    assert await log.latest_snapshot() == (7, b"at 7")
+    assert oct(directory.stat().st_mode & 0o777) == "0o700"
+    assert oct((directory / "7.snap").stat().st_mode & 0o777) == "0o600"
+    await log.close()
+
+
+async def test_a_read_begun_before_retention_still_reads_what_it_was_given(
+    tmp_path: Path,
+) -> None:
+    log = FileEventLog(tmp_path / "events.jsonl")
+    await log.append(events(1, 10))
+    await log.write_snapshot(8, b"s")
+    pending = log.read(after=6)  # not iterated yet: it opens the file on its first step
+    await log.retain(5)
+    assert await seqs(pending) == [7, 8, 9, 10]
+    await log.close()
+
+
+async def test_a_writer_whose_file_another_one_replaced_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    leader = FileEventLog(path)
+    stale = FileEventLog(path)  # opened before the leader's retention replaced the file
+    await leader.append(events(1, 6))
+    await leader.write_snapshot(6, b"s")
+    await leader.retain(3)
+    with pytest.raises(LogFencedError, match="another writer replaced the file"):
+        await stale.append(events(1, 1))
+    await stale.claim(1)  # it becomes the writer: it reads the log anew
+    assert stale.last_seq() == 6
+    await stale.append(events(7, 7))
+    assert await seqs(stale.read()) == [4, 5, 6, 7]
+    for opened in (leader, stale):
+        await opened.close()
+
+
+async def test_appends_go_on_while_retention_copies_and_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = FileEventLog(tmp_path / "events.jsonl")
+    await log.append(events(1, 10))
+    await log.write_snapshot(6, b"s")
+    copied, resume = threading.Event(), threading.Event()
+    real = FileEventLog._copy
+
+    def copy(self: FileEventLog, *args: Any) -> None:
+        real(self, *args)
+        copied.set()
+        resume.wait(10)
+
+    monkeypatch.setattr(FileEventLog, "_copy", copy)
+    retaining = asyncio.create_task(log.retain(4))
+    assert await anyio.to_thread.run_sync(copied.wait, 10)
+    await log.append(events(11, 12))  # the bulk copy holds no lock
+    resume.set()
+    await retaining
+    assert await entries(log.read()) == events(5, 12)
+    await log.append(events(13, 13))
+    await log.close()
+    reopened = FileEventLog(log.path)
+    assert await entries(reopened.read()) == events(5, 13)
+    assert not [name for name in os.listdir(tmp_path) if ".retain" in name]
+    await reopened.close()
+
+
+async def test_a_stale_writer_cannot_drop_entries(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    leader = FileEventLog(path)
+    await leader.append(events(1, 6))
+    stale = FileEventLog(path)  # its view ends at 6
+    await leader.append(events(7, 8))
+    await leader.write_snapshot(8, b"s")
+    with pytest.raises(LogFencedError, match="another writer appended"):
+        await stale.retain(5)
+    assert await entries(leader.read()) == events(1, 8)
+    for opened in (leader, stale):
+        await opened.close()

@@ -139,10 +139,13 @@ async def test_snapshots(streams: StreamLogs) -> None:
     await log.append(events(1, 5))
     await log.write_snapshot(2, b"at two")
     await log.write_snapshot(5, b"at five")
-    await log.retain(5)  # retention is the stream's: nothing to do
+    await log.retain(5)  # retention is the stream's: nothing dropped
+    assert await read_all(log) == events(1, 5)
+    with pytest.raises(ValueError, match="the newest snapshot covers seq 5"):
+        await log.retain(6)
     reader = streams.open()
     assert await reader.latest_snapshot() == (5, b"at five")
-    with pytest.raises(ValueError, match="snapshot at seq 6 is beyond the log's end"):
+    with pytest.raises(ValueError, match="no snapshot at seq 6: it ends at 5"):
         await log.write_snapshot(6, b"too far")
 
     successor = streams.open()

@@ -118,6 +118,48 @@ async def test_restore_refuses_a_live_store_and_a_gap(clients: Clients) -> None:
     assert (await store.epoch()).state == "live"
 
 
+async def test_restore_from_a_snapshot_starts_a_blank_store_at_its_base(clients: Clients) -> None:
+    """A snapshot's entries continue its base (services.common.eventlog.snapshot): the
+    store holds what the whole log would have left, at the log's seq, in chunks."""
+    log = [
+        node_entry(1, "n1", cpu=1000, pods=10),
+        pod_entry(2, "a", "n1", cpu=100),
+        pod_entry(3, "gone", "n1", cpu=300),
+        pod_entry(4, "gone", None, deleted=True),
+        pod_entry(5, "b", None),
+    ]
+    whole = clients.open()
+    await whole.apply(log)
+    expected = await snapshot(whole)
+    await clients.lose()
+    # The live objects at seq 5, numbered to end at 5: n1, a, b as 3, 4, 5.
+    live = [
+        node_entry(3, "n1", cpu=1000, pods=10),
+        pod_entry(4, "a", "n1", cpu=100),
+        pod_entry(5, "b", None),
+    ]
+    informer = clients.open()
+    await informer.restore(live[:1], final=False, base=2)
+    assert await informer.epoch() == Epoch("building", seq=3)
+    with pytest.raises(StoreLost, match="not blank"):
+        await informer.restore(live[1:], final=False, base=2)
+    await informer.restore(live[1:], final=True)
+    assert (await informer.epoch()).seq == 5
+    assert await snapshot(informer) == expected
+    await informer.apply([pod_entry(6, "c", "n1", cpu=200)])  # the log continues it
+    assert (await informer.node_usage(["n1"]))["n1"]["cpu"] == 300
+
+
+async def test_an_empty_snapshot_leaves_the_store_at_its_seq(clients: Clients) -> None:
+    store = clients.open()
+    with pytest.raises(StoreLost, match="applying seq 9 would leave a gap"):
+        await store.restore([pod_entry(9, "a", None)], final=False, base=7)
+    assert await store.epoch() == Epoch("blank")  # the refused base was not kept
+    await store.restore([], final=True, base=7)
+    epoch = await store.epoch()
+    assert (epoch.state, epoch.seq) == ("live", 7)
+
+
 async def test_a_client_that_expects_nothing_sees_a_blank_store_as_empty(
     clients: Clients,
 ) -> None:

@@ -14,7 +14,15 @@ from tests.integration.harness import AMQP_URL, REDIS_URL, Client, Processes, de
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
+def informer_env() -> dict[str, str]:
+    """Variables added to the informer's environment (a module overrides the fixture)."""
+    return {}
+
+
+@pytest.fixture
+async def cluster(
+    tmp_path: Path, informer_env: dict[str, str]
+) -> AsyncIterator[tuple[Processes, Client, RedisStore]]:
     namespace = f"e2e{uuid.uuid4().hex[:8]}"
     processes = Processes(namespace, tmp_path)
     connection = await aio_pika.connect_robust(AMQP_URL)
@@ -22,7 +30,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Processes, Client, Redi
     client = Client(connection, namespace)
     try:
         for name in ("informer", "queue", "scheduler", "binder"):
-            await processes.start(name)
+            await processes.start(name, env=informer_env if name == "informer" else None)
         await client.open()
         yield processes, client, store
     finally:

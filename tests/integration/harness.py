@@ -19,6 +19,7 @@ from typing import Any
 
 import aio_pika
 import msgspec
+import redis.asyncio as aioredis
 
 from contracts import topology
 from contracts.k8s import Node, Pod
@@ -387,3 +388,24 @@ async def quiet(store: RedisStore, within: float = 120.0) -> None:
         return busy == 0 and view.applied_seq >= await store.applied_seq()
 
     await until_true(idle, within)
+
+
+_LOSE = """
+local keys = redis.call('KEYS', ARGV[1])
+for i = 1, #keys, 1000 do
+  redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys)))
+end
+return #keys
+"""
+
+
+async def lose_namespace(namespace: str) -> None:
+    """Delete every key of ``namespace`` in one atomic step, as FLUSHDB would empty the
+    database (never FLUSHDB itself: other tests share this Redis). RedisStore's
+    flush_namespace deletes in batches, which a rebuild could interleave with."""
+    client = aioredis.from_url(REDIS_URL)
+    try:
+        deleted = await client.eval(_LOSE, 0, f"{namespace}:*")
+        assert deleted > 0
+    finally:
+        await client.aclose()

@@ -10,10 +10,9 @@ import json
 from collections import Counter
 
 import pytest
-import redis.asyncio as aioredis
 
 from services.common.store.redis import RedisStore
-from tests.integration.harness import REDIS_URL, Client, Processes, node, pod, until_true
+from tests.integration.harness import Client, Processes, lose_namespace, node, pod, until_true
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -21,27 +20,6 @@ NODES = 20
 PODS = 200
 """20 nodes of 1 cpu and 200 pods of 100m: the pods fill every node exactly, so a
 decision taken on a store that lost its charges would overcommit one."""
-
-
-_LOSE = """
-local keys = redis.call('KEYS', ARGV[1])
-for i = 1, #keys, 1000 do
-  redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys)))
-end
-return #keys
-"""
-
-
-async def lose_namespace(namespace: str) -> None:
-    """Delete every key of ``namespace`` in one atomic step, as FLUSHDB would empty the
-    database (never FLUSHDB itself: other tests share this Redis). RedisStore's
-    flush_namespace deletes in batches, which a rebuild could interleave with."""
-    client = aioredis.from_url(REDIS_URL)
-    try:
-        deleted = await client.eval(_LOSE, 0, f"{namespace}:*")
-        assert deleted > 0
-    finally:
-        await client.aclose()
 
 
 def logs(processes: Processes) -> str:

@@ -1,7 +1,9 @@
 """The event log: append-only, sequenced, durable. The informer is its only writer.
 
 Every other piece of state (the Redis projection, each scheduler's snapshot, the queue)
-can be rebuilt by reading it from the start; ``ksched replay LOG`` does exactly that.
+can be rebuilt by reading it from its newest snapshot on (from the start when it has
+none); ``ksched replay LOG`` does exactly that. Entries a snapshot covers may be dropped
+(:meth:`EventLog.retain`): a log's first entry then follows a snapshot, not seq 0.
 A file log stores one JSON LogEntry per line; an append is durable (fsync) when it
 returns; a torn last line left by a crash is discarded when the log is opened. An append
 that cannot be made durable (disk full, fsync failed) raises :class:`LogWriteError` and
@@ -42,6 +44,22 @@ class EventLog(Protocol):
         and an append by a writer whose token is lower (a deposed leader that woke up)
         raises :class:`LogFencedError`. Raises LogFencedError itself when a higher token
         has claimed the log already."""
+
+    async def write_snapshot(self, seq: int, body: bytes) -> None:
+        """Keep ``body`` durably as the snapshot of the projection at ``seq`` (an entry
+        this log holds or held: ``0 < seq <= last_seq()``, else ValueError). What it
+        holds is :mod:`services.common.eventlog.snapshot`'s business, not the log's.
+        Older snapshots may be dropped; a snapshot at the same seq replaces it."""
+
+    async def latest_snapshot(self) -> tuple[int, bytes] | None:
+        """The newest snapshot's seq and body, or None if none was written."""
+
+    async def retain(self, covered: int) -> None:
+        """Drop the entries with seq <= ``covered`` (a snapshot covers them; ValueError
+        if ``covered`` passes the newest snapshot's seq): afterwards :meth:`read` starts
+        at a later seq than ``after + 1`` for ``after < covered``. The caller keeps its
+        retention window by passing less than the snapshot's seq. A log whose medium
+        retains by itself (a stream's max-age) may ignore it."""
 
     async def close(self) -> None: ...
 

@@ -11,8 +11,8 @@ mid-append:
 - a last line without its newline that does parse (a hand-written log, say) is kept and
   given its newline;
 - any other line that does not parse, or a seq that does not continue its predecessor
-  (the first must be 1), raises: the log is corrupt and needs a human. Blank lines are
-  ignored.
+  (the first may be any: it follows a snapshot), raises: the log is corrupt and needs a
+  human. Blank lines are ignored.
 
 An append that fails (``write`` or ``fsync`` raises: a full disk, an I/O error) raises
 :class:`LogWriteError` naming the file, the seqs and the cause, and leaves nothing
@@ -32,26 +32,39 @@ that appended since makes it :class:`LogFencedError`: this writer's view is stal
 once the writer has :meth:`claim`-ed the log with a lease's fencing token, that no
 higher token is recorded in the sidecar ``PATH.fence``. So a second informer started
 over the same file, or a deposed leader that wakes up after its successor claimed the
-log, is refused before it writes a byte.
+log, is refused before it writes a byte. The lock is taken on a stable sidecar,
+``PATH.lock``, not on the log, because retention replaces the log's file: a writer
+whose handle still names the replaced file is stale as well, and refused.
+
+Snapshots and retention: :meth:`write_snapshot` keeps a snapshot durably in
+``PATH.snapshots/<seq>.snap`` (:mod:`._snapfiles`); :meth:`retain` drops the entries a
+snapshot covers by rewriting the log without them: the entries kept are copied to a
+new file while appends go on, then, under the lock and as the writer, those appended
+meanwhile; the new file is fsynced and renamed over the old. A log whose first entry
+is not seq 1 therefore opens: its first seq follows a snapshot; a log left empty by
+retention ends at its newest snapshot's seq.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import errno
 import fcntl
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import anyio.to_thread
 import msgspec
 
 from contracts.events import LogEntry
+from services.common.eventlog import _snapfiles
 from services.common.eventlog._sequence import check_sequence
+from services.common.eventlog._snapfiles import fsync_dir, snapshot_dir
 from services.common.eventlog.base import LogFencedError, LogSequenceError, LogWriteError
 
 _INDEX_EVERY = 1024
@@ -96,33 +109,52 @@ class FileEventLog:
         self._decoder = msgspec.json.Decoder(LogEntry)
         self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
+        self._retaining = asyncio.Lock()
+        """One retention at a time (it copies without holding ``_lock``)."""
         _make_private_dirs(self.path.parent)
-        created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
-        os.fchmod(self._fd, _FILE_MODE)  # a log created before (or by hand) is tightened
-        if created:
-            _fsync_dir(self.path.parent)
-        self._last_seq = 0
-        self._size = 0
-        self.on_fsync: Callable[[float], None] | None = None
-        """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
-        self._index: list[tuple[int, int]] = []
-        """(seq, offset of its line) for seq 1, 1025, 2049, ..."""
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        """The sidecar every writer flocks (stable: retention replaces the log's file)."""
+        self.snapshots = snapshot_dir(self.path)
+        """The directory of the snapshots (``PATH.snapshots``)."""
         self.fence_path = self.path.with_name(self.path.name + ".fence")
         """The sidecar holding the highest fencing token that claimed the log."""
         self._fence = 0
         """The token this writer claimed the log with (0: never claimed)."""
+        self.on_fsync: Callable[[float], None] | None = None
+        """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
+        self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        self._fd = -1
         try:
-            # Under the lock: a writer mid-append in another process has a partial last
-            # line that is not torn, and must not be cut.
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-            try:
-                self._scan(0)
-            finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            with _flocked(self._lock_fd):
+                # Under the lock: a writer mid-append in another process has a partial
+                # last line that is not torn, and must not be cut.
+                self._open_file()
         except BaseException:
-            os.close(self._fd)
+            os.close(self._lock_fd)
+            if self._fd >= 0:
+                os.close(self._fd)
             raise
+
+    def _open_file(self) -> None:
+        """(Re)open the file at :attr:`path` and read it whole (the lock held)."""
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = fd
+        os.fchmod(self._fd, _FILE_MODE)  # a log created before (or by hand) is tightened
+        if created:
+            fsync_dir(self.path.parent)
+        self._inode = os.fstat(self._fd).st_ino
+        self._last_seq = 0
+        self._first_seq = 0
+        """The seq of the first entry in the file (0 while it holds none)."""
+        self._size = 0
+        self._index: list[tuple[int, int]] = []
+        """(seq, offset of its line) for the first entry and every seq ≡ 1 (mod 1024)."""
+        self._scan(0)
+        if not self._first_seq:  # emptied by retention: it ends where its snapshot does
+            self._last_seq = max(_snapfiles.seqs(self.snapshots), default=0)
 
     @classmethod
     async def open(
@@ -147,8 +179,7 @@ class FileEventLog:
         if not events:
             return
         async with self._lock:
-            if self._fd < 0:
-                raise ValueError(f"{self.path}: the log is closed")
+            self._check_open()
             check_sequence(self._last_seq, events)
             lines = [self._encoder.encode(event) + b"\n" for event in events]
             try:
@@ -172,11 +203,9 @@ class FileEventLog:
 
     def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
         """Entries with seq > ``after`` that were appended before this call, in order."""
-        if after >= self._last_seq:
+        if after >= self._last_seq or not self._first_seq:
             return _pace(iter(()))
-        start = bisect.bisect_right(self._index, after + 1, key=lambda item: item[0]) - 1
-        seq, offset = self._index[max(start, 0)]
-        return _pace(self._stream(offset, self._size, seq, after))
+        return _pace(self._stream(after, self._last_seq))
 
     async def claim(self, fence: int) -> None:
         """Record ``fence`` in the sidecar (refused if a higher token is there) and read
@@ -186,8 +215,7 @@ class FileEventLog:
             self._fence = fence
 
     def _claim(self, fence: int) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
+        with _flocked(self._lock_fd):
             recorded = self._recorded_fence()
             if recorded > fence:
                 raise LogFencedError(
@@ -201,9 +229,17 @@ class FileEventLog:
             finally:
                 os.close(fd)
             self._torn = False  # a tail torn by the last writer is cut by the scan
-            self._scan(self._size)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if self._replaced():  # an earlier writer's retention rewrote it: read it anew
+                self._open_file()
+            else:
+                self._scan(self._size)
+
+    def _replaced(self) -> bool:
+        """Whether :attr:`path` names another file than this writer's handle."""
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:
+            return True
 
     def _recorded_fence(self) -> int:
         try:
@@ -215,36 +251,159 @@ class FileEventLog:
         except ValueError as error:
             raise ValueError(f"{self.fence_path}: not a fencing token: {text[:40]!r}") from error
 
-    def _locked_write(self, data: bytes) -> None:
-        """:meth:`_write` under the file's lock, once this writer is known to be the one."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            if self._fence:
-                recorded = self._recorded_fence()
-                if recorded > self._fence:
-                    raise LogFencedError(
-                        f"event log {self.path}: fencing token {self._fence} was superseded "
-                        f"by {recorded}: this informer is no longer the log's writer"
-                    )
-            if not self._torn and os.fstat(self._fd).st_size != self._size:
+    def _check_writer(self) -> None:
+        """LogFencedError unless this writer is still the log's (the lock held)."""
+        if self._fence:
+            recorded = self._recorded_fence()
+            if recorded > self._fence:
                 raise LogFencedError(
-                    f"event log {self.path}: another writer appended to it (it is "
-                    f"{os.fstat(self._fd).st_size} bytes, this writer left it at "
-                    f"{self._size}): this informer is no longer the log's writer"
+                    f"event log {self.path}: fencing token {self._fence} was superseded "
+                    f"by {recorded}: this informer is no longer the log's writer"
                 )
+        if self._replaced():
+            raise LogFencedError(
+                f"event log {self.path}: another writer replaced the file (retention): "
+                "this informer is no longer the log's writer"
+            )
+        if not self._torn and os.fstat(self._fd).st_size != self._size:
+            raise LogFencedError(
+                f"event log {self.path}: another writer appended to it (it is "
+                f"{os.fstat(self._fd).st_size} bytes, this writer left it at "
+                f"{self._size}): this informer is no longer the log's writer"
+            )
+
+    def _locked_write(self, data: bytes) -> None:
+        """:meth:`_write` under the lock, once this writer is known to be the one."""
+        with _flocked(self._lock_fd):
+            self._check_writer()
             self._write(data)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    async def write_snapshot(self, seq: int, body: bytes) -> None:
+        """Keep ``body``, the projection at ``seq``, in ``PATH.snapshots/<seq>.snap``."""
+        if not 0 < seq <= self._last_seq:
+            raise ValueError(
+                f"event log {self.path}: no snapshot at seq {seq}: it ends at {self._last_seq}"
+            )
+        await anyio.to_thread.run_sync(
+            _snapfiles.write, self.snapshots, seq, body, _FILE_MODE, _DIR_MODE
+        )
+
+    async def latest_snapshot(self) -> tuple[int, bytes] | None:
+        return await anyio.to_thread.run_sync(_snapfiles.read_newest, self.snapshots)
+
+    async def retain(self, covered: int) -> None:
+        """Rewrite the log without the entries with seq ≤ ``covered``; ``covered`` may
+        not pass the newest snapshot. The entries kept are copied to a new file while
+        appends go on; those appended meanwhile are copied under the lock, as this
+        log's writer, and the new file is renamed over the old."""
+        async with self._retaining:
+            async with self._lock:
+                self._check_open()
+                newest = max(_snapfiles.seqs(self.snapshots), default=0)
+                if covered > newest:
+                    raise ValueError(
+                        f"event log {self.path}: cannot drop the entries up to seq {covered}: "
+                        f"the newest snapshot covers seq {newest}"
+                    )
+                if not self._first_seq or covered < self._first_seq:
+                    return
+                inode, upto = self._inode, self._size
+                cut = await anyio.to_thread.run_sync(self._offset_after, covered)
+            temporary = self.path.with_name(f"{self.path.name}.retain.{os.getpid()}")
+            try:
+                await anyio.to_thread.run_sync(self._copy, temporary, inode, cut, upto)
+                async with self._lock:
+                    self._check_open()
+                    if self._inode != inode:  # a claim read the log anew meanwhile
+                        return
+                    fd = await anyio.to_thread.run_sync(self._replace, temporary, upto)
+                    # The new state is taken here, in the loop's thread, at once: a read
+                    # that opens the new file before it sees another inode and finds its
+                    # way alone.
+                    os.close(self._fd)
+                    self._fd, self._inode = fd, os.fstat(fd).st_ino
+                    self._cut(covered, cut)
+            finally:
+                temporary.unlink(missing_ok=True)
+
+    def _cut(self, covered: int, cut: int) -> None:
+        """The state of the file once its first ``cut`` bytes (seqs ≤ covered) are gone."""
+        kept = [(seq, offset - cut) for seq, offset in self._index if seq > covered]
+        self._size -= cut
+        if covered >= self._last_seq:
+            self._index, self._first_seq = [], 0
+            return
+        if not kept or kept[0][0] != covered + 1:
+            kept.insert(0, (covered + 1, 0))
+        self._index, self._first_seq = kept, covered + 1
+
+    def _copy(self, temporary: Path, inode: int, cut: int, upto: int) -> None:
+        """Copy bytes ``cut`` to ``upto`` of the log (the file with ``inode``) to
+        ``temporary``, appends going on meanwhile."""
+        with self.path.open("rb") as old:
+            if os.fstat(old.fileno()).st_ino != inode:
+                raise LogFencedError(
+                    f"event log {self.path}: another writer replaced the file (retention): "
+                    "this informer is no longer the log's writer"
+                )
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+            with os.fdopen(fd, "wb") as new:
+                old.seek(cut)
+                _copy_bytes(old, new, upto - cut)
+
+    def _replace(self, temporary: Path, upto: int) -> int:
+        """Under the lock, as the writer: add what was appended after byte ``upto`` to
+        ``temporary``, make it durable and rename it over the log; its new handle."""
+        with _flocked(self._lock_fd):
+            self._check_writer()
+            with self.path.open("rb") as old, temporary.open("ab") as new:
+                old.seek(upto)
+                _copy_bytes(old, new, self._size - upto)
+                new.flush()
+                os.fsync(new.fileno())
+            os.rename(temporary, self.path)
+            fsync_dir(self.path.parent)
+            for left in self.path.parent.glob(f"{self.path.name}.retain.*"):
+                left.unlink(missing_ok=True)  # a crashed retention's copy
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND)
+
+    def _offset_after(self, covered: int) -> int:
+        """The byte offset of the first line with seq > ``covered`` (its end if none)."""
+        start = bisect.bisect_right(self._index, covered + 1, key=lambda item: item[0]) - 1
+        seq, offset = self._index[max(start, 0)]
+        with self.path.open("rb") as f:
+            f.seek(offset)
+            while seq <= covered and offset < self._size:
+                line = f.readline()
+                if not line:
+                    break
+                offset += len(line)
+                if line.strip():
+                    seq += 1
+        return offset
+
+    def _check_open(self) -> None:
+        if self._fd < 0:
+            raise ValueError(f"{self.path}: the log is closed")
 
     async def close(self) -> None:
         async with self._lock:
             if self._fd >= 0:
                 os.close(self._fd)
+                os.close(self._lock_fd)
                 self._fd = -1
 
-    def _stream(self, offset: int, end: int, seq: int, after: int) -> Iterator[LogEntry]:
+    def _stream(self, after: int, upto: int) -> Iterator[LogEntry]:
         with self.path.open("rb") as f:
+            if os.fstat(f.fileno()).st_ino == self._inode:
+                if not self._index:
+                    return
+                start = bisect.bisect_right(self._index, after + 1, key=lambda item: item[0])
+                seq, offset = self._index[max(start - 1, 0)]
+            else:  # replaced by retention since the call: its lines say where they are
+                seq, offset = 0, 0
             f.seek(offset)
+            end = self._size if seq else 1 << 62
             while offset < end:
                 line = f.readline()
                 if not line:
@@ -252,7 +411,14 @@ class FileEventLog:
                 offset += len(line)
                 if not line.strip():
                     continue
-                if seq > after:
+                if not seq:
+                    entry = self._decoder.decode(line)
+                    seq = entry.seq
+                    if after < seq <= upto:
+                        yield entry
+                elif seq > upto:
+                    return
+                elif seq > after:
                     yield self._decoder.decode(line)
                 seq += 1
 
@@ -277,7 +443,10 @@ class FileEventLog:
             raise
 
     def _note(self, seq: int, offset: int) -> None:
-        if seq % _INDEX_EVERY == 1:
+        if not self._first_seq:
+            self._first_seq = seq
+            self._index.append((seq, offset))
+        elif seq % _INDEX_EVERY == 1:
             self._index.append((seq, offset))
 
     def _scan(self, offset: int) -> None:
@@ -297,7 +466,8 @@ class FileEventLog:
                         os.ftruncate(self._fd, offset)  # torn by a crash mid-append
                         os.fsync(self._fd)
                         break
-                    if event.seq != self._last_seq + 1:
+                    # The first entry of a file may follow a snapshot (retention).
+                    if event.seq != self._last_seq + 1 and (self._last_seq or event.seq < 1):
                         raise LogSequenceError(f"{where}: seq {event.seq} follows {self._last_seq}")
                     self._note(event.seq, offset)
                     self._last_seq = event.seq
@@ -308,6 +478,26 @@ class FileEventLog:
                     offset += 1
                     break  # the reader would see the newline just written as a line
         self._size = offset
+
+
+def _copy_bytes(source: BinaryIO, target: BinaryIO, count: int) -> None:
+    """Copy ``count`` bytes from ``source``'s position to ``target``."""
+    while count > 0:
+        chunk = source.read(min(count, 1 << 20))
+        if not chunk:
+            raise OSError(errno.EIO, f"the event log ended {count} bytes early while copied")
+        target.write(chunk)
+        count -= len(chunk)
+
+
+@contextlib.contextmanager
+def _flocked(fd: int) -> Iterator[None]:
+    """An exclusive ``flock`` on ``fd`` (blocking) for the ``with`` block."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 async def _pace(entries: Iterator[LogEntry]) -> AsyncIterator[LogEntry]:
@@ -329,17 +519,3 @@ def _make_private_dirs(directory: Path) -> None:
     except FileExistsError:
         return  # created under us: not ours to change
     os.chmod(directory, _DIR_MODE)  # mkdir's mode is masked by the umask
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a new file's directory entry durable too (POSIX; a no-op where unsupported)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

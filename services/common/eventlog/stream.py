@@ -171,10 +171,9 @@ class StreamEventLog:
         """Publish a snapshot of the projection at ``seq`` (≤ last_seq) to NAME.snapshots."""
         async with self._lock:
             await self._become_writer()
-            if seq > self._last_seq:
+            if not 0 < seq <= self._last_seq:
                 raise ValueError(
-                    f"event log {self.spec}: snapshot at seq {seq} is beyond the log's "
-                    f"end ({self._last_seq})"
+                    f"event log {self.spec}: no snapshot at seq {seq}: it ends at {self._last_seq}"
                 )
             self._refuse_if_deposed()
             headers: dict[str, object] = {
@@ -221,8 +220,16 @@ class StreamEventLog:
             raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
 
     async def retain(self, covered: int) -> None:
-        """Nothing: the streams' retention (``x-max-age``, ``x-max-length-bytes``) drops
-        old segments by itself. Write snapshots more often than it drops them."""
+        """Drops nothing: the streams' retention (``x-max-age``, ``x-max-length-bytes``)
+        drops old segments by itself; write snapshots more often than it drops them.
+        Refuses, as every log, a ``covered`` past the newest snapshot."""
+        latest = await self.latest_snapshot()
+        newest = latest[0] if latest else 0
+        if covered > newest:
+            raise ValueError(
+                f"event log {self.spec}: cannot drop the entries up to seq {covered}: "
+                f"the newest snapshot covers seq {newest}"
+            )
 
     async def close(self) -> None:
         async with self._lock:

@@ -157,21 +157,17 @@ class Reading:
     last: int
     name: str
     started: bool = False
-    """False until the first entry: a gap before it means retention dropped what the
-    reader asked for (said so by :meth:`accept`)."""
+    """False until the first entry, which may follow a gap: retention dropped the
+    entries before it (a snapshot covers them; the reader finds the trimmed head by the
+    first seq it reads, as on every log)."""
 
     def accept(self, r: Record) -> bool:
         """Whether batch ``r`` holds entries to yield (those after the :attr:`last` it
         had; it becomes ``r.last``); raises LogSequenceError on a gap."""
         if r.kind != ENTRY or not self.owners.counts(r) or r.last <= self.last:
             return False
-        if r.seq > self.last + 1:
+        if r.seq > self.last + 1 and self.started:
             where = f"event log {self.name} (offset {r.offset})"
-            if not self.started:
-                raise LogSequenceError(
-                    f"{where}: entries {self.last + 1}..{r.seq - 1} are gone (dropped by "
-                    "the stream's retention): start from a snapshot"
-                )
             raise LogSequenceError(f"{where}: seq {r.seq} follows {self.last}")
         self.started = True
         self.last = r.last

@@ -107,6 +107,7 @@ APPLY = (
     + """
 -- ARGV: P, expected, op, token, count, then per entry:
 --   seq, kind, key, deleted, body, mode, uid, node, reqs, devs
+-- and for a restore from a snapshot its base seq last (a Blank store at seq 0 only).
 -- op 'apply': guarded; on a Blank store the first entries make it live:{token}.
 -- op 'restore' / 'final': a Blank or Building store only; Building after, live:{token}
 -- after 'final'. Returns the token when the store became live, else ''.
@@ -121,6 +122,12 @@ else
   if marker and marker ~= 'building' then lost('is live: nothing to restore') end
 end
 local applied = tonumber(redis.call('GET', P .. 'seq') or '0')
+local base = nil
+if op ~= 'apply' then base = ARGV[6 + 10 * count] end
+if base then
+  if marker or applied ~= 0 then lost('is not blank: no snapshot on it') end
+  applied = tonumber(base)
+end
 for k = 0, count - 1 do
   local seq = tonumber(ARGV[6 + 10 * k])
   if seq > applied then
@@ -200,7 +207,11 @@ for _ = 1, count do
     end
   end
 end
-if last then redis.call('SET', P .. 'seq', last) end
+if last then
+  redis.call('SET', P .. 'seq', last)
+elseif base then
+  redis.call('SET', P .. 'seq', base)
+end
 if op == 'final' or (op == 'apply' and not marker and last) then
   redis.call('SET', P .. 'epoch', 'live:' .. token)
   return token

@@ -295,11 +295,16 @@ class ClusterStore(Protocol):
         """Expect the current live marker from now on (see the module docstring).
         Raises StoreLost unless the store is live."""
 
-    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+    async def restore(
+        self, entries: Sequence[ProjectedEntry], *, final: bool, base: int | None = None
+    ) -> None:
         """Rebuild a Blank (or Building) store from the log: apply ``entries`` (which
         continue the applied seq, from seq 1 on a Blank store) and leave it Building;
-        with ``final`` make it Live with a new token this client then expects. Raises
-        StoreLost if the store is Live, or lost again during the rebuild (start over)."""
+        with ``final`` make it Live with a new token this client then expects. With
+        ``base`` (a snapshot's first entry less one: services.common.eventlog.snapshot)
+        a Blank store is first set to seq ``base``, so the entries continue it instead.
+        Raises StoreLost if the store is Live, or lost again during the rebuild (start
+        over), or if ``base`` is given and the store is not Blank at seq 0."""
 
     async def applied_seq(self) -> int:
         """The seq of the last log entry applied (0 for an empty store)."""

@@ -113,10 +113,21 @@ class MemoryStore:
         self._expected = current.token
         return current
 
-    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
+    async def restore(
+        self, entries: Sequence[ProjectedEntry], *, final: bool, base: int | None = None
+    ) -> None:
         if self._d.marker not in (None, _BUILDING):
             raise StoreLost(f"store {self.namespace!r} is live: nothing to restore")
-        self._check_continues(entries)
+        if base is not None:
+            if self._d.marker is not None or self._d.seq:
+                raise StoreLost(f"store {self.namespace!r} is not blank: no snapshot on it")
+            self._d.seq = base
+        try:
+            self._check_continues(entries)
+        except StoreLost:
+            if base is not None:
+                self._d.seq = 0
+            raise
         self._d.marker = _BUILDING
         self._apply(entries)
         if final:

@@ -230,8 +230,10 @@ class RedisStore:
         return current
 
     @_traced("EVALSHA", "apply")
-    async def restore(self, entries: Sequence[ProjectedEntry], *, final: bool) -> None:
-        await self._apply_entries("final" if final else "restore", entries)
+    async def restore(
+        self, entries: Sequence[ProjectedEntry], *, final: bool, base: int | None = None
+    ) -> None:
+        await self._apply_entries("final" if final else "restore", entries, base)
 
     @_traced("GET")
     async def applied_seq(self) -> int:
@@ -243,7 +245,9 @@ class RedisStore:
         if entries:
             await self._apply_entries("apply", entries)
 
-    async def _apply_entries(self, op: str, entries: Sequence[ProjectedEntry]) -> None:
+    async def _apply_entries(
+        self, op: str, entries: Sequence[ProjectedEntry], base: int | None = None
+    ) -> None:
         token = uuid.uuid4().hex[:16]
         args: list[str | bytes] = [op, token, str(len(entries))]
         for e in entries:
@@ -258,6 +262,8 @@ class RedisStore:
                 reqs = _encode(normalize(e.pod.requests))
             deleted = "1" if e.body is None else "0"
             args += [str(e.seq), e.kind, e.key, deleted, e.body or b"", mode, uid, node, reqs, devs]
+        if base is not None:
+            args.append(str(base))
         if await self._run(self._apply, *args):  # the store became live: ours
             self._expected = token
 

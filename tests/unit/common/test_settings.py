@@ -99,6 +99,10 @@ def test_is_tls_url(url: str, tls: bool) -> None:
         ({}, {"replica": "r2"}, "scheduler", "replica", "r2"),
         ({}, {"explain": True}, "scheduler", "explain", True),
         ({}, {}, "restart", "cap", 30.0),
+        ({}, {}, "informer", "snapshot_every", 50_000),
+        ({"KSCHED_SNAPSHOT_EVERY": "7"}, {}, "informer", "snapshot_every", 7),
+        ({"KSCHED_SNAPSHOT_INTERVAL": "2.5"}, {}, "informer", "snapshot_interval", 2.5),
+        ({"KSCHED_LOG_RETENTION": "0"}, {}, "informer", "log_retention", 0),
     ],
 )
 def test_each_setting_lands_in_its_service_group(
@@ -114,6 +118,8 @@ def test_each_setting_lands_in_its_service_group(
         ({"max_in_flight": "many"}, "$.queue.max_in_flight"),
         ({"seed": "x"}, "$.scheduler.seed"),
         ({"assume_ttl": "soon"}, "$.scheduler.assume_ttl"),
+        ({"snapshot_every": "often"}, "$.informer.snapshot_every"),
+        ({"log_retention": -1}, "log_retention (KSCHED_LOG_RETENTION) must not be negative"),
     ],
 )
 def test_a_bad_value_names_its_group_and_field(flags: dict[str, object], where: str) -> None:

@@ -154,9 +154,11 @@ async def test_a_restarted_informer_rebuilds_from_the_whole_log_in_chunks(
     chunks: list[int] = []
     real_restore = MemoryStore.restore
 
-    async def restore(self: MemoryStore, entries: list[object], *, final: bool) -> None:
+    async def restore(
+        self: MemoryStore, entries: list[object], *, final: bool, base: int | None = None
+    ) -> None:
         chunks.append(len(entries))
-        await real_restore(self, entries, final=final)  # type: ignore[arg-type]
+        await real_restore(self, entries, final=final, base=base)  # type: ignore[arg-type]
 
     monkeypatch.setattr(MemoryStore, "restore", restore)
     second = await open_cluster(log, store)
@@ -249,6 +251,9 @@ class _Truncated:
 
     def last_seq(self) -> int:
         return self._log.last_seq()
+
+    async def latest_snapshot(self) -> tuple[int, bytes] | None:
+        return await self._log.latest_snapshot()
 
     async def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
         async for event in self._log.read(after):
