@@ -214,6 +214,9 @@ async def test_a_newer_claim_recorded_behind_the_writers_back_fences_it_off(
     await leader.append(events(1, 2))
     newer = msgspec.json.encode(Claim(2, "another-writer", 0))
     await leader.client.publish(leader.fences, [(newer, {KIND: CLAIM})])
+    async with asyncio.timeout(DEADLINE):  # its tail of NAME.fences reads the record
+        assert await leader.wait_superseded() == 2
+    assert leader.superseded == 2
     with pytest.raises(LogFencedError, match="superseded by 2"):
         await leader.append(events(3, 3))
     with pytest.raises(LogFencedError, match="claimed by fencing token 2, not 1"):

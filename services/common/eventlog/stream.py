@@ -116,6 +116,21 @@ class StreamEventLog:
         """seq → offset of the first copy of each own entry read back, beyond last_seq."""
         self._progress = asyncio.Event()
 
+    @property
+    def superseded(self) -> int | None:
+        """The token of a newer claim this writer has read (a marker, or a record in
+        NAME.fences), if any: its next append raises LogFencedError."""
+        return self._deposed[1] if self._deposed is not None else None
+
+    async def wait_superseded(self) -> int:
+        """Wait until this writer reads a newer claim; its token (bound it yourself)."""
+        while self._deposed is None:
+            if self._tail_error is not None:
+                raise ConnectionError(f"event log {self.spec}: {describe(self._tail_error)}")
+            self._progress.clear()
+            await self._progress.wait()
+        return self._deposed[1]
+
     def last_seq(self) -> int:
         if not self._connected:
             raise RuntimeError(f"event log {self.spec}: not connected: await connect() first")

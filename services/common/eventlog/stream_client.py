@@ -56,6 +56,7 @@ class StreamClient:
         """Messages read so far (all reads): tests check that a read from the middle
         of a long log does not read it from the start."""
         self.idle_timeout = IDLE_TIMEOUT
+        self._opening = asyncio.Lock()
 
     @property
     def connected(self) -> bool:
@@ -64,8 +65,12 @@ class StreamClient:
     async def open(self) -> AbstractChannel:
         """The publishing channel, connecting first if needed: to the nodes in turn,
         starting after the one that failed last."""
-        if self._channel is not None and not self._channel.is_closed and self.connected:
-            return self._channel
+        async with self._opening:  # the writer's tail and its appends share it
+            if self._channel is not None and not self._channel.is_closed and self.connected:
+                return self._channel
+            return await self._reconnect()
+
+    async def _reconnect(self) -> AbstractChannel:
         await self.drop()
         context = None
         if is_tls_url(self._urls[0]):
