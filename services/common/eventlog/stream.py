@@ -212,7 +212,8 @@ class StreamEventLog:
         """The newest snapshot its log's writer wrote while it owned the log."""
         try:
             await self.connect()
-            await self._load_owners()
+            if self._fence is None:  # the writer follows the claims already
+                await self._load_owners()
             end = await self._mark_end(self.snapshots)
             first = await self._first_offset(self.snapshots)
             width = WINDOW // 8
