@@ -115,7 +115,9 @@ async def bench_services(
         tls=settings.tls,
         quorum=settings.quorum_queues,
     )
-    store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url, namespace=namespace, tls=settings.tls, failover=settings.failover
+    )
     timings = Timings(pods)
     watch = decisions_queue(f"ksched.bench.{namespace}", "binding.*", "preemption.*", "claim.*")
 

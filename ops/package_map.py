@@ -39,9 +39,14 @@ NOT_PACKAGES: tuple[tuple[str, str], ...] = (
     (
         "ops/",
         "examples, test and CI scripts, Dockerfile, requirements.lock, prometheus/ (scrape "
-        "config), grafana/ (provisioning, dashboard), this map's generator (package_map.py)",
+        "config), grafana/ (provisioning, dashboard), ha/ (the local HA deployment: "
+        "ops/ha/up, status, down), this map's generator (package_map.py)",
     ),
-    ("compose.yaml", "rabbitmq, redis, jaeger, prometheus, grafana and each service"),
+    (
+        "compose.yaml",
+        "rabbitmq, redis, jaeger, prometheus, grafana and each service; the ha profile: "
+        "3 RabbitMQ nodes, Redis with Sentinels, two replicas of each service",
+    ),
 )
 """Entries without a docstring to read: they are written here, once."""
 

@@ -149,7 +149,12 @@ def _write(out: TextIO, rows: list[list[str]]) -> None:
 
 async def read_view(settings: Settings) -> bytes | None:
     """The raw view the queue last published under ``settings``' namespace, or None."""
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     try:
         return await store.queue_view()
     finally:

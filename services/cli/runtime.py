@@ -74,7 +74,12 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
         tls=settings.tls,
         quorum=settings.quorum_queues,
     )
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     return bus, store
 
 

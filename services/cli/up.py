@@ -187,7 +187,12 @@ async def _store_epoch(settings: Settings) -> Epoch | None:
     """The store's epoch, or None when Redis does not answer within PREFLIGHT_TIMEOUT."""
     from services.common.store import open_store
 
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     try:
         async with asyncio.timeout(PREFLIGHT_TIMEOUT):
             return await store.epoch()

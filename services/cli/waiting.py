@@ -27,7 +27,12 @@ from services.common.store import WaitingRecord, open_store
 
 
 async def read_waiting(settings: Settings) -> list[WaitingRecord]:
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
+    )
     try:
         records = await store.waiting()
     finally:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import topology as t
-from services.common.store import _lua, _lua_waiting
+from services.common.store import _lua, _lua_failover, _lua_waiting
 
 USER_PREFIX = "ksched-"
 
@@ -61,7 +61,16 @@ SERVICES: Mapping[str, Grants] = {
     "informer": Grants(
         consumes=(t.INFORMER_EVENTS, t.INFORMER_BINDINGS),
         publishes=(t.CLUSTER, t.ERRORS, t.DEAD),
-        store_methods=("applied_seq", "apply", "objects", "epoch", "attach", "restore"),
+        store_methods=(
+            "applied_seq",
+            "apply",
+            "objects",
+            "epoch",
+            "attach",
+            "restore",
+            "identity",
+            "invalidate",
+        ),
         streams=tuple(f"ksched.eventlog{suffix}" for suffix in ("", ".fences", ".snapshots")),
     ),
     "queue": Grants(
@@ -160,6 +169,7 @@ _SCRIPTS = {
     "drop_evictions": _lua.WRITE_HASH,
     "acquire_lease": _lua.ACQUIRE_LEASE,
     "release_lease": _lua.RELEASE_LEASE,
+    "invalidate": _lua_failover.INVALIDATE,
     "put_waiting": _lua_waiting.PUT_WAITING,
     "allow_waiting": _lua_waiting.ALLOW_WAITING,
     "reject_waiting": _lua_waiting.REJECT_WAITING,
@@ -176,7 +186,10 @@ _COMMANDS = {
     "put_queue_view": ("set",),
     "queue_view": ("get",),
     "next_waiting_deadline": ("zrange",),
+    "identity": ("info",),
 }
+_REPLICATED = frozenset({"assume", "begin_bind", "set_leases"})
+"""Methods whose script is followed by ``WAIT`` under Sentinel (RedisStore._run)."""
 _CONNECTION = ("ping",)
 """redis-py also sends CLIENT SETINFO on connect (Redis 7.2+) and ignores a refusal."""
 _STARTUP = ("applied_seq",)
@@ -189,6 +202,8 @@ def store_commands(methods: Iterable[str]) -> list[str]:
     """The Redis commands the RedisStore methods ``methods`` send, scripts included."""
     commands = set(_CONNECTION)
     for method in {*methods, *_STARTUP}:
+        if method in _REPLICATED:
+            commands.add("wait")
         if method in _SCRIPTS:
             commands.update(_SCRIPT_RUNNER)
             commands.update(c.lower() for c in _CALL.findall(_SCRIPTS[method]))

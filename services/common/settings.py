@@ -8,6 +8,7 @@ which merges flags over it.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Literal
 import msgspec
 
 from services.common.brokers import broker_urls
+from services.common.store.sentinel import FailoverOptions, is_sentinel_url, parse_sentinel_url
 from services.common.tls import TLSFiles
 
 _MAX_AGE = re.compile(r"[1-9][0-9]*[YMDhms]")
@@ -177,7 +179,20 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     list the nodes of one cluster, comma-separated (services.common.brokers): clients
     connect to the first that answers and fail over to the next when theirs dies."""
     redis_url: str = "redis://127.0.0.1:6379/0"
-    """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store."""
+    """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store;
+    ``redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE_NAME[/DB]`` (or
+    ``rediss+sentinel://``) finds the master through Sentinel and follows its failovers
+    (:mod:`services.common.store.sentinel`)."""
+    redis_sentinel_password: str | None = None
+    """The Sentinels' ``AUTH`` password (``KSCHED_REDIS_SENTINEL_PASSWORD``); the URL's
+    password is the master's. None: Sentinels without ``requirepass``."""
+    redis_replica_wait: float | None = None
+    """Seconds a reservation, a binder's claim or a queue's lease write waits for one
+    replica to acknowledge it (``WAIT 1``; ``KSCHED_REDIS_REPLICA_WAIT``). None: 0.1
+    with a Sentinel URL, off otherwise; 0: off."""
+    redis_failover_timeout: float = 60.0
+    """Seconds a store call keeps retrying while Sentinel fails the master over
+    (``KSCHED_REDIS_FAILOVER_TIMEOUT``; Sentinel URLs only)."""
     tls_ca: str | None = None
     """PEM file of the CA(s) that sign the broker's and Redis's server certificates
     (``KSCHED_TLS_CA``). Used by ``amqps://`` and ``rediss://`` URLs only; None: the
@@ -220,6 +235,15 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     def __post_init__(self) -> None:
         if not self.amqp_url.startswith("memory://"):
             broker_urls(self.amqp_url)  # a bad list is one line naming the setting
+        if is_sentinel_url(self.redis_url):
+            try:
+                parse_sentinel_url(self.redis_url)
+            except ValueError as error:
+                raise ValueError(f"redis_url ({ENV['redis_url']}): {error}") from None
+        for name in ("redis_replica_wait", "redis_failover_timeout"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < math.inf:
+                raise ValueError(f"{name} ({ENV[name]}): {value} is not a number of seconds >= 0")
         for name, path in (
             ("tls_ca", self.tls_ca),
             ("tls_cert", self.tls_cert),
@@ -244,6 +268,15 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
         return self.namespace or "ksched"
 
     @property
+    def failover(self) -> FailoverOptions:
+        """How the Redis store rides out a failover (the ``redis_*`` settings)."""
+        return FailoverOptions(
+            sentinel_password=self.redis_sentinel_password,
+            replica_wait=self.redis_replica_wait,
+            failover_timeout=self.redis_failover_timeout,
+        )
+
+    @property
     def tls(self) -> TLSFiles:
         """The TLS files both edges use for ``amqps://`` and ``rediss://``."""
         return TLSFiles(ca=self.tls_ca, cert=self.tls_cert, key=self.tls_key)
@@ -252,6 +285,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
 ENV = {
     "amqp_url": "KSCHED_AMQP_URL",
     "redis_url": "KSCHED_REDIS_URL",
+    "redis_sentinel_password": "KSCHED_REDIS_SENTINEL_PASSWORD",
+    "redis_replica_wait": "KSCHED_REDIS_REPLICA_WAIT",
+    "redis_failover_timeout": "KSCHED_REDIS_FAILOVER_TIMEOUT",
     "event_log": "KSCHED_EVENT_LOG",
     "snapshot_every": "KSCHED_SNAPSHOT_EVERY",
     "snapshot_interval": "KSCHED_SNAPSHOT_INTERVAL",

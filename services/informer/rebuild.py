@@ -15,6 +15,15 @@ and the entries after it, never from the entries the snapshot covers: the cost f
 the cluster's state plus the tail, not its history (see
 :mod:`services.common.eventlog.snapshot`). A Building store continues from where it
 stopped: inside the snapshot's entries, or in the tail.
+
+A failover that kept the marker (Redis replicates asynchronously: the promoted replica
+may miss the last acknowledged writes) is found by :func:`find_failover`, from what the
+informer knows of the store it made live (:class:`Known`): a store whose applied seq is
+behind the last seq the informer applied is caught up from the log; a store whose
+identity changed (another Redis: a failover, a restart) may have lost any client's
+writes, so it is invalidated and made live again under a new token like a lost one
+(only the log's tail is restored, from the log itself, never from a snapshot: the
+projection it kept stays).
 """
 
 from __future__ import annotations
@@ -46,12 +55,18 @@ class Rebuilt:
 
 
 async def ensure_live(
-    store: ClusterStore, log: EventLog, project: Callable[[LogEntry], ProjectedEntry]
+    store: ClusterStore,
+    log: EventLog,
+    project: Callable[[LogEntry], ProjectedEntry],
+    *,
+    tail_only: bool = False,
 ) -> Rebuilt | None:
     """Make ``store`` live and attach to it: rebuild it from ``log`` if it lost its
     projection (the Rebuilt), make a fresh store of an empty log live, or attach to a
     live one (None for both). Raises StoreLost if the store is lost again meanwhile:
-    call again (the rebuild continues from what was restored)."""
+    call again (the rebuild continues from what was restored). ``tail_only``: the store
+    was invalidated (:func:`find_failover`) and holds the log up to its seq, so the
+    log's own entries after it are restored, never a snapshot's."""
     found = await store.epoch()
     if found.state == "live":
         await store.attach()
@@ -65,7 +80,7 @@ async def ensure_live(
     chunk: list[ProjectedEntry] = []
     base: int | None = None
     after = found.seq
-    if snapshot is not None and found.seq < snapshot.seq:
+    if snapshot is not None and found.seq < snapshot.seq and not tail_only:
         first = snapshot.seq - len(snapshot.entries)  # the seq its entries continue
         if found.state == "blank" and found.seq == 0:
             base = after = first
@@ -97,6 +112,55 @@ def log_name(log: EventLog) -> str:
 
 def snapshot_seq(snapshot: Snapshot | None) -> int:
     return snapshot.seq if snapshot is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the informer knows of the store it made live."""
+
+    token: str
+    seq: int
+    """The last seq it applied."""
+    identity: str
+    """The store's :meth:`~services.common.store.ClusterStore.identity` then."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    """What :func:`find_failover` found."""
+
+    line: str
+    """The WARNING that says it."""
+    invalidated: bool
+    """The store was made Building (rebuild it with ``ensure_live(tail_only=True)``)."""
+
+
+async def find_failover(store: ClusterStore, known: Known | None, identity: str) -> Failover | None:
+    """A failover that lost writes under the marker ``known`` expects (``identity``:
+    the store's now), after invalidating the store when its identity changed; None when
+    there is nothing of the kind (a store that lost its marker is :func:`ensure_live`'s)."""
+    if known is None:
+        return None
+    found = await store.epoch()
+    if (found.state, found.token) != ("live", known.token):
+        return None
+    if identity != known.identity and await store.invalidate(known.token):
+        return Failover(
+            f"the store's Redis changed identity ({known.identity} -> {identity}: a "
+            f"failover or a restart) at seq {found.seq}, this informer applied seq "
+            f"{known.seq}: acknowledged writes of any service may be lost, so epoch "
+            f"{known.token} ends; the log's tail is restored under a new epoch and "
+            "every service reloads what it held",
+            invalidated=True,
+        )
+    if found.seq < known.seq:
+        return Failover(
+            f"the store is behind the event log: applied seq {found.seq}, this informer "
+            f"applied seq {known.seq} (a Redis failover lost acknowledged writes): "
+            "catching up from the log",
+            invalidated=False,
+        )
+    return None
 
 
 def describe(rebuilt: Rebuilt, expected: str | None, counts: Mapping[str, int]) -> str:

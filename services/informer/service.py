@@ -131,6 +131,9 @@ class InformerService:
             event_log.on_fsync = fsync.observe
         self._epoch: Epoch | None = None
         """The store as this informer last made it live (its token and seq)."""
+        self._known: rebuild.Known | None = None
+        """The marker, identity and last seq applied of the store this informer made
+        live: a failover that loses writes is told by these (rebuild.find_failover)."""
         self._rebuilding = False
         self._log_fault: LogWriteError | None = None
         self._catch_up_due = False
@@ -191,10 +194,13 @@ class InformerService:
                 # until its store apply and publish are done, which is no reason to
                 # catch up once it has finished.
                 async with self._lock:
-                    current = await self._store.epoch()
-                    if self._catch_up_due or (
-                        self._epoch is None
-                        or (current.state, current.token) != ("live", self._epoch.token)
+                    current, known = await self._store.epoch(), self._known
+                    if (
+                        self._catch_up_due
+                        or known is None
+                        or (current.state, current.token) != ("live", known.token)
+                        or current.seq < known.seq
+                        or await self._store.identity() != known.identity
                     ):
                         await self._catch_up()
                     self._take_snapshot()  # by time: a quiet log gets one too
@@ -248,7 +254,14 @@ class InformerService:
         expected = self._epoch
         self._rebuilding = True
         try:
-            rebuilt = await rebuild.ensure_live(self._store, self._log, _projected)
+            identity = await self._store.identity()
+            failover = await rebuild.find_failover(self._store, self._known, identity)
+            if failover is not None:
+                log.warning("%s", failover.line)
+            tail_only = failover is not None and failover.invalidated
+            rebuilt = await rebuild.ensure_live(
+                self._store, self._log, _projected, tail_only=tail_only
+            )
         finally:
             self._rebuilding = False
         self._epoch = await self._store.epoch()
@@ -283,6 +296,7 @@ class InformerService:
             log.warning("%s", rebuild.describe(rebuilt, token, counts))
         if first is not None:
             log.info("republished log entries %d..%d", first, last)
+        self._known = rebuild.Known(self._epoch.token, last, identity)
         self._catch_up_due = False
 
     async def _on_events(self, deliveries: Sequence[Delivery]) -> None:
@@ -410,6 +424,8 @@ class InformerService:
         try:
             if events:
                 await self._store.apply([_projected(event) for event in events])
+                if self._known is not None:
+                    self._known = dataclasses.replace(self._known, seq=events[-1].seq)
                 messages.append(_cluster_message(events))
             if messages:
                 await self._bus.publish(messages)

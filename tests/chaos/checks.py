@@ -77,21 +77,21 @@ class Row:
 
 def evaluate(o: Observed) -> list[Row]:
     return [
-        _count("pods lost (never bound)", [p for p in o.pods if p not in o.placed]),
-        _count(
+        count_row("pods lost (never bound)", [p for p in o.pods if p not in o.placed]),
+        count_row(
             "Bindings not delivered to the client",
             [p for p in o.placed if not o.decisions.get(p)],
         ),
-        _count("pods bound twice (log)", [p for p, n in o.log_bindings.items() if n > 1]),
-        _count("duplicate events recorded (log)", o.log_repeats),
-        _count("pods bound to two nodes", _two_nodes(o)),
-        _count("nodes over allocatable", _overcommitted(o)),
-        _count("hard constraints broken (final state)", o.violations),
-        _count("reservations left behind", o.reservations),
-        _count("leases left behind", o.leases),
-        _count("waiting pods left behind", o.waiting),
-        _count("log and store disagree (objects)", _disagree(o)),
-        _count("services exited on their own", o.crashed),
+        count_row("pods bound twice (log)", [p for p, n in o.log_bindings.items() if n > 1]),
+        count_row("duplicate events recorded (log)", o.log_repeats),
+        count_row("pods bound to two nodes", _two_nodes(o)),
+        count_row("nodes over allocatable", _overcommitted(o)),
+        count_row("hard constraints broken (final state)", o.violations),
+        count_row("reservations left behind", o.reservations),
+        count_row("leases left behind", o.leases),
+        count_row("waiting pods left behind", o.waiting),
+        count_row("log and store disagree (objects)", _disagree(o)),
+        count_row("services exited on their own", o.crashed),
         Row(
             "log seq = store applied seq",
             f"{o.log_seq} / {o.store_seq}",
@@ -100,7 +100,7 @@ def evaluate(o: Observed) -> list[Row]:
     ]
 
 
-def _count(name: str, offenders: Sequence[str]) -> Row:
+def count_row(name: str, offenders: Sequence[str]) -> Row:
     shown = ", ".join(sorted(offenders)[:5]) + (", …" if len(offenders) > 5 else "")
     return Row(name, str(len(offenders)), not offenders, shown)
 
@@ -147,3 +147,10 @@ def table(rows: Sequence[Row], facts: Sequence[tuple[str, str]]) -> str:
         detail = f"  {r.detail}" if r.detail and not r.ok else ""
         lines.append(f"{r.name:<{width}}  {r.value:>12}  {verdict}{detail}")
     return "\n".join(lines)
+
+
+def verdict(timeline: Sequence[str], rows: Sequence[Row], facts: Sequence[tuple[str, str]]) -> int:
+    """Print the faults' timeline and the summary; the run's exit code (0: every row ok)."""
+    print("\n".join(["faults:", *timeline, ""]))
+    print(table(rows, facts))
+    return 0 if all(r.ok for r in rows) else 1

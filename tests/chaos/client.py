@@ -35,6 +35,9 @@ PUBLISH_DEADLINE = 120.0
 
 
 class ChaosClient(Client):
+    INBOX_ARGUMENTS: dict[str, Any] = {}
+    """Arguments of the inbox queue (the HA client's is a quorum queue)."""
+
     def __init__(self, connection: aio_pika.abc.AbstractRobustConnection, namespace: str) -> None:
         super().__init__(connection, namespace)
         self.bound: set[str] = set()
@@ -49,7 +52,9 @@ class ChaosClient(Client):
         decisions = await self.channel.declare_exchange(
             self.prefix + "ksched.decisions", aio_pika.ExchangeType.TOPIC, durable=True
         )
-        inbox = await self.channel.declare_queue(self.prefix + INBOX, durable=True)
+        inbox = await self.channel.declare_queue(
+            self.prefix + INBOX, durable=True, arguments=self.INBOX_ARGUMENTS
+        )
         await inbox.bind(decisions, "#")
         await inbox.consume(self._on_decision)
 
@@ -78,3 +83,51 @@ class ChaosClient(Client):
                         raise
                     log.warning("publishing %ss again: %s", kind, error)
                     await asyncio.sleep(1)
+
+
+class HAClient(ChaosClient):
+    """The chaos client of the HA mode: it knows every node of the RabbitMQ cluster and,
+    when its connection drops (its node was killed), connects to the next one and opens
+    its inbox again there. The inbox is a quorum queue, so the Bindings in it survive the
+    loss of any one node."""
+
+    INBOX_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
+
+    def __init__(self, urls: Sequence[str], namespace: str) -> None:
+        super().__init__(None, namespace)  # type: ignore[arg-type]  # connect() sets it
+        self.urls = list(urls)
+        self._next = 0
+        self._closing = False
+        self._reconnecting: asyncio.Task[None] | None = None
+
+    async def connect(self, within: float = PUBLISH_DEADLINE) -> None:
+        """Connect to the first node that answers, trying each in turn (bounded)."""
+        deadline = time.monotonic() + within
+        while True:
+            url = self.urls[self._next % len(self.urls)]
+            self._next += 1
+            try:
+                connection = await aio_pika.connect(url, timeout=5)
+                break
+            except (*RETRIED, OSError) as error:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("the client cannot connect to %s: %s", url, error)
+                await asyncio.sleep(0.5)
+        self.connection = connection  # type: ignore[assignment]
+        connection.close_callbacks.add(self._lost)
+        await self.open()
+
+    def _lost(self, *_: object) -> None:
+        if not self._closing and (self._reconnecting is None or self._reconnecting.done()):
+            self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        log.warning("the client lost its broker; connecting to the next node")
+        await self.connect()
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+        await self.connection.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,29 +30,34 @@ class LogContents:
 
 
 def read_log(path: Path) -> LogContents:
-    """The event log, folded. A torn last line (a kill -9 mid-write) is skipped, as the
-    informer does when it opens the log."""
+    """The event log file, folded. A torn last line (a kill -9 mid-write) is skipped, as
+    the informer does when it opens the log."""
+    with path.open("rb") as file:
+        return fold(file)
+
+
+def fold(raw_entries: Iterable[bytes]) -> LogContents:
+    """Log entries (JSON, in log order), folded; one that is not JSON is skipped."""
     objects: dict[tuple[str, str], Any] = {}
     bindings: Counter[str] = Counter()
     repeats: list[str] = []
     seq = 0
-    with path.open("rb") as file:
-        for raw in file:
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                continue
-            seq = entry["seq"]
-            obj, kind = entry["object"], entry["kind"]
-            key = (kind, obj["metadata"]["uid"])
-            if entry["type"] == "DELETED":
-                objects.pop(key, None)
-            else:
-                if objects.get(key) == obj:
-                    repeats.append(f"{kind} {key[1]} @{seq}")
-                objects[key] = obj
-            if kind == "pod" and entry.get("origin") == "binding":
-                bindings[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] += 1
+    for raw in raw_entries:
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        seq = entry["seq"]
+        obj, kind = entry["object"], entry["kind"]
+        key = (kind, obj["metadata"]["uid"])
+        if entry["type"] == "DELETED":
+            objects.pop(key, None)
+        else:
+            if objects.get(key) == obj:
+                repeats.append(f"{kind} {key[1]} @{seq}")
+            objects[key] = obj
+        if kind == "pod" and entry.get("origin") == "binding":
+            bindings[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] += 1
     return LogContents(seq, objects, bindings, repeats)
 
 
@@ -69,10 +74,11 @@ async def observe(
     workload: Workload,
     decisions: dict[str, list[str]],
     store: RedisStore,
-    log_path: Path,
+    log: Path | LogContents,
     crashed: Sequence[str],
 ) -> Observed:
-    contents = read_log(log_path)
+    """What the checks judge; ``log``: the event log file, or a log read already."""
+    contents = read_log(log) if isinstance(log, Path) else log
     store_objects = await read_store(store, {*KINDS, *(kind for kind, _ in contents.objects)})
     placed = {
         f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj["spec"]["nodeName"]

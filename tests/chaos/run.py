@@ -19,12 +19,13 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aio_pika
 from redis.exceptions import RedisError
 
 from services.common.store.redis import RedisStore
-from tests.chaos.checks import Observed, Row, evaluate, table
+from tests.chaos.checks import Observed, Row, evaluate, verdict
 from tests.chaos.client import ChaosClient
 from tests.chaos.faults import SERVICES, Chaos
 from tests.chaos.observe import observe, read_log
@@ -54,6 +55,8 @@ class Options:
     deadline: float
     """Seconds, from the first pod published, until every pod must be bound."""
     workdir: Path
+    ha: bool = False
+    """On the local HA deployment, with the HA faults (tests.chaos.ha)."""
 
 
 class ChaosProcesses(Processes):
@@ -90,10 +93,8 @@ async def chaos_run(options: Options) -> int:
     rows = evaluate(observed)
     if error is not None:
         rows.append(Row("run completed", "no", False, error))
-    print("\n".join(["faults:", *chaos.timeline, ""]))
     facts = _facts(options, chaos, observed, failed, time.monotonic() - started)
-    print(table(rows, facts))
-    return 0 if all(r.ok for r in rows) else 1
+    return verdict(chaos.timeline, rows, facts)
 
 
 async def _run(
@@ -114,13 +115,7 @@ async def _run(
         for name in SERVICES:
             await processes.start(name)
         await client.open()
-        await client.publish_all("node", workload.nodes)
-        chaos.restart_clock()
-        try:
-            await _under_fire(options, workload, client, chaos)
-        except Exception as failure:  # reported in the summary, then judged
-            errors.append(_describe(failure))
-            log.error("the run stopped early: %s", errors[-1])
+        await workload_under_fire(options, workload, client, chaos, errors)
         if errors:
             await _record_stall(options.workdir, servers, store)
         settle = SETTLE_TIMEOUT if not errors else SETTLE_TIMEOUT / 6
@@ -129,7 +124,7 @@ async def _run(
         try:
             await processes.stop_all()
         except AssertionError as failure:
-            errors.append(_describe(failure))
+            errors.append(describe(failure))
         observed = await observe(workload, client.bindings(), store, log_path, chaos.crashed)
         failed = len(client.events_with("FailedScheduling"))
         return observed, "; ".join(errors) or None, failed
@@ -138,9 +133,41 @@ async def _run(
         await connection.close()
 
 
-async def _under_fire(
-    options: Options, workload: Workload, client: ChaosClient, chaos: Chaos
+class Injector(Protocol):
+    """What injects the faults: :class:`~.faults.Chaos`, or the HA mode's."""
+
+    t0: float
+
+    def restart_clock(self) -> None: ...
+
+    async def run(self, done: asyncio.Event) -> None: ...
+
+    async def revive(self) -> list[str]: ...
+
+
+async def workload_under_fire(
+    options: Options,
+    workload: Workload,
+    client: ChaosClient,
+    chaos: Injector,
+    errors: list[str],
 ) -> None:
+    """Publish the nodes, then the pods under fire; what stopped it early (a pod not
+    bound by the deadline, a fault that failed) goes to ``errors``, to be judged."""
+    await client.publish_all("node", workload.nodes)
+    chaos.restart_clock()
+    try:
+        await under_fire(options, workload, client, chaos)
+    except Exception as failure:  # reported in the summary, then judged
+        errors.append(describe(failure))
+        log.error("the run stopped early: %s", errors[-1])
+
+
+async def under_fire(
+    options: Options, workload: Workload, client: ChaosClient, chaos: Injector
+) -> None:
+    """Publish the pods paced over the window while ``chaos`` injects its faults, until
+    every pod is bound (TimeoutError past the deadline)."""
     done = asyncio.Event()
     total = len(workload.pods)
 
@@ -186,7 +213,7 @@ async def _record_stall(workdir: Path, servers: PrivateServers, store: RedisStor
     (workdir / "queue-view.json").write_bytes(view or b"")
 
 
-def _describe(failure: BaseException) -> str:
+def describe(failure: BaseException) -> str:
     """One line: the first leaf of an exception group, its type and first line."""
     while isinstance(failure, BaseExceptionGroup):
         failure = failure.exceptions[0]

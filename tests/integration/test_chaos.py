@@ -5,16 +5,13 @@ restarts empty. It must exit 0 with every invariant of its table ``ok``."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import signal
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.chaos_support import run_chaos
+
 LIMIT = 280.0
 """Seconds the short run may take, start-up and shutdown of its servers included."""
 
@@ -23,24 +20,9 @@ LIMIT = 280.0
 @pytest.mark.slow
 @pytest.mark.timeout(LIMIT + 20)
 async def test_the_short_chaos_run_keeps_every_promise(tmp_path: Path) -> None:
-    # ops/chaos as the README gives it, on this test's Python (its venv first on PATH).
-    bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "VIRTUAL_ENV": sys.prefix, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    child = await asyncio.create_subprocess_exec(
-        str(ROOT / "ops" / "chaos"), "--short", "--workdir", str(tmp_path),
-        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        async with asyncio.timeout(LIMIT):
-            output, _ = await child.communicate()
-    except TimeoutError:
-        child.send_signal(signal.SIGINT)  # the run stops every process it started
-        async with asyncio.timeout(60):
-            output, _ = await child.communicate()
-        pytest.fail(f"ops/chaos --short did not end within {LIMIT:g} s:\n{output.decode()[-5000:]}")
-    text = output.decode(errors="replace")
+    code, text = await run_chaos("--short", "--workdir", str(tmp_path), limit=LIMIT)
     summary = _from(text, "workload ")
-    if child.returncode != 0:
+    if code != 0:
         timeline = _from(text, "faults:")
         stall = [tmp_path / "queues.txt", tmp_path / "queue-view.json"]
         records = "".join(f"\n{p.name}:\n{p.read_text()[:1500]}" for p in stall if p.exists())

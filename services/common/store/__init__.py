@@ -1,6 +1,8 @@
 """The store edge: ClusterStore with in-memory and Redis implementations.
 
-``open_store(url)`` picks the implementation: ``memory://`` or ``redis://`` / ``rediss://``.
+``open_store(url)`` picks the implementation: ``memory://``, ``redis://`` / ``rediss://``,
+or Redis behind Sentinel, ``redis+sentinel://`` / ``rediss+sentinel://``
+(:mod:`services.common.store.sentinel`).
 redis is imported only when a Redis store is opened, so services that run embedded never
 load it. Here: the shared state's atomic steps (projection, leases, reservations and their
 claims, nominations, waiting pods, evictions), each written once for both backends'
@@ -32,26 +34,34 @@ from services.common.store.base import (
     WaitState,
 )
 from services.common.store.memory import MemoryStore
+from services.common.store.sentinel import NO_FAILOVER_OPTIONS, FailoverOptions, is_sentinel_url
 from services.common.tls import NO_TLS_FILES, TLSFiles
 
 
 def open_store(
-    url: str, *, namespace: str = "ksched", tls: TLSFiles = NO_TLS_FILES
+    url: str,
+    *,
+    namespace: str = "ksched",
+    tls: TLSFiles = NO_TLS_FILES,
+    failover: FailoverOptions = NO_FAILOVER_OPTIONS,
 ) -> ClusterStore:
     """A store for ``url``: ``memory://`` (private to this process) or a Redis URL.
 
     ``namespace`` prefixes every Redis key, so several clusters (or tests) can share one
-    Redis. ``tls`` (CA, client certificate and key) is used by ``rediss://``. Raises
-    ValueError for any other scheme.
+    Redis. ``tls`` (CA, client certificate and key) is used by ``rediss://`` and
+    ``rediss+sentinel://``; ``failover`` by Sentinel URLs (and its replica wait by any
+    Redis URL that sets it). Raises ValueError for any other scheme, or a Sentinel URL
+    that does not parse.
     """
     if url.startswith("memory://"):
         return MemoryStore(namespace)
-    if url.startswith(("redis://", "rediss://")):
+    if url.startswith(("redis://", "rediss://")) or is_sentinel_url(url):
         from services.common.store.redis import RedisStore
 
-        return RedisStore(url, namespace=namespace, tls=tls)
+        return RedisStore(url, namespace=namespace, tls=tls, failover=failover)
     raise ValueError(
-        f"unsupported store URL {redact(url)!r}: expected memory://, redis:// or rediss://"
+        f"unsupported store URL {redact(url)!r}: expected memory://, redis://, rediss://, "
+        "redis+sentinel:// or rediss+sentinel://"
     )
 
 
@@ -64,6 +74,7 @@ __all__ = [
     "BindClaim",
     "ClusterStore",
     "Epoch",
+    "FailoverOptions",
     "MemoryStore",
     "Nomination",
     "NominationClaim",

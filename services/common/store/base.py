@@ -70,7 +70,18 @@ every call that applies or reads the projection checks it in the same atomic ste
   be ``applied_seq + 1`` (StoreLost otherwise). On a Blank store that means seq 1, and
   that apply makes the store Live. Only the informer, which knows the log is not empty,
   can tell a lost store from a fresh one: it rebuilds a lost one with ``restore``.
-- Unguarded: ``epoch``, ``applied_seq`` and the queue view (informational).
+- Unguarded: ``epoch``, ``applied_seq``, ``identity`` and the queue view (informational).
+
+A failover can also lose *some* acknowledged writes and keep the marker (Redis
+replicates asynchronously: the promoted replica may lag). The informer, which knows the
+seq it applied last and the store's :meth:`ClusterStore.identity` when it made the store
+live, catches such a store up from the log when only its applied seq is behind, and
+treats a changed identity like a loss: :meth:`ClusterStore.invalidate` makes the store
+Building, the informer restores the log's tail and makes it Live under a new token, so
+every client reloads what it held (the reservations, leases and nominations the new
+master may have lost)::
+
+    Live(token) ──── invalidate(token) ────▶ Building ──── restore(final) ────▶ Live(new)
 """
 
 from __future__ import annotations
@@ -294,6 +305,19 @@ class ClusterStore(Protocol):
     async def attach(self) -> Epoch:
         """Expect the current live marker from now on (see the module docstring).
         Raises StoreLost unless the store is live."""
+
+    async def identity(self) -> str:
+        """Which copy of the data this is; unguarded. It changes whenever the data may
+        have changed without passing through the clients: on Redis, the server's
+        ``run_id`` (a restart) and ``master_replid`` (a replica promoted by a failover).
+        Equal identities do not prove nothing was lost; a new one says to check."""
+
+    async def invalidate(self, token: str) -> bool:
+        """Make the store Building if it is Live with ``token`` (the informer, after
+        :meth:`identity` changed): every client that expects ``token`` gets StoreLost
+        until a final :meth:`restore` makes it Live again under a new token; the
+        projection stays and the restore continues from its applied seq. False (and
+        nothing changed) when the store is not Live with ``token``."""
 
     async def restore(
         self, entries: Sequence[ProjectedEntry], *, final: bool, base: int | None = None

@@ -13,7 +13,8 @@ from typing import Literal
 
 StoreFailure = Literal["unreachable", "refused"]
 """``unreachable``: no connection (refused, timed out, name unknown, authentication
-failed); ``refused``: connected, but Redis answered a command with an error."""
+failed), or no master to write to (READONLY from a replica, MASTERDOWN: a failover not
+over); ``refused``: connected, but Redis answered a command with an error."""
 
 
 def store_failure(error: BaseException) -> StoreFailure | None:
@@ -21,7 +22,9 @@ def store_failure(error: BaseException) -> StoreFailure | None:
     exceptions = sys.modules.get("redis.exceptions")
     if exceptions is None:
         return None
-    if isinstance(error, exceptions.ConnectionError | exceptions.TimeoutError):
+    if isinstance(
+        error, exceptions.ConnectionError | exceptions.TimeoutError | exceptions.ReadOnlyError
+    ) or (isinstance(error, exceptions.ResponseError) and str(error).startswith("MASTERDOWN")):
         return "unreachable"
     if isinstance(error, exceptions.RedisError):
         return "refused"

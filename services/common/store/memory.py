@@ -9,6 +9,7 @@ out in :mod:`services.common.store.redis` (the contract suite runs against both)
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import uuid
@@ -48,6 +49,8 @@ class _Data:
         self.reset()
 
     def reset(self) -> None:
+        self.identity = uuid.uuid4().hex
+        """A new server's (a flush is a restart without persistence)."""
         self.marker: str | None = None
         """None: Blank; "building"; or "live:{token}"."""
         self.seq = 0
@@ -96,6 +99,20 @@ class MemoryStore:
         """Another client on the same data, with its own expected marker."""
         return MemoryStore(self.namespace, _data=self._d)
 
+    def replicate(self) -> object:
+        """A copy of the data as an asynchronous replica holds it now (a test hook:
+        :meth:`promote` it later to lose what was written since)."""
+        return copy.deepcopy(self._d)
+
+    def promote(self, replica: object, *, new_identity: bool = True) -> None:
+        """Fail over to ``replica`` (from :meth:`replicate`), as Sentinel promoting a
+        lagging replica: every client sees its data, under a new identity (or the old
+        one: a loss the identity does not tell)."""
+        assert isinstance(replica, _Data)
+        identity = self._d.identity
+        self._d.__dict__.update(copy.deepcopy(replica).__dict__)
+        self._d.identity = uuid.uuid4().hex if new_identity else identity
+
     def flush(self) -> None:
         """Lose everything, as a Redis FLUSHDB would (a test hook: the clients' expected
         markers stay, so their next guarded call raises StoreLost)."""
@@ -112,6 +129,15 @@ class MemoryStore:
         current = live(await self.epoch(), self.namespace)
         self._expected = current.token
         return current
+
+    async def identity(self) -> str:
+        return self._d.identity
+
+    async def invalidate(self, token: str) -> bool:
+        if self._d.marker != f"live:{token}":
+            return False
+        self._d.marker = _BUILDING
+        return True
 
     async def restore(
         self, entries: Sequence[ProjectedEntry], *, final: bool, base: int | None = None

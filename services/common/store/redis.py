@@ -6,6 +6,11 @@ whole batch, so each is atomic on the server: two replicas assuming onto the sam
 serialised and the loser gets ``conflict`` with the usage that beat it. Every other method
 is one round trip. ``now`` always comes from the caller's clock, never Redis ``TIME``.
 
+The client (:mod:`services.common.store._client`): a Redis URL, or Sentinel
+(``redis+sentinel://``), whose master it follows: each method is then retried through a
+failover, and ``assume``, ``begin_bind`` and ``set_leases`` wait for a replica's ack
+(``WAIT``). ``identity`` is the master's ``run_id/master_replid``.
+
 Details the Protocol leaves open (the in-memory store behaves the same):
 
 - A charge is the pod's positive requests plus ``pods: 1``, whatever ``requests["pods"]``
@@ -43,22 +48,20 @@ of one span, several a second, with nothing behind it.
 
 from __future__ import annotations
 
-import functools
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import msgspec
-import redis.asyncio as aioredis
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from services.common import redact, telemetry
+from services.common import redact
 from services.common.store._charges import devices_taken, normalize
+from services.common.store._client import ReplicaAck, connect, master_moved
+from services.common.store._client import traced as _traced
 from services.common.store._lua import (
     ACQUIRE_LEASE,
     APPLY,
@@ -72,6 +75,7 @@ from services.common.store._lua import (
     RELEASE_LEASE,
     WRITE_HASH,
 )
+from services.common.store._lua_failover import INVALIDATE
 from services.common.store._lua_waiting import (
     ALLOW_WAITING,
     EXPIRE_WAITING,
@@ -96,68 +100,10 @@ from services.common.store.base import (
     WaitState,
     live,
 )
-from services.common.tls import NO_TLS_FILES, TLSFiles, is_tls_url, redis_ssl_options
+from services.common.store.sentinel import NO_FAILOVER_OPTIONS, FailoverOptions, is_sentinel_url
+from services.common.tls import NO_TLS_FILES, TLSFiles
 
 _FORBIDDEN = frozenset("|,=")
-_tracer = telemetry.tracer("store")
-_Operation = TypeVar("_Operation", bound=Callable[..., Awaitable[Any]])
-
-
-def _traced(command: str, script: str | None = None) -> Callable[[_Operation], _Operation]:
-    """The store method as one CLIENT span (see the module's docstring): ``command`` is
-    the Redis command it sends, ``script`` the Lua script that command runs."""
-
-    def decorate(method: _Operation) -> _Operation:
-        name = method.__name__
-        static: dict[str, str] = {"db.operation.name": command, "ksched.store.operation": name}
-        if script is not None:
-            static["db.stored_procedure.name"] = script
-
-        @functools.wraps(method)
-        async def traced(self: RedisStore, *args: Any, **kwargs: Any) -> Any:
-            if not trace.get_current_span().get_span_context().is_valid:
-                return await method(self, *args, **kwargs)  # no trace to join
-            with _tracer.start_as_current_span(
-                f"{command} {name}",
-                kind=SpanKind.CLIENT,
-                attributes={**self._span_attributes, **static},
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
-                try:
-                    return await method(self, *args, **kwargs)
-                except Exception as error:
-                    _failed(span, error)
-                    raise
-
-        return cast(_Operation, traced)
-
-    return decorate
-
-
-def _failed(span: Span, error: Exception) -> None:
-    span.record_exception(error)
-    kind = type(error).__qualname__
-    if isinstance(error, ResponseError) and (prefix := str(error).split(" ", 1)[0]).isupper():
-        span.set_attribute("db.response.status_code", prefix)
-        kind = prefix
-    span.set_attribute("error.type", kind)
-    span.set_status(trace.StatusCode.ERROR, redact.redact(f"{type(error).__name__}: {error}"))
-
-
-def _connection_attributes(kwargs: Mapping[str, Any]) -> dict[str, str | int]:
-    """The span attributes of the connection redis-py built from the URL."""
-    attributes: dict[str, str | int] = {
-        "db.system.name": "redis",
-        "db.system": "redis",
-        "db.namespace": str(kwargs.get("db", 0)),
-    }
-    if "path" in kwargs:
-        attributes["server.address"] = str(kwargs["path"])
-    else:
-        attributes["server.address"] = str(kwargs.get("host", "localhost"))
-        attributes["server.port"] = int(kwargs.get("port", 6379))
-    return attributes
 
 
 _STATUSES: dict[bytes, AssumeStatus] = {
@@ -171,16 +117,20 @@ class RedisStore:
     """A ClusterStore on the Redis at ``url``; ``namespace`` prefixes every key."""
 
     def __init__(
-        self, url: str, *, namespace: str = "ksched", tls: TLSFiles = NO_TLS_FILES
+        self,
+        url: str,
+        *,
+        namespace: str = "ksched",
+        tls: TLSFiles = NO_TLS_FILES,
+        failover: FailoverOptions = NO_FAILOVER_OPTIONS,
     ) -> None:
         redact.install()
         self.namespace = namespace
         self._p = f"{namespace}:"
-        ssl_options = redis_ssl_options(tls) if is_tls_url(url) else {}
-        self._redis = aioredis.from_url(url, decode_responses=False, **ssl_options)
-        self._span_attributes = _connection_attributes(
-            self._redis.connection_pool.connection_kwargs
-        )
+        self._client = connect(url, tls, failover)
+        self._redis, self._span_attributes = self._client.redis, self._client.attributes
+        self._failover_timeout = failover.failover_timeout if is_sentinel_url(url) else 0.0
+        self._ack = ReplicaAck(self._redis, failover.wait_for(url))
         self._apply = self._redis.register_script(APPLY)
         self._assume = self._redis.register_script(ASSUME)
         self._begin_bind = self._redis.register_script(BEGIN_BIND)
@@ -198,14 +148,19 @@ class RedisStore:
         self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
         self._acquire_lease = self._redis.register_script(ACQUIRE_LEASE)
         self._release_lease = self._redis.register_script(RELEASE_LEASE)
+        self._invalidate = self._redis.register_script(INVALIDATE)
         self._expected = ""
         """The live token this client expects ("" until it attaches)."""
 
-    async def _run(self, script: AsyncScript, *args: Any) -> Any:
+    async def _run(self, script: AsyncScript, *args: Any, replicated: bool = False) -> Any:
         """Run a guarded script with the prefix and the expected token in front of
-        ``args``; the guard's refusal becomes StoreLost."""
+        ``args``; the guard's refusal becomes StoreLost. ``replicated``: a write that
+        guards against overcommit or a second binding, followed by WAIT (ReplicaAck)."""
+        full = [self._p, self._expected, *args]
         try:
-            return await script(keys=[], args=[self._p, self._expected, *args])
+            if replicated and self._ack.enabled:
+                return await self._ack.run(script, full)
+            return await script(keys=[], args=full)
         except ResponseError as error:
             text = str(error)
             if not text.startswith(LOST):
@@ -228,6 +183,16 @@ class RedisStore:
         current = live(await self.epoch(), self.namespace)
         self._expected = current.token
         return current
+
+    @_traced("INFO")
+    async def identity(self) -> str:
+        await master_moved(self._redis)  # ask the master, not one demoted meanwhile
+        info = await self._redis.info("server", "replication")
+        return f"{info.get('run_id', '')}/{info.get('master_replid', '')}"
+
+    @_traced("EVALSHA", "invalidate")
+    async def invalidate(self, token: str) -> bool:
+        return bool(await self._invalidate(keys=[], args=[self._p, token]))
 
     @_traced("EVALSHA", "apply")
     async def restore(
@@ -301,7 +266,7 @@ class RedisStore:
             args += [r.uid, _name(r.node), str(r.attempt), repr(float(deadline)), reqs, checked]
             devices = "\n".join(map(_device, dict.fromkeys(r.devices)))
             args += [reads, touches, watched, "\n".join(r.keys), devices]
-        replies = await self._run(self._assume, *args)
+        replies = await self._run(self._assume, *args, replicated=True)
         return [_assume_result(*reply) for reply in replies]
 
     @_traced("EVALSHA", "read_hash")
@@ -318,7 +283,8 @@ class RedisStore:
     async def begin_bind(self, claims: Sequence[BindClaim], now: float) -> list[bool]:
         if not claims:
             return []
-        replies = await self._run(self._begin_bind, repr(float(now)), *self._claim_args(claims))
+        args = [repr(float(now)), *self._claim_args(claims)]
+        replies = await self._run(self._begin_bind, *args, replicated=True)
         return [bool(reply) for reply in replies]
 
     @_traced("EVALSHA", "forget")
@@ -345,7 +311,7 @@ class RedisStore:
     async def set_leases(self, leases: Mapping[str, int]) -> None:
         if leases:
             pairs = [x for uid, attempt in leases.items() for x in (uid, str(attempt))]
-            await self._run(self._write_hash, "set", "lease", *pairs)
+            await self._run(self._write_hash, "set", "lease", *pairs, replicated=True)
 
     @_traced("EVALSHA", "read_hash")
     async def leases(self) -> dict[str, int]:
@@ -506,7 +472,7 @@ class RedisStore:
             await self._redis.unlink(*batch)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._client.aclose()
 
 
 _waiting_encoder = msgspec.json.Encoder()

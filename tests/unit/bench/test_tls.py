@@ -53,7 +53,9 @@ async def test_the_services_mode_opens_bus_and_store_with_the_tls_files(
     opened: list[tuple[str, str, TLSFiles]] = []
 
     def edge(kind: str) -> Any:
-        def open_edge(url: str, *, namespace: str, tls: TLSFiles = NO_TLS_FILES) -> _FakeEdge:
+        def open_edge(
+            url: str, *, namespace: str, tls: TLSFiles = NO_TLS_FILES, **_: object
+        ) -> _FakeEdge:
             opened.append((kind, url, tls))
             return _FakeEdge()
 

@@ -167,7 +167,7 @@ def test_the_command_reads_the_store_of_the_namespace(capsys, monkeypatch):
     store = MemoryStore("blue")
     asyncio.run(store.put_queue_view(msgspec.json.encode(VIEW)))
 
-    def open_store(url: str, *, namespace: str, tls: TLSFiles) -> MemoryStore:
+    def open_store(url: str, *, namespace: str, tls: TLSFiles, **_: object) -> MemoryStore:
         opened.append((url, namespace))
         return store
 
@@ -194,7 +194,7 @@ def test_the_command_opens_the_store_with_the_tls_settings(capsys, monkeypatch, 
     store = MemoryStore("ksched")
     asyncio.run(store.put_queue_view(msgspec.json.encode(VIEW)))
 
-    def open_store(url: str, *, namespace: str, tls: TLSFiles) -> MemoryStore:
+    def open_store(url: str, *, namespace: str, tls: TLSFiles, **_: object) -> MemoryStore:
         seen.append(tls)
         return store
 
