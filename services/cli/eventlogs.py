@@ -38,13 +38,17 @@ def open_log(spec: str, settings: Settings, *, must_exist: bool = False) -> Even
 
 async def copy_log(source: EventLog, target: EventLog) -> tuple[int, int]:
     """Append to ``target`` the entries of ``source`` it does not hold yet (those after
-    its last seq: a copy that was interrupted continues). Returns (first, last) seq
+    its last seq: a copy that was interrupted continues). A source whose head retention
+    dropped starts an empty stream at its newest snapshot. Returns (first, last) seq
     copied, (0, 0) when there was nothing to copy."""
     await source.connect()
     await target.connect()
+    after = target.last_seq()
+    if after == 0:
+        after = await _begin(source, target)
     first, last = 0, 0
     chunk = []
-    async for entry in source.read(target.last_seq()):
+    async for entry in source.read(after):
         chunk.append(entry)
         if len(chunk) == COPY_CHUNK:
             await target.append(chunk)
@@ -53,6 +57,23 @@ async def copy_log(source: EventLog, target: EventLog) -> tuple[int, int]:
         await target.append(chunk)
         first, last = first or chunk[0].seq, chunk[-1].seq
     return first, last
+
+
+async def _begin(source: EventLog, target: EventLog) -> int:
+    """Where an empty ``target`` starts: at seq 0, or, when retention dropped the
+    source's head, at the source's newest snapshot (which the target takes over)."""
+    head = await anext(aiter(source.read(0)), None)
+    if head is None or head.seq == 1:
+        return 0
+    snapshot = await source.latest_snapshot()
+    begin_at = getattr(target, "begin_at", None)
+    if snapshot is None or begin_at is None:
+        raise ValueError(
+            f"the source's entries before seq {head.seq} were dropped by its retention: "
+            "copy it into a stream (stream://NAME), which starts at its newest snapshot"
+        )
+    await begin_at(*snapshot)
+    return snapshot[0]
 
 
 async def log_copy_command(source_spec: str, target_spec: str, settings: Settings) -> int:

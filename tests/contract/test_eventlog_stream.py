@@ -232,3 +232,17 @@ async def test_without_aiormq_internals_appends_go_one_by_one(
     log = streams.open()
     await log.append(events(1, 3))
     assert await read_all(streams.open()) == events(1, 3)
+
+
+async def test_an_empty_stream_begins_at_a_snapshot(streams: StreamLogs) -> None:
+    log = streams.open()
+    await log.begin_at(5, b"at five")
+    assert log.last_seq() == 5
+    reopened = streams.open()
+    await reopened.connect()
+    assert reopened.last_seq() == 5
+    assert await reopened.latest_snapshot() == (5, b"at five")
+    await log.append(events(6, 7))
+    assert await read_all(reopened) == events(6, 7)
+    with pytest.raises(ValueError, match="only an empty log begins at a snapshot"):
+        await log.begin_at(9, b"again")

@@ -1,5 +1,5 @@
-"""Moving a file log into a stream (``ksched log copy``), then ``ksched replay --check``
-on the stream, against the real broker."""
+"""Moving a file log into a stream (``ksched log copy``; a trimmed one from its newest
+snapshot), then ``ksched replay --check`` on the stream, against the real broker."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from uuid import uuid4
 import aio_pika
 import pytest
 
+from services.cli.eventlogs import copy_log
 from services.cli.main import main
+from services.common.eventlog import FileEventLog, read_all
 from tests.contract.bus_support import AMQP_URL
+from tests.contract.eventlog_support import events
+from tests.contract.stream_support import StreamLogs
 from tests.unit.cli.support import EXAMPLE
 
 pytestmark = pytest.mark.integration
@@ -58,3 +62,25 @@ def test_replaying_a_missing_file_still_names_it(namespace: str, tmp_path: Path)
     missing = tmp_path / "missing.jsonl"
     assert main(["replay", str(missing)]) == 2
     assert not missing.exists()
+
+
+async def test_a_file_log_trimmed_by_retention_moves_from_its_snapshot(tmp_path: Path) -> None:
+    source = await FileEventLog.open(tmp_path / "events.jsonl")
+    await source.append(events(1, 10))
+    await source.write_snapshot(6, b"the projection at 6")
+    await source.retain(4)  # the file now begins at seq 5
+    streams = StreamLogs()
+    try:
+        target = streams.open()
+        assert await copy_log(source, target) == (7, 10)
+        assert await target.latest_snapshot() == (6, b"the projection at 6")
+        reader = streams.open()
+        await reader.connect()
+        assert reader.last_seq() == 10
+        assert await read_all(reader) == events(7, 10)
+        assert await copy_log(source, target) == (0, 0)  # nothing left to copy
+        with pytest.raises(ValueError, match="dropped by its retention: copy it into a stream"):
+            await copy_log(source, await FileEventLog.open(tmp_path / "copy.jsonl"))
+    finally:
+        await source.close()
+        await streams.aclose()

@@ -191,22 +191,25 @@ class StreamEventLog:
                     f"event log {self.spec}: no snapshot at seq {seq}: it ends at {self._last_seq}"
                 )
             self._refuse_if_deposed()
-            headers: dict[str, object] = {
-                KIND: SNAPSHOT,
-                SEQ: seq,
-                FENCE: self._fence or 0,
-                WRITER: self.writer,
-                ENTRY_OFFSET: self._end if seq == self._last_seq else -1,
-            }
-            try:
-                await self.client.publish(self.snapshots, [(body, headers)])
-            except BROKER_ERRORS as error:
-                await self._reset()
-                raise LogWriteError(
-                    errno.EIO,
-                    f"event log {self.spec}: writing the snapshot at seq {seq} failed: "
-                    f"{describe(error)}",
-                ) from error
+            await self._publish_snapshot(seq, body, self._end if seq == self._last_seq else -1)
+
+    async def _publish_snapshot(self, seq: int, body: bytes, entry_offset: int) -> None:
+        headers: dict[str, object] = {
+            KIND: SNAPSHOT,
+            SEQ: seq,
+            FENCE: self._fence or 0,
+            WRITER: self.writer,
+            ENTRY_OFFSET: entry_offset,
+        }
+        try:
+            await self.client.publish(self.snapshots, [(body, headers)])
+        except BROKER_ERRORS as error:
+            await self._reset()
+            raise LogWriteError(
+                errno.EIO,
+                f"event log {self.spec}: writing the snapshot at seq {seq} failed: "
+                f"{describe(error)}",
+            ) from error
 
     async def latest_snapshot(self) -> tuple[int, bytes] | None:
         """The newest snapshot its log's writer wrote while it owned the log."""
@@ -214,26 +217,24 @@ class StreamEventLog:
             await self.connect()
             if self._fence is None:  # the writer follows the claims already
                 await self._load_owners()
-            end = await self._mark_end(self.snapshots)
-            first = await self._first_offset(self.snapshots)
-            width = WINDOW // 8
-            while True:
-                start = max(first, end - width)
-                found: Record | None = None
-                async with self.client.records(self.snapshots, start) as records:
-                    async for r in records:
-                        if r.offset >= end:
-                            break
-                        if r.kind == SNAPSHOT and self._snapshot_counts(r):
-                            found = r
-                if found is not None:
-                    return found.seq, found.body
-                if start <= first:
-                    return None
-                width *= 4
+            return await self._latest_snapshot()
         except BROKER_ERRORS as error:
             await self._reset()
             raise ConnectionError(f"event log {self.spec}: {describe(error)}") from error
+
+    async def begin_at(self, seq: int, body: bytes) -> None:
+        """Start this empty log at a snapshot: ``body`` at ``seq`` is its newest, and its
+        next entry is ``seq + 1``. For moving a log whose head retention dropped
+        (``ksched log copy``); ValueError once the log holds anything."""
+        async with self._lock:
+            await self._become_writer()
+            if self._last_seq or seq <= 0:
+                raise ValueError(
+                    f"event log {self.spec}: cannot begin at seq {seq}: it ends at "
+                    f"{self._last_seq} (only an empty log begins at a snapshot)"
+                )
+            await self._publish_snapshot(seq, body, -1)
+            self._last_seq = seq
 
     async def retain(self, covered: int) -> None:
         """Drops nothing: the streams' retention (``x-max-age``, ``x-max-length-bytes``)
@@ -263,7 +264,7 @@ class StreamEventLog:
             await self.client.declare(self.snapshots, self._retention)
             await self._load_owners()
             end = await self._mark_end(self.name)
-            self._last_seq, _ = await self._last_before(end)
+            self._last_seq = await self._end_seq(end)
         except BROKER_ERRORS as error:
             await self._reset()
             hint = ""
@@ -289,7 +290,7 @@ class StreamEventLog:
                         break
                     if r.kind == FENCE_MARK and r.fence > fence:
                         raise self._claimed_by(r.fence, fence)
-            last, _ = await self._last_before(at)
+            last = await self._end_seq(at)
             mine = Claim(fence, self.writer, at)
             await self.client.publish(self.fences, [(msgspec.json.encode(mine), {KIND: CLAIM})])
             claims_end = await self._load_owners()
@@ -515,6 +516,33 @@ class StreamEventLog:
                     claims.append(msgspec.json.decode(r.body, type=Claim))
         self._owners = Owners(claims)
         return end
+
+    async def _latest_snapshot(self) -> tuple[int, bytes] | None:
+        """:meth:`latest_snapshot`, connected, with the claims loaded."""
+        end = await self._mark_end(self.snapshots)
+        first = await self._first_offset(self.snapshots)
+        width = WINDOW // 8
+        while True:
+            start = max(first, end - width)
+            found: Record | None = None
+            async with self.client.records(self.snapshots, start) as records:
+                async for r in records:
+                    if r.offset >= end:
+                        break
+                    if r.kind == SNAPSHOT and self._snapshot_counts(r):
+                        found = r
+            if found is not None:
+                return found.seq, found.body
+            if start <= first:
+                return None
+            width *= 4
+
+    async def _end_seq(self, end: int) -> int:
+        """The log's last seq as of offset ``end``: its last entry's, or its newest
+        snapshot's when that is later (a log that began at a snapshot)."""
+        last, _ = await self._last_before(end)
+        snapshot = await self._latest_snapshot()
+        return max(last, snapshot[0] if snapshot else 0)
 
     def _snapshot_counts(self, r: Record) -> bool:
         if r.entry_offset >= 0:
