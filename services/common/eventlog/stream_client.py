@@ -94,7 +94,7 @@ class StreamClient:
 
     async def drop(self) -> None:
         """Forget the connection (closing it if it is still up); the next operation
-        connects again, to the next node."""
+        connects again (to the next node after :meth:`failed`)."""
         connection, self._connection, self._channel = self._connection, None, None
         if connection is not None:
             with contextlib.suppress(*BROKER_ERRORS):
