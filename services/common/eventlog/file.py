@@ -122,7 +122,12 @@ class FileEventLog:
         """The token this writer claimed the log with (0: never claimed)."""
         self.on_fsync: Callable[[float], None] | None = None
         """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
-        self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        try:
+            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        except OSError as error:  # named as the log's: the user gave that path
+            raise type(error)(
+                error.errno, f"{error.strerror} ({self.lock_path.name})", str(self.path)
+            ) from error
         self._fd = -1
         try:
             with _flocked(self._lock_fd):
