@@ -109,7 +109,12 @@ async def bench_services(
     if workload.scheduler_config is not None:
         flags += ["--config", str(workload.scheduler_config)]
     command = [sys.executable, "-m", "services.cli.main", "run"]
-    bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
+    bus = open_bus(
+        settings.amqp_url,
+        namespace=namespace,
+        tls=settings.tls,
+        quorum=settings.quorum_queues,
+    )
     store = open_store(
         settings.redis_url, namespace=namespace, tls=settings.tls, failover=settings.failover
     )

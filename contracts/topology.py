@@ -19,18 +19,20 @@ a scheduler is exclusive and disappears with it (a restarted scheduler rebuilds 
 snapshot from Redis first). Messages to durable exchanges are persistent and every
 publish waits for the broker's confirm, so what was confirmed survives a restart.
 
-Classic queues, not quorum queues, on purpose. Quorum queues replicate (nothing to
-replicate to on the single node ksched is deployed and tested on) and count deliveries
-for ``x-delivery-limit``; measured here (RabbitMQ 3.10, 20,000 persistent 1 KB messages,
-confirms awaited per 256, prefetch 1024) they moved the same order of messages as classic
-queues (publish ~1,000/s both, consume 2,000-2,600/s vs 2,400-3,300/s), so speed decides
-nothing either way. What decides: the scheduler's snapshot feed must stay exclusive,
-which quorum queues cannot be; a queue's type cannot change in place (every existing
-deployment would fail to declare until its queues are deleted); and the consumer's own
-bounded retries (see services.common.bus.base) already dead-letter a poison message
-after two attempts *with its reason*, which the broker's delivery-limit dead-lettering
-does not carry. A multi-node deployment that needs replication would declare these
-queues quorum (``QueueSpec.arguments``), the broker's count then backing up ours.
+Queue types (``KSCHED_QUEUE_TYPE``, see :func:`queue_arguments`): on one broker every
+queue is classic, as before (nothing to replicate to, and a queue's type cannot change
+in place, so existing deployments keep declaring what they have). On a cluster (several
+brokers in ``KSCHED_AMQP_URL``, or ``KSCHED_QUEUE_TYPE=quorum``) every durable queue is
+a quorum queue, replicated by Raft across the nodes, so losing a node loses no message.
+Exclusive and auto-delete queues (a scheduler's private snapshot feed) stay classic:
+quorum queues can be neither, and the feed dies with its scheduler anyway. Quorum
+queues take every argument ksched uses (``x-dead-letter-exchange``; ``x-message-ttl``
+and ``x-delivery-limit`` too); a queue given one they refuse (:data:`CLASSIC_ONLY`,
+e.g. ``x-max-priority``) stays classic rather than failing to declare.
+``x-delivery-limit`` is not set: the consumer's own bounded retries dead-letter a poison
+message after two attempts *with its reason*, and a limit would also count the
+requeues of batches handed back while Redis or the broker was unavailable, dead-
+lettering good messages after a long outage.
 """
 
 from __future__ import annotations
@@ -187,6 +189,36 @@ DEAD_LETTERS: Final = QueueSpec(
     dead_letter=False,
     description="Poison messages, with the reason in the x-ksched-reason header.",
 )
+
+
+CLASSIC_ONLY: Final = frozenset(
+    {"x-max-priority", "x-queue-mode", "x-queue-master-locator", "x-queue-version"}
+)
+"""Queue arguments RabbitMQ 3.10's quorum queues refuse: a queue given one stays classic."""
+
+
+def is_quorum(spec: QueueSpec, quorum: bool) -> bool:
+    """Whether ``spec`` is declared a quorum queue when the deployment asks for them
+    (``quorum``): durable, neither exclusive nor auto-delete, no classic-only argument."""
+    return (
+        quorum
+        and spec.durable
+        and not spec.exclusive
+        and not spec.auto_delete
+        and not CLASSIC_ONLY.intersection(spec.arguments)
+    )
+
+
+def queue_arguments(spec: QueueSpec, *, dead_exchange: str, quorum: bool) -> dict[str, int | str]:
+    """The arguments ``spec`` is declared with: its own, the dead-letter exchange
+    (``dead_exchange``, its name on the broker) if it dead-letters, and
+    ``x-queue-type: quorum`` where :func:`is_quorum`."""
+    arguments: dict[str, int | str] = dict(spec.arguments)
+    if spec.dead_letter:
+        arguments["x-dead-letter-exchange"] = dead_exchange
+    if is_quorum(spec, quorum):
+        arguments["x-queue-type"] = "quorum"
+    return arguments
 
 
 def scheduler_cluster_queue(replica: str) -> QueueSpec:

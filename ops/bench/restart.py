@@ -52,7 +52,12 @@ async def run(nodes: int, pods: int, probe: int) -> dict[str, object]:
     workdir = Path(tempfile.mkdtemp(prefix="ksched-restart-"))
     flags = ["--amqp-url", settings.amqp_url, "--redis-url", settings.redis_url]
     flags += ["--namespace", namespace]
-    bus = open_bus(settings.amqp_url, namespace=namespace, tls=settings.tls)
+    bus = open_bus(
+        settings.amqp_url,
+        namespace=namespace,
+        tls=settings.tls,
+        quorum=settings.quorum_queues,
+    )
     store = open_store(settings.redis_url, namespace=namespace, tls=settings.tls)
     ports = dict(zip(SERVICES, free_ports(len(SERVICES)), strict=True))
     env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}

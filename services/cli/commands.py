@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +16,7 @@ from services.cli.replay import replay, summary
 from services.cli.simulate import load_cluster, print_json, print_table, simulate
 from services.common.eventlog import EventLog, open_event_log
 from services.common.eventlog.snapshot import Snapshot, SnapshotError, read_from_snapshot
+from services.common.settings import Settings
 from services.framework.config import Profile
 
 STDIN = "-"
@@ -64,17 +63,20 @@ def simulate_command(args: argparse.Namespace) -> int:
 async def _read_all(event_log: EventLog, name: str) -> tuple[Snapshot | None, list[LogEntry]]:
     """The log's newest snapshot (if any) and its entries after it."""
     try:
+        await event_log.connect()
         return await read_from_snapshot(event_log, name)
     finally:
         await event_log.close()
 
 
-def replay_command(args: argparse.Namespace) -> int:
+def replay_command(args: argparse.Namespace, settings: Settings) -> int:
+    """``ksched replay LOG``: LOG is a file (which must exist) or ``stream://NAME``."""
+    from services.cli.eventlogs import open_log
+
     profiles = _profiles(args.config)
-    if not Path(args.log).is_file():  # open_event_log would create it
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.log)
     try:
-        snapshot, events = asyncio.run(_read_all(open_event_log(args.log), f"event log {args.log}"))
+        event_log = open_log(args.log, settings, must_exist=True)
+        snapshot, events = asyncio.run(_read_all(event_log, f"event log {args.log}"))
     except SnapshotError as error:  # the message names the snapshot's file and line
         raise InputError(str(error)) from error
     except ValueError as error:  # a corrupt entry: the message names the file and line

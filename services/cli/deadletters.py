@@ -149,7 +149,12 @@ async def purge_dead_letters(bus: Bus, out: TextIO = sys.stdout) -> int:
 async def dead_letters_command(
     settings: Settings, action: str, selection: Selection, output: str
 ) -> int:
-    bus = open_bus(settings.amqp_url, namespace=settings.namespace, tls=settings.tls)
+    bus = open_bus(
+        settings.amqp_url,
+        namespace=settings.namespace,
+        tls=settings.tls,
+        quorum=settings.quorum_queues,
+    )
     try:
         await bus.declare([topology.DEAD_LETTERS])
         match action:

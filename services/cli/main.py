@@ -245,7 +245,10 @@ def parser() -> argparse.ArgumentParser:
         leader_election_flags(p)
         _connection_flags(p)
         _log_format_flag(p)
-        p.add_argument("--event-log", help="informer's event log path (env KSCHED_EVENT_LOG)")
+        p.add_argument(
+            "--event-log",
+            help="informer's event log: a file, or stream://NAME (env KSCHED_EVENT_LOG)",
+        )
         p.add_argument("--config", help="KubeSchedulerConfiguration file")
         p.add_argument("--seed", type=int, help="tie-break seed")
         p.add_argument(
@@ -343,7 +346,9 @@ def parser() -> argparse.ArgumentParser:
     _prometheus_token_flag(p)
 
     p = command("replay", "replay an event log from its newest snapshot and compare decisions")
-    p.add_argument("log", help="an event log file (see simulate --record, run informer)")
+    p.add_argument(
+        "log", help="an event log: a file (see simulate --record, run informer) or stream://NAME"
+    )
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", choices=["json", "table"], default="table")
@@ -352,6 +357,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 if any decision differs (from a snapshot: the bindings after it)",
     )
+    _connection_flags(p)
+
+    p = command("log", "copy an event log to another backend (a file log into a stream)")
+    p.add_argument("action", choices=["copy"], help="copy: SOURCE's entries TARGET lacks")
+    p.add_argument("source", help="a file, or stream://NAME")
+    p.add_argument("target", help="stream://NAME (stream:// alone: ksched.eventlog), or a file")
+    _connection_flags(p)
 
     command("asyncapi", "print the AsyncAPI document of the contracts")
 
@@ -551,7 +563,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "replay":
             from services.cli.commands import replay_command
 
-            return replay_command(args)
+            return replay_command(args, _settings(args))
+        case "log":
+            from services.cli.eventlogs import log_copy_command
+
+            return asyncio.run(log_copy_command(args.source, args.target, _settings(args)))
         case "dead-letters":
             from services.cli.deadletters import Selection, dead_letters_command
 

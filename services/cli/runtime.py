@@ -22,6 +22,7 @@ from contracts import topology
 from services.binder.service import BinderService
 from services.cli.backoff import Backoff
 from services.cli.errors import INTERRUPTED, LEADERSHIP_LOST, OK, InputError
+from services.cli.eventlogs import open_log
 from services.cli.manifests import check, read_documents
 from services.cli.output import render_object
 from services.cli.serviceflags import SERVICES
@@ -29,7 +30,7 @@ from services.cli.shutdown import Shutdown
 from services.common import telemetry
 from services.common.bus import Bus, Delivery, Message, open_bus
 from services.common.clock import SystemClock
-from services.common.eventlog import LogFencedError, open_event_log
+from services.common.eventlog import LogFencedError
 from services.common.leaderelection import ROLES, DeposingStore, LeaderElector
 from services.common.observe import (
     EdgeMetrics,
@@ -69,7 +70,12 @@ class Service(Protocol):
 
 
 def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
-    bus = open_bus(settings.amqp_url, namespace=settings.namespace, tls=settings.tls)
+    bus = open_bus(
+        settings.amqp_url,
+        namespace=settings.namespace,
+        tls=settings.tls,
+        quorum=settings.quorum_queues,
+    )
     store = open_store(
         settings.redis_url,
         namespace=settings.store_namespace,
@@ -95,7 +101,7 @@ def build(
             interval=informer.snapshot_interval,
             retention=informer.log_retention,
         )
-        event_log = open_event_log(informer.event_log)
+        event_log = open_log(informer.event_log, settings)
         confirm = elector.confirm if elector is not None else None
         return InformerService(bus, store, event_log, clock, snapshots=snapshots, confirm=confirm)
     if name == "queue":

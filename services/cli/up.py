@@ -158,7 +158,7 @@ def _check_event_log(settings: Settings) -> None:
     the informer's to check, and so is a log that does not exist yet (it creates it)."""
     if settings.informer.event_log.startswith("memory://"):
         return
-    from services.common.eventlog import FileEventLog, check_matches
+    from services.common.eventlog import FileEventLog, check_matches, is_stream
 
     found = asyncio.run(_store_epoch(settings))
     if found is None:
@@ -175,6 +175,11 @@ def _check_event_log(settings: Settings) -> None:
             informer.holder,
         )
         return
+    if is_stream(settings.informer.event_log):
+        last = asyncio.run(_stream_last_seq(settings))
+        if last is not None:
+            check_matches(f"event log {settings.informer.event_log}", last, epoch.seq)
+        return
     path = os.path.abspath(settings.informer.event_log)
     last = 0
     if os.path.exists(path):
@@ -182,6 +187,23 @@ def _check_event_log(settings: Settings) -> None:
         last = event_log.last_seq()
         asyncio.run(event_log.close())
     check_matches(f"event log {path}", last, epoch.seq)
+
+
+async def _stream_last_seq(settings: Settings) -> int | None:
+    """The last seq of the stream log, or None when the broker does not answer within
+    PREFLIGHT_TIMEOUT (the informer checks it then)."""
+    from services.cli.eventlogs import open_log
+
+    event_log = open_log(settings.informer.event_log, settings)
+    try:
+        async with asyncio.timeout(PREFLIGHT_TIMEOUT):
+            await event_log.connect()
+        return event_log.last_seq()
+    except (OSError, TimeoutError) as error:
+        log.info("ksched up: the informer checks the event log (broker: %s)", redact(str(error)))
+        return None
+    finally:
+        await event_log.close()
 
 
 async def _store_epoch(settings: Settings) -> tuple[Epoch, LeaderLease | None] | None:

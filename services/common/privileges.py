@@ -49,6 +49,10 @@ class Grants:
     store_methods: tuple[str, ...]
     configures_pattern: str = ""
     """A regex (un-prefixed topology names) of queues made at run time, e.g. per replica."""
+    streams: tuple[str, ...] = ()
+    """Streams it declares, reads and appends to (the event log's, by its default name
+    ``stream://``, with its ``.fences`` and ``.snapshots``): published to through the
+    default exchange (``amq.default``)."""
 
 
 _FEED = t.scheduler_cluster_queue("")
@@ -69,6 +73,7 @@ SERVICES: Mapping[str, Grants] = {
             "acquire_lease",
             "release_lease",
         ),
+        streams=tuple(f"ksched.eventlog{suffix}" for suffix in ("", ".fences", ".snapshots")),
     ),
     "queue": Grants(
         consumes=(t.QUEUE_CLUSTER, t.QUEUE_RESULTS),
@@ -230,7 +235,7 @@ def _regex(alternatives: Iterable[str]) -> str:
 
 def permissions(grants: Grants, namespace: str = "") -> dict[str, str]:
     """configure / write / read regexes for one service."""
-    queues = _names((q.name for q in grants.consumes), namespace)
+    queues = _names((*(q.name for q in grants.consumes), *grants.streams), namespace)
     made = []
     if grants.configures_pattern:
         made = [re.escape(f"{namespace}." if namespace else "") + grants.configures_pattern]
@@ -240,16 +245,19 @@ def permissions(grants: Grants, namespace: str = "") -> dict[str, str]:
         bound_from += _names((b.exchange for b in _FEED.bindings), namespace)
     return {
         "configure": _regex([*queues, *made]),
-        "write": _regex([*queues, *made, *published]),
+        "write": _regex(
+            [*queues, *made, *published, *(["amq\\.default"] if grants.streams else [])]
+        ),
         "read": _regex([*queues, *made, *bound_from]),
     }
 
 
 def rabbitmq_definitions(
-    vhost: str = "/", namespace: str = "", users: str = USER_PREFIX
+    vhost: str = "/", namespace: str = "", users: str = USER_PREFIX, *, quorum: bool = False
 ) -> dict[str, object]:
     """Users (``users`` + service name), permissions and the durable topology, as
-    ``import_definitions`` reads them."""
+    ``import_definitions`` reads them; ``quorum``: durable queues as quorum queues (a
+    cluster's definitions, see contracts.topology)."""
     prefix = f"{namespace}." if namespace else ""
     return {
         "users": [{"name": users + name, "password_hash": "", "tags": []} for name in SERVICES],
@@ -275,10 +283,9 @@ def rabbitmq_definitions(
                 "vhost": vhost,
                 "durable": q.durable,
                 "auto_delete": q.auto_delete,
-                "arguments": {
-                    **q.arguments,
-                    **({"x-dead-letter-exchange": prefix + t.DEAD.name} if q.dead_letter else {}),
-                },
+                "arguments": t.queue_arguments(
+                    q, dead_exchange=prefix + t.DEAD.name, quorum=quorum
+                ),
             }
             for q in t.QUEUES
         ],

@@ -10,22 +10,36 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 
+from services.common.brokers import broker_urls
 from services.common.store.sentinel import FailoverOptions, is_sentinel_url, parse_sentinel_url
 from services.common.tls import TLSFiles
+
+_MAX_AGE = re.compile(r"[1-9][0-9]*[YMDhms]")
 
 
 class InformerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """What ``ksched run informer`` needs besides the connection."""
 
     event_log: str = "memory://"
-    """The event log (``KSCHED_EVENT_LOG``, ``--event-log``): a file path, or
-    ``memory://``. Only the informer opens it: the log is its single writer's.
+    """The event log (``KSCHED_EVENT_LOG``, ``--event-log``): a file path,
+    ``memory://``, or ``stream://NAME``, a RabbitMQ stream on the ``amqp_url`` brokers
+    (``stream://`` alone: ``ksched.eventlog``; the production backend, replicated
+    across a cluster). Only the informer writes it: the log is its single writer's.
     :func:`from_env` defaults it to :func:`default_event_log`, an absolute path in the
     user's data directory; settings built without it keep the log in memory."""
+    stream_max_age: str = ""
+    """``KSCHED_STREAM_MAX_AGE``: a stream log's retention by age (``x-max-age``:
+    a number and Y, M, D, h, m or s, e.g. ``7D``); empty (the default): kept for ever.
+    Retention drops whole segments; write snapshots more often than it drops them."""
+    stream_max_length_bytes: int = 0
+    """``KSCHED_STREAM_MAX_LENGTH_BYTES``: a stream log's retention by size
+    (``x-max-length-bytes``); 0 (the default): no limit."""
     snapshot_every: int = 50_000
     """Log entries (``KSCHED_SNAPSHOT_EVERY``) after which the informer writes a snapshot
     of the projection beside the log; 0: never by count. Default 50,000: a cold rebuild
@@ -47,6 +61,16 @@ class InformerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown
         for name in ("snapshot_every", "snapshot_interval", "log_retention"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} ({ENV[name]}) must not be negative")
+        if self.stream_max_age and not _MAX_AGE.fullmatch(self.stream_max_age):
+            raise ValueError(
+                f"stream_max_age ({ENV['stream_max_age']}): {self.stream_max_age!r} is not "
+                "a number followed by one of Y, M, D, h, m, s (e.g. 7D)"
+            )
+        if self.stream_max_length_bytes < 0:
+            raise ValueError(
+                f"stream_max_length_bytes ({ENV['stream_max_length_bytes']}): "
+                f"{self.stream_max_length_bytes} is negative"
+            )
 
 
 class QueueSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
@@ -197,7 +221,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     group per service. Built once by :func:`from_env` at the CLI's edge."""
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
-    """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus."""
+    """RabbitMQ URL (``KSCHED_AMQP_URL``); ``memory://`` runs on the in-process bus. May
+    list the nodes of one cluster, comma-separated (services.common.brokers): clients
+    connect to the first that answers and fail over to the next when theirs dies."""
     redis_url: str = "redis://127.0.0.1:6379/0"
     """Redis URL (``KSCHED_REDIS_URL``); ``memory://`` uses the in-process store;
     ``redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE_NAME[/DB]`` (or
@@ -224,6 +250,12 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     tls_key: str | None = None
     """PEM file of the client certificate's private key (``KSCHED_TLS_KEY``) when it is
     not in ``tls_cert``. Keep it 0600: ksched reads it, never logs or copies it."""
+    queue_type: Literal["auto", "classic", "quorum"] = "auto"
+    """``KSCHED_QUEUE_TYPE``: the type of every durable queue. ``quorum`` replicates
+    them across a cluster's nodes (Raft); ``classic`` does not; ``auto`` (the default)
+    is quorum when ``amqp_url`` lists more than one broker, else classic. Exclusive and
+    temporary queues (a scheduler's snapshot feed) stay classic whatever this says. A
+    queue's type cannot change in place: drain and delete the queues to switch."""
     namespace: str = ""
     """Prefix of every exchange, queue and Redis key (``KSCHED_NAMESPACE``), so several
     ksched installations (or test runs) can share one broker and one Redis. Empty:
@@ -248,6 +280,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
 
     def __post_init__(self) -> None:
+        if not self.amqp_url.startswith("memory://"):
+            broker_urls(self.amqp_url)  # a bad list is one line naming the setting
         if is_sentinel_url(self.redis_url):
             try:
                 parse_sentinel_url(self.redis_url)
@@ -268,6 +302,13 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
             raise ValueError(
                 f"tls_key ({ENV['tls_key']}) is set but tls_cert ({ENV['tls_cert']}) is not"
             )
+
+    @property
+    def quorum_queues(self) -> bool:
+        """Whether durable queues are declared quorum (see :attr:`queue_type`)."""
+        if self.queue_type == "auto":
+            return not self.amqp_url.startswith("memory://") and len(broker_urls(self.amqp_url)) > 1
+        return self.queue_type == "quorum"
 
     @property
     def store_namespace(self) -> str:
@@ -303,6 +344,9 @@ ENV = {
     "tls_cert": "KSCHED_TLS_CERT",
     "tls_key": "KSCHED_TLS_KEY",
     "feature_gates": "KSCHED_FEATURE_GATES",
+    "queue_type": "KSCHED_QUEUE_TYPE",
+    "stream_max_age": "KSCHED_STREAM_MAX_AGE",
+    "stream_max_length_bytes": "KSCHED_STREAM_MAX_LENGTH_BYTES",
     "identity": "KSCHED_LEADER_ELECT_IDENTITY",
 }
 
@@ -327,6 +371,15 @@ def from_env(environ: Mapping[str, str] | None = None, **overrides: object) -> S
     flat: dict[str, object] = {"event_log": default_event_log(environ)}
     flat.update({field: environ[var] for field, var in ENV.items() if environ.get(var)})
     flat.update({k: v for k, v in overrides.items() if v is not None})
+    size = flat.get("stream_max_length_bytes")
+    if isinstance(size, str):
+        try:
+            flat["stream_max_length_bytes"] = int(size)
+        except ValueError:
+            raise ValueError(
+                f"stream_max_length_bytes ({ENV['stream_max_length_bytes']}): {size!r} is "
+                "not a whole number of bytes"
+            ) from None
     values: dict[str, object] = {}
     for field, value in flat.items():
         group = _GROUP_OF.get(field)

@@ -155,6 +155,7 @@ class InformerService:
         return bool(self._consumers) and self._log_fault is None and not self._rebuilding
 
     async def start(self) -> None:
+        await self._log.connect()  # a stream's: its broker, and where it ends
         await self._bus.declare(topology.QUEUES)
         await self.catch_up()
         if self.snapshots is not None:

@@ -29,9 +29,9 @@ async def read_entries(amqp_url: str, namespace: str) -> list[bytes]:
     read it: markers, entries of a deposed writer and copies of a retried append are
     left out by the log itself; a gap raises (LogSequenceError, a ValueError)."""
     import msgspec
-    from services.common.eventlog.options import StreamOptions
 
     from services.common.eventlog import open_event_log
+    from services.common.eventlog.options import StreamOptions
 
     log = open_event_log("stream://", stream=StreamOptions(amqp_url=amqp_url, namespace=namespace))
     try:
@@ -44,9 +44,8 @@ async def read_entries(amqp_url: str, namespace: str) -> list[bytes]:
 
 async def last_seq(amqp_url: str, namespace: str) -> int:
     """The event log's last seq (``stream://`` under ``namespace``)."""
-    from services.common.eventlog.options import StreamOptions
-
     from services.common.eventlog import open_event_log
+    from services.common.eventlog.options import StreamOptions
 
     log = open_event_log("stream://", stream=StreamOptions(amqp_url=amqp_url, namespace=namespace))
     try:

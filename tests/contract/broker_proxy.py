@@ -31,6 +31,14 @@ class BrokerProxy:
     def release(self) -> None:
         self._flowing.set()
 
+    async def cut(self) -> None:
+        """Drop every relayed connection now (a node that died, a network cut); new
+        connections are relayed as before."""
+        pumps = list(self._pumps)
+        for pump in pumps:
+            pump.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
         port = self._server.sockets[0].getsockname()[1]

@@ -72,7 +72,9 @@ class Backend:
     """Opens buses of one kind that share one broker (one namespace)."""
 
     def __init__(self, kind: str) -> None:
-        self.kind = kind
+        self.quorum = kind == "rabbit-quorum"
+        """Durable queues declared quorum (KSCHED_QUEUE_TYPE=quorum), on the real broker."""
+        self.kind = "rabbit" if self.quorum else kind
         self.namespace = f"t{uuid4().hex[:8]}"
         self._buses: list[Bus] = []
         self._memory = MemoryBus(unavailable_pause=PAUSE)
@@ -80,7 +82,7 @@ class Backend:
     async def open(self, url: str = AMQP_URL) -> Bus:
         if self.kind == "memory":
             return self._memory
-        bus = RabbitBus(url, namespace=self.namespace, unavailable_pause=PAUSE)
+        bus = RabbitBus(url, namespace=self.namespace, unavailable_pause=PAUSE, quorum=self.quorum)
         self._buses.append(bus)
         return bus
 

@@ -29,7 +29,13 @@ from tests.contract.bus_support import DEADLINE, Backend, Recorder, events, queu
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(params=["memory", pytest.param("rabbit", marks=pytest.mark.integration)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("rabbit", marks=pytest.mark.integration),
+        pytest.param("rabbit-quorum", marks=pytest.mark.integration),
+    ]
+)
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     backend = Backend(request.param)
     try:

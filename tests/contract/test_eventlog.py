@@ -1,4 +1,5 @@
-"""The EventLog contract against MemoryEventLog and FileEventLog, then file recovery."""
+"""The EventLog contract against MemoryEventLog, FileEventLog and StreamEventLog (real
+RabbitMQ), then file recovery. The stream's own tests are in test_eventlog_stream.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import anyio.to_thread
 import msgspec
 import pytest
 
-from contracts.events import LogEntry, NodeEntry, PodEntry
+from contracts.events import LogEntry
 from services.common.eventlog import (
     EventLog,
     FileEventLog,
@@ -24,19 +25,8 @@ from services.common.eventlog import (
     MemoryEventLog,
     open_event_log,
 )
-from tests.builders import make_node, make_pod
-
-
-def event(seq: int) -> LogEntry:
-    """Alternating node and pod events, so both union members round-trip."""
-    if seq % 2:
-        return NodeEntry(seq=seq, type="ADDED", object=make_node(f"n{seq}"))
-    pod = make_pod(f"p{seq}", uid=f"uid-{seq}")
-    return PodEntry(seq=seq, type="MODIFIED", at=float(seq), object=pod)
-
-
-def events(first: int, last: int) -> list[LogEntry]:
-    return [event(seq) for seq in range(first, last + 1)]
+from tests.contract.eventlog_support import event, events
+from tests.contract.stream_support import StreamLogs
 
 
 async def entries(stream: AsyncIterator[LogEntry]) -> list[LogEntry]:
@@ -47,8 +37,26 @@ async def seqs(stream: AsyncIterator[LogEntry]) -> list[int]:
     return [e.seq for e in await entries(stream)]
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", pytest.param("stream", marks=pytest.mark.integration)])
 async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
+    opened: EventLog
+    streams = StreamLogs()
+    if request.param == "memory":
+        opened = MemoryEventLog()
+    elif request.param == "file":
+        opened = await FileEventLog.open(tmp_path / "events.jsonl")
+    else:
+        opened = streams.open()
+    await opened.connect()
+    yield opened
+    await opened.close()
+    if request.param == "stream":
+        await streams.aclose()
+
+
+@pytest.fixture(params=["memory", "file"])
+async def trimmed_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
+    """A log whose retain() drops entries (a stream's medium retains by itself)."""
     opened: EventLog
     if request.param == "memory":
         opened = MemoryEventLog()
@@ -351,7 +359,8 @@ async def test_a_snapshot_of_an_entry_the_log_never_had_is_refused(log: EventLog
     assert await log.latest_snapshot() is None
 
 
-async def test_retain_drops_only_what_a_snapshot_covers(log: EventLog) -> None:
+async def test_retain_drops_only_what_a_snapshot_covers(trimmed_log: EventLog) -> None:
+    log = trimmed_log
     await log.append(events(1, 10))
     with pytest.raises(ValueError, match="newest snapshot covers seq 0"):
         await log.retain(3)
@@ -369,7 +378,8 @@ async def test_retain_drops_only_what_a_snapshot_covers(log: EventLog) -> None:
     assert await entries(log.read()) == events(7, 12)
 
 
-async def test_a_log_emptied_by_retention_ends_at_its_snapshot(log: EventLog) -> None:
+async def test_a_log_emptied_by_retention_ends_at_its_snapshot(trimmed_log: EventLog) -> None:
+    log = trimmed_log
     await log.append(events(1, 5))
     await log.write_snapshot(5, b"at 5")
     await log.retain(5)
@@ -381,8 +391,9 @@ async def test_a_log_emptied_by_retention_ends_at_its_snapshot(log: EventLog) ->
     assert await entries(log.read()) == events(6, 7)
 
 
-async def test_a_long_log_reads_from_anywhere_after_retention(log: EventLog) -> None:
+async def test_a_long_log_reads_from_anywhere_after_retention(trimmed_log: EventLog) -> None:
     """Past the file's sparse index (one offset every 1024 entries)."""
+    log = trimmed_log
     await log.append(events(1, 3000))
     await log.write_snapshot(2500, b"s")
     await log.retain(1500)

@@ -24,19 +24,21 @@ from services.common.bus.memory import MemoryBus
 from services.common.tls import NO_TLS_FILES, TLSFiles
 
 
-def open_bus(url: str, *, namespace: str = "", tls: TLSFiles = NO_TLS_FILES) -> Bus:
+def open_bus(
+    url: str, *, namespace: str = "", tls: TLSFiles = NO_TLS_FILES, quorum: bool = False
+) -> Bus:
     """The bus for ``url``: :class:`MemoryBus` for ``memory://``, ``RabbitBus`` for
     ``amqp://`` and ``amqps://`` (aio-pika is imported only then). No I/O happens here;
     a RabbitBus connects on first use. ``namespace`` prefixes every exchange and queue
     name on the broker (see ``RabbitBus``); ``tls`` (CA, client certificate and key) is
-    used by ``amqps://``."""
+    used by ``amqps://``; ``quorum``: durable queues are quorum queues (a cluster)."""
     scheme = url.partition("://")[0].lower()
     if scheme == "memory":
         return MemoryBus(namespace=namespace)
     if scheme in ("amqp", "amqps"):
         from services.common.bus.rabbit import RabbitBus
 
-        return RabbitBus(url, namespace=namespace, tls=tls)
+        return RabbitBus(url, namespace=namespace, tls=tls, quorum=quorum)
     raise ValueError(f"unsupported bus URL scheme {scheme!r} (use memory:// or amqp://)")
 
 

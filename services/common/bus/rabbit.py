@@ -43,8 +43,10 @@ from contracts.topology import (
     REASON_HEADER,
     ExchangeSpec,
     QueueSpec,
+    queue_arguments,
 )
 from services.common import redact as redaction
+from services.common.brokers import broker_urls
 from services.common.bus import rabbit_write, tracing
 from services.common.bus.base import (
     UNAVAILABLE_PAUSE,
@@ -65,8 +67,8 @@ from services.common.bus.rabbit_connection import (
     RECONNECT_FIRST,
     ChannelCloser,
     _close,
-    _Connection,
     _RateLimit,
+    connect_brokers,
     connect_failure,
 )
 from services.common.bus.rabbit_consume import RabbitConsumer, RabbitFetched
@@ -110,6 +112,10 @@ class RabbitBus(Bus):
     ``publish`` uses ``mandatory=False``: a message no queue is bound for is dropped, as
     on ``MemoryBus``; refusals (nack) and broker errors raise :class:`BusError`.
 
+    ``url`` may list the nodes of a cluster, comma-separated (services.common.brokers):
+    it connects to the first that answers and reconnects to the next when its node dies.
+    ``quorum`` declares every durable queue a quorum queue (contracts.topology).
+
     ``amqps://`` connects over TLS with ``tls`` (CA, client certificate and key; the
     server's certificate and host name are verified). Error messages never carry the
     URL's password (:func:`services.common.redact.redact`).
@@ -126,8 +132,11 @@ class RabbitBus(Bus):
         namespace: str = "",
         tls: TLSFiles = NO_TLS_FILES,
         unavailable_pause: float = UNAVAILABLE_PAUSE,
+        quorum: bool = False,
     ) -> None:
         redaction.install()
+        self.quorum = quorum
+        """Declare durable queues quorum (``KSCHED_QUEUE_TYPE``; see contracts.topology)."""
         _RateLimit.install()
         self._url = url
         self.unavailable_pause = unavailable_pause
@@ -258,6 +267,12 @@ class RabbitBus(Bus):
         transport = getattr(connection, "transport", None)
         return transport is not None and not transport.connection.is_closed
 
+    async def wait_connected(self) -> None:
+        """Wait until the connection is up (again, after a loss): a failover's test."""
+        connection = self._connection
+        if connection is not None:
+            await connection.connected.wait()
+
     async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
         """Delete this namespace's exchanges, every queue this bus declared and ``queues``
         (topology names) from the broker. For test teardown; refuses the empty
@@ -295,12 +310,11 @@ class RabbitBus(Bus):
         context = (
             await asyncio.to_thread(client_context, self._tls) if is_tls_url(self._url) else None
         )
-        connection = await aio_pika.connect_robust(
-            self._url,
+        connection = await connect_brokers(
+            broker_urls(self._url),
             ssl_context=context,
             timeout=CONNECT_TIMEOUT,
             reconnect_interval=RECONNECT_FIRST,
-            connection_class=_Connection,
         )
         if self._closed:  # close() ran while this was connecting
             await _close(connection)
@@ -335,9 +349,9 @@ class RabbitBus(Bus):
     async def _declare_queue(
         self, connection: AbstractRobustConnection, channel: AbstractChannel, spec: QueueSpec
     ) -> AbstractQueue:
-        arguments: dict[str, int | str] = dict(spec.arguments)
-        if spec.dead_letter:
-            arguments["x-dead-letter-exchange"] = self.broker_name(DEAD.name)
+        arguments = queue_arguments(
+            spec, dead_exchange=self.broker_name(DEAD.name), quorum=self.quorum
+        )
 
         async def declare(on: AbstractChannel, passive: bool) -> AbstractQueue:
             return await on.declare_queue(
@@ -358,7 +372,14 @@ class RabbitBus(Bus):
             else:  # the operator's (definitions file), bindings included
                 queue = await declare(channel, True)
         except _BROKER_ERRORS as exc:
-            raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}") from exc
+            hint = ""
+            if "inequivalent arg 'x-queue-type'" in str(exc):
+                wanted = arguments.get("x-queue-type", "classic")
+                hint = (
+                    f" (it exists with another type than {wanted}, and a queue's type cannot "
+                    "change in place: drain and delete it, or set KSCHED_QUEUE_TYPE to its type)"
+                )
+            raise BusError(f"cannot declare {spec.name!r}: {redact(repr(exc))}{hint}") from exc
         self._queue_names.add(spec.name)
         return queue
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import aiormq
-from aio_pika.abc import AbstractChannel, AbstractRobustConnection, TimeoutType
+from aio_pika.abc import AbstractChannel, AbstractRobustConnection, TimeoutType, UnderlayConnection
+from yarl import URL
 
 from services.common.redact import redact
 
@@ -53,6 +54,38 @@ class _Connection(aio_pika.RobustConnection):
     _lost_at: float | None = None
     _was_connected = False
     """A first connect that fails is the caller's error to report, not a loss."""
+    _brokers: tuple[URL, ...] = ()
+    """The nodes of the broker's cluster (``KSCHED_AMQP_URL`` lists several): each
+    reconnection attempt after the node connected to died, or after an attempt that
+    failed, goes to the next of them in turn (:meth:`use_brokers`)."""
+    _broker = 0
+    _attempting = False
+    _transport: UnderlayConnection | None = None
+
+    def use_brokers(self, urls: Sequence[str], current: int) -> None:
+        """Reconnect to the nodes ``urls`` in turn, from the one after ``current``
+        (the one connected to now)."""
+        self._brokers = tuple(URL(url) for url in urls)
+        self._broker = current
+
+    def _next_broker(self) -> None:
+        if len(self._brokers) > 1:
+            self._broker = (self._broker + 1) % len(self._brokers)
+            self.url = self._brokers[self._broker]
+            log.info("reconnecting to broker %d of %d", self._broker + 1, len(self._brokers))
+
+    @property
+    def transport(self) -> UnderlayConnection | None:
+        return self._transport
+
+    @transport.setter
+    def transport(self, value: UnderlayConnection | None) -> None:
+        # aio-pika clears the transport before each attempt to connect, and sets it on
+        # success: cleared while still clear, the last attempt failed.
+        if value is None and self._transport is None and self._attempting:
+            self._next_broker()
+        self._attempting = value is None and bool(self._brokers)
+        self._transport = value
 
     @property
     def reconnect_interval(self) -> float:
@@ -75,6 +108,7 @@ class _Connection(aio_pika.RobustConnection):
         lost = self._was_connected and not (self._close_called or self.is_closed)
         if lost and self._lost_at is None:
             self._lost_at = time.monotonic()
+            self._next_broker()  # the node itself may be gone
             reason = closing.exception() if closing.done() and not closing.cancelled() else None
             log.warning(
                 "lost the broker connection (%s); reconnecting with backoff "
@@ -97,6 +131,26 @@ class _Connection(aio_pika.RobustConnection):
             self._lost_at = None
 
 
+async def connect_brokers(urls: Sequence[str], **options: Any) -> AbstractRobustConnection:
+    """A robust connection to the first of ``urls`` (the nodes of one cluster) that
+    answers, which reconnects to the others in turn when its node dies. Raises the last
+    node's error when none answers. ``options``: aio-pika's ``connect_robust``'s."""
+    error: BaseException | None = None
+    for index, url in enumerate(urls):
+        try:
+            connection = await aio_pika.connect_robust(url, connection_class=_Connection, **options)
+        except BROKER_ERRORS as exc:
+            error = exc
+            if len(urls) > 1:
+                log.warning("broker %d of %d: %s", index + 1, len(urls), redact(repr(exc)))
+            continue
+        assert isinstance(connection, _Connection)
+        connection.use_brokers(urls, index)
+        return connection
+    assert error is not None, "no broker URL"
+    raise error
+
+
 def connect_failure(url: str, error: BaseException) -> str:
     """Why connecting to the broker at ``url`` failed, in one line. aiormq reports a
     virtual host the broker will not open (it does not exist, or the user may not use
@@ -105,7 +159,7 @@ def connect_failure(url: str, error: BaseException) -> str:
     if isinstance(error, aiormq.exceptions.InvalidFrameError) and all(
         name in str(error) for name in ("Connection.OpenOk", "Connection.Close")
     ):
-        parsed = urlsplit(url)
+        parsed = urlsplit(url.split(",")[0].strip())  # a cluster's nodes share it
         vhost = unquote(parsed.path[1:]) if parsed.path not in ("", "/") else "/"
         user = unquote(parsed.username or "guest")
         return f"virtual host {vhost!r} does not exist, or user {user!r} may not use it"

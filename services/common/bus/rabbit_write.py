@@ -9,6 +9,7 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeGuard
 
 import aiormq
@@ -54,18 +55,48 @@ async def write_batch(
     ``Channel.basic_publish`` sends each: the same frames and properties (persistent on
     durable exchanges, a random message id), under the channel's lock, each with the
     next delivery tag. Returns their confirmation futures (routing keys were checked)."""
+    return await write_raw(
+        channel,
+        [
+            Raw(
+                broker_name(m.exchange),
+                m.routing_key,
+                m.body,
+                dict(m.headers),
+                persistent=_DURABLE[m.exchange],
+            )
+            for m in messages
+        ],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """One message as the broker names things (the exchange's name on the broker)."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    headers: dict[str, object]
+    persistent: bool = True
+
+
+async def write_raw(
+    channel: aiormq.Channel, messages: Sequence[Raw]
+) -> list[asyncio.Future[object]]:
+    """:func:`write_batch` of messages already named as on the broker: one write, in
+    order, their confirmation futures returned (a stream event log appends so)."""
     frames: list[object] = []
     count = 0
     for m in messages:
-        mode = 2 if _DURABLE[m.exchange] else 1
         properties = aiormq.spec.Basic.Properties(
             content_type=_JSON,
-            delivery_mode=mode,
-            headers=dict(m.headers),
+            delivery_mode=2 if m.persistent else 1,
+            headers=m.headers,  # type: ignore[arg-type]
             message_id=uuid.UUID(int=random.getrandbits(128), version=4).hex,
         )
         publish = aiormq.spec.Basic.Publish(
-            exchange=broker_name(m.exchange), routing_key=m.routing_key, mandatory=False
+            exchange=m.exchange, routing_key=m.routing_key, mandatory=False
         )
         header = ContentHeader(properties=properties, body_size=len(m.body))
         frames += [publish, header, *channel._split_body(m.body)]

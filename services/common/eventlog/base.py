@@ -19,6 +19,11 @@ from contracts.events import LogEntry
 
 
 class EventLog(Protocol):
+    async def connect(self) -> None:
+        """Reach the log's medium: a stream's broker (declare it, find its last entry);
+        nothing for a file or memory. Idempotent; the informer calls it first, since
+        :meth:`last_seq` needs it on a stream."""
+
     def last_seq(self) -> int:
         """The seq of the last entry (0 when empty)."""
 

@@ -122,7 +122,12 @@ class FileEventLog:
         """The token this writer claimed the log with (0: never claimed)."""
         self.on_fsync: Callable[[float], None] | None = None
         """Told each fsync's duration in seconds (``ksched_event_log_fsync_duration_seconds``)."""
-        self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        try:
+            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        except OSError as error:  # named as the log's: the user gave that path
+            raise type(error)(
+                error.errno, f"{error.strerror} ({self.lock_path.name})", str(self.path)
+            ) from error
         self._fd = -1
         try:
             with _flocked(self._lock_fd):
@@ -162,6 +167,9 @@ class FileEventLog:
     ) -> FileEventLog:
         """Open (or create) the log at ``path`` without blocking the event loop."""
         return await anyio.to_thread.run_sync(lambda: cls(path, files=files))
+
+    async def connect(self) -> None:
+        """Nothing: the file was opened and scanned by the constructor."""
 
     def last_seq(self) -> int:
         return self._last_seq

@@ -22,6 +22,9 @@ class MemoryEventLog:
         self._fence = 0
         self._snapshot: tuple[int, bytes] | None = None
 
+    async def connect(self) -> None:
+        pass
+
     def last_seq(self) -> int:
         return self._events[-1].seq if self._events else self._base
 
