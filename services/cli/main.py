@@ -20,6 +20,7 @@ from services.cli.serviceflags import (
     MAX_PORT,
     check_run,
     duration,
+    election_argv,
     election_duration,
     leader_election_flags,
 )
@@ -130,15 +131,11 @@ def _settings_argv(args: argparse.Namespace) -> list[str]:
         "config",
         "seed",
         "feature_gates",
-        "leader_elect_lease_duration",
-        "leader_elect_renew_deadline",
-        "leader_elect_retry_period",
     ):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
-    if getattr(args, "leader_elect", None) is not None:
-        argv.append(f"--leader-elect={'true' if args.leader_elect else 'false'}")
+    argv += election_argv(args)
     if getattr(args, "explain", None):
         argv.append("--explain")
     if getattr(args, "scheduled_events", None) is False:

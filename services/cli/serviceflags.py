@@ -105,6 +105,18 @@ def boolean(text: str) -> bool:
     return value
 
 
+def election_argv(args: argparse.Namespace) -> list[str]:
+    """The ``--leader-elect*`` flags ``ksched up`` was given, for its children."""
+    argv: list[str] = []
+    if getattr(args, "leader_elect", None) is not None:
+        argv.append(f"--leader-elect={'true' if args.leader_elect else 'false'}")
+    for dest in ("lease_duration", "renew_deadline", "retry_period"):
+        value = getattr(args, f"leader_elect_{dest}", None)
+        if value is not None:
+            argv += [f"--leader-elect-{dest.replace('_', '-')}", str(value)]
+    return argv
+
+
 def leader_election_flags(p: argparse.ArgumentParser) -> None:
     """kube-scheduler's leader-election flags, for the single-writer roles."""
     roles = "informer, queue, descheduler: "
@@ -175,6 +187,7 @@ __all__ = [
     "argv_for",
     "check_run",
     "duration",
+    "election_argv",
     "election_duration",
     "leader_election_flags",
 ]
