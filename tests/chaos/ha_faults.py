@@ -97,7 +97,7 @@ class HAChaos:
 
     async def revive(self) -> list[str]:
         """Start again every replica that exited on its own (a crash, unless it was a
-        deposed leader); the names."""
+        deposed leader or logged that it lost its lease); the names."""
         async with self._lock:
             exited = self.processes.exited()
             for key, code in exited.items():
@@ -106,6 +106,10 @@ class HAChaos:
                     self._note(
                         f"{key} exited (code {code}) after losing its lease; starting it again"
                     )
+                elif code == 1 and self.processes.lost_lease(key):
+                    # A term that ended in a failover (the lease's write was lost with
+                    # the old Redis master): the process exits as kube-scheduler does.
+                    self._note(f"{key} exited (code 1): leaderelection lost; starting it again")
                 else:
                     self._note(f"{key} exited on its own (code {code}); starting it again")
                     self.crashed.append(key)

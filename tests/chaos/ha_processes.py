@@ -93,6 +93,10 @@ class HAProcesses(Processes):
         if ready.exception() is not None:
             raise AssertionError(f"{key} did not start within {within:g} s:\n{tail}")
 
+    def lost_lease(self, key: str) -> bool:
+        """Whether replica ``key``'s last run logged ``leaderelection lost``."""
+        return any("leaderelection lost" in line for line in self._current_log(key))
+
     def _ready(self, key: str) -> bool:
         return any(mark in line for line in self._current_log(key) for mark in READY)
 

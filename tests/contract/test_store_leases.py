@@ -26,6 +26,8 @@ D = 15.0
 """The lease duration every step asks for."""
 T = first_token(NOW)
 """The first term's token (the clock in milliseconds): later ones count up from it."""
+TAKEN = first_token(NOW + D)
+"""The token of the term that takes the first over once it expired (the clock's then)."""
 
 
 @dataclass(frozen=True)
@@ -53,21 +55,26 @@ CASES: dict[str, list[Step]] = {
         Step("a", 14.9, term=0, expect=("a", 0, 0)),
         Step("b", 29.8, granted=False, expect=("a", 0, 0)),
     ],
-    "another takes an expired lease over with the next token": [
+    "another takes an expired lease over with the clock's token, above the last": [
         Step("a", 0, expect=("a", 0, 0)),
-        Step("b", 15, expect=("b", 1, 1)),  # renewed + duration <= now: expired
+        Step("b", 15, expect=("b", 15_000, 1)),  # renewed + duration <= now: expired
+    ],
+    "a term taken within the same millisecond counts up by one": [
+        Step("a", 0, expect=("a", 0, 0)),
+        Step("a", 0, expect=("a", 1, 0)),
+        Step("a", 0, expect=("a", 2, 0)),
     ],
     "a deposed holder cannot renew, nor take a term back while it is held": [
         Step("a", 0, expect=("a", 0, 0)),
-        Step("b", 16, expect=("b", 1, 1)),
-        Step("a", 17, term=0, granted=False, expect=("b", 1, 1)),
-        Step("a", 18, granted=False, expect=("b", 1, 1)),
+        Step("b", 16, expect=("b", 16_000, 1)),
+        Step("a", 17, term=0, granted=False, expect=("b", 16_000, 1)),
+        Step("a", 18, granted=False, expect=("b", 16_000, 1)),
     ],
     "the same identity without a term starts a new one (a restarted process)": [
         Step("a", 0, expect=("a", 0, 0)),
-        Step("a", 1, expect=("a", 1, 0)),
-        Step("a", 2, term=0, granted=False, expect=("a", 1, 0)),
-        Step("a", 3, term=1, expect=("a", 1, 0)),
+        Step("a", 1, expect=("a", 1_000, 0)),
+        Step("a", 2, term=0, granted=False, expect=("a", 1_000, 0)),
+        Step("a", 3, term=1_000, expect=("a", 1_000, 0)),
     ],
 }
 
@@ -109,18 +116,18 @@ async def test_a_released_lease_is_taken_at_once_with_the_next_token(store: Clus
     released = (await store.leader_leases())["queue"]
     assert (released.holder, released.token) == ("", T) and released.expired(NOW + 1)
     granted, lease = await store.acquire_lease("queue", "b", D, NOW + 2)
-    assert granted and (lease.holder, lease.token, lease.transitions) == ("b", T + 1, 1)
+    assert granted and (lease.holder, lease.token, lease.transitions) == ("b", T + 2_000, 1)
     assert not await store.release_lease("queue", "a", T, NOW + 3)  # a's term is over
 
 
 async def test_a_lost_lease_comes_back_with_its_holders_next_renewal(clients: Clients) -> None:
     store = clients.open()
     await store.acquire_lease("informer", "a", D, NOW)
-    await store.acquire_lease("informer", "b", D, NOW + D)  # T + 1
+    await store.acquire_lease("informer", "b", D, NOW + D)  # TAKEN
     await clients.lose()
     assert await store.leader_leases() == {}
-    granted, lease = await store.acquire_lease("informer", "b", D, NOW + D + 1, token=T + 1)
-    assert granted and (lease.holder, lease.token) == ("b", T + 1)
+    granted, lease = await store.acquire_lease("informer", "b", D, NOW + D + 1, token=TAKEN)
+    assert granted and (lease.holder, lease.token) == ("b", TAKEN)
     assert not (await store.acquire_lease("informer", "a", D, NOW + D + 2, token=T))[0]
 
 
@@ -183,7 +190,7 @@ async def _deposed(clients: Clients) -> tuple[ClusterStore, ClusterStore]:
     _, lease = await setup.acquire_lease("queue", "a", D, NOW)
     writer = clients.open()
     writer.fence(Fence("queue", lease.token))
-    await setup.acquire_lease("queue", "b", D, NOW + D)  # T + 1
+    await setup.acquire_lease("queue", "b", D, NOW + D)  # TAKEN
     return setup, writer
 
 
@@ -195,8 +202,8 @@ async def test_a_deposed_leaders_write_is_refused_and_changes_nothing(
     before = await _everything(setup)
     with pytest.raises(FencedError) as refused:
         await WRITES[call](writer)
-    assert (refused.value.role, refused.value.token, refused.value.current) == ("queue", T, T + 1)
-    assert f"the queue lease has fencing token {T + 1}, this client's is {T}" in str(refused.value)
+    assert (refused.value.role, refused.value.token, refused.value.current) == ("queue", T, TAKEN)
+    assert f"the queue lease has fencing token {TAKEN}, this client's is {T}" in str(refused.value)
     assert await _everything(setup) == before
 
 
@@ -215,7 +222,7 @@ async def test_restore_is_fenced_too(clients: Clients) -> None:
 async def test_the_current_terms_writes_go_through(clients: Clients, call: str) -> None:
     await _deposed(clients)
     leader = clients.open()
-    leader.fence(Fence("queue", T + 1))
+    leader.fence(Fence("queue", TAKEN))
     await WRITES[call](leader)
     unfenced = clients.open()  # an instance that elects no leader
     await WRITES[call](unfenced)

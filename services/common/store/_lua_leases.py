@@ -77,7 +77,10 @@ local expired = cur[1] == '' or tonumber(cur[5]) + tonumber(cur[3]) <= tonumber(
 if cur[1] ~= holder and not expired then return answer(0) end
 local transitions = tonumber(cur[6])
 if cur[1] ~= holder then transitions = transitions + 1 end
-redis.call('HSET', key, 'holder', holder, 'token', string.format('%d', tonumber(cur[2]) + 1),
+-- The next term's token: one more, or the clock's if that is higher, so that a term
+-- whose write a failover lost (a replica promoted before it had it) is never reissued.
+local next_token = math.max(tonumber(cur[2]) + 1, tonumber(ARGV[7]))
+redis.call('HSET', key, 'holder', holder, 'token', string.format('%d', next_token),
            'duration', duration, 'acquired', now, 'renewed', now,
            'transitions', tostring(transitions), 'host', ARGV[8], 'pid', ARGV[9])
 return answer(1)

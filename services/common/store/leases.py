@@ -1,6 +1,7 @@
 """Leader leases and fencing (one per single-writer role: the informer, the queue, the
 descheduler; :mod:`services.common.leaderelection` holds them). Each new term of a
-role's lease gets a fencing token one above the last. A client that leads calls
+role's lease gets a fencing token above the last: one more, or the candidate's clock
+in milliseconds when that is higher. A client that leads calls
 ``ClusterStore.fence``; from then on every call it makes that writes (and every
 guarded read) carries the token and is refused with :class:`FencedError`, in the same
 atomic step, once the role's lease has another token: a leader deposed while it was
@@ -11,8 +12,8 @@ paused (SIGSTOP, a long GC, a partition) cannot write when it wakes up::
        ▲                                  │   │  └─────────────────┘
        │ store lost                       │   │ renewed + duration ≤ now of a
        │ (the holder's next renewal       │   │ candidate: it takes a new term
-       │  writes it back, same token)     │   ▼ (token + 1, transitions + 1)
-       └──────────────────────────────────┤  Held(candidate, token + 1)
+       │  writes it back, same token)     │   ▼ (max(token + 1, clock), transitions + 1)
+       └──────────────────────────────────┤  Held(candidate, next token)
                                           │ release (holder, token)
                                           ▼
                                     Released(token): the next acquire takes a new
@@ -21,7 +22,9 @@ paused (SIGSTOP, a long GC, a partition) cannot write when it wakes up::
 A lease's first term (none recorded: a fresh store, or one that lost its leases)
 starts at the caller's clock in milliseconds (:func:`first_token`), so tokens keep
 growing across a store loss: a deposed writer's token is never taken for a new one
-(the event log's claim refuses a lower token than it has seen). Expiry compares the
+(the event log's claim refuses a lower token than it has seen). Every later term takes
+the clock too when it is ahead, so a term whose write a Redis failover lost (the
+promoted replica never had it) is not handed out again to another holder. Expiry compares the
 candidate's clock with the holder's renew time (as assumption deadlines compare
 replicas' clocks): hosts' clocks must agree to well within a lease duration. Leader
 leases are not guarded by the epoch: they outlive a store loss, or come back with

@@ -53,7 +53,7 @@ class LeaderLeases:
         elif current.holder == holder or current.expired(now):
             moved = current.holder != holder
             transitions = current.transitions + moved
-            next_token = current.token + 1
+            next_token = max(current.token + 1, first_token(now))  # see _lua_leases
             lease = LeaderLease(
                 name, holder, next_token, duration, now, now, transitions, host, pid
             )

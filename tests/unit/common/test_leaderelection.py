@@ -171,7 +171,7 @@ async def test_a_standby_takes_over_within_a_lease_duration_of_the_leader_dying(
     await a.die()
     died = world.clock.now()
     await world.until(lambda: b.started, within=SETTINGS.lease_duration + 2 * SETTINGS.retry_period)
-    assert b.started == [a.started[0] + 1]
+    assert len(b.started) == 1 and b.started[0] > a.started[0]  # a later term
     assert world.clock.now() - last_renewal >= SETTINGS.lease_duration  # not before it expired
     assert world.clock.now() - died <= SETTINGS.lease_duration + SETTINGS.retry_period
     assert b.leaders == ["a", "b"]
@@ -192,7 +192,7 @@ async def test_a_leader_that_cannot_renew_stops_at_the_renew_deadline(world: Wor
     assert a.task is not None and a.task.done() and not a.elector.leading
     assert "timed out" in a.elector.reason and a.status() == 0
     await world.until(lambda: b.started, within=SETTINGS.lease_duration)
-    assert b.started == [a.started[0] + 1]
+    assert len(b.started) == 1 and b.started[0] > a.started[0]  # a later term
 
 
 async def test_a_stopped_leader_woken_after_a_takeover_stops_and_cannot_write(
@@ -244,7 +244,8 @@ async def test_release_on_stop_hands_the_lease_over_at_once(world: World) -> Non
     await a.elector.release()
     assert a.status() == 0 and a.stopped == 0  # released, not lost
     waited = await world.until(lambda: b.started, within=SETTINGS.retry_period)
-    assert b.started == [a.started[0] + 1] and waited <= SETTINGS.retry_period
+    assert len(b.started) == 1 and b.started[0] > a.started[0]
+    assert waited <= SETTINGS.retry_period
     lease = (await world.memory.leader_leases())["informer"]
     assert (lease.holder, lease.transitions) == ("b", 1)
 
