@@ -161,7 +161,7 @@ async def bench_services(
     try:
         await bus.declare([*topology.QUEUES, *([PASSTHROUGH_QUEUE] if passthrough else [])])
         await bus.consume_raw(watch, on_decisions, max_batch=1024)
-        env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": str(workdir / "events.jsonl")}
+        env = {**os.environ, **tls_env(settings), "KSCHED_EVENT_LOG": event_log(workdir)}
         if workload.feature_gates:
             env["KSCHED_FEATURE_GATES"] = workload.feature_gates
         for name, own in plan:
@@ -356,3 +356,10 @@ async def cleanup(bus: object, store: object) -> None:
             if hasattr(target, method):
                 await getattr(target, method)()
         await target.close()  # type: ignore[attr-defined]
+
+
+def event_log(workdir: Path) -> str:
+    """The informer's log: a stream when ``KSCHED_EVENT_LOG`` names one (the HA shape,
+    measured against its RabbitMQ cluster), else a fresh file in the run's directory."""
+    configured = os.environ.get("KSCHED_EVENT_LOG", "")
+    return configured if configured.startswith("stream://") else str(workdir / "events.jsonl")

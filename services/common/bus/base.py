@@ -220,9 +220,11 @@ class BusError(RuntimeError):
 
 
 class BusRefused(BusError):
-    """The broker refused a message, or it cannot be sent at all (a nack, a channel
-    error such as access refused, a routing key over 255 bytes): sending the same
-    message again will not help, so a handler that raises it is not retried forever."""
+    """The broker refused a message, or it cannot be sent at all (a channel error such
+    as access refused, a routing key over 255 bytes): sending the same message again
+    will not help, so a handler that raises it is not retried forever. A nack is not a
+    refusal but a :class:`BusError`: a clustered broker nacks while a quorum queue has
+    no leader, and the same publish succeeds once it has one."""
 
 
 def unavailable(error: BaseException) -> bool:

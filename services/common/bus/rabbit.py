@@ -478,13 +478,18 @@ class RabbitBus(Bus):
 
 
 def _lost(failure: BaseException) -> bool:
-    """Whether a publish failed because the connection or channel went away (or the
-    confirm did not come in time), not because of the message: a frame or syntax error
-    closes the connection too, but the message caused it."""
+    """Whether a publish failed because the connection or channel went away, the
+    confirm did not come in time or the broker nacked it, not because of the message:
+    a frame or syntax error closes the connection too, but the message caused it."""
     if isinstance(
         failure, aiormq.exceptions.ConnectionFrameError | aiormq.exceptions.ConnectionSyntaxError
     ):
         return False
+    if isinstance(failure, aiormq.exceptions.DeliveryError):
+        # A nack: the broker could not take the message now (a quorum queue or stream
+        # electing a leader or without a majority while a node is down), not a verdict
+        # on the message; a return (unroutable) is.
+        return isinstance(failure.frame, aiormq.spec.Basic.Nack)
     return isinstance(
         failure,
         aiormq.exceptions.AMQPConnectionError
