@@ -56,6 +56,7 @@ from services.cli.errors import Terminated
 from services.cli.manifests import Document
 from services.cli.serviceflags import argv_for
 from services.common.bus import Delivery, Message, open_bus
+from services.common.eventlog.options import stream_name
 from services.common.settings import ENV, Settings
 from services.common.store import ClusterStore, open_store
 from services.framework.config.load import load_config
@@ -211,7 +212,7 @@ async def bench_services(
                 child.terminate()
         for child in children.values():
             await child.wait()
-        await cleanup(bus, store)
+        await cleanup(bus, store, log_streams(event_log(workdir)))
         stop.close()
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
@@ -349,13 +350,24 @@ def decisions_queue(name: str, *keys: str) -> topology.QueueSpec:
     )
 
 
-async def cleanup(bus: object, store: object) -> None:
-    """Remove the run's namespace from the store and the broker, and close both."""
-    for target in (store, bus):
-        for method in ("flush_namespace", "delete_namespace"):
-            if hasattr(target, method):
-                await getattr(target, method)()
-        await target.close()  # type: ignore[attr-defined]
+async def cleanup(bus: object, store: object, streams: Sequence[str] = ()) -> None:
+    """Remove the run's namespace from the store and the broker (with ``streams``, the
+    event log's when it is on a stream), and close both."""
+    if hasattr(store, "flush_namespace"):
+        await store.flush_namespace()
+    await store.close()  # type: ignore[attr-defined]
+    if hasattr(bus, "delete_namespace"):
+        await bus.delete_namespace(streams)
+    await bus.close()  # type: ignore[attr-defined]
+
+
+def log_streams(spec: str) -> list[str]:
+    """The streams a ``stream://`` event log keeps (itself, its claims, its snapshots),
+    without the namespace; none for a file log."""
+    if not spec.startswith("stream://"):
+        return []
+    name = stream_name(spec)
+    return [name, f"{name}.fences", f"{name}.snapshots"]
 
 
 def event_log(workdir: Path) -> str:
