@@ -388,7 +388,21 @@ def from_env(environ: Mapping[str, str] | None = None, **overrides: object) -> S
         else:
             values.setdefault(group, {})[field] = value  # type: ignore[index]
     # Not strict: variables are strings ("50000" for an int); flags come typed.
-    return msgspec.convert(values, Settings, strict=False)
+    try:
+        return msgspec.convert(values, Settings, strict=False)
+    except msgspec.ValidationError as error:
+        raise _named(error) from None
+
+
+def _named(error: msgspec.ValidationError) -> msgspec.ValidationError:
+    """``error`` naming the setting and its variable first (``queue_type
+    (KSCHED_QUEUE_TYPE): Invalid enum value 'x' - at `$.queue_type```) when it is about
+    one field that has one; else as msgspec said it."""
+    message, _, path = str(error).rpartition(" - at `$.")
+    field = path.rstrip("`").rsplit(".", 1)[-1]
+    if message and field in ENV:
+        return msgspec.ValidationError(f"{field} ({ENV[field]}): {error}")
+    return error
 
 
 _GROUP_OF: Mapping[str, str] = {

@@ -41,7 +41,10 @@ def test_stream_retention_comes_from_the_environment() -> None:
     ("env", "message"),
     [
         ({"KSCHED_AMQP_URL": f"{ONE},"}, "amqp_url (KSCHED_AMQP_URL): broker 2 of 2 is empty"),
-        ({"KSCHED_QUEUE_TYPE": "mirrored"}, "$.queue_type"),
+        (
+            {"KSCHED_QUEUE_TYPE": "mirrored"},
+            "queue_type (KSCHED_QUEUE_TYPE): Invalid enum value 'mirrored'",
+        ),
         ({"KSCHED_STREAM_MAX_AGE": "7 days"}, "stream_max_age (KSCHED_STREAM_MAX_AGE)"),
         ({"KSCHED_STREAM_MAX_AGE": "0D"}, "stream_max_age (KSCHED_STREAM_MAX_AGE)"),
         ({"KSCHED_STREAM_MAX_LENGTH_BYTES": "1G"}, "(KSCHED_STREAM_MAX_LENGTH_BYTES): '1G'"),
