@@ -161,13 +161,20 @@ WRITES: dict[str, Callable[[ClusterStore], Awaitable[Any]]] = {
     "record_evictions": lambda s: s.record_evictions({"uid-a": "default/a"}),
     "drop_evictions": lambda s: s.drop_evictions(["uid-a"]),
     "put_queue_view": lambda s: s.put_queue_view(b'{"new": true}'),
+    "invalidate": lambda s: _invalidate(s),
     "objects": lambda s: s.objects("pod"),
 }
 """Every write a single-writer role makes (and one guarded read)."""
 
 
+async def _invalidate(store: ClusterStore) -> bool:
+    """End the live epoch (the informer's answer to a Redis failover)."""
+    return await store.invalidate((await store.epoch()).token)
+
+
 async def _everything(store: ClusterStore) -> tuple[Any, ...]:
     return (
+        await store.epoch(),
         await store.applied_seq(),
         await store.objects("pod"),
         await store.leases(),

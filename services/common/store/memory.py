@@ -143,6 +143,7 @@ class MemoryStore(LeaderLeases):
         return self._d.identity
 
     async def invalidate(self, token: str) -> bool:
+        self._fenced()
         if self._d.marker != f"live:{token}":
             return False
         self._d.marker = _BUILDING

@@ -209,7 +209,7 @@ class RedisStore:
 
     @_traced("EVALSHA", "invalidate")
     async def invalidate(self, token: str) -> bool:
-        return bool(await self._invalidate(keys=[], args=[self._p, token]))
+        return bool(await self._run(self._invalidate, token))
 
     @_traced("EVALSHA", "apply")
     async def restore(
