@@ -311,6 +311,15 @@ def parser() -> argparse.ArgumentParser:
     )
     _log_format_flag(p)
 
+    p = command("capacity", "how many more copies of one pod the cluster can schedule")
+    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
+    p.add_argument("--pod", required=True, help="a file holding the one Pod to copy")
+    p.add_argument("--config", help="KubeSchedulerConfiguration file")
+    p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
+    p.add_argument("--max-limit", type=whole(0), default=0, help="stop after N (default 0: none)")
+    p.add_argument("--exclude-nodes", metavar="A,B", help="remove these nodes and their pods")
+    p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+
     p = command("deschedule", "run one descheduling cycle over a cluster snapshot")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, PDBs, …; - for stdin")
     p.add_argument("--policy", required=True, help="DeschedulerPolicy (descheduler/v1alpha2) file")
@@ -534,6 +543,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             with tracing(_trace_settings(), sys.stderr if args.trace else None):
                 return simulate_command(args)
+        case "capacity":
+            from services.cli.capacity import capacity_command
+
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            return capacity_command(args)
         case "deschedule":
             from services.cli.deschedule import deschedule_command
 
