@@ -50,7 +50,7 @@ from services.cli.manifests import Document, check, read_documents
 from services.cli.simulate import load_cluster
 from services.common.clock import FakeClock
 from services.common.decisions import EXPLAIN_ANNOTATION
-from services.framework.config import Profile
+from services.framework.config import Profile, default_profile
 
 _DECIDED = ("Binding", FAILED_SCHEDULING)
 
@@ -111,6 +111,12 @@ async def capacity(
     the run ended."""
     template = check(pod).object
     assert isinstance(template, Pod)
+    names = [p.scheduler_name for p in profiles or (default_profile(),)]
+    if template.spec.scheduler_name not in names:
+        raise InputError(
+            f"the pod's schedulerName {template.spec.scheduler_name!r} is no profile's "
+            f"(the configuration's: {', '.join(names)})"
+        )
     cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)
     await cluster.start()
     try:
@@ -157,10 +163,7 @@ def _decision(cluster: EmbeddedCluster, seen: int, key: str) -> DecisionRecord:
     for record in cluster.report_held_back():
         if record.pod == key:
             return record
-    raise InputError(
-        f"{key}: no profile of the configuration schedules the pod (is its schedulerName "
-        "one of the profiles'?)"
-    )
+    raise InputError(f"{key}: the run ended with no decision for this copy of the pod")
 
 
 def _termination(record: DecisionRecord) -> Termination:

@@ -170,6 +170,15 @@ async def test_the_termination_message_is_simulates_failed_scheduling() -> None:
     assert failed.message == expected
 
 
+async def test_a_pod_held_back_at_pre_enqueue_ends_the_run_at_once() -> None:
+    report = await run((node("n1"),), make_pod("web", scheduling_gates=["wait"]))
+    assert report.instances == 0
+    assert report.termination.reason == "NotReadyForScheduling"
+    assert report.termination.message == (
+        "Scheduling is blocked due to non-empty scheduling gates (SchedulingGates)"
+    )
+
+
 def test_copies_are_named_as_cluster_capacity_names_them() -> None:
     template = cpu_pod("web", namespace="shop", node_name="n9", labels={"app": "web"})
     pod = load_pod(manifest(template), "pod.yaml")
@@ -268,6 +277,12 @@ BAD_INPUT = {
         ("pod.yaml", (cpu_pod(),)),
         ("--exclude-nodes", "n1,nope"),
         "ksched capacity: --exclude-nodes: no node named nope in the cluster",
+    ),
+    "no-profile-schedules-it": (
+        ("pod.yaml", (make_pod("web", scheduler_name="other"),)),
+        (),
+        "ksched capacity: the pod's schedulerName 'other' is no profile's (the "
+        "configuration's: default-scheduler)",
     ),
     "missing-pod-file": (
         ("elsewhere.yaml", (cpu_pod(),)),
