@@ -16,6 +16,11 @@ names them; it loses the template's ``uid`` and ``nodeName`` and asks for the
 scheduler's explanation (``ksched.io/explain``), whose filter verdicts give the failing
 copy's reason per node.
 
+With a PodGroup in the pod file (scheduler-plugins' ``scheduling.x-k8s.io``, the one
+the pod's label names), each unit is a copy of the group, ``<group>-<i>``, and
+``minMember`` copies of the pod in it, published together; the run ends at the first
+unit not bound whole (Coscheduling binds all of a gang or none).
+
 ``--exclude-nodes`` removes those nodes, and the pods bound to them, from the cluster
 before it starts: a removed node can take no copy whatever the copy tolerates (an
 ``unschedulable`` node still takes pods tolerating its taint), and upstream's snapshot
@@ -29,13 +34,14 @@ import asyncio
 import copy
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
 from contracts import topology
-from contracts.k8s import Pod
+from contracts.k8s import POD_GROUP_LABEL, Pod, PodGroup
 from services.cli.capacity_report import (
     FAILED_SCHEDULING,
     LIMIT_REACHED,
@@ -55,16 +61,48 @@ from services.framework.config import Profile, default_profile
 _DECIDED = ("Binding", FAILED_SCHEDULING)
 
 
-def load_pod(text: str, source: str) -> Document:
-    """The one Pod of the file at ``source`` (validated as the informer would), or
-    InputError naming what the file holds instead."""
+@dataclass(frozen=True, slots=True)
+class Template:
+    """What is copied: one pod, or with a PodGroup, whole gangs of it."""
+
+    pod: Document
+    group: Document | None = None
+    """A scheduler-plugins PodGroup the pod's ``scheduling.x-k8s.io/pod-group`` names:
+    each unit is then a copy of the group and ``minMember`` copies of the pod in it."""
+
+    def unit(self, number: int, first: int) -> list[Document]:
+        """Unit ``number`` of copies, its pods numbered from ``first``."""
+        if self.group is None:
+            return [copy_of(self.pod.raw, first)]
+        group = copy_of(self.group.raw, number, kind="podgroup")
+        name = _name(group.raw)
+        size = int(_spec(self.group.raw).get("minMember") or 1)
+        return [group] + [copy_of(self.pod.raw, first + i, group=name) for i in range(size)]
+
+
+def load_template(text: str, source: str) -> Template:
+    """The one Pod of the file at ``source``, and the PodGroup it names if the file
+    has one (each validated as the informer would); InputError naming what the file
+    holds instead."""
     documents = read_documents(text, source=source)
     pods = [d for d in documents if d.kind == "pod"]
-    if len(documents) != 1 or len(pods) != 1:
+    groups = [d for d in documents if d.kind == "podgroup"]
+    if len(pods) != 1 or len(documents) != 1 + len(groups) or len(groups) > 1:
         found = ", ".join(f"{d.kind} {_name(d.raw)}" for d in documents) or "nothing"
-        raise InputError(f"{source}: expected one Pod, found {len(documents)} objects: {found}")
-    check(pods[0], source=source)
-    return pods[0]
+        raise InputError(
+            f"{source}: expected one Pod (and the PodGroup it names), found "
+            f"{len(documents)} objects: {found}"
+        )
+    pod = check(pods[0], source=source).object
+    for group in groups:
+        check(group, source=source)
+        named = pod.metadata.labels.get(POD_GROUP_LABEL, "")
+        if _name(group.raw) != named:
+            raise InputError(
+                f"{source}: the pod's label {POD_GROUP_LABEL} names {named!r}, not the "
+                f"file's PodGroup {_name(group.raw)!r}"
+            )
+    return Template(pods[0], groups[0] if groups else None)
 
 
 def exclude_nodes(documents: Sequence[Document], names: Sequence[str]) -> list[Document]:
@@ -83,50 +121,58 @@ def exclude_nodes(documents: Sequence[Document], names: Sequence[str]) -> list[D
     ]
 
 
-def copy_of(template: Mapping[str, Any], index: int) -> Document:
-    """Copy ``index`` of the pod ``template`` (its object as written), as a watch event."""
+def copy_of(
+    template: Mapping[str, Any], index: int, *, kind: str = "pod", group: str | None = None
+) -> Document:
+    """Copy ``index`` of the object ``template`` (as written) as a watch event: named
+    ``<name>-<index>``, without uid and status; a pod copy also without ``nodeName``,
+    asking for the scheduler's explanation, in the PodGroup ``group`` if given."""
     obj = copy.deepcopy(dict(template))
     meta = obj["metadata"] = dict(_meta(obj))
     meta["name"] = f"{meta.get('name')}-{index}"
     for field in ("uid", "resourceVersion"):
         meta.pop(field, None)
-    meta["annotations"] = {**(meta.get("annotations") or {}), EXPLAIN_ANNOTATION: "true"}
-    obj["spec"] = {k: v for k, v in _spec(obj).items() if k != "nodeName"}
     obj.pop("status", None)
+    if kind == "pod":
+        meta["annotations"] = {**(meta.get("annotations") or {}), EXPLAIN_ANNOTATION: "true"}
+        obj["spec"] = {k: v for k, v in _spec(obj).items() if k != "nodeName"}
+    if group is not None:
+        meta["labels"] = {**(meta.get("labels") or {}), POD_GROUP_LABEL: group}
     body = msgspec.json.encode({"type": "ADDED", "object": obj})
-    return Document(index, "pod", body, topology.event_key("pod", "ADDED"), obj)
+    return Document(index, kind, body, topology.event_key(kind, "ADDED"), obj)
 
 
 async def capacity(
     documents: Sequence[Document],
-    pod: Document,
+    template: Template,
     *,
     seed: int | None = 0,
     profiles: Sequence[Profile] | None = None,
     max_limit: int = 0,
     now: datetime | None = None,
 ) -> CapacityReport:
-    """Schedule copies of ``pod`` on the cluster ``documents`` until one is not bound
-    or ``max_limit`` (0: no limit) are; the report says how many went where and why
-    the run ended."""
-    template = check(pod).object
-    assert isinstance(template, Pod)
+    """Schedule copies of ``template`` on the cluster ``documents`` until one is not
+    bound or ``max_limit`` (0: no limit) pods are (checked after each whole gang); the
+    report says how many went where and why the run ended."""
+    pod = check(template.pod).object
+    assert isinstance(pod, Pod)
     names = [p.scheduler_name for p in profiles or (default_profile(),)]
-    if template.spec.scheduler_name not in names:
+    if pod.spec.scheduler_name not in names:
         raise InputError(
-            f"the pod's schedulerName {template.spec.scheduler_name!r} is no profile's "
+            f"the pod's schedulerName {pod.spec.scheduler_name!r} is no profile's "
             f"(the configuration's: {', '.join(names)})"
         )
     cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)
     await cluster.start()
     try:
         await cluster.publish_and_schedule(documents)
-        placed, termination = await _fill(cluster, pod.raw, max_limit)
+        placed, termination = await _fill(cluster, template, max_limit)
     finally:
         await cluster.stop()
     return CapacityReport(
         timestamp=now or datetime.now(UTC),
-        pod=template,
+        pod=pod,
+        group=_group(template),
         instances_per_node=dict(sorted(placed.items())),
         termination=termination,
         max_limit=max_limit,
@@ -134,21 +180,23 @@ async def capacity(
 
 
 async def _fill(
-    cluster: EmbeddedCluster, template: Mapping[str, Any], max_limit: int
+    cluster: EmbeddedCluster, template: Template, max_limit: int
 ) -> tuple[dict[str, int], Termination]:
     placed: dict[str, int] = {}
-    index = 0
+    index = number = 0
     while True:
-        document = copy_of(template, index)
-        key = f"{_meta(document.raw).get('namespace') or 'default'}/{_name(document.raw)}"
+        unit = template.unit(number, index)
         seen = len(cluster.decisions)
-        await cluster.publish([document])
+        await cluster.publish(unit)
         await cluster.settle()
-        record = _decision(cluster, seen, key)
-        if record.kind != "Binding" or record.node is None:
-            return placed, _termination(record)
-        placed[record.node] = placed.get(record.node, 0) + 1
-        index += 1
+        pods = [_key(d.raw) for d in unit if d.kind == "pod"]
+        records = [_decision(cluster, seen, key) for key in pods]
+        failed = [r for r in records if r.kind != "Binding" or r.node is None]
+        if failed:
+            return placed, _termination(min(failed, key=cluster.decisions.index))
+        for record in records:
+            placed[str(record.node)] = placed.get(str(record.node), 0) + 1
+        index, number = index + len(records), number + 1
         if max_limit and index >= max_limit:
             message = f"Maximum number of pods simulated: {max_limit}"
             return placed, Termination(LIMIT_REACHED, message)
@@ -188,18 +236,30 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("name", ""))
 
 
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{_meta(obj).get('namespace') or 'default'}/{_name(obj)}"
+
+
+def _group(template: Template) -> PodGroup | None:
+    if template.group is None:
+        return None
+    group = check(template.group).object
+    assert isinstance(group, PodGroup)
+    return group
+
+
 def capacity_command(args: argparse.Namespace) -> int:
     from services.cli.runtime import load_profiles
 
     text, source = read_input(args.cluster)
     documents = load_cluster(text, source)
-    pod = load_pod(*read_input(args.pod))
+    template = load_template(*read_input(args.pod))
     excluded = [name for name in (args.exclude_nodes or "").split(",") if name]
     documents = exclude_nodes(documents, excluded)
     report = asyncio.run(
         capacity(
             documents,
-            pod,
+            template,
             seed=args.seed,
             profiles=load_profiles(args.config),
             max_limit=args.max_limit,
@@ -209,4 +269,11 @@ def capacity_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["capacity", "capacity_command", "copy_of", "exclude_nodes", "load_pod"]
+__all__ = [
+    "Template",
+    "capacity",
+    "capacity_command",
+    "copy_of",
+    "exclude_nodes",
+    "load_template",
+]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
-from contracts.k8s import Pod
+from contracts.k8s import Pod, PodGroup
 from services.cli.output import render_object
 from services.common.resources import CPU, pod_requests
 
@@ -62,6 +62,14 @@ class CapacityReport:
     timestamp: datetime
     """When the run was made (UTC)."""
     max_limit: int = 0
+    group: PodGroup | None = None
+    """The PodGroup whose whole gangs were copied, if any."""
+
+    @property
+    def gangs(self) -> int:
+        """Whole gangs bound: copies of a gang are bound all together or not at all."""
+        size = self.group.spec.min_member if self.group is not None else 0
+        return self.instances // size if size else 0
 
     @property
     def requests(self) -> Mapping[str, int]:
@@ -84,7 +92,7 @@ class CapacityReport:
         }
         if self.termination.reason == FAILED_SCHEDULING:
             fail["nodeFailures"] = {n: dict(v) for n, v in self.termination.node_failures.items()}
-        return {
+        out: dict[str, Any] = {
             "timestamp": self.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "pod": {
                 "namespace": meta.namespace or "default",
@@ -97,6 +105,10 @@ class CapacityReport:
             "instancesPerNode": dict(self.instances_per_node),
             "failReason": fail,
         }
+        if self.group is not None:
+            group = {"name": self.group.metadata.name, "minMember": self.group.spec.min_member}
+            out["podGroup"] = {**group, "gangs": self.gangs}
+        return out
 
 
 def print_report(report: CapacityReport, output: str, out: TextIO) -> None:
@@ -106,6 +118,9 @@ def print_report(report: CapacityReport, output: str, out: TextIO) -> None:
         return
     name = report.pod.metadata.name
     out.write(f"The cluster can schedule {report.instances} instance(s) of the pod {name}.\n")
+    if report.group is not None:
+        group, size = report.group.metadata.name, report.group.spec.min_member
+        out.write(f"That is {report.gangs} whole gang(s) of the pod group {group} ({size} each).\n")
     reason = report.termination
     out.write(f"\nTermination reason: {reason.reason}: {reason.message}\n")
     if report.instances_per_node:

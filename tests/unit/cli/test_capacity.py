@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contracts.k8s import Node, Pod, Toleration
-from services.cli.capacity import capacity, copy_of, exclude_nodes, load_pod
+from contracts.k8s import POD_GROUP_LABEL, Node, Pod, Toleration
+from services.cli.capacity import capacity, copy_of, exclude_nodes, load_template
 from services.cli.capacity_report import CapacityReport
 from services.cli.main import main
 from services.cli.simulate import load_cluster, simulate
+from services.framework.config import Profile
 from tests.builders import make_node, make_pod, manifest
 from tests.builders.constraints import anti_affine, ported, zoned_node
+from tests.unit.cli.coscheduling_support import upstream_profiles
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TAINT = ("dedicated", "gpu", "NoSchedule")
@@ -35,11 +37,19 @@ def cpu_pod(name: str = "web", cpu: str = "1", **kw: object) -> Pod:
 
 
 async def run(
-    objects: Sequence[object], template: Pod, *, max_limit: int = 0, exclude: Sequence[str] = ()
+    objects: Sequence[object],
+    template: Pod,
+    *,
+    max_limit: int = 0,
+    exclude: Sequence[str] = (),
+    group: str | None = None,
+    profiles: Sequence[Profile] | None = None,
 ) -> CapacityReport:
+    """``ksched capacity`` of ``template`` (in the PodGroup document ``group``, if
+    given) on the cluster of ``objects``."""
     documents = exclude_nodes(load_cluster(manifest(*objects), "cluster.yaml"), exclude)
-    pod = load_pod(manifest(template), "pod.yaml")
-    return await capacity(documents, pod, max_limit=max_limit, now=WHEN)
+    pod = load_template(manifest(*filter(None, (group, template))), "pod.yaml")
+    return await capacity(documents, pod, max_limit=max_limit, profiles=profiles, now=WHEN)
 
 
 @dataclass(frozen=True)
@@ -179,9 +189,38 @@ async def test_a_pod_held_back_at_pre_enqueue_ends_the_run_at_once() -> None:
     )
 
 
+def gang(min_member: int) -> str:
+    return (
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: train}\n"
+        f"spec: {{minMember: {min_member}, scheduleTimeoutSeconds: 10}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("min_member", "cpus", "instances", "gangs"),
+    [
+        (3, ("4", "4"), 6, 2),  # 8 fit one by one; the third gang's third does not
+        (5, ("4",), 0, 0),  # 4 would fit, the gang needs 5 at once
+        (2, ("3", "1"), 4, 2),  # 3 + 1: a gang may span nodes
+    ],
+    ids=["two-of-three", "none-of-five", "spanning-nodes"],
+)
+async def test_whole_gangs_worked_out_by_hand(
+    min_member: int, cpus: tuple[str, ...], instances: int, gangs: int
+) -> None:
+    cluster = [node(f"n{i}", cpu=cpu) for i, cpu in enumerate(cpus, start=1)]
+    worker = cpu_pod("worker", labels={POD_GROUP_LABEL: "train"})
+    report = await run(cluster, worker, group=gang(min_member), profiles=upstream_profiles())
+    assert (report.instances, report.gangs) == (instances, gangs)
+    assert report.termination.reason == "FailedScheduling"
+    assert f"PodGroup default/train-{gangs} gets rejected" in report.termination.message
+    described = {"name": "train", "minMember": min_member, "gangs": gangs}
+    assert report.to_json()["podGroup"] == described
+
+
 def test_copies_are_named_as_cluster_capacity_names_them() -> None:
     template = cpu_pod("web", namespace="shop", node_name="n9", labels={"app": "web"})
-    pod = load_pod(manifest(template), "pod.yaml")
+    pod = load_template(manifest(template), "pod.yaml").pod
     meta, spec = copy_of(pod.raw, 3).raw["metadata"], copy_of(pod.raw, 3).raw["spec"]
     assert (meta["namespace"], meta["name"], meta["labels"]) == ("shop", "web-3", {"app": "web"})
     assert "uid" not in meta  # each copy gets its own, from its name
@@ -266,12 +305,20 @@ BAD_INPUT = {
     "two-pods": (
         ("pod.yaml", (cpu_pod("a"), cpu_pod("b"))),
         (),
-        "ksched capacity: {pod}: expected one Pod, found 2 objects: pod a, pod b",
+        "ksched capacity: {pod}: expected one Pod (and the PodGroup it names), found 2 "
+        "objects: pod a, pod b",
     ),
     "no-pod": (
         ("pod.yaml", (node("x"),)),
         (),
-        "ksched capacity: {pod}: expected one Pod, found 1 objects: node x",
+        "ksched capacity: {pod}: expected one Pod (and the PodGroup it names), found 1 "
+        "objects: node x",
+    ),
+    "a-pod-group-the-pod-is-not-in": (
+        ("pod.yaml", (gang(2), cpu_pod())),
+        (),
+        "ksched capacity: {pod}: the pod's label scheduling.x-k8s.io/pod-group names '', not "
+        "the file's PodGroup 'train'",
     ),
     "unknown-excluded-node": (
         ("pod.yaml", (cpu_pod(),)),
