@@ -8,8 +8,10 @@ published one at a time, each after the previous one's decision: a bound copy st
 so it counts against the cluster for the next. The run ends at the first copy that is
 not bound (its FailedScheduling, or its NotReadyForScheduling when PreEnqueue holds it
 back), or once ``--max-limit`` copies are bound (``LimitReached``, cluster-capacity's
-words). Preemption is not simulated: a copy that could only be placed by preempting
-has failed, and nothing already in the cluster is evicted.
+words). Without ``--allow-preemption`` a copy that could only be placed by preempting
+has failed, and nothing already in the cluster is evicted; with it, a copy bound once
+its preemption's victims are deleted (as the API server would delete them) counts, and
+the report lists what each such placement evicted.
 
 Copy ``i`` (from 0) is named ``<name>-<i>`` in the pod's namespace, as cluster-capacity
 names them; it loses the template's ``uid`` and ``nodeName`` and asks for the
@@ -34,7 +36,7 @@ import asyncio
 import copy
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,11 +48,12 @@ from services.cli.capacity_report import (
     FAILED_SCHEDULING,
     LIMIT_REACHED,
     CapacityReport,
+    Preempted,
     Termination,
     print_report,
 )
 from services.cli.commands import read_input
-from services.cli.embedded import NOT_READY, DecisionRecord, EmbeddedCluster
+from services.cli.embedded import NOT_READY, PREEMPTION, DecisionRecord, EmbeddedCluster
 from services.cli.errors import InputError
 from services.cli.manifests import Document, check, read_documents
 from services.cli.simulate import load_cluster
@@ -130,8 +133,8 @@ def copy_of(
     obj = copy.deepcopy(dict(template))
     meta = obj["metadata"] = dict(_meta(obj))
     meta["name"] = f"{meta.get('name')}-{index}"
-    for field in ("uid", "resourceVersion"):
-        meta.pop(field, None)
+    for server_set in ("uid", "resourceVersion"):
+        meta.pop(server_set, None)
     obj.pop("status", None)
     if kind == "pod":
         meta["annotations"] = {**(meta.get("annotations") or {}), EXPLAIN_ANNOTATION: "true"}
@@ -149,11 +152,14 @@ async def capacity(
     seed: int | None = 0,
     profiles: Sequence[Profile] | None = None,
     max_limit: int = 0,
+    allow_preemption: bool = False,
     now: datetime | None = None,
 ) -> CapacityReport:
     """Schedule copies of ``template`` on the cluster ``documents`` until one is not
     bound or ``max_limit`` (0: no limit) pods are (checked after each whole gang); the
-    report says how many went where and why the run ended."""
+    report says how many went where and why the run ended. ``allow_preemption``: a
+    copy bound once its preemption's victims are gone counts, and the report lists
+    what each such placement evicted."""
     pod = check(template.pod).object
     assert isinstance(pod, Pod)
     names = [p.scheduler_name for p in profiles or (default_profile(),)]
@@ -166,52 +172,68 @@ async def capacity(
     await cluster.start()
     try:
         await cluster.publish_and_schedule(documents)
-        placed, termination = await _fill(cluster, template, max_limit)
+        run = _Run(cluster, allow_preemption)
+        termination = await run.fill(template, max_limit)
     finally:
         await cluster.stop()
     return CapacityReport(
         timestamp=now or datetime.now(UTC),
         pod=pod,
         group=_group(template),
-        instances_per_node=dict(sorted(placed.items())),
+        instances_per_node=dict(sorted(run.placed.items())),
         termination=termination,
         max_limit=max_limit,
+        preemptions=tuple(run.preemptions) if allow_preemption else None,
     )
 
 
-async def _fill(
-    cluster: EmbeddedCluster, template: Template, max_limit: int
-) -> tuple[dict[str, int], Termination]:
-    placed: dict[str, int] = {}
-    index = number = 0
-    while True:
-        unit = template.unit(number, index)
-        seen = len(cluster.decisions)
-        await cluster.publish(unit)
-        await cluster.settle()
-        pods = [_key(d.raw) for d in unit if d.kind == "pod"]
-        records = [_decision(cluster, seen, key) for key in pods]
-        failed = [r for r in records if r.kind != "Binding" or r.node is None]
-        if failed:
-            return placed, _termination(min(failed, key=cluster.decisions.index))
-        for record in records:
-            placed[str(record.node)] = placed.get(str(record.node), 0) + 1
-        index, number = index + len(records), number + 1
-        if max_limit and index >= max_limit:
-            message = f"Maximum number of pods simulated: {max_limit}"
-            return placed, Termination(LIMIT_REACHED, message)
+@dataclass
+class _Run:
+    """The copies' placements so far on ``cluster``."""
 
+    cluster: EmbeddedCluster
+    allow_preemption: bool
+    placed: dict[str, int] = field(default_factory=dict)
+    """Node → copies bound there."""
+    preemptions: list[Preempted] = field(default_factory=list)
 
-def _decision(cluster: EmbeddedCluster, seen: int, key: str) -> DecisionRecord:
-    """The copy ``key``'s first decision since ``seen``; a copy PreEnqueue holds back
-    has none but its NotReadyForScheduling."""
-    for record in cluster.decisions[seen:]:
-        if record.pod == key and record.kind in _DECIDED:
-            return record
-    for record in cluster.report_held_back():
-        if record.pod == key:
-            return record
-    raise InputError(f"{key}: the run ended with no decision for this copy of the pod")
+    async def fill(self, template: Template, max_limit: int) -> Termination:
+        """Publish unit after unit until one is not bound whole, or ``max_limit``."""
+        index = number = 0
+        while True:
+            unit = template.unit(number, index)
+            seen = len(self.cluster.decisions)
+            await self.cluster.publish(unit)
+            await self.cluster.settle()
+            pods = [_key(d.raw) for d in unit if d.kind == "pod"]
+            records = [self._decision(seen, key) for key in pods]
+            failed = [r for r in records if r.kind != "Binding" or r.node is None]
+            if failed:
+                return _termination(min(failed, key=self.cluster.decisions.index))
+            for record in records:
+                self.placed[str(record.node)] = self.placed.get(str(record.node), 0) + 1
+            self.preemptions += [
+                Preempted(r.pod, str(r.node), r.victims)
+                for r in self.cluster.decisions[seen:]
+                if r.kind == PREEMPTION and r.pod in pods
+            ]
+            index, number = index + len(records), number + 1
+            if max_limit and index >= max_limit:
+                message = f"Maximum number of pods simulated: {max_limit}"
+                return Termination(LIMIT_REACHED, message)
+
+    def _decision(self, seen: int, key: str) -> DecisionRecord:
+        """The copy ``key``'s first decision since ``seen`` (with preemption allowed,
+        its Binding if it came to one); a copy PreEnqueue holds back has none but its
+        NotReadyForScheduling."""
+        mine = [r for r in self.cluster.decisions[seen:] if r.pod == key and r.kind in _DECIDED]
+        bound = [r for r in mine if r.kind == "Binding"]
+        if mine:
+            return bound[0] if self.allow_preemption and bound else mine[0]
+        for record in self.cluster.report_held_back():
+            if record.pod == key:
+                return record
+        raise InputError(f"{key}: the run ended with no decision for this copy of the pod")
 
 
 def _termination(record: DecisionRecord) -> Termination:
@@ -263,6 +285,7 @@ def capacity_command(args: argparse.Namespace) -> int:
             seed=args.seed,
             profiles=load_profiles(args.config),
             max_limit=args.max_limit,
+            allow_preemption=args.allow_preemption,
         )
     )
     print_report(report, args.output, sys.stdout)

@@ -51,6 +51,18 @@ class Termination:
 
 
 @dataclass(frozen=True, slots=True)
+class Preempted:
+    """A copy placed by preemption (``--allow-preemption``) and what it evicted."""
+
+    pod: str
+    """The copy, ``namespace/name``."""
+    node: str
+    """The node its preemption nominated."""
+    victims: tuple[str, ...]
+    """The pods evicted for it, ``namespace/name``, most important first."""
+
+
+@dataclass(frozen=True, slots=True)
 class CapacityReport:
     """What one ``ksched capacity`` run found."""
 
@@ -64,6 +76,8 @@ class CapacityReport:
     max_limit: int = 0
     group: PodGroup | None = None
     """The PodGroup whose whole gangs were copied, if any."""
+    preemptions: tuple[Preempted, ...] | None = None
+    """With ``--allow-preemption``, each placement that evicted pods; else None."""
 
     @property
     def gangs(self) -> int:
@@ -105,6 +119,10 @@ class CapacityReport:
             "instancesPerNode": dict(self.instances_per_node),
             "failReason": fail,
         }
+        if self.preemptions is not None:
+            out["preemptions"] = [
+                {"pod": p.pod, "node": p.node, "victims": list(p.victims)} for p in self.preemptions
+            ]
         if self.group is not None:
             group = {"name": self.group.metadata.name, "minMember": self.group.spec.min_member}
             out["podGroup"] = {**group, "gangs": self.gangs}
@@ -127,7 +145,18 @@ def print_report(report: CapacityReport, output: str, out: TextIO) -> None:
         out.write("\nPod distribution among nodes:\n")
     for node, count in report.instances_per_node.items():
         out.write(f"\t- {node}: {count} instance(s)\n")
+    if report.preemptions:
+        out.write("\nPreemptions:\n")
+    for p in report.preemptions or ():
+        out.write(f"\t- {p.pod} on {p.node} evicts {', '.join(p.victims)}\n")
     out.flush()
 
 
-__all__ = ["FAILED_SCHEDULING", "LIMIT_REACHED", "CapacityReport", "Termination", "print_report"]
+__all__ = [
+    "FAILED_SCHEDULING",
+    "LIMIT_REACHED",
+    "CapacityReport",
+    "Preempted",
+    "Termination",
+    "print_report",
+]

@@ -318,6 +318,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
     p.add_argument("--max-limit", type=whole(0), default=0, help="stop after N (default 0: none)")
     p.add_argument("--exclude-nodes", metavar="A,B", help="remove these nodes and their pods")
+    p.add_argument("--allow-preemption", action="store_true", help="copies may evict pods")
     p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
 
     p = command("deschedule", "run one descheduling cycle over a cluster snapshot")

@@ -44,12 +44,20 @@ async def run(
     exclude: Sequence[str] = (),
     group: str | None = None,
     profiles: Sequence[Profile] | None = None,
+    allow_preemption: bool = False,
 ) -> CapacityReport:
     """``ksched capacity`` of ``template`` (in the PodGroup document ``group``, if
     given) on the cluster of ``objects``."""
     documents = exclude_nodes(load_cluster(manifest(*objects), "cluster.yaml"), exclude)
     pod = load_template(manifest(*filter(None, (group, template))), "pod.yaml")
-    return await capacity(documents, pod, max_limit=max_limit, profiles=profiles, now=WHEN)
+    return await capacity(
+        documents,
+        pod,
+        max_limit=max_limit,
+        profiles=profiles,
+        allow_preemption=allow_preemption,
+        now=WHEN,
+    )
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,33 @@ async def test_a_pod_held_back_at_pre_enqueue_ends_the_run_at_once() -> None:
     assert report.termination.message == (
         "Scheduling is blocked due to non-empty scheduling gates (SchedulingGates)"
     )
+
+
+LOW = (cpu_pod("low-a", node_name="n1", priority=0), cpu_pod("low-b", node_name="n1", priority=0))
+
+
+@pytest.mark.parametrize(
+    ("allowed", "instances", "preempted"),
+    [
+        (False, 0, None),  # the first copy fails; nothing is evicted
+        # Each copy of priority 100 evicts one of the two priority-0 pods on n1's 2 cpu.
+        (True, 2, [("default/vip-0", "n1", 1), ("default/vip-1", "n1", 1)]),
+    ],
+    ids=["not-allowed", "allowed"],
+)
+async def test_preemption_only_when_allowed(
+    allowed: bool, instances: int, preempted: list[tuple[str, str, int]] | None
+) -> None:
+    report = await run(
+        (node("n1", cpu="2"), *LOW), cpu_pod("vip", priority=100), allow_preemption=allowed
+    )
+    assert report.instances == instances
+    assert report.termination.message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    got = report.preemptions
+    summary = None if got is None else [(p.pod, p.node, len(p.victims)) for p in got]
+    assert summary == preempted
+    evicted = sorted(v for p in got or () for v in p.victims)
+    assert evicted == (["default/low-a", "default/low-b"] if allowed else [])
 
 
 def gang(min_member: int) -> str:

@@ -42,7 +42,8 @@ def test_the_readme_names_every_report_field(capsys: pytest.CaptureFixture[str])
     assert main([*argv(), "-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     documented = set(re.findall(r"^\| `(\w+)` \|", section(), re.M))
-    assert documented == {*report, "podGroup"}  # podGroup: only with a PodGroup
+    # Only with a PodGroup, only with --allow-preemption:
+    assert documented == {*report, "podGroup", "preemptions"}
     words = section()
     for name in [*report["pod"], *report["failReason"]]:
         assert f"`{name}`" in words, name
