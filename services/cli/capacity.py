@@ -223,13 +223,16 @@ class _Run:
                 return Termination(LIMIT_REACHED, message)
 
     def _decision(self, seen: int, key: str) -> DecisionRecord:
-        """The copy ``key``'s first decision since ``seen`` (with preemption allowed,
-        its Binding if it came to one); a copy PreEnqueue holds back has none but its
-        NotReadyForScheduling."""
+        """The copy ``key``'s first decision since ``seen``; with preemption allowed,
+        its Binding if it came to one, else its last attempt's FailedScheduling (the
+        one whose preemption found nothing). A copy PreEnqueue holds back has none but
+        its NotReadyForScheduling."""
         mine = [r for r in self.cluster.decisions[seen:] if r.pod == key and r.kind in _DECIDED]
-        bound = [r for r in mine if r.kind == "Binding"]
+        if mine and self.allow_preemption:
+            bound = [r for r in mine if r.kind == "Binding"]
+            return bound[0] if bound else mine[-1]
         if mine:
-            return bound[0] if self.allow_preemption and bound else mine[0]
+            return mine[0]
         for record in self.cluster.report_held_back():
             if record.pod == key:
                 return record

@@ -216,7 +216,10 @@ async def test_preemption_only_when_allowed(
         (node("n1", cpu="2"), *LOW), cpu_pod("vip", priority=100), allow_preemption=allowed
     )
     assert report.instances == instances
-    assert report.termination.message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    message = report.termination.message
+    assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    # Not allowed: the first attempt's, whose preemption would have found room.
+    assert message.endswith("No preemption victims found for incoming pod.") == allowed
     got = report.preemptions
     summary = None if got is None else [(p.pod, p.node, len(p.victims)) for p in got]
     assert summary == preempted
