@@ -313,10 +313,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = command("capacity", "how many more copies of one pod the cluster can schedule")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
-    p.add_argument("--pod", required=True, help="a file holding the one Pod to copy")
+    p.add_argument("--pod", required=True, help="the Pod to copy (and the PodGroup it names)")
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
-    p.add_argument("--max-limit", type=whole(0), default=0, help="stop after N (default 0: none)")
+    p.add_argument("--max-limit", type=whole(0), default=0, metavar="N", help="stop at N bound")
     p.add_argument("--exclude-nodes", metavar="A,B", help="remove these nodes and their pods")
     p.add_argument("--allow-preemption", action="store_true", help="copies may evict pods")
     p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
