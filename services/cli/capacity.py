@@ -172,7 +172,8 @@ async def capacity(
     await cluster.start()
     try:
         await cluster.publish_and_schedule(documents)
-        run = _Run(cluster, allow_preemption)
+        taken = frozenset(_key(d.raw) for d in documents if d.kind in ("pod", "podgroup"))
+        run = _Run(cluster, allow_preemption, taken)
         termination = await run.fill(template, max_limit)
     finally:
         await cluster.stop()
@@ -193,6 +194,8 @@ class _Run:
 
     cluster: EmbeddedCluster
     allow_preemption: bool
+    taken: frozenset[str]
+    """The cluster's pods and PodGroups (``namespace/name``): a copy must not be one."""
     placed: dict[str, int] = field(default_factory=dict)
     """Node → copies bound there."""
     preemptions: list[Preempted] = field(default_factory=list)
@@ -202,6 +205,12 @@ class _Run:
         index = number = 0
         while True:
             unit = template.unit(number, index)
+            for document in unit:
+                if _key(document.raw) in self.taken:
+                    raise InputError(
+                        f"the cluster has a {document.kind} {_key(document.raw)} already, "
+                        "the name of a copy (<name>-<i>): rename the one in --pod"
+                    )
             seen = len(self.cluster.decisions)
             await self.cluster.publish(unit)
             await self.cluster.settle()

@@ -15,6 +15,7 @@ import yaml
 from contracts.k8s import POD_GROUP_LABEL, Node, Pod, Toleration
 from services.cli.capacity import capacity, copy_of, exclude_nodes, load_template
 from services.cli.capacity_report import CapacityReport
+from services.cli.errors import InputError
 from services.cli.main import main
 from services.cli.simulate import load_cluster, simulate
 from services.framework.config import Profile
@@ -254,6 +255,16 @@ async def test_whole_gangs_worked_out_by_hand(
     assert f"PodGroup default/train-{gangs} gets rejected" in report.termination.message
     described = {"name": "train", "minMember": min_member, "gangs": gangs}
     assert report.to_json()["podGroup"] == described
+
+
+async def test_a_copy_may_not_take_the_name_of_a_pod_of_the_cluster() -> None:
+    cluster = (node("n1"), cpu_pod("web-1", node_name="n1"))
+    with pytest.raises(InputError) as refused:
+        await run(cluster, cpu_pod("web"))
+    assert str(refused.value) == (
+        "the cluster has a pod default/web-1 already, the name of a copy (<name>-<i>): "
+        "rename the one in --pod"
+    )
 
 
 def test_copies_are_named_as_cluster_capacity_names_them() -> None:
