@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from services.cli.argtypes import whole
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
 from services.cli.serviceflags import (
@@ -29,25 +30,6 @@ from services.common.settings import ENV, Settings, from_env
 
 if TYPE_CHECKING:
     from services.common.telemetry import TraceSettings
-
-
-def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number, ``minimum`` or more (and ``maximum`` at most).
-    A negative ``--limit`` once made ``watch`` wait forever, a negative ``--nodes`` a
-    bench of nothing, and ``--metrics-port 99999`` an internal error."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
-        if maximum is not None and not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"{text!r}: a whole number, {minimum} to {maximum}")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r}: a whole number, {minimum} or more")
-        return value
-
-    return parse
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
@@ -257,7 +239,7 @@ def parser() -> argparse.ArgumentParser:
         _scheduled_events_flag(p, "binder: ")
         p.add_argument(
             "--metrics-port",
-            type=_whole(0, MAX_PORT),
+            type=whole(0, MAX_PORT),
             metavar="PORT",
             help="serve /metrics, /healthz, /livez and /readyz on PORT (0 picks a free one; "
             "run: none without it; up: the informer on PORT, the queue on PORT+1, the "
@@ -279,7 +261,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = command("watch", "print decisions as they arrive")
     p.add_argument("--errors", action="store_true", help="also print ksched.errors")
-    p.add_argument("--limit", type=_whole(1), help="exit after this many messages")
+    p.add_argument("--limit", type=whole(1), help="exit after this many messages")
     p.add_argument(
         "--explain", action="store_true", help="print the explanation a decision carries"
     )
@@ -296,7 +278,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", help="prefix of exchanges, queues and keys")
     p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
     p.add_argument(
-        "--limit", type=_whole(0), default=10, help="pods shown per sub-queue (default 10)"
+        "--limit", type=whole(0), default=10, help="pods shown per sub-queue (default 10)"
     )
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
@@ -328,6 +310,16 @@ def parser() -> argparse.ArgumentParser:
         "grouped by trace",
     )
     _log_format_flag(p)
+
+    p = command("capacity", "how many more copies of one pod the cluster can schedule")
+    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
+    p.add_argument("--pod", required=True, help="the Pod to copy (and the PodGroup it names)")
+    p.add_argument("--config", help="KubeSchedulerConfiguration file")
+    p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
+    p.add_argument("--max-limit", type=whole(0), default=0, metavar="N", help="stop at N bound")
+    p.add_argument("--exclude-nodes", metavar="A,B", help="remove these nodes and their pods")
+    p.add_argument("--allow-preemption", action="store_true", help="copies may evict pods")
+    p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
 
     p = command("deschedule", "run one descheduling cycle over a cluster snapshot")
     p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, PDBs, …; - for stdin")
@@ -372,7 +364,7 @@ def parser() -> argparse.ArgumentParser:
         "remove it; purge: remove them all",
     )
     p.add_argument("--routing-key", help="list/replay: only these (a topic pattern: pod.*)")
-    p.add_argument("--limit", type=_whole(1), help="list/replay: at most this many")
+    p.add_argument("--limit", type=whole(1), help="list/replay: at most this many")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
     _connection_flags(p)
 
@@ -387,15 +379,15 @@ def parser() -> argparse.ArgumentParser:
         "the queue core's own benchmark, or Passthrough: SchedulingBasic's pods answered "
         "by a trivial service over the same broker (the ceiling)",
     )
-    p.add_argument("--nodes", type=_whole(1), default=5000)
+    p.add_argument("--nodes", type=whole(1), default=5000)
     p.add_argument(
         "--pods",
-        type=_whole(1),
+        type=whole(1),
         help="measured pods (default: upstream's, scaled to --nodes); "
         "QueueOps: pods pending in the queue (default: its own)",
     )
     p.add_argument(
-        "--init-pods", type=_whole(0), help="pods bound before measuring (default: as --pods)"
+        "--init-pods", type=whole(0), help="pods bound before measuring (default: as --pods)"
     )
     p.add_argument(
         "--rate",
@@ -552,6 +544,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             with tracing(_trace_settings(), sys.stderr if args.trace else None):
                 return simulate_command(args)
+        case "capacity":
+            from services.cli.capacity import capacity_command
+
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            return capacity_command(args)
         case "deschedule":
             from services.cli.deschedule import deschedule_command
 

@@ -63,6 +63,7 @@ def test_every_output_option_has_the_short_form() -> None:
         "replay",
         "watch",
         "dead-letters",
+        "capacity",
     }
     assert all(options == ["-o", "--output"] for options in with_output.values())
 
@@ -75,6 +76,7 @@ def test_every_output_option_has_the_short_form() -> None:
         ("simulate", ["json", "table"]),
         ("deschedule", ["json", "table"]),
         ("replay", ["json", "table"]),
+        ("capacity", ["table", "json", "yaml"]),  # a report object, as cluster-capacity's
     ],
 )
 def test_output_formats(command: str, formats: list[str]) -> None:
