@@ -3,6 +3,7 @@ hands the same files to the service processes it starts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ class _FakeEdge:
     async def flush_namespace(self) -> None:
         pass
 
-    async def delete_namespace(self) -> None:
+    async def delete_namespace(self, queues: Iterable[str] = ()) -> None:
         pass
 
     async def close(self) -> None:
