@@ -92,6 +92,10 @@ def explain(error: BaseException, *, command: str, amqp_url: str, redis_url: str
         return Failure(BAD_INPUT, _one_line(f"ksched: {error}"))
     if isinstance(error, _NAMED_INPUT_ERRORS):
         return Failure(BAD_INPUT, _one_line(f"{where}: {error}"))
+    if isinstance(error, ConnectionError | TimeoutError) and error.filename is None:
+        # A server that went away mid-operation (a stream's node restarting), not bad
+        # input: a restart retries it.
+        return Failure(UNREACHABLE, _one_line(f"{where}: {_reason(error)}"))
     if isinstance(error, OSError):
         if error.filename is not None:
             reason = error.strerror or str(error)

@@ -65,7 +65,7 @@ from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
 from services.common.resources import node_allocatable, pod_requests
 from services.common.store import PODS, ClusterStore, Deposed, Epoch, PodCharge, ProjectedEntry
-from services.informer import claims, rebuild
+from services.informer import claims, rebuild, startup
 from services.informer.leadership import Leadership
 from services.informer.limits import SYSTEM_PRIORITY_CLASSES
 from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
@@ -155,9 +155,9 @@ class InformerService:
         return bool(self._consumers) and self._log_fault is None and not self._rebuilding
 
     async def start(self) -> None:
-        await self._log.connect()  # a stream's: its broker, and where it ends
-        await self._bus.declare(topology.QUEUES)
-        await self.catch_up()
+        declare = lambda: self._bus.declare(topology.QUEUES)  # noqa: E731
+        # A stream's broker and where it ends, the queues, the store: patient (startup).
+        await startup.until_available(self._clock, self._log.connect, declare, self.catch_up)
         if self.snapshots is not None:
             await self.snapshots.start()
         await self._consume()
