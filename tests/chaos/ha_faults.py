@@ -111,7 +111,8 @@ class HAChaos:
                     # the old Redis master): the process exits as kube-scheduler does.
                     self._note(f"{key} exited (code 1): leaderelection lost; starting it again")
                 else:
-                    self._note(f"{key} exited on its own (code {code}); starting it again")
+                    last = self.processes.last_words(key)
+                    self._note(f"{key} exited on its own (code {code}: {last}); starting it again")
                     self.crashed.append(key)
                 await self.processes.start_replica(key)
             return list(exited)

@@ -93,6 +93,12 @@ class HAProcesses(Processes):
         if ready.exception() is not None:
             raise AssertionError(f"{key} did not start within {within:g} s:\n{tail}")
 
+    def last_words(self, key: str) -> str:
+        """The last line replica ``key``'s last run wrote that is not DEBUG (why it
+        exited, for the report: the run's directory may be gone when it is read)."""
+        lines = [line for line in self._current_log(key) if " DEBUG " not in line]
+        return lines[-1].strip()[:300] if lines else "no output"
+
     def lost_lease(self, key: str) -> bool:
         """Whether replica ``key``'s last run logged ``leaderelection lost``."""
         return any("leaderelection lost" in line for line in self._current_log(key))
