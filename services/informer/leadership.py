@@ -11,25 +11,33 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from contracts.events import LogEntry
+from services.common.clock import Clock, SystemClock
 from services.common.eventlog import EventLog, LogFencedError
 from services.common.store import Deposed
+from services.informer import startup
 
 log = logging.getLogger("ksched.informer")
 
 
 class Leadership:
     def __init__(
-        self, event_log: EventLog, confirm: Callable[[], Awaitable[None]] | None = None
+        self,
+        event_log: EventLog,
+        confirm: Callable[[], Awaitable[None]] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """``confirm``: raises Deposed unless this informer still leads its lease."""
         self._log = event_log
         self._confirm = confirm
+        self._clock: Clock = clock or SystemClock()
         self.deposed = asyncio.Event()
         """Set once a write was refused for this informer's fencing token."""
 
     async def claim(self, token: int) -> None:
-        """Claim the event log with the lease's fencing token, before the first append."""
-        await self._log.claim(token)
+        """Claim the event log with the lease's fencing token, before the first append;
+        retried while the log's broker is unavailable (a node restarted by the fault
+        that made this informer the leader has no replica of the stream yet: startup)."""
+        await startup.until_available(self._clock, lambda: self._log.claim(token))
 
     async def append(self, events: Sequence[LogEntry]) -> None:
         """Append ``events``; with none, confirm the lease instead (a deposed informer's

@@ -112,7 +112,7 @@ class InformerService:
         controller (off for a replay: the log holds what it wrote). ``snapshots``: when
         to write snapshots of the projection and drop what they cover (None: never).
         ``confirm``: raises Deposed unless this informer still leads (Leadership)."""
-        self.leadership = Leadership(event_log, confirm)
+        self.leadership = Leadership(event_log, confirm, clock)
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
         self._bus = bus

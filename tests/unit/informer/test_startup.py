@@ -76,3 +76,23 @@ async def test_a_start_step_is_retried_only_while_a_dependency_is_unavailable(ca
     else:  # gave up within its patience, the waits capped
         assert sum(clock.slept) <= startup.PATIENCE
         assert max(clock.slept) == startup.MAX_DELAY
+
+
+class _ClaimOnce:
+    """An event log whose first claim meets a node without the stream's replica."""
+
+    def __init__(self) -> None:
+        self.claims: list[int] = []
+
+    async def claim(self, fence: int) -> None:
+        self.claims.append(fence)
+        if len(self.claims) == 1:
+            raise NO_REPLICA
+
+
+async def test_a_new_leaders_claim_of_the_log_waits_for_its_broker() -> None:
+    from services.informer.leadership import Leadership
+
+    log, clock = _ClaimOnce(), InstantClock()
+    await Leadership(log, None, clock).claim(7)  # type: ignore[arg-type]
+    assert (log.claims, clock.slept) == ([7, 7], [startup.FIRST_DELAY])
