@@ -4,12 +4,13 @@ ClusterStore: the edge metrics' (services.common.observe.MeteredStore) and a lea
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections.abc import Callable
 from typing import Any
 
 
-class AsyncMethods:
+class AsyncMethods(abc.ABC):
     """``inner`` with every coroutine method wrapped by :meth:`wrap` (once per name);
     anything else, and the methods named in :attr:`plain`, as ``inner`` has them."""
 
@@ -29,9 +30,9 @@ class AsyncMethods:
         wrapped = self._wrapped[name] = self.wrap(name, attribute)
         return wrapped
 
+    @abc.abstractmethod
     def wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         """The coroutine function standing for ``inner``'s method ``name``."""
-        raise NotImplementedError
 
 
 __all__ = ["AsyncMethods"]

@@ -4,21 +4,22 @@ without awaiting, so each is one atomic step for the tasks of its loop."""
 
 from __future__ import annotations
 
+import abc
 from dataclasses import replace
 
 from services.common.store.leases import Fence, FencedError, LeaderLease, first_token
 
 
-class LeaderLeases:
+class LeaderLeases(abc.ABC):
     """The leases of one MemoryStore's data (``_leaders``, shared by its clients), and
     this client's fence."""
 
     _fence: Fence | None
 
     @property
+    @abc.abstractmethod
     def _leaders(self) -> dict[str, LeaderLease]:
         """Every role's lease, by name: the store's data (a flush replaces it)."""
-        raise NotImplementedError
 
     def fence(self, fence: Fence | None) -> None:
         self._fence = fence
