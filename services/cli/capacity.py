@@ -287,7 +287,9 @@ def capacity_command(args: argparse.Namespace) -> int:
 
     text, source = read_input(args.cluster)
     documents = load_cluster(text, source)
-    template = load_template(*read_input(args.pod))
+    if len(args.pod) != 1 or args.ratio:
+        raise InputError("--ratio and several --pod files are not built yet")
+    template = load_template(*read_input(args.pod[0]))
     excluded = [name for name in (args.exclude_nodes or "").split(",") if name]
     documents = exclude_nodes(documents, excluded)
     report = asyncio.run(

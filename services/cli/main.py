@@ -7,13 +7,13 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from services.cli import whatif
 from services.cli.argtypes import whole
 from services.cli.errors import EXIT_CODES, InputError, explain
 from services.cli.output import OBJECT_FORMATS
@@ -292,47 +292,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--redis-url", help="Redis URL (env KSCHED_REDIS_URL)")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
-    p = command("simulate", "schedule a cluster snapshot in one process")
-    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
-    p.add_argument("--config", help="KubeSchedulerConfiguration file")
-    p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
-    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
-    p.add_argument("--record", help="write the event log of the run to this file")
-    p.add_argument(
-        "--explain",
-        action="store_true",
-        help="explain each decision: filter verdicts and scores per node and plugin",
+    whatif.add_parsers(
+        command,
+        log_format=_log_format_flag,
+        prometheus_token=_prometheus_token_flag,
+        connection=_connection_flags,
     )
-    p.add_argument(
-        "--trace",
-        action="store_true",
-        help="print each attempt's spans on stderr after the run, one line per span, "
-        "grouped by trace",
-    )
-    _log_format_flag(p)
-
-    p = command("capacity", "how many more copies of one pod the cluster can schedule")
-    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, …; - for standard input")
-    p.add_argument("--pod", required=True, help="the Pod to copy (and the PodGroup it names)")
-    p.add_argument("--config", help="KubeSchedulerConfiguration file")
-    p.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
-    p.add_argument("--max-limit", type=whole(0), default=0, metavar="N", help="stop at N bound")
-    p.add_argument("--exclude-nodes", metavar="A,B", help="remove these nodes and their pods")
-    p.add_argument("--allow-preemption", action="store_true", help="copies may evict pods")
-    p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
-
-    p = command("deschedule", "run one descheduling cycle over a cluster snapshot")
-    p.add_argument("cluster", help="multi-document YAML of Nodes, Pods, PDBs, …; - for stdin")
-    p.add_argument("--policy", required=True, help="DeschedulerPolicy (descheduler/v1alpha2) file")
-    p.add_argument("--config", help="KubeSchedulerConfiguration for nodeFit and --placement")
-    p.add_argument("--now", help="the cycle's clock, RFC 3339 (default: now)")
-    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
-    p.add_argument(
-        "--placement",
-        action="store_true",
-        help="then schedule each evicted pod again (as its controller would recreate it)",
-    )
-    _prometheus_token_flag(p)
 
     p = command("replay", "replay an event log from its newest snapshot and compare decisions")
     p.add_argument(
@@ -535,25 +500,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             from services.cli.leases import leases_command
 
             return leases_command(args)
-        case "simulate":
-            from services.cli.commands import simulate_command
-            from services.cli.simulate import tracing
-
-            # Like any Unix filter: a reader that stops (`| head`) ends the run. Only
-            # here: a service's socket writes must get EPIPE, not the signal.
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            with tracing(_trace_settings(), sys.stderr if args.trace else None):
-                return simulate_command(args)
-        case "capacity":
-            from services.cli.capacity import capacity_command
-
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            return capacity_command(args)
-        case "deschedule":
-            from services.cli.deschedule import deschedule_command
-
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            return deschedule_command(args)
+        case command if command in whatif.COMMANDS:
+            return whatif.dispatch(args, _trace_settings)
         case "replay":
             from services.cli.commands import replay_command
 

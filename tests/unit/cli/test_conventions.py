@@ -64,6 +64,7 @@ def test_every_output_option_has_the_short_form() -> None:
         "watch",
         "dead-letters",
         "capacity",
+        "compare",
     }
     assert all(options == ["-o", "--output"] for options in with_output.values())
 
@@ -73,10 +74,11 @@ def test_every_output_option_has_the_short_form() -> None:
     [
         ("watch", ["json", "yaml"]),  # decision objects (Binding, Event)
         ("queue", ["table", "json"]),
-        ("simulate", ["json", "table"]),
+        ("simulate", ["json", "table", "annotations"]),
         ("deschedule", ["json", "table"]),
         ("replay", ["json", "table"]),
         ("capacity", ["table", "json", "yaml"]),  # a report object, as cluster-capacity's
+        ("compare", ["table", "json"]),
     ],
 )
 def test_output_formats(command: str, formats: list[str]) -> None:
