@@ -23,6 +23,16 @@ the pod's label names), each unit is a copy of the group, ``<group>-<i>``, and
 ``minMember`` copies of the pod in it, published together; the run ends at the first
 unit not bound whole (Coscheduling binds all of a gang or none).
 
+With ``--ratio N:M:…`` (one count per ``--pod``, in their order; required with several)
+the question is how many whole units of a workload mix fit: a unit is N copies of the
+first pod, then M of the second, …, each published after the previous one's decision as
+above (a pod with a PodGroup contributes N whole gangs). Copies are numbered per pod
+across units. The run ends at the first pod not bound, or once ``--max-limit`` pods of
+all kinds together are bound, checked after each whole unit. Only whole units are
+counted: the report leaves the pods of the unit that did not fit out of every count
+and says how many of each were bound before it failed (``partialUnit``). Two ``--pod`` files may not name
+the same pod or PodGroup (their copies would share names).
+
 ``--exclude-nodes`` removes those nodes, and the pods bound to them, from the cluster
 before it starts: a removed node can take no copy whatever the copy tolerates (an
 ``unschedulable`` node still takes pods tolerating its taint), and upstream's snapshot
@@ -34,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +59,8 @@ from services.cli.capacity_report import (
     FAILED_SCHEDULING,
     LIMIT_REACHED,
     CapacityReport,
+    MixPart,
+    MixReport,
     Preempted,
     Termination,
     print_report,
@@ -108,6 +121,57 @@ def load_template(text: str, source: str) -> Template:
     return Template(pods[0], groups[0] if groups else None)
 
 
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One ``--pod`` of a unit: ``count`` copies of ``template`` (whole gangs of it,
+    with a PodGroup), published one after another."""
+
+    template: Template
+    count: int = 1
+
+
+def parse_ratio(value: str | None, pods: int) -> tuple[int, ...] | None:
+    """``--ratio``'s counts, one per ``--pod`` in their order; None when it is not given
+    for one ``--pod`` (copies one by one, cluster-capacity's question). InputError
+    naming ``--ratio`` and its value for anything else."""
+    if value is None:
+        if pods > 1:
+            raise InputError(
+                "--ratio: required with several --pod files, one count per --pod (e.g. 3:1)"
+            )
+        return None
+    counts = value.split(":")
+    for count in counts:
+        if not re.fullmatch(r"[0-9]+", count) or int(count) == 0:
+            raise InputError(f"--ratio {value}: {count!r} is not a positive whole number")
+    if len(counts) != pods:
+        raise InputError(
+            f"--ratio {value}: {len(counts)} count(s) for {pods} --pod file(s); "
+            "give one per --pod, in their order"
+        )
+    return tuple(int(count) for count in counts)
+
+
+def load_parts(files: Sequence[tuple[str, str]], ratio: Sequence[int]) -> list[Part]:
+    """The mix of the pod files ``files`` (text, source), ``ratio[i]`` copies of the
+    ``i``-th per unit; InputError when two of them name the same pod or PodGroup, whose
+    copies would take the same names."""
+    parts: list[Part] = []
+    seen: dict[tuple[str, str], str] = {}
+    for (text, source), count in zip(files, ratio, strict=True):
+        template = load_template(text, source)
+        for document in filter(None, (template.pod, template.group)):
+            named = (document.kind, _name(document.raw))
+            if named in seen:
+                raise InputError(
+                    f"{source}: the {document.kind} {named[1]} is in {seen[named]} too; "
+                    "each --pod needs its own name"
+                )
+            seen[named] = source
+        parts.append(Part(template, count))
+    return parts
+
+
 def exclude_nodes(documents: Sequence[Document], names: Sequence[str]) -> list[Document]:
     """``documents`` without the Nodes ``names`` and the pods bound to them; InputError
     for a name no Node of ``documents`` has."""
@@ -160,76 +224,164 @@ async def capacity(
     report says how many went where and why the run ended. ``allow_preemption``: a
     copy bound once its preemption's victims are gone counts, and the report lists
     what each such placement evicted."""
-    pod = check(template.pod).object
-    assert isinstance(pod, Pod)
-    names = [p.scheduler_name for p in profiles or (default_profile(),)]
-    if pod.spec.scheduler_name not in names:
-        raise InputError(
-            f"the pod's schedulerName {pod.spec.scheduler_name!r} is no profile's "
-            f"(the configuration's: {', '.join(names)})"
-        )
-    cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)
-    await cluster.start()
-    try:
-        await cluster.publish_and_schedule(documents)
-        taken = frozenset(_key(d.raw) for d in documents if d.kind in ("pod", "podgroup"))
-        run = _Run(cluster, allow_preemption, taken)
-        termination = await run.fill(template, max_limit)
-    finally:
-        await cluster.stop()
+    run, termination = await _fill(
+        documents, [Part(template)], seed, profiles, max_limit, allow_preemption
+    )
     return CapacityReport(
         timestamp=now or datetime.now(UTC),
-        pod=pod,
+        pod=_pod(template),
         group=_group(template),
-        instances_per_node=dict(sorted(run.placed.items())),
+        instances_per_node=dict(sorted(run.placed[0].items())),
         termination=termination,
         max_limit=max_limit,
         preemptions=tuple(run.preemptions) if allow_preemption else None,
     )
 
 
+async def capacity_mix(
+    documents: Sequence[Document],
+    parts: Sequence[Part],
+    *,
+    seed: int | None = 0,
+    profiles: Sequence[Profile] | None = None,
+    max_limit: int = 0,
+    allow_preemption: bool = False,
+    now: datetime | None = None,
+) -> MixReport:
+    """Schedule whole units of the mix ``parts`` on the cluster ``documents`` (each
+    unit: every copy of the first part, then of the second, …, one after another)
+    until a pod is not bound or ``max_limit`` (0: no limit) pods of all parts are
+    (checked after each whole unit). Only whole units are counted; the report says
+    how many pods of the unit that did not fit were bound before it failed."""
+    run, termination = await _fill(documents, parts, seed, profiles, max_limit, allow_preemption)
+    partial = {
+        _pod(part.template).metadata.name: bound
+        for part, bound in zip(parts, run.partial, strict=True)
+        if bound
+    }
+    return MixReport(
+        parts=tuple(
+            MixPart(
+                pod=_pod(part.template),
+                count=part.count,
+                instances_per_node=dict(sorted(placed.items())),
+                group=_group(part.template),
+            )
+            for part, placed in zip(parts, run.placed, strict=True)
+        ),
+        units=run.units,
+        termination=termination,
+        timestamp=now or datetime.now(UTC),
+        partial_unit=partial,
+        max_limit=max_limit,
+        preemptions=tuple(run.preemptions) if allow_preemption else None,
+    )
+
+
+async def _fill(
+    documents: Sequence[Document],
+    parts: Sequence[Part],
+    seed: int | None,
+    profiles: Sequence[Profile] | None,
+    max_limit: int,
+    allow_preemption: bool,
+) -> tuple[_Run, Termination]:
+    """The cluster ``documents`` with its pending pods scheduled, then filled with
+    units of ``parts``: the run's placements and why it ended."""
+    names = [p.scheduler_name for p in profiles or (default_profile(),)]
+    for part in parts:
+        pod = _pod(part.template)
+        if pod.spec.scheduler_name not in names:
+            whose = "the pod's" if len(parts) == 1 else f"the pod {pod.metadata.name}'s"
+            raise InputError(
+                f"{whose} schedulerName {pod.spec.scheduler_name!r} is no profile's "
+                f"(the configuration's: {', '.join(names)})"
+            )
+    cluster = EmbeddedCluster(clock=FakeClock(), seed=seed, profiles=profiles)
+    await cluster.start()
+    try:
+        await cluster.publish_and_schedule(documents)
+        taken = frozenset(_key(d.raw) for d in documents if d.kind in ("pod", "podgroup"))
+        run = _Run(cluster, allow_preemption, taken, parts)
+        termination = await run.fill(max_limit)
+    finally:
+        await cluster.stop()
+    return run, termination
+
+
 @dataclass
 class _Run:
-    """The copies' placements so far on ``cluster``."""
+    """The placements of whole units of ``parts`` so far on ``cluster``."""
 
     cluster: EmbeddedCluster
     allow_preemption: bool
     taken: frozenset[str]
     """The cluster's pods and PodGroups (``namespace/name``): a copy must not be one."""
-    placed: dict[str, int] = field(default_factory=dict)
-    """Node → copies bound there."""
+    parts: Sequence[Part]
+    placed: list[dict[str, int]] = field(init=False)
+    """Per part, node → its copies bound there in whole units."""
+    partial: list[int] = field(init=False)
+    """Per part, its copies bound in the unit that did not fit."""
+    units: int = 0
+    """Whole units bound."""
     preemptions: list[Preempted] = field(default_factory=list)
 
-    async def fill(self, template: Template, max_limit: int) -> Termination:
-        """Publish unit after unit until one is not bound whole, or ``max_limit``."""
-        index = number = 0
+    def __post_init__(self) -> None:
+        self.placed = [{} for _ in self.parts]
+        self.partial = [0 for _ in self.parts]
+
+    async def fill(self, max_limit: int) -> Termination:
+        """Publish unit after unit, each copy (or gang) of it after the previous one's
+        decision, until a pod is not bound, or ``max_limit`` pods are."""
+        numbers = [0] * len(self.parts)  # per part, the next gang's number
+        indexes = [0] * len(self.parts)  # per part, the next pod copy's number
+        bound = 0
         while True:
-            unit = template.unit(number, index)
-            for document in unit:
-                if _key(document.raw) in self.taken:
-                    raise InputError(
-                        f"the cluster has a {document.kind} {_key(document.raw)} already, "
-                        "the name of a copy (<name>-<i>): rename the one in --pod"
-                    )
-            seen = len(self.cluster.decisions)
-            await self.cluster.publish(unit)
-            await self.cluster.settle()
-            pods = [_key(d.raw) for d in unit if d.kind == "pod"]
-            records = [self._decision(seen, key) for key in pods]
-            failed = [r for r in records if r.kind != "Binding" or r.node is None]
-            if failed:
-                return _termination(min(failed, key=self.cluster.decisions.index))
-            for record in records:
-                self.placed[str(record.node)] = self.placed.get(str(record.node), 0) + 1
-            self.preemptions += [
-                Preempted(r.pod, str(r.node), r.victims)
-                for r in self.cluster.decisions[seen:]
-                if r.kind == PREEMPTION and r.pod in pods
-            ]
-            index, number = index + len(records), number + 1
-            if max_limit and index >= max_limit:
+            nodes: list[list[str]] = [[] for _ in self.parts]
+            preempted: list[Preempted] = []
+            for k, part in enumerate(self.parts):
+                for _ in range(part.count):
+                    unit = part.template.unit(numbers[k], indexes[k])
+                    numbers[k] += 1
+                    indexes[k] += sum(d.kind == "pod" for d in unit)
+                    records, evicting = await self._publish(unit)
+                    nodes[k] += [str(r.node) for r in records if _bound(r)]
+                    failed = [r for r in records if not _bound(r)]
+                    if failed:
+                        self.partial = [len(n) for n in nodes]
+                        return _termination(min(failed, key=self.cluster.decisions.index))
+                    preempted += evicting
+            for placed, bound_nodes in zip(self.placed, nodes, strict=True):
+                for node in bound_nodes:
+                    placed[node] = placed.get(node, 0) + 1
+            self.preemptions += preempted
+            self.units += 1
+            bound += sum(len(n) for n in nodes)
+            if max_limit and bound >= max_limit:
                 message = f"Maximum number of pods simulated: {max_limit}"
                 return Termination(LIMIT_REACHED, message)
+
+    async def _publish(
+        self, unit: Sequence[Document]
+    ) -> tuple[list[DecisionRecord], list[Preempted]]:
+        """Publish ``unit`` (a copy, or a gang and its PodGroup) and wait for its pods'
+        decisions: those, and the placements among them that evicted pods."""
+        for document in unit:
+            if _key(document.raw) in self.taken:
+                raise InputError(
+                    f"the cluster has a {document.kind} {_key(document.raw)} already, "
+                    "the name of a copy (<name>-<i>): rename the one in --pod"
+                )
+        seen = len(self.cluster.decisions)
+        await self.cluster.publish(unit)
+        await self.cluster.settle()
+        pods = [_key(d.raw) for d in unit if d.kind == "pod"]
+        evicting = [
+            Preempted(r.pod, str(r.node), r.victims)
+            for r in self.cluster.decisions[seen:]
+            if r.kind == PREEMPTION and r.pod in pods
+        ]
+        return [self._decision(seen, key) for key in pods], evicting
 
     def _decision(self, seen: int, key: str) -> DecisionRecord:
         """The copy ``key``'s first decision since ``seen``; with preemption allowed,
@@ -246,6 +398,10 @@ class _Run:
             if record.pod == key:
                 return record
         raise InputError(f"{key}: the run ended with no decision for this copy of the pod")
+
+
+def _bound(record: DecisionRecord) -> bool:
+    return record.kind == "Binding" and record.node is not None
 
 
 def _termination(record: DecisionRecord) -> Termination:
@@ -274,6 +430,12 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{_meta(obj).get('namespace') or 'default'}/{_name(obj)}"
 
 
+def _pod(template: Template) -> Pod:
+    pod = check(template.pod).object
+    assert isinstance(pod, Pod)
+    return pod
+
+
 def _group(template: Template) -> PodGroup | None:
     if template.group is None:
         return None
@@ -287,30 +449,34 @@ def capacity_command(args: argparse.Namespace) -> int:
 
     text, source = read_input(args.cluster)
     documents = load_cluster(text, source)
-    if len(args.pod) != 1 or args.ratio:
-        raise InputError("--ratio and several --pod files are not built yet")
-    template = load_template(*read_input(args.pod[0]))
+    ratio = parse_ratio(args.ratio, len(args.pod))
+    parts = load_parts([read_input(pod) for pod in args.pod], ratio or (1,))
     excluded = [name for name in (args.exclude_nodes or "").split(",") if name]
     documents = exclude_nodes(documents, excluded)
-    report = asyncio.run(
-        capacity(
-            documents,
-            template,
-            seed=args.seed,
-            profiles=load_profiles(args.config),
-            max_limit=args.max_limit,
-            allow_preemption=args.allow_preemption,
-        )
-    )
+    flags = {
+        "seed": args.seed,
+        "profiles": load_profiles(args.config),
+        "max_limit": args.max_limit,
+        "allow_preemption": args.allow_preemption,
+    }
+    report: CapacityReport | MixReport
+    if ratio is None:
+        report = asyncio.run(capacity(documents, parts[0].template, **flags))
+    else:
+        report = asyncio.run(capacity_mix(documents, parts, **flags))
     print_report(report, args.output, sys.stdout)
     return 0
 
 
 __all__ = [
+    "Part",
     "Template",
     "capacity",
     "capacity_command",
+    "capacity_mix",
     "copy_of",
     "exclude_nodes",
+    "load_parts",
     "load_template",
+    "parse_ratio",
 ]
