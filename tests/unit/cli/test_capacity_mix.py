@@ -330,3 +330,18 @@ def test_bad_input_is_one_line_and_exit_2(
     assert captured.out == ""
     named = {f"pod{i}": f for i, f in enumerate(files)}
     assert captured.err.splitlines() == ["ksched capacity: " + line.format(**named)]
+
+
+async def test_preemptions_of_whole_units_are_listed() -> None:
+    # n1's 3 cpu run three priority-0 pods: the first unit's web and db (priority 100)
+    # evict one each, the second unit's web the third; its db finds nothing to evict.
+    low = [cpu_pod(f"low-{i}", node_name="n1", priority=0) for i in range(3)]
+    documents = load_cluster(manifest(node("n1", cpu="3"), *low), "cluster.yaml")
+    files = [(manifest(cpu_pod(name, priority=100)), f"{name}.yaml") for name in ("web", "db")]
+    report = await capacity_mix(
+        documents, load_parts(files, (1, 1)), allow_preemption=True, now=WHEN
+    )
+    assert (report.units, dict(report.partial_unit)) == (1, {"web": 1})
+    # Only the whole unit's: web-1 evicted too, but its unit is not counted.
+    got = [(p.pod, p.node, len(p.victims)) for p in report.preemptions or ()]
+    assert got == [("default/web-0", "n1", 1), ("default/db-0", "n1", 1)]
