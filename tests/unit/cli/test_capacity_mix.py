@@ -3,6 +3,7 @@ clusters; the unit that did not fit; the report's shape; and bad --ratio input."
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from services.cli.capacity import (
     exclude_nodes,
     load_parts,
 )
-from services.cli.capacity_report import MixReport
+from services.cli.capacity_report import MixReport, print_report
 from services.cli.errors import InputError
 from services.cli.main import main
 from services.cli.simulate import load_cluster
@@ -177,6 +178,13 @@ async def test_the_gang_of_a_mix_is_reported_as_whole_gangs() -> None:
     worker = report.to_json()["pods"][0]
     assert worker["podGroup"] == {"name": "train", "minMember": 2, "gangs": 2}
     assert "podGroup" not in report.to_json()["pods"][1]
+    table = io.StringIO()
+    print_report(report, "table", table)
+    assert table.getvalue().splitlines()[:3] == [
+        "The cluster can schedule 2 unit(s) of 1 gang(s) of 2 worker + 1 web.",
+        "That is 4 instance(s) of the pod worker and 2 of the pod web.",
+        "That is 2 whole gang(s) of the pod group train (2 each).",
+    ]
 
 
 async def test_the_limit_counts_pods_of_every_kind() -> None:
