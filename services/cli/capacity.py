@@ -1,6 +1,7 @@
-"""``ksched capacity CLUSTER --pod POD.yaml``: how many more copies of one pod the
-cluster can schedule, as kubernetes-sigs/cluster-capacity answers it, on the embedded
-pipeline (the scheduler's own decisions, not an estimate).
+"""``ksched capacity CLUSTER --pod POD.yaml``: how many more copies of one pod (or,
+with ``--ratio``, whole units of a mix of pods) the cluster can schedule, as
+kubernetes-sigs/cluster-capacity answers it, on the embedded pipeline (the scheduler's
+own decisions, not an estimate).
 
 The cluster file is loaded as ``simulate`` loads it, and its pending pods are scheduled
 first (they are ahead of the copies in any real queue). Then copies of the pod are
@@ -30,8 +31,8 @@ above (a pod with a PodGroup contributes N whole gangs). Copies are numbered per
 across units. The run ends at the first pod not bound, or once ``--max-limit`` pods of
 all kinds together are bound, checked after each whole unit. Only whole units are
 counted: the report leaves the pods of the unit that did not fit out of every count
-and says how many of each were bound before it failed (``partialUnit``). Two ``--pod`` files may not name
-the same pod or PodGroup (their copies would share names).
+and says how many of each were bound before it failed (``partialUnit``). Two ``--pod``
+files may not name the same pod or PodGroup (their copies would share names).
 
 ``--exclude-nodes`` removes those nodes, and the pods bound to them, from the cluster
 before it starts: a removed node can take no copy whatever the copy tolerates (an
