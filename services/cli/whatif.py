@@ -55,7 +55,10 @@ def add_parsers(
     )
     log_format(p)
 
-    p = command("capacity", "how many more copies of one pod the cluster can schedule")
+    p = command(
+        "capacity",
+        "how many more copies of a pod (or whole units of a mix) the cluster can schedule",
+    )
     p.add_argument("cluster", help=_CLUSTER_HELP)
     p.add_argument(
         "--pod",
