@@ -9,8 +9,8 @@ from the cluster as the run leaves it (the in-memory store):
 - ``bound`` / ``pending`` / ``evicted``: the file's pending pods bound at the end, those
   left without a node, and the file's pods (bound or pending) preemption deleted;
 - per node, for cpu and memory: the requests of the pods bound there over the node's
-  allocatable (cli: ``resources.pod_requests`` / ``node_allocatable`` units, cpu in
-  millicores, memory in bytes), and over the nodes that have some allocatable of the
+  allocatable (``pod_requests`` / ``node_allocatable`` of services.common.resources:
+  cpu in millicores, memory in bytes), and over the nodes that have some allocatable of the
   resource, the mean, the population standard deviation and the imbalance (max - min);
 - ``largestFree``: per resource, the largest free amount (allocatable - requested, at
   least 0) on any one node and that node (the first in file order among equals): the
@@ -25,7 +25,8 @@ from the cluster as the run leaves it (the in-memory store):
   embedded pipeline).
 
 ``placedDifferently``: every pod of the file whose node at the end differs between A and
-B, in file order, its node under each (``null``, ``-`` in the table, when it has none).
+B, in file order, its node under each (``null``, ``-`` in the table, when it has none:
+pending, or deleted by preemption).
 
 JSON (``-o json``, one line; the report module renders the table and the HTML)::
 
@@ -215,13 +216,13 @@ class Comparison:
 
     @property
     def placed_differently(self) -> list[tuple[str, str | None, str | None]]:
-        """(pod, A's node, B's node) for each pod whose node differs, file order."""
+        """(pod, A's node, B's node) for each pod whose node differs, file order; None
+        for a pod without one (pending, or deleted by preemption)."""
         pods = list(self.a.pods) + [p for p in self.b.pods if p not in self.a.pods]
         return [
             (pod, self.a.placements.get(pod), self.b.placements.get(pod))
             for pod in pods
             if self.a.placements.get(pod) != self.b.placements.get(pod)
-            or (pod in self.a.placements) != (pod in self.b.placements)
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -274,7 +275,7 @@ def _loads(documents: Sequence[Document], pods: Iterable[Pod]) -> tuple[NodeLoad
             into = requested.setdefault(pod.spec.node_name, {})
             for resource, amount in pod_requests(pod).items():
                 into[resource] = into.get(resource, 0) + amount
-    nodes = [check(d).object for d in documents if d.kind == "node"]
+    nodes = [check(d, warn=_unwarned).object for d in documents if d.kind == "node"]
     return tuple(
         NodeLoad(n.metadata.name, requested.get(n.metadata.name, {}), node_allocatable(n))
         for n in nodes
@@ -313,9 +314,13 @@ def _rejections(records: Sequence[DecisionRecord]) -> dict[str, Rejections]:
 
 
 def _pod(document: Document) -> Pod:
-    pod = check(document).object
+    pod = check(document, warn=_unwarned).object
     assert isinstance(pod, Pod)
     return pod
+
+
+def _unwarned(line: str) -> None:
+    """load_cluster has warned of the file's unknown fields already."""
 
 
 def _key(pod: Pod) -> str:

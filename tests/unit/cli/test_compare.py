@@ -288,3 +288,17 @@ def test_bad_input_is_one_line_and_exit_2(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [line.format(**names)]
+
+
+async def test_a_preemption_victim_counts_as_evicted(tmp_path: Path) -> None:
+    cluster = (
+        node("n1", cpu="2"),
+        pod("low", "2", "1Gi", node_name="n1", priority=0),
+        pod("vip", "2", "1Gi", priority=100),
+    )
+    comparison = await run(cluster, LEAST_CONFIG, scoring("MostAllocated"), tmp_path)
+    for side in (comparison.a, comparison.b):
+        assert (side.bound, side.pending, side.evicted) == (1, 0, 1)
+        assert side.placements == {"default/vip": "n1"}
+        assert side.nodes[0].requested["cpu"] == 2000
+    assert comparison.placed_differently == []
