@@ -12,6 +12,7 @@ from the input (configuration paths, nodes, pods, plugins, reasons) is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from html import escape
 
@@ -30,7 +31,11 @@ CHART_TITLES = {"cpu": "CPU utilization per node", "memory": "Memory utilization
 
 _BAR, _GAP, _LEFT, _RIGHT = 22, 26, 52, 16
 _TOP, _PLOT, _BOTTOM = 40, 200, 30
-_LABEL_CHARS = 12
+_LABEL_CHARS = 24
+_CHAR_WIDTH = 6.5
+"""Pixels per character of an 11 px label, about."""
+_SLANT = 40
+_COS, _SIN = math.cos(math.radians(_SLANT)), math.sin(math.radians(_SLANT))
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px 32px;
@@ -140,14 +145,26 @@ def _placed(comparison: Comparison) -> str:
     return f"<p>{len(placed)} pod(s)</p>" + _table(rows, header=["pod", "A", "B"])
 
 
+def _label(name: str) -> str:
+    """A node's name under its bars: its last characters when it is long (node names
+    tend to differ at the end: ``worker-node-07``)."""
+    return name if len(name) <= _LABEL_CHARS else "…" + name[1 - _LABEL_CHARS :]
+
+
 def _chart(resource: str, a: RunResult, b: RunResult) -> str:
-    """A grouped bar chart of ``resource`` utilization: per node A's bar, then B's."""
+    """A grouped bar chart of ``resource`` utilization: per node A's bar, then B's.
+    Node names wider than their pair of bars are written slanted, and the chart grows
+    below and to the left to hold them."""
     loads_a = {n.name: n for n in a.nodes}
     loads_b = {n.name: n for n in b.nodes}
     names = list(loads_a) + [n for n in loads_b if n not in loads_a]
     group = 2 * _BAR + _GAP
-    width = max(_LEFT + len(names) * group + _RIGHT, 360)
-    height = _TOP + _PLOT + _BOTTOM
+    longest = max((len(_label(n)) * _CHAR_WIDTH for n in names), default=0.0)
+    slanted = longest > group - 4
+    left = max(_LEFT, int(longest * _COS - group / 2) + 8) if slanted else _LEFT
+    bottom = int(longest * _SIN) + 24 if slanted else _BOTTOM
+    width = max(left + len(names) * group + _RIGHT, 360)
+    height = _TOP + _PLOT + bottom
     values = [n.utilization(resource) for n in (*a.nodes, *b.nodes)]
     top = max([1.0, *values])
     title = CHART_TITLES[resource]
@@ -159,25 +176,27 @@ def _chart(resource: str, a: RunResult, b: RunResult) -> str:
         f'<div class="chart"><svg id="chart-{resource}" class="chart-svg" '
         f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-        f'<text x="{_LEFT}" y="14" font-weight="600" font-size="13">{escape(title)}</text>',
+        f'<text x="{left}" y="14" font-weight="600" font-size="13">{escape(title)}</text>',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         ty = y(tick * top)
         out.append(
-            f'<line x1="{_LEFT}" x2="{width - _RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" '
+            f'<line x1="{left}" x2="{width - _RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" '
             f'stroke="{"#9aa3af" if tick == 0 else "#e6e9ef"}"/>'
-            f'<text x="{_LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="#5b6573">'
+            f'<text x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="#5b6573">'
             f"{tick * top * 100:.0f}%</text>"
         )
     for i, name in enumerate(names):
-        x0 = _LEFT + _GAP / 2 + i * group
+        x0 = left + _GAP / 2 + i * group
         for j, (side, loads) in enumerate((("a", loads_a), ("b", loads_b))):
             out.append(_bar(resource, side, loads.get(name), x0 + j * _BAR, y))
-        label = name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
-        out.append(
-            f'<text x="{x0 + _BAR:.1f}" y="{_TOP + _PLOT + 16}" text-anchor="middle">'
-            f"<title>{escape(name)}</title>{escape(label)}</text>"
+        x, ly = x0 + _BAR, _TOP + _PLOT + 16
+        placed = (
+            f'x="{x:.1f}" y="{ly}" text-anchor="end" transform="rotate(-{_SLANT} {x:.1f} {ly})"'
+            if slanted
+            else f'x="{x:.1f}" y="{ly}" text-anchor="middle"'
         )
+        out.append(f"<text {placed}><title>{escape(name)}</title>{escape(_label(name))}</text>")
     out.append("</svg></div>")
     return "".join(out)
 
