@@ -22,7 +22,9 @@ The scheduler runs the default profile unless the test case names a
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
 "pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb", "messages_per_pod",
 "revision"}`` (``messages_per_pod`` is null in the cycle and embedded modes: no broker),
-plus ``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
+plus ``"rate"`` with ``--rate`` (``--rate auto``: a saturation run first, every pod at
+once, then the measured run at half its pods/s, and ``"saturation_pods_per_s"``),
+``"passthrough_pods_per_second"`` and
 ``"ratio_to_passthrough"`` with ``--vs-passthrough``, plus, in services and passthrough
 modes, ``"peak_rss_mb"``: each process's peak resident memory (``VmHWM``, read from
 ``/proc`` just before it is stopped; also printed one line per process; ``bench`` is the
@@ -31,7 +33,15 @@ in services mode ``"replicas"``, ``"assume_conflicts"``, ``"domain_conflicts"`` 
 ``"violations"`` (hard constraints broken in the final state, each also on stderr),
 plus ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn objects
 created) and ``"churn_events"`` (churn watch events published) for a workload with
-churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
+churn. CPU per pod (bench.cpu): in services and passthrough modes ``"cpu_ms_per_pod"``
+(process → ms: each service, ``bench`` the client, ``rabbitmq``, ``redis``; measured
+window less an idle baseline), ``"cpu_ms_per_pod_total"`` and ``"cpu_absent"`` (process
+→ why it could not be read, when one could not), and in services mode
+``"cycle_cpu_ms_per_pod"`` (the scheduler's CPU inside ``schedule_pod``),
+``"cpu_ratio_to_cycle"`` and ``"projected_ceiling_pods_per_s"``; all are also printed
+on stderr as a table. Embedded mode reports its one process as ``embedded`` (no
+baseline: no broker or Redis idles beside it), the cycle's CPU and the ratio; cycle
+mode ``"cycle_cpu_ms_per_pod"`` only. ``ksched bench QueueOps [--pods N]`` prints instead what the
 queue core's benchmark returns (bench.queue_ops: operations per second of the queue
 core, no bus or store), whatever ``--mode``.
 

@@ -4,7 +4,9 @@ Markdown table next to upstream's floors (``ops/bench/matrix.py`` runs :func:`ma
     .venv/bin/python ops/bench/matrix.py [--out FILE] [--scale F] [--only NAMES]
 
 Each row is one ``ksched bench WORKLOAD --mode services --nodes N ...`` subprocess; its
-last stdout line (the JSON report) is parsed and its figures go in the table. ``--scale``
+last stdout line (the JSON report) is parsed and its figures go in the table (with
+bench.cpu's: the projected ceiling beside pods/s, the cycle's CPU per pod, the total,
+their ratio, and the informer's and the queue's CPU per pod over the cycle's). ``--scale``
 multiplies every row's node count (the pod counts follow, as ``ksched bench`` scales
 them to ``--nodes``): 0.05 is a quick check, 1 the measurement. A run that fails is a
 row saying so (the last line it wrote on stderr), and the script then exits 1.
