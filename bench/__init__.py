@@ -12,7 +12,8 @@ loads it through the ``ksched.commands`` entry point).
 - :mod:`bench.cycle`, :mod:`bench.embedded`, :mod:`bench.services`: the three modes;
   :mod:`bench.churn`: upstream's ``churn`` op; :mod:`bench.report`: the JSON line;
   :mod:`bench.scrape`: the service processes' ``/readyz`` and counters (messages per
-  pod, conflicts); :mod:`bench.passthrough`: the Passthrough ceiling's service.
+  pod, conflicts, the cycle's CPU); :mod:`bench.cpu`: CPU per pod by process;
+  :mod:`bench.passthrough`: the Passthrough ceiling's service.
 - :mod:`bench.matrix`: the issue-14 matrix as a Markdown table (``ops/bench/matrix.py``).
 - :mod:`bench.queue_ops`: ``ksched bench QueueOps``, the queue core's raw speed.
 """

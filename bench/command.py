@@ -22,7 +22,9 @@ The scheduler runs the default profile unless the test case names a
 The last line printed is one JSON object: ``{"workload", "mode", "nodes", "init_pods",
 "pods", "pods_per_second", "p50_ms", "p99_ms", "max_rss_mb", "messages_per_pod",
 "revision"}`` (``messages_per_pod`` is null in the cycle and embedded modes: no broker),
-plus ``"rate"`` with ``--rate``, ``"passthrough_pods_per_second"`` and
+plus ``"rate"`` with ``--rate`` (``--rate auto``: a saturation run first, every pod at
+once, then the measured run at half its pods/s, and ``"saturation_pods_per_s"``),
+``"passthrough_pods_per_second"`` and
 ``"ratio_to_passthrough"`` with ``--vs-passthrough``, plus, in services and passthrough
 modes, ``"peak_rss_mb"``: each process's peak resident memory (``VmHWM``, read from
 ``/proc`` just before it is stopped; also printed one line per process; ``bench`` is the
@@ -31,7 +33,15 @@ in services mode ``"replicas"``, ``"assume_conflicts"``, ``"domain_conflicts"`` 
 ``"violations"`` (hard constraints broken in the final state, each also on stderr),
 plus ``"unschedulable"`` in cycle mode and ``"unschedulable_churn"`` (churn objects
 created) and ``"churn_events"`` (churn watch events published) for a workload with
-churn. ``ksched bench QueueOps [--pods N]`` prints instead what the
+churn. CPU per pod (bench.cpu): in services and passthrough modes ``"cpu_ms_per_pod"``
+(process → ms: each service, ``bench`` the client, ``rabbitmq``, ``redis``; measured
+window less an idle baseline), ``"cpu_ms_per_pod_total"`` and ``"cpu_absent"`` (process
+→ why it could not be read, when one could not), and in services mode
+``"cycle_cpu_ms_per_pod"`` (the scheduler's CPU inside ``schedule_pod``),
+``"cpu_ratio_to_cycle"`` and ``"projected_ceiling_pods_per_s"``; all are also printed
+on stderr as a table. Embedded mode reports its one process as ``embedded`` (no
+baseline: no broker or Redis idles beside it), the cycle's CPU and the ratio; cycle
+mode ``"cycle_cpu_ms_per_pod"`` only. ``ksched bench QueueOps [--pods N]`` prints instead what the
 queue core's benchmark returns (bench.queue_ops: operations per second of the queue
 core, no bus or store), whatever ``--mode``.
 
@@ -44,11 +54,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
+from collections.abc import Awaitable, Callable
 
 from bench.config import workload_named
 from bench.cycle import run_cycle
 from bench.embedded import bench_embedded
 from bench.report import summary
+from bench.scrape import BenchFailure
 from bench.workload import Workload
 from services.cli.errors import InputError
 from services.common.settings import from_env
@@ -66,6 +79,47 @@ def bench_cycle(workload: Workload, nodes: int, init: int, pods: int) -> dict[st
     counts = (workload.total_nodes(nodes), init, pods)
     report = summary(workload.name, "cycle", counts, latencies, run.elapsed)
     report["unschedulable"] = run.unschedulable
+    if pods:
+        report["cycle_cpu_ms_per_pod"] = round(run.cycle_cpu * 1000 / pods, 3)
+    return report
+
+
+AUTO = "auto"
+"""``--rate auto``: a saturation run first (every pod at once), then the measured run at
+half its rate."""
+
+
+def rate_flag(args: argparse.Namespace) -> float | str | None:
+    """``--rate``: pods per second, more than 0, or ``auto``; None without the flag."""
+    text: str | None = getattr(args, "rate", None)
+    if text is None or text == AUTO:
+        return text
+    try:
+        rate = float(text)
+    except ValueError:
+        raise InputError(f"--rate: {text!r}: pods per second (a number) or auto") from None
+    if not rate > 0:  # (NaN too)
+        raise InputError(f"--rate: {rate:g} pods per second: must be more than 0")
+    return rate
+
+
+Run = Callable[[float | None], Awaitable[dict[str, object]]]
+"""One services-mode run at this rate (None: every pod at once): its report."""
+
+
+async def at_rate(run: Run, rate: float | str | None) -> dict[str, object]:
+    """The run at ``rate``; ``auto``: a saturation run first, then the measured run at
+    half the pods per second it reached, whose report adds ``saturation_pods_per_s``
+    (``rate`` is the half)."""
+    if rate != AUTO:
+        return await run(rate if isinstance(rate, float) else None)
+    saturation = await run(None)
+    reached = float(saturation["pods_per_second"])  # type: ignore[arg-type]
+    if not reached > 0:
+        raise BenchFailure("--rate auto: the saturation run measured 0 pods per second")
+    print(f"ksched bench: saturation {reached:g} pods/s; measuring at half", file=sys.stderr)
+    report = await run(round(reached / 2, 1))
+    report["saturation_pods_per_s"] = reached
     return report
 
 
@@ -101,9 +155,7 @@ def bench_command(args: argparse.Namespace) -> int:
     file it cannot run raises :class:`~bench.config.WorkloadError` (exit 2)."""
     if args.workload == QUEUE_OPS:
         return queue_ops_command(args.pods)
-    rate = getattr(args, "rate", None)
-    if rate is not None and rate <= 0:
-        raise InputError(f"--rate: {rate:g} pods per second: must be more than 0")
+    rate = rate_flag(args)
     replicas = replicas_flag(args)
     if args.workload == PASSTHROUGH:
         from bench.services import bench_services
@@ -112,7 +164,12 @@ def bench_command(args: argparse.Namespace) -> int:
         init, pods = workload.counts(args.nodes, args.init_pods, args.pods)
         settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url)
         report = asyncio.run(
-            bench_services(workload, args.nodes, init, pods, settings, rate=rate, passthrough=True)
+            at_rate(
+                lambda r: bench_services(
+                    workload, args.nodes, init, pods, settings, rate=r, passthrough=True
+                ),
+                rate,
+            )
         )
         report["workload"] = PASSTHROUGH
         print(json.dumps(report))
@@ -149,12 +206,19 @@ def bench_command(args: argparse.Namespace) -> int:
             scheduled_events=getattr(args, "scheduled_events", None),
         )
         report = asyncio.run(
-            bench_services(workload, args.nodes, init, pods, settings, rate=rate, replicas=replicas)
+            at_rate(
+                lambda r: bench_services(
+                    workload, args.nodes, init, pods, settings, rate=r, replicas=replicas
+                ),
+                rate,
+            )
         )
         if getattr(args, "vs_passthrough", False):
+            same = report.get("rate")
+            same_rate = float(same) if isinstance(same, float | int) else None
             ceiling = asyncio.run(
                 bench_services(
-                    workload, args.nodes, init, pods, settings, rate=rate, passthrough=True
+                    workload, args.nodes, init, pods, settings, rate=same_rate, passthrough=True
                 )
             )
             ours, best = report["pods_per_second"], ceiling["pods_per_second"]

@@ -35,6 +35,9 @@ class CycleRun:
     """Measured pods no node fit (or that failed with an error)."""
     placed: dict[str, str] = field(default_factory=dict)
     """The node each placed measured pod was assumed on, by pod uid."""
+    cycle_cpu: float = 0.0
+    """CPU seconds spent inside ``schedule_pod`` (this thread's), over every pod: the
+    span the scheduler's ``ksched_scheduling_cycle_cpu_seconds_total`` counts."""
 
 
 def _decode(obj: dict[str, Any], kind: type[Any]) -> Any:
@@ -64,7 +67,9 @@ def run_cycle(workload: Workload, nodes: int, init: int, pods: int, seed: int = 
     for pod in measured:
         begin = clock()
         info = PodInfo.of(pod)
+        cpu = time.thread_time()
         result = framework.schedule_pod(snapshot, info)
+        run.cycle_cpu += time.thread_time() - cpu
         if result.node is not None:
             snapshot.assume(info, result.node)
             run.placed[info.uid] = result.node

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from bench.churn import ChurnOp
+from bench.cpu import figures as cpu_figures
 from bench.report import summary
 from bench.steady import SteadyState
 from bench.workload import Workload
@@ -148,13 +149,23 @@ async def _bench_embedded(
     try:
         await cluster.publish(setup_documents(workload, nodes, init, pods))
         await cluster.bus.wait_idle()
+        cycle_before, cpu_before = cycle_cpu(cluster), time.process_time()
         started = await measure(timings, cluster.publish, workload, pods, churn)
+        cpu_used, cycle_used = time.process_time() - cpu_before, cycle_cpu(cluster) - cycle_before
     finally:
         await cluster.stop()
     elapsed = max(timings.decided.values()) - started
     counts = (workload.total_nodes(nodes), init, len(timings.decided))
     report = summary(workload.name, "embedded", counts, timings.latencies_ms(), elapsed)
+    done = len(timings.decided)
+    report.update(cpu_figures({"embedded": cpu_used * 1000 / done}, {}, cycle_used * 1000 / done))
     return with_churn(report, churn)
+
+
+def cycle_cpu(cluster: EmbeddedCluster) -> float:
+    """The embedded scheduler's CPU seconds inside ``schedule_pod`` so far."""
+    registry = cluster.scheduler.metrics.registry
+    return registry.get_sample_value("ksched_scheduling_cycle_cpu_seconds_total") or 0.0
 
 
 async def measure(

@@ -4,7 +4,9 @@ Markdown table next to upstream's floors (``ops/bench/matrix.py`` runs :func:`ma
     .venv/bin/python ops/bench/matrix.py [--out FILE] [--scale F] [--only NAMES]
 
 Each row is one ``ksched bench WORKLOAD --mode services --nodes N ...`` subprocess; its
-last stdout line (the JSON report) is parsed and its figures go in the table. ``--scale``
+last stdout line (the JSON report) is parsed and its figures go in the table (with
+bench.cpu's: the projected ceiling beside pods/s, the cycle's CPU per pod, the total,
+their ratio, and the informer's and the queue's CPU per pod over the cycle's). ``--scale``
 multiplies every row's node count (the pod counts follow, as ``ksched bench`` scales
 them to ``--nodes``): 0.05 is a quick check, 1 the measurement. A run that fails is a
 row saying so (the last line it wrote on stderr), and the script then exits 1.
@@ -89,6 +91,10 @@ MATRIX: Final[tuple[Entry, ...]] = (
         "open loop at 500 pods/s: throughput is the rate; the goal is p99 <= 100 ms",
     ),
     Entry(
+        "SchedulingBasic-rateAuto", "SchedulingBasic", 5000, ("--rate", "auto"), None,
+        "open loop at half the saturation rate measured first: the goal is p99 <= 100 ms",
+    ),
+    Entry(
         "SchedulingBasic-noScheduledEvents", "SchedulingBasic", 5000,
         ("--no-scheduled-events",), 680,
         "the binder publishes no Scheduled Event per pod (a setting; upstream records one)",
@@ -119,15 +125,26 @@ COLUMNS: Final = (
     "nodes",
     "pods",
     "pods/s",
+    "projected ceiling pods/s",
     "upstream floor",
     "above floor",
     "p50 ms",
     "p99 ms",
     "messages/pod",
     "max RSS/process MB",
+    "cycle CPU ms/pod",
+    "CPU ms/pod",
+    "CPU/cycle",
+    "informer/cycle",
+    "queue/cycle",
     "notes",
     "revision",
 )
+"""The table's columns; the CPU ones are bench.cpu's: ``cycle_cpu_ms_per_pod``,
+``cpu_ms_per_pod_total``, ``cpu_ratio_to_cycle``, the informer's and the queue's CPU per
+pod over the cycle's, and ``projected_ceiling_pods_per_s`` beside the measured rate."""
+LEFT: Final = ("workload", "notes")
+"""The columns aligned left."""
 
 
 STOPPED: Final = "stopped (SIGTERM or Ctrl-C); the table holds the rows measured before"
@@ -186,8 +203,25 @@ def _max_rss(report: dict[str, Any]) -> str:
     return _number(report.get("max_rss_mb"))
 
 
+def _to_cycle(report: dict[str, Any], role: str) -> str:
+    """``role``'s CPU per pod over the cycle's (``-`` without both)."""
+    per_pod, cycle = report.get("cpu_ms_per_pod"), report.get("cycle_cpu_ms_per_pod")
+    if not isinstance(per_pod, dict) or not isinstance(cycle, int | float) or cycle <= 0:
+        return NONE
+    ms = per_pod.get(role)
+    return _number(ms / cycle) if isinstance(ms, int | float) else NONE
+
+
 def _notes(entry: Entry, report: dict[str, Any]) -> str:
     notes = [entry.note] if entry.note else []
+    if "saturation_pods_per_s" in report:
+        notes.append(
+            f"saturation {_number(report['saturation_pods_per_s'])} pods/s, "
+            f"run at {_number(report.get('rate'))}"
+        )
+    absent = report.get("cpu_absent")
+    if isinstance(absent, dict) and absent:
+        notes.append(f"CPU not read: {', '.join(sorted(absent))}")
     if "ratio_to_passthrough" in report:
         ceiling = _number(report.get("passthrough_pods_per_second"))
         notes.append(f"Passthrough {ceiling} pods/s, ratio {report['ratio_to_passthrough']}")
@@ -216,19 +250,28 @@ def row(result: Result) -> list[str]:
     if result.report is None:
         why = result.error or "no report"
         failed = why if STOPPED in why else f"failed: {why}"
-        return [entry.name, NONE, NONE, NONE, floor, "n/a", NONE, NONE, NONE, NONE, failed, NONE]
+        cells = dict.fromkeys(COLUMNS, NONE)
+        cells.update({"workload": entry.name, "upstream floor": floor, "above floor": "n/a"})
+        cells["notes"] = failed
+        return list(cells.values())
     report = result.report
     return [
         entry.name,
         _number(report.get("nodes")),
         _number(report.get("pods")),
         _number(report.get("pods_per_second")),
+        _number(report.get("projected_ceiling_pods_per_s")),
         floor,
         above_floor(entry, report),
         _number(report.get("p50_ms")),
         _number(report.get("p99_ms")),
         _number(report.get("messages_per_pod"), 2),
         _max_rss(report),
+        _number(report.get("cycle_cpu_ms_per_pod"), 3),
+        _number(report.get("cpu_ms_per_pod_total"), 3),
+        _number(report.get("cpu_ratio_to_cycle")),
+        _to_cycle(report, "informer"),
+        _to_cycle(report, "queue"),
         _notes(entry, report),
         str(report.get("revision", NONE)),
     ]
@@ -242,7 +285,7 @@ def table(results: Sequence[Result]) -> str:
     """The Markdown table of ``results``, one row each, in order."""
     lines = [
         "| " + " | ".join(COLUMNS) + " |",
-        "|" + "|".join("---" if i == 0 or i == 10 else "---:" for i in range(len(COLUMNS))) + "|",
+        "|" + "|".join("---" if c in LEFT else "---:" for c in COLUMNS) + "|",
     ]
     for result in results:
         lines.append("| " + " | ".join(_cell(c) for c in row(result)) + " |")

@@ -28,7 +28,10 @@ ASSUME_CONFLICTS: Final = "ksched_store_assume_conflicts_total"
 DOMAIN_CONFLICTS: Final = "ksched_store_domain_conflicts_total"
 """Decisions refused because a pod-pod constraint's topology domain changed meanwhile
 (when the scheduler exports it; else 0)."""
-COUNTERS: Final = (PUBLISHED, CONSUMED, ASSUME_CONFLICTS, DOMAIN_CONFLICTS)
+CYCLE_CPU: Final = "ksched_scheduling_cycle_cpu_seconds_total"
+"""The scheduler's CPU seconds inside ``schedule_pod`` (services.scheduler.metrics):
+the cycle's own CPU per pod (bench.cpu)."""
+COUNTERS: Final = (PUBLISHED, CONSUMED, ASSUME_CONFLICTS, DOMAIN_CONFLICTS, CYCLE_CPU)
 
 Fetch = Callable[[int, str], Awaitable[tuple[int, str]]]
 """GET ``path`` on 127.0.0.1:``port``: (status, body); raises OSError when nothing
@@ -172,6 +175,7 @@ __all__ = [
     "ASSUME_CONFLICTS",
     "CONSUMED",
     "COUNTERS",
+    "CYCLE_CPU",
     "DOMAIN_CONFLICTS",
     "PUBLISHED",
     "BenchFailure",

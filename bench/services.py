@@ -28,11 +28,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
+from bench import cpu
 from bench.churn import ChurnOp
 from bench.embedded import Timings, document, measure, setup_documents, with_churn
 from bench.passthrough import QUEUE as PASSTHROUGH_QUEUE
@@ -40,6 +41,7 @@ from bench.report import summary
 from bench.scrape import (
     ASSUME_CONFLICTS,
     CONSUMED,
+    CYCLE_CPU,
     DOMAIN_CONFLICTS,
     PUBLISHED,
     Counters,
@@ -59,6 +61,7 @@ from services.common.bus import Delivery, Message, open_bus
 from services.common.eventlog.options import stream_name
 from services.common.settings import ENV, Settings
 from services.common.store import ClusterStore, open_store
+from services.common.store._client import connect
 from services.framework.config.load import load_config
 from services.framework.verify import Violation, store_violations
 
@@ -188,9 +191,13 @@ async def bench_services(
                 await asyncio.sleep(0.05)
             await endpoints.ready(lambda n: children[n].returncode, within=READY_WITHIN)
         before = await endpoints.settled()
-        client_before = client_published
+        pids = {name: child.pid for name, child in children.items()}
+        probe = await cpu.probe_for(pids, settings.amqp_url, redis_info(settings))
+        baseline = await probe.baseline()
+        client_before, cpu_start = client_published, probe.sample()
         started = await measure(timings, publish, workload, pods, churn, rate)
         after = await endpoints.settled()
+        cpu_end = probe.sample()
         client_sent = client_published - client_before
         if not passthrough:
             found = await final_violations(store, workload)
@@ -222,6 +229,12 @@ async def bench_services(
     if rate is not None:
         report["rate"] = rate
     report.update(broker_figures(before, after, client_sent, len(timings.decided)))
+    per_pod, missing = cpu.per_pod_ms(baseline, (cpu_start, cpu_end), len(timings.decided))
+    cycle_ms = None
+    if not passthrough and timings.decided:
+        cycle_ms = delta(before, after, CYCLE_CPU) * 1000 / len(timings.decided)
+    roles = () if passthrough else cpu.SINGLE_INSTANCE
+    report.update(cpu.figures(per_pod, {**probe.absent, **missing}, cycle_ms, roles))
     if not passthrough:
         report["replicas"] = replicas
         report["assume_conflicts"] = int(total(after, ASSUME_CONFLICTS))
@@ -240,6 +253,8 @@ async def bench_services(
     for name, peak in peaks.items():
         shown = "unknown (no /proc)" if peak is None else f"{peak:.1f} MB"
         print(f"{name}: peak RSS {shown}", file=sys.stderr)
+    for line in cpu.table(report):
+        print(line, file=sys.stderr)
     return with_churn(report, churn)
 
 
@@ -315,6 +330,22 @@ def deleted(victim: PodRef) -> Document:
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
     body = msgspec.json.encode({"type": "DELETED", "object": obj})
     return Document(0, "pod", body, topology.event_key("pod", "DELETED"))
+
+
+def redis_info(settings: Settings) -> cpu.Info | None:
+    """Redis's ``INFO server``, asked on a connection of its own (the store edge's
+    client), to find its process (bench.cpu); None for a ``memory://`` store."""
+    if settings.redis_url.startswith("memory://"):
+        return None
+
+    async def info() -> Mapping[str, object]:
+        client = connect(settings.redis_url, settings.tls, settings.failover)
+        try:
+            return await client.redis.info("server")
+        finally:
+            await client.aclose()
+
+    return info
 
 
 def tls_env(settings: Settings) -> dict[str, str]:

@@ -356,9 +356,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--rate",
-        type=float,
-        help="services mode: publish the measured pods open-loop at this many per second "
-        "(default: all at once)",
+        help="services mode: publish the measured pods open-loop at this many per second, "
+        "or auto: at half the saturation rate a first run measures (default: all at once)",
     )
     _scheduled_events_flag(p, "services mode: the binder publishes ")
     p.add_argument(

@@ -311,7 +311,7 @@ class BatchScheduler:
         self._cache.forget(attempt.pod.uid)  # a redelivered or retried attempt
         attempt.state = CycleState()
         with trace.use_span(attempt.span, end_on_exit=False):
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.thread_time()
             result = attempt.framework.schedule_pod(
                 self._cache,
                 attempt.pod,
@@ -321,6 +321,7 @@ class BatchScheduler:
                 post_filter=post_filter,
             )
             batch.outcome.algorithm.append(time.perf_counter() - began)
+            batch.outcome.algorithm_cpu += time.thread_time() - cpu
         attempt.explanation = explanation_json(result)
         return result
 

@@ -59,6 +59,9 @@ class BatchOutcome:
     node meanwhile (their pods were scheduled again)."""
     algorithm: list[float] = field(default_factory=list)
     """Seconds each ``schedule_pod`` took (``scheduler_scheduling_algorithm_duration_seconds``)."""
+    algorithm_cpu: float = 0.0
+    """CPU seconds this thread spent inside those ``schedule_pod`` calls
+    (``ksched_scheduling_cycle_cpu_seconds_total``)."""
     assume_conflicts: int = 0
     """Reservations the store refused because the node no longer had the room (or a
     DRA device they take is held by another pod or a claim)."""

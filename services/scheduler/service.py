@@ -306,6 +306,8 @@ class SchedulerService:
                 m.attempt_duration.labels(result, profile).observe(seconds)
         for elapsed in outcome.algorithm:
             m.algorithm.observe(elapsed)
+        if outcome.algorithm_cpu:
+            m.cycle_cpu.inc(outcome.algorithm_cpu)
         if outcome.assume_conflicts:
             m.assume_conflicts.inc(outcome.assume_conflicts)
         if outcome.domain_conflicts:

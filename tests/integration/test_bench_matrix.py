@@ -34,3 +34,9 @@ async def test_the_script_writes_the_row_of_a_real_run(tmp_path: Path) -> None:
     assert float(shown["pods/s"].replace(",", "")) > 0
     assert float(shown["messages/pod"]) >= 2  # at least the pod's event and its Binding
     assert "Passthrough" in shown["notes"] and shown["revision"] != "-"
+    assert float(shown["cycle CPU ms/pod"]) > 0 and float(shown["CPU ms/pod"]) > 0
+    assert float(shown["CPU/cycle"]) >= 1  # the whole pipeline, the cycle included
+    busiest = max(float(shown["informer/cycle"]), float(shown["queue/cycle"]))
+    # (40 pods: the informer's and the queue's few 10 ms ticks may be all idle.)
+    ceiling = shown["projected ceiling pods/s"]
+    assert (ceiling == "-") == (busiest == 0), shown

@@ -48,6 +48,23 @@ async def test_services_mode_reports_its_ratio_to_passthrough() -> None:
     assert report["pods"] == 100 and ceiling > 0
     assert report["ratio_to_passthrough"] == round(ours / ceiling, 3)
     assert str(report["revision"]) != ""
+    # CPU per pod (bench.cpu): every process read here, the broker's and Redis's too.
+    per_pod: dict[str, float] = report["cpu_ms_per_pod"]  # type: ignore[assignment]
+    assert set(per_pod) == {
+        "informer", "queue", "scheduler", "binder", "bench", "rabbitmq", "redis",
+    }, report.get("cpu_absent")  # fmt: skip
+    assert "cpu_absent" not in report
+    # (CPU time counts in 10 ms ticks: the broker's and Redis's few over 100 pods may
+    # be all idle once the baseline is taken off.)
+    assert per_pod["scheduler"] > 0 and per_pod["bench"] > 0
+    assert per_pod["rabbitmq"] >= 0 and per_pod["redis"] >= 0
+    assert report["cpu_ms_per_pod_total"] == pytest.approx(sum(per_pod.values()), abs=0.01)
+    cycle = float(report["cycle_cpu_ms_per_pod"])  # type: ignore[arg-type]
+    assert 0 < cycle <= per_pod["scheduler"] + 0.1  # (the cycle runs in the scheduler)
+    total = float(report["cpu_ms_per_pod_total"])  # type: ignore[arg-type]
+    assert report["cpu_ratio_to_cycle"] == round(total / cycle, 1)
+    busiest = max(per_pod["informer"], per_pod["queue"])
+    assert report["projected_ceiling_pods_per_s"] == round(1000 / busiest, 1)
 
 
 async def test_two_scheduler_replicas_bind_every_pod_and_report_their_conflicts() -> None:

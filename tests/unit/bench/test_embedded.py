@@ -38,6 +38,13 @@ FIELDS = {
     "messages_per_pod",
     "revision",
 }
+CPU_FIELDS = {
+    "cpu_ms_per_pod",
+    "cpu_ms_per_pod_total",
+    "cycle_cpu_ms_per_pod",
+    "cpu_ratio_to_cycle",
+}
+"""What embedded mode says of its CPU (bench.cpu): one process, the cycle inside it."""
 
 
 def test_every_upstream_shape_is_offered() -> None:
@@ -69,7 +76,7 @@ def test_cycle_mode_prints_the_report(shape: str, capsys: pytest.CaptureFixture[
     argv = ["bench", shape, "--nodes", "50", "--pods", "20", "--mode", "cycle"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert set(report) == FIELDS | {"unschedulable"}
+    assert set(report) == FIELDS | {"unschedulable", "cycle_cpu_ms_per_pod"}
     assert (report["workload"], report["mode"], report["nodes"], report["pods"]) == (
         shape,
         "cycle",
@@ -80,6 +87,7 @@ def test_cycle_mode_prints_the_report(shape: str, capsys: pytest.CaptureFixture[
     assert report["unschedulable"] == 0
     assert report["pods_per_second"] > 0
     assert 0 < report["p50_ms"] <= report["p99_ms"]
+    assert report["cycle_cpu_ms_per_pod"] >= 0
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPES if WORKLOADS[s].steady is None])
@@ -88,7 +96,8 @@ async def test_embedded_mode_schedules_every_shape(shape: str) -> None:
     init, _ = workload.counts(20)
     report = await bench_embedded(workload, 20, init, 10)
     churned = {"unschedulable_churn", "churn_events"} if workload.churn else set()
-    assert set(report) == FIELDS | churned
+    assert set(report) == FIELDS | CPU_FIELDS | churned
+    assert set(report["cpu_ms_per_pod"]) == {"embedded"}  # one process: the whole pipeline
     assert (report["mode"], report["pods"], report["init_pods"]) == ("embedded", 10, init)
 
 

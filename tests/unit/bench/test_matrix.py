@@ -29,6 +29,10 @@ from bench.matrix import (
 BASIC = Entry("SchedulingBasic", "SchedulingBasic", 5000, ("--vs-passthrough",), 680)
 REPLICAS = Entry("Basic2", "SchedulingBasic", 5000, ("--replicas", "2"), 680)
 OWN = Entry("GangScheduling", "GangScheduling", 5000, (), None, "ksched's own: no upstream")
+AUTO = Entry("Auto", "SchedulingBasic", 5000, ("--rate", "auto"))
+NO_CPU = ["-"] * 5
+"""The CPU cells of a report without CPU figures: cycle, total, ratio, informer and queue
+over the cycle."""
 
 
 def report(**fields: Any) -> dict[str, Any]:
@@ -58,8 +62,8 @@ def report(**fields: Any) -> dict[str, Any]:
             BASIC,
             report(passthrough_pods_per_second=2000.0, ratio_to_passthrough=0.35),
             None,
-            ["SchedulingBasic", "5,000", "10,000", "700.0", "680", "yes", "12.3", "45.6",
-             "3.10", "290.5 (scheduler)", "Passthrough 2,000.0 pods/s, ratio 0.35",
+            ["SchedulingBasic", "5,000", "10,000", "700.0", "-", "680", "yes", "12.3", "45.6",
+             "3.10", "290.5 (scheduler)", *NO_CPU, "Passthrough 2,000.0 pods/s, ratio 0.35",
              "abc1234"],
             id="above-floor-with-passthrough",
         ),
@@ -67,8 +71,8 @@ def report(**fields: Any) -> dict[str, Any]:
             BASIC,
             report(pods_per_second=679.9),
             None,
-            ["SchedulingBasic", "5,000", "10,000", "679.9", "680", "no", "12.3", "45.6",
-             "3.10", "290.5 (scheduler)", "", "abc1234"],
+            ["SchedulingBasic", "5,000", "10,000", "679.9", "-", "680", "no", "12.3", "45.6",
+             "3.10", "290.5 (scheduler)", *NO_CPU, "", "abc1234"],
             id="just-below-floor",
         ),
         pytest.param(
@@ -76,8 +80,8 @@ def report(**fields: Any) -> dict[str, Any]:
             report(replicas=2, assume_conflicts=7, domain_conflicts=0, violations=0,
                    peak_rss_mb={"scheduler-sched-0": 200.0, "scheduler-sched-1": 210.0}),
             None,
-            ["Basic2", "5,000", "10,000", "700.0", "680", "yes", "12.3", "45.6", "3.10",
-             "210.0 (scheduler-sched-1)",
+            ["Basic2", "5,000", "10,000", "700.0", "-", "680", "yes", "12.3", "45.6", "3.10",
+             "210.0 (scheduler-sched-1)", *NO_CPU,
              "2 replicas: 7 assume, 0 domain conflicts, 0 violations", "abc1234"],
             id="replicas-and-conflicts",
         ),
@@ -85,17 +89,31 @@ def report(**fields: Any) -> dict[str, Any]:
             OWN,
             report(messages_per_pod=None, peak_rss_mb=None, churn_events=4),
             None,
-            ["GangScheduling", "5,000", "10,000", "700.0", "-", "n/a", "12.3", "45.6", "-",
-             "300.0", "ksched's own: no upstream; 4 churn events", "abc1234"],
+            ["GangScheduling", "5,000", "10,000", "700.0", "-", "-", "n/a", "12.3", "45.6",
+             "-", "300.0", *NO_CPU, "ksched's own: no upstream; 4 churn events", "abc1234"],
             id="no-floor-no-broker-figures",
         ),
         pytest.param(
             BASIC,
             None,
             "exit 3: ksched bench: cannot connect to RabbitMQ",
-            ["SchedulingBasic", "-", "-", "-", "680", "n/a", "-", "-", "-", "-",
+            ["SchedulingBasic", "-", "-", "-", "-", "680", "n/a", "-", "-", "-", "-", *NO_CPU,
              "failed: exit 3: ksched bench: cannot connect to RabbitMQ", "-"],
             id="failed-run",
+        ),
+        pytest.param(
+            AUTO,
+            report(
+                pods_per_second=400.0, rate=400.0, saturation_pods_per_s=800.0,
+                cpu_ms_per_pod={"informer": 0.5, "queue": 0.25, "scheduler": 1.5, "bench": 2.0},
+                cpu_ms_per_pod_total=4.25, cycle_cpu_ms_per_pod=0.5, cpu_ratio_to_cycle=8.5,
+                projected_ceiling_pods_per_s=2000.0, cpu_absent={"rabbitmq": "elsewhere"},
+            ),
+            None,
+            ["Auto", "5,000", "10,000", "400.0", "2,000.0", "-", "n/a", "12.3", "45.6", "3.10",
+             "290.5 (scheduler)", "0.500", "4.250", "8.5", "1.0", "0.5",
+             "saturation 800.0 pods/s, run at 400.0; CPU not read: rabbitmq", "abc1234"],
+            id="cpu-per-pod-and-rate-auto",
         ),
     ],
 )  # fmt: skip
@@ -108,8 +126,9 @@ def test_each_row_shows_the_run_against_its_floor(
 def test_the_table_is_markdown_with_one_row_per_result_and_pipes_escaped() -> None:
     text = table([Result(BASIC, report()), Result(OWN, None, "a|b")])
     header, rule, *rows = text.splitlines()
-    assert header.startswith("| workload | nodes | pods | pods/s | upstream floor |")
-    assert rule.count("|") == header.count("|") == 13
+    assert header.startswith("| workload | nodes | pods | pods/s | projected ceiling pods/s |")
+    assert rule.count("|") == header.count("|") == 19
+    assert "projected ceiling pods/s" in header and "| informer/cycle | queue/cycle |" in header
     assert len(rows) == 2 and "failed: a\\|b" in rows[1]
 
 
@@ -141,6 +160,7 @@ def test_the_matrix_is_the_issue_s() -> None:
     assert [(e.name, e.nodes, e.threshold) for e in MATRIX] == [
         ("SchedulingBasic", 5000, 680),
         ("SchedulingBasic-rate500", 5000, None),
+        ("SchedulingBasic-rateAuto", 5000, None),
         ("SchedulingBasic-noScheduledEvents", 5000, 680),
         ("SchedulingNodeAffinity", 5000, 540),
         ("TopologySpreading", 5000, 460),

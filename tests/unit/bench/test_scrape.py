@@ -14,6 +14,7 @@ import pytest
 from bench.scrape import (
     ASSUME_CONFLICTS,
     CONSUMED,
+    CYCLE_CPU,
     DOMAIN_CONFLICTS,
     PUBLISHED,
     BenchFailure,
@@ -43,7 +44,8 @@ def exposition(**series: dict[str, float]) -> str:
     [
         pytest.param(
             exposition(ksched_messages_published={"ksched.events": 3, "ksched.decisions": 4}),
-            {PUBLISHED: 7.0, CONSUMED: 0.0, ASSUME_CONFLICTS: 0.0, DOMAIN_CONFLICTS: 0.0},
+            {PUBLISHED: 7.0, CONSUMED: 0.0, ASSUME_CONFLICTS: 0.0, DOMAIN_CONFLICTS: 0.0,
+             CYCLE_CPU: 0.0},
             id="summed-over-labels",
         ),
         pytest.param(
@@ -51,17 +53,20 @@ def exposition(**series: dict[str, float]) -> str:
                 ksched_store_assume_conflicts={"": 2},
                 ksched_store_domain_conflicts={"": 5},
                 ksched_messages_consumed={"q": 9},
+                ksched_scheduling_cycle_cpu_seconds={"": 0.25},
             ),
-            {PUBLISHED: 0.0, CONSUMED: 9.0, ASSUME_CONFLICTS: 2.0, DOMAIN_CONFLICTS: 5.0},
+            {PUBLISHED: 0.0, CONSUMED: 9.0, ASSUME_CONFLICTS: 2.0, DOMAIN_CONFLICTS: 5.0,
+             CYCLE_CPU: 0.25},
             id="conflicts-and-consumed",
         ),
         pytest.param(
             "",
-            {PUBLISHED: 0.0, CONSUMED: 0.0, ASSUME_CONFLICTS: 0.0, DOMAIN_CONFLICTS: 0.0},
+            {PUBLISHED: 0.0, CONSUMED: 0.0, ASSUME_CONFLICTS: 0.0, DOMAIN_CONFLICTS: 0.0,
+             CYCLE_CPU: 0.0},
             id="absent-series-read-0",
         ),
     ],
-)
+)  # fmt: skip
 def test_counters_are_summed_over_their_label_sets(text: str, expected: dict[str, float]) -> None:
     assert totals(text) == expected
 
