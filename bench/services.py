@@ -60,8 +60,7 @@ from services.cli.serviceflags import argv_for
 from services.common.bus import Delivery, Message, open_bus
 from services.common.eventlog.options import stream_name
 from services.common.settings import ENV, Settings
-from services.common.store import ClusterStore, open_store
-from services.common.store._client import connect
+from services.common.store import ClusterStore, open_store, server_info
 from services.framework.config.load import load_config
 from services.framework.verify import Violation, store_violations
 
@@ -339,11 +338,7 @@ def redis_info(settings: Settings) -> cpu.Info | None:
         return None
 
     async def info() -> Mapping[str, object]:
-        client = connect(settings.redis_url, settings.tls, settings.failover)
-        try:
-            return await client.redis.info("server")
-        finally:
-            await client.aclose()
+        return await server_info(settings.redis_url, tls=settings.tls, failover=settings.failover)
 
     return info
 

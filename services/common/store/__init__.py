@@ -67,6 +67,25 @@ def open_store(
     )
 
 
+async def server_info(
+    url: str,
+    *,
+    tls: TLSFiles = NO_TLS_FILES,
+    failover: FailoverOptions = NO_FAILOVER_OPTIONS,
+) -> dict[str, object]:
+    """Redis's ``INFO server`` for the Redis ``url`` (its master under Sentinel), on a
+    connection of its own: what a tool outside the store asks of the server itself (the
+    bench finds Redis's process by its ``process_id``)."""
+    from services.common.store._client import connect
+
+    client = connect(url, tls, failover)
+    try:
+        info: dict[str, object] = await client.redis.info("server")
+        return info
+    finally:
+        await client.aclose()
+
+
 __all__ = [
     "PODS",
     "VOIDED",
@@ -93,4 +112,5 @@ __all__ = [
     "WaitingRecord",
     "first_token",
     "open_store",
+    "server_info",
 ]
