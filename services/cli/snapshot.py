@@ -40,8 +40,12 @@ The List (``kubectl get -o yaml``'s shape, keys sorted as kubectl prints them)::
 Each item is the object as the informer stored it (the Kubernetes JSON it was published
 as, fields ksched does not read left out), with its ``apiVersion`` and ``kind``; a
 bound pod has ``spec.nodeName``, a pending one has none (a pod only reserved by a
-scheduler is pending). The file holds everything users published (env, annotations),
-so it is written owner-only (0600), whole or not at all (a temporary file renamed).
+scheduler is pending). Within a kind the items are sorted by namespace and name: the
+store does not keep the order objects arrived in, so ``simulate`` queues pending pods of
+equal priority in name order, where the services' queue took them as they arrived. The
+file holds everything users published (env, annotations), so it is written owner-only
+(0600), whole or not at all (a temporary file renamed); ``-o -`` (or no ``-o``) writes
+standard output.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ SOURCE_ANNOTATION = "ksched.io/source"
 ATTEMPTS = 10
 """Reads of the store before giving up on one at a consistent seq."""
 FILE_MODE = 0o600
+STDOUT = "-"
 
 _decoders = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
 _encoder = msgspec.json.Encoder()
@@ -245,7 +250,7 @@ async def _read_log(spec: str, settings: Settings) -> Taken:
 def snapshot_command(args: argparse.Namespace) -> int:
     """``ksched snapshot``: 0 once written (a Blank store: an empty List, and a
     warning); failures are raised for main's one line (cli.errors)."""
-    target = Path(args.output_file) if args.output_file else None
+    target = Path(args.output_file) if args.output_file not in (None, STDOUT) else None
     if target is not None:
         check_target(target)
     settings = from_env(amqp_url=args.amqp_url, redis_url=args.redis_url, namespace=args.namespace)

@@ -238,6 +238,8 @@ def test_the_file_of_a_recorded_run_feeds_simulate_capacity_and_deschedule(
         "3 nodes, 8 pods (8 bound, 0 pending), 0 other objects"
     ]
     assert stat.S_IMODE(os.stat(snap).st_mode) == 0o600
+    assert main(["snapshot", "--event-log", str(log), "-o", "-"]) == 0
+    assert capsys.readouterr().out == snap.read_text()
     assert main(["simulate", str(snap), "-o", "json"]) == 0
     assert capsys.readouterr().out == ""  # every pod is bound: nothing to decide
     template = tmp_path / "pod.yaml"
