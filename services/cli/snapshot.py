@@ -125,12 +125,9 @@ async def from_store(
                 after = await store.epoch()
                 if after == before:
                     return Taken(before.seq, _view(zip(KIND_ORDER, stored, strict=True)), "store")
-                moved = after.state == "live" and after.token == before.token
-                seen = (
-                    f"its seq moved from {before.seq} to {after.seq}"
-                    if moved
-                    else ("it was rebuilt while it was read")
-                )
+                seen = "it was rebuilt while it was read"
+                if (after.state, after.token) == ("live", before.token):
+                    seen = f"its seq moved from {before.seq} to {after.seq}"
         else:
             seen = f"it is {before.state}: the informer is rebuilding it"
         if attempt + 1 < attempts:

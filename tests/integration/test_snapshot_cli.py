@@ -3,7 +3,8 @@ informer and the queue running and no scheduler yet, a cluster of nodes, bound p
 pending pods is published; ``ksched snapshot`` (a process, as a user runs it) writes the
 store's List and the event log's; then the scheduler and the binder start and bind the
 pending pods. ``simulate`` on either file, with the services' seed and configuration,
-binds every pending pod where the services did."""
+binds every pending pod where the services did. A log on a stream gives the same List
+as the file it was copied from."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aio_pika
 import pytest
 import yaml
 
+from services.cli.main import main
 from services.cli.simulate import load_cluster, simulate
 from services.cli.snapshot import SEQ_ANNOTATION, SOURCE_ANNOTATION
 from services.common.store.redis import RedisStore
@@ -150,3 +152,35 @@ async def test_simulate_on_a_snapshot_binds_the_pending_pods_as_the_services_the
 
     assert await simulated(from_store) == made
     assert await simulated(from_log) == made
+
+
+async def _delete_streams(namespace: str, name: str) -> None:
+    async with await aio_pika.connect(AMQP_URL) as connection:
+        channel = await connection.channel()
+        for suffix in ("", ".fences", ".snapshots"):
+            await channel.queue_delete(f"{namespace}.{name}{suffix}")
+
+
+@pytest.fixture
+def stream_namespace(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A namespace of this test's own for ``stream://runs``, deleted afterwards."""
+    namespace = f"snap{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("KSCHED_AMQP_URL", AMQP_URL)
+    monkeypatch.setenv("KSCHED_NAMESPACE", namespace)
+    yield namespace
+    asyncio.run(_delete_streams(namespace, "runs"))
+
+
+def test_a_log_on_a_stream_gives_the_list_of_its_file(
+    stream_namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given, record = tmp_path / "cluster.yaml", tmp_path / "run.jsonl"
+    given.write_text(yaml.safe_dump_all([obj for _, obj in cluster()]))
+    assert main(["simulate", str(given), "--record", str(record), "-o", "json"]) == 0
+    assert main(["log", "copy", str(record), "stream://runs"]) == 0
+    capsys.readouterr()
+    assert main(["snapshot", "--event-log", str(record)]) == 0
+    from_file = capsys.readouterr().out
+    assert main(["snapshot", "--event-log", "stream://runs"]) == 0
+    assert capsys.readouterr().out == from_file
+    assert from_file.count("nodeName:") == 9  # every pod bound by the recorded run
