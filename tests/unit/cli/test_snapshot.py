@@ -249,3 +249,17 @@ def test_the_file_of_a_recorded_run_feeds_simulate_capacity_and_deschedule(
     policy = ROOT / "ops" / "examples" / "descheduler-policy.yaml"
     argv = ["deschedule", str(snap), "--policy", str(policy), "--placement", "-o", "json"]
     assert main(argv) == 0
+
+
+def test_an_empty_store_is_an_empty_list_and_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "--redis-url", "memory://", "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    listed = yaml.safe_load(captured.out)
+    assert listed["items"] == []
+    assert listed["metadata"]["annotations"][SEQ_ANNOTATION] == "0"
+    assert captured.err.splitlines() == [
+        "ksched snapshot: warning: the store holds no cluster (no informer has run, or it "
+        "was emptied): the List is empty",
+        "ksched snapshot: snapshot of the store at seq 0: 0 nodes, 0 pods (0 bound, 0 "
+        "pending), 0 other objects",
+    ]
