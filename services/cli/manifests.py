@@ -79,12 +79,13 @@ def read_documents(
     documents: list[Document] = []
     skipped: Counter[str] = Counter()
     uids: dict[str, tuple[int, str]] = {}
-    for index, obj in enumerate(_flatten(_parse(text, source)), start=1):
+    for index, (obj, item) in enumerate(_flatten(_parse(text, source), source), start=1):
+        where = item or f"document {index}"
         if not isinstance(obj, dict):
-            raise ManifestError(f"{source}: document {index}: not an object")
+            raise ManifestError(f"{source}: {where}: not an object")
         kind_name = obj.get("kind")
         if not kind_name or not isinstance(kind_name, str):
-            raise ManifestError(f"{source}: document {index}: field kind: is required")
+            raise ManifestError(f"{source}: {where}: field kind: is required")
         kind = kind_name.lower()
         api_version = obj.get("apiVersion")
         if isinstance(api_version, str):
@@ -180,19 +181,34 @@ def _parse(text: str, source: str) -> list[Any]:
         raise ManifestError(f"{source}: not valid YAML: nested too deeply") from None
 
 
-def _flatten(docs: list[Any]) -> Iterator[Any]:
-    """Documents, with the items of a ``List`` / ``PodList`` / … in their place."""
-    for doc in docs:
-        kind = doc.get("kind") if isinstance(doc, dict) else None
-        if not (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
-            yield doc
+def _flatten(docs: list[Any], source: str) -> Iterator[tuple[Any, str]]:
+    """Documents, with the items of a ``List`` / ``PodList`` / … in their place, in
+    order; each with how a message names it when it is a List's item (else ``""``).
+    A List inside a List is ManifestError, as kubectl never writes one."""
+    for number, doc in enumerate(docs, start=1):
+        if not _is_list(doc):
+            yield doc, ""
             continue
+        kind: str = doc["kind"]
+        items = doc.get("items") or []
+        if not isinstance(items, list):
+            raise ManifestError(f"{source}: document {number} ({kind}): field items: not a list")
         # The API server's PodList leaves out each item's kind; kubectl fills it in.
         implied = {"kind": kind[: -len("List")]}
         if isinstance(doc.get("apiVersion"), str):
             implied["apiVersion"] = doc["apiVersion"]
-        for item in doc.get("items") or []:
+        for position, item in enumerate(items, start=1):
+            where = f"item {position} of the {kind} in document {number}"
+            if _is_list(item):
+                raise ManifestError(
+                    f"{source}: {where}: a {item['kind']} inside a {kind}: Lists do not nest"
+                )
             if isinstance(item, dict) and "kind" not in item and kind != "List":
-                yield {**implied, **item}
+                yield {**implied, **item}, where
             else:
-                yield item
+                yield item, where
+
+
+def _is_list(obj: Any) -> bool:
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    return isinstance(kind, str) and kind.endswith("List") and "items" in obj
