@@ -454,17 +454,7 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunReservePluginsReserve``: the first failure, with its plugin."""
-        for plugin in self.reserve_plugins:
-            try:
-                status = plugin.reserve(state, pod, node)
-            except Exception as err:
-                status = as_status(err)
-            if not status.is_success():
-                if not status.is_rejected():
-                    reason = f'running Reserve plugin "{plugin.name}": {status.message()}'
-                    status = Status(Code.Error, (reason,))
-                return status.with_plugin(plugin.name)
-        return SUCCESS
+        return binding.run_reserve_plugins(self.reserve_plugins, state, pod, node)
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """``RunReservePluginsUnreserve``: in reverse order."""
