@@ -71,6 +71,7 @@ from contracts.messages import (
 )
 from contracts.permit import PermitDecision
 from services.binder import prebind_wait
+from services.binder.explained import explaining, with_binding_results
 from services.binder.metrics import BinderMetrics
 from services.binder.permit import error as _error
 from services.binder.permit import refusal as _refusal
@@ -298,6 +299,7 @@ class BinderService:
             results.append(_result(request, "error", reason))
             return None
         cycle = _Cycle(request, framework, PodInfo.of(pod_reference(request)))
+        cycle.state.explain = explaining(cycle.pod.pod)  # its plugins' answers recorded
         if request.plugin_state:
             framework.restore_binding_state(
                 cycle.state, {name: bytes(raw) for name, raw in request.plugin_state.items()}
@@ -394,7 +396,7 @@ class BinderService:
                 case PodStatusEffect(patch=patch):
                     out.append(pod_status_message(patch, _encoder.encode(patch), dict(headers)))
                 case BindEffect(node=node):
-                    binding = binding_for(cycle.pod.pod, node)
+                    binding = binding_for(with_binding_results(cycle.pod.pod, cycle.state), node)
                     out.append(decision_message(binding, _encoder.encode(binding), headers))
                     recorded.append(BoundPod(binding=binding, trace=dict(headers)))
         return out

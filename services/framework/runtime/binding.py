@@ -100,11 +100,14 @@ async def run_pre_bind_plugins(
 ) -> Status:
     """``RunPreBindPlugins``: in order; the first failure (an error as ``running
     PreBind plugin "X": …``), with its plugin. Skip counts as Success."""
+    recorded = results_of(state)
     for plugin in plugins:
         try:
             status = await plugin.pre_bind(state, pod, node)
         except Exception as err:
             status = as_status(err)
+        if recorded is not None:
+            recorded.pre_bind[plugin.name] = message(status)
         if status.is_success() or status.is_skip():
             continue
         if status.is_rejected():
@@ -120,11 +123,14 @@ async def run_bind_plugins(
     """``RunBindPlugins``: Skip without Bind plugins; else the first plugin that does
     not Skip decides (an error as ``running Bind plugin "X": …``)."""
     status = SKIP
+    recorded = results_of(state)
     for plugin in plugins:
         try:
             status = await plugin.bind(state, pod, node)
         except Exception as err:
             status = as_status(err)
+        if recorded is not None:
+            recorded.bind[plugin.name] = message(status)
         if status.is_skip():
             continue
         if status.is_success():

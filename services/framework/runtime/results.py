@@ -1,11 +1,12 @@
 """``PluginResults``: each plugin's answer at PreFilter, PreScore, Score (before
-NormalizeScore), Reserve and Permit in one explained attempt, as
+NormalizeScore), Reserve, Permit, PreBind and Bind in one explained attempt, as
 kube-scheduler-simulator's result store keeps them (its ``resultstore/store.go``).
 
 Recorded only when the attempt is explained (``CycleState.explain``): the runners of
 those points ask :func:`results_of` once per point, which is None otherwise, so the
 scheduling hot path records nothing. The scheduler adds :meth:`PluginResults.to_json`
-to the explanation (key ``pluginResults``), where ``ksched simulate -o annotations``
+to the explanation (key ``pluginResults``), the binder its binding cycle's
+(:meth:`PluginResults.binding_json`, into the same key), where ``ksched simulate -o annotations``
 reads it (cli.annotations). Filter verdicts, normalized and weighted scores and
 PostFilter's nomination are in the explanation already (runtime.explain).
 
@@ -61,6 +62,11 @@ class PluginResults:
     """Permit plugin → its status, up to the first rejection (``permit-result``)."""
     permit_timeout: dict[str, str] = field(default_factory=dict)
     """Permit plugin → the timeout it returned (``permit-result-timeout``)."""
+    pre_bind: dict[str, str] = field(default_factory=dict)
+    """PreBind plugin → its status, up to the first failure (``prebind-result``); the
+    binder records it, and Bind's."""
+    bind: dict[str, str] = field(default_factory=dict)
+    """Bind plugin → its status, up to the first that does not Skip (``bind-result``)."""
 
     def pre_filtered(self, plugin: str, status: Status, result: PreFilterResult | None) -> None:
         self.pre_filter[plugin] = message(status)
@@ -88,6 +94,10 @@ class PluginResults:
             "permit": dict(self.permit),
             "permitTimeout": dict(self.permit_timeout),
         }
+
+    def binding_json(self) -> dict[str, Any]:
+        """What the binding cycle recorded (the binder adds it to the explanation)."""
+        return {"preBind": dict(self.pre_bind), "bind": dict(self.bind)}
 
 
 def results_of(state: CycleState) -> PluginResults | None:
