@@ -70,6 +70,7 @@ from services.framework.runtime.explain import Explanation, filter_verdicts, nod
 from services.framework.runtime.instrument import PluginTimer, Recorder, Timed
 from services.framework.runtime.profile import Profile, resolve_plugins
 from services.framework.runtime.result import ScheduleResult
+from services.framework.runtime.results import results_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -470,11 +471,14 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         kept: PostFilterResult | None = None
+        recorded = results_of(state)
         for plugin in self.post_filter_plugins:
             try:
                 result, status = plugin.post_filter(state, pod, diagnosis)
             except Exception as err:
                 result, status = None, as_status(err)
+            if recorded is not None:
+                recorded.post_filtered(plugin.name, result, status)
             if status.is_success():
                 return result, status
             if status.code == Code.UnschedulableAndUnresolvable:

@@ -1,5 +1,5 @@
 """``PluginResults``: each plugin's answer at PreFilter, PreScore, Score (before
-NormalizeScore), Reserve, Permit, PreBind and Bind in one explained attempt, as
+NormalizeScore), PostFilter, Reserve, Permit, PreBind and Bind in one explained attempt, as
 kube-scheduler-simulator's result store keeps them (its ``resultstore/store.go``).
 
 Recorded only when the attempt is explained (``CycleState.explain``): the runners of
@@ -7,8 +7,8 @@ those points ask :func:`results_of` once per point, which is None otherwise, so 
 scheduling hot path records nothing. The scheduler adds :meth:`PluginResults.to_json`
 to the explanation (key ``pluginResults``), the binder its binding cycle's
 (:meth:`PluginResults.binding_json`, into the same key), where ``ksched simulate -o annotations``
-reads it (cli.annotations). Filter verdicts, normalized and weighted scores and
-PostFilter's nomination are in the explanation already (runtime.explain).
+reads it (cli.annotations). Filter verdicts and normalized and weighted scores
+are in the explanation already (runtime.explain).
 
 The strings are the simulator's: ``success`` for a Success (Skip counts: upstream's
 wrapped plugin writes ``Status.Message()`` for a Skip, which is empty), ``wait`` for a
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.framework.api.interface import CycleState, PreFilterResult
+from services.framework.api.interface import CycleState, PostFilterResult, PreFilterResult
 from services.framework.api.status import Status, StatusError
 from services.framework.api.types import Int64Array
 from services.framework.runtime.waiting_pods import go_duration
@@ -54,6 +54,9 @@ class PluginResults:
     """PreScore plugin → its status (``prescore-result``)."""
     score: dict[str, dict[str, int]] = field(default_factory=dict)
     """Node → Score plugin → its score before NormalizeScore (``score-result``)."""
+    post_filter: dict[str, str] = field(default_factory=dict)
+    """PostFilter plugin → the node it nominated, empty when it did not succeed
+    (``postfilter-result`` pairs it with the nodes Filter rejected)."""
     reserve: dict[str, str] = field(default_factory=dict)
     """Reserve plugin → its status, up to the first failure (``reserve-result``)."""
     selected_node: str = ""
@@ -79,6 +82,10 @@ class PluginResults:
         for row, value in zip(rows, raw.tolist(), strict=True):
             self.score.setdefault(names[row], {})[plugin] = int(value)
 
+    def post_filtered(self, plugin: str, result: PostFilterResult | None, status: Status) -> None:
+        nominated = result.nominated_node_name if result is not None else None
+        self.post_filter[plugin] = (nominated or "") if status.is_success() else ""
+
     def permitted(self, plugin: str, status: Status, timeout: float) -> None:
         self.permit[plugin] = message(status)
         self.permit_timeout[plugin] = go_duration(max(float(timeout), 0.0))
@@ -89,6 +96,7 @@ class PluginResults:
             "preFilterResult": {k: list(v) for k, v in self.pre_filter_nodes.items()},
             "preScore": dict(self.pre_score),
             "score": {node: dict(plugins) for node, plugins in self.score.items()},
+            "postFilter": dict(self.post_filter),
             "reserve": dict(self.reserve),
             "selectedNode": self.selected_node,
             "permit": dict(self.permit),
