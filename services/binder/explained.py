@@ -1,6 +1,7 @@
 """What the binding cycle adds to an explained pod's explanation: each PreBind and Bind
 plugin's answer (framework.runtime.results), into its ``pluginResults``, so the Binding
-carries the whole attempt as kube-scheduler-simulator records it."""
+(or the binding cycle's FailedScheduling Event) carries the whole attempt as
+kube-scheduler-simulator records it."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def with_binding_results(pod: Pod, state: CycleState) -> Pod:
         return pod
     explanation.setdefault("pluginResults", {}).update(recorded.binding_json())
     return with_explanation(pod, msgspec.json.encode(explanation).decode())
+
+
+def explanation_annotations(pod: Pod, state: CycleState) -> dict[str, str]:
+    """The annotations a FailedScheduling Event of the binding cycle carries: the
+    explanation with the binding cycle's answers, when the attempt was explained."""
+    if not explaining(pod):
+        return {}
+    return {
+        EXPLAIN_ANNOTATION: with_binding_results(pod, state).metadata.annotations[
+            EXPLAIN_ANNOTATION
+        ]
+    }

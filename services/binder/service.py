@@ -71,7 +71,11 @@ from contracts.messages import (
 )
 from contracts.permit import PermitDecision
 from services.binder import prebind_wait
-from services.binder.explained import explaining, with_binding_results
+from services.binder.explained import (
+    explaining,
+    explanation_annotations,
+    with_binding_results,
+)
 from services.binder.metrics import BinderMetrics
 from services.binder.permit import error as _error
 from services.binder.permit import refusal as _refusal
@@ -427,6 +431,7 @@ class BinderService:
             attempt=request.attempt,
             now=self._clock.now(),
             scheduler_name=request.profile,
+            annotations=explanation_annotations(pod.pod, cycle.state),
         )
         headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
         return [decision_message(event, _encoder.encode(event), headers)]
