@@ -1,18 +1,20 @@
 """``PluginResults``: each plugin's answer at PreFilter, PreScore, Score (before
-NormalizeScore), PostFilter, Reserve, Permit, PreBind and Bind in one explained attempt, as
-kube-scheduler-simulator's result store keeps them (its ``resultstore/store.go``).
+NormalizeScore), PostFilter, Reserve, Permit, PreBind and Bind in one explained
+attempt, as kube-scheduler-simulator's result store keeps them (its
+``plugin/resultstore/store.go``, filled by ``plugin/wrappedplugin.go``).
 
 Recorded only when the attempt is explained (``CycleState.explain``): the runners of
 those points ask :func:`results_of` once per point, which is None otherwise, so the
 scheduling hot path records nothing. The scheduler adds :meth:`PluginResults.to_json`
-to the explanation (key ``pluginResults``), the binder its binding cycle's
-(:meth:`PluginResults.binding_json`, into the same key), where ``ksched simulate -o annotations``
-reads it (cli.annotations). Filter verdicts and normalized and weighted scores
-are in the explanation already (runtime.explain).
+to the explanation (key ``pluginResults``) and the binder its binding cycle's
+(:meth:`PluginResults.binding_json`, into the same key); ``ksched simulate -o
+annotations`` reads them there (cli.annotations). Filter verdicts and the normalized
+and weighted scores are in the explanation already (runtime.explain).
 
-The strings are the simulator's: ``success`` for a Success (Skip counts: upstream's
-wrapped plugin writes ``Status.Message()`` for a Skip, which is empty), ``wait`` for a
-Permit Wait, else the status's message; a Permit timeout is Go's ``Duration.String()``.
+The strings are the simulator's: ``success`` for a Success, ``wait`` for a Permit Wait,
+else the status's message, which for a Skip is empty (the simulator writes
+``Status.Message()`` for every status but Success); a Permit timeout is written as Go's
+``Duration.String()``.
 """
 
 from __future__ import annotations
