@@ -71,6 +71,11 @@ from contracts.messages import (
 )
 from contracts.permit import PermitDecision
 from services.binder import prebind_wait
+from services.binder.explained import (
+    explaining,
+    explanation_annotations,
+    with_binding_results,
+)
 from services.binder.metrics import BinderMetrics
 from services.binder.permit import error as _error
 from services.binder.permit import refusal as _refusal
@@ -298,6 +303,7 @@ class BinderService:
             results.append(_result(request, "error", reason))
             return None
         cycle = _Cycle(request, framework, PodInfo.of(pod_reference(request)))
+        cycle.state.explain = explaining(cycle.pod.pod)  # its plugins' answers recorded
         if request.plugin_state:
             framework.restore_binding_state(
                 cycle.state, {name: bytes(raw) for name, raw in request.plugin_state.items()}
@@ -394,7 +400,7 @@ class BinderService:
                 case PodStatusEffect(patch=patch):
                     out.append(pod_status_message(patch, _encoder.encode(patch), dict(headers)))
                 case BindEffect(node=node):
-                    binding = binding_for(cycle.pod.pod, node)
+                    binding = binding_for(with_binding_results(cycle.pod.pod, cycle.state), node)
                     out.append(decision_message(binding, _encoder.encode(binding), headers))
                     recorded.append(BoundPod(binding=binding, trace=dict(headers)))
         return out
@@ -425,6 +431,7 @@ class BinderService:
             attempt=request.attempt,
             now=self._clock.now(),
             scheduler_name=request.profile,
+            annotations=explanation_annotations(pod.pod, cycle.state),
         )
         headers = {ATTEMPT_HEADER: str(request.attempt), **request.trace}
         return [decision_message(event, _encoder.encode(event), headers)]

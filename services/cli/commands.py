@@ -45,6 +45,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         Path(args.record).unlink(missing_ok=True)
         event_log = open_event_log(args.record)
     streaming = print_json if args.output == "json" else None
+    annotated = args.output == "annotations"  # read from every decision's explanation
     records = asyncio.run(
         simulate(
             documents,
@@ -52,11 +53,15 @@ def simulate_command(args: argparse.Namespace) -> int:
             profiles=profiles,
             event_log=event_log,
             on_decision=streaming,
-            explain=args.explain,
+            explain=args.explain or annotated,
         )
     )
     if args.output == "table":
         print_table(records)
+    elif annotated:
+        from services.cli.annotations import print_annotated
+
+        print_annotated(documents, records, sys.stdout)
     return 0
 
 

@@ -93,6 +93,7 @@ from services.scheduler.outcome import (
     announcement,
     charged_requests,
     claim_decisions,
+    explained,
     explanation_json,
 )
 from services.scheduler.waiting import flush_waiting
@@ -534,7 +535,7 @@ class BatchScheduler:
                 namespace=meta.namespace,
                 name=meta.name,
                 resource_version=meta.resource_version,
-                explanation=(attempt.explanation or meta.annotations.get(EXPLAIN_ANNOTATION, "")),
+                explanation=(explained(attempt) or meta.annotations.get(EXPLAIN_ANNOTATION, "")),
                 node=node,
                 attempt=request.attempt,
                 profile=request.profile,
@@ -590,7 +591,7 @@ class BatchScheduler:
         attempt.span.set_attribute("ksched.outcome", result.outcome)
         attempt.span.end()
         outcome.failures.append(
-            Failure(attempt.request, result, event, attempt.explanation, attempt.pod.pod)
+            Failure(attempt.request, result, event, explained(attempt), attempt.pod.pod)
         )
 
 

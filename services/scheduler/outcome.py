@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import msgspec
 
@@ -20,6 +21,7 @@ from services.framework.api.effects import ClaimStatusEffect
 from services.framework.api.interface import CycleState, PostFilterResult
 from services.framework.api.types import PodInfo
 from services.framework.runtime.result import ScheduleResult
+from services.framework.runtime.results import results_of
 
 
 @dataclass(slots=True)
@@ -129,6 +131,23 @@ def explanation_json(result: ScheduleResult) -> str | None:
     if result.explanation is None:
         return None
     return _encoder.encode(result.explanation.to_json()).decode()
+
+
+class Explained(Protocol):
+    explanation: str | None
+    state: CycleState
+
+
+def explained(attempt: Explained) -> str | None:
+    """The attempt's explanation with what each plugin answered so far (key
+    ``pluginResults``, framework.runtime.results: PreFilter, PreScore, raw scores,
+    Reserve, Permit); None when the attempt was not explained."""
+    recorded = results_of(attempt.state) if attempt.explanation else None
+    if recorded is None or attempt.explanation is None:
+        return attempt.explanation
+    explanation = msgspec.json.decode(attempt.explanation)
+    explanation["pluginResults"] = recorded.to_json()
+    return _encoder.encode(explanation).decode()
 
 
 def charged_requests(pod: PodInfo) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """The extension points after the algorithm chose a node, run over a profile's plugins:
-Permit (the end of the scheduling cycle) and the binding cycle's PreBind, Bind and
+Reserve and Permit (the end of the scheduling cycle) and the binding cycle's PreBind, Bind and
 PostBind, with the state the binding cycle carries to another process. Upstream's
-``RunPermitPlugins``, ``RunPreBindPlugins``, ``RunBindPlugins`` and
+``RunReservePluginsReserve``, ``RunPermitPlugins``, ``RunPreBindPlugins``, ``RunBindPlugins`` and
 ``RunPostBindPlugins``; :class:`~services.framework.runtime.framework.Framework`
 calls these with its plugins."""
 
@@ -18,10 +18,12 @@ from services.framework.api.interface import (
     Plugin,
     PostBindPlugin,
     PreBindPlugin,
+    ReservePlugin,
     WaitingPods,
 )
 from services.framework.api.status import SKIP, SUCCESS, Code, Status, as_status
 from services.framework.api.types import PodInfo
+from services.framework.runtime.results import message, results_of
 
 
 class StatefulPlugin(Plugin, BindingState, Protocol):
@@ -30,6 +32,29 @@ class StatefulPlugin(Plugin, BindingState, Protocol):
 
 MAX_PERMIT_TIMEOUT: float = 15 * 60.0
 """Seconds a Permit plugin may make a pod wait at most (upstream's ``maxTimeout``)."""
+
+
+def run_reserve_plugins(
+    plugins: Sequence[ReservePlugin], state: CycleState, pod: PodInfo, node: str
+) -> Status:
+    """``RunReservePluginsReserve``: the first failure, with its plugin (an error as
+    ``running Reserve plugin "X": …``)."""
+    recorded = results_of(state)
+    if recorded is not None:
+        recorded.selected_node = node
+    for plugin in plugins:
+        try:
+            status = plugin.reserve(state, pod, node)
+        except Exception as err:
+            status = as_status(err)
+        if recorded is not None:
+            recorded.reserve[plugin.name] = message(status)
+        if not status.is_success():
+            if not status.is_rejected():
+                reason = f'running Reserve plugin "{plugin.name}": {status.message()}'
+                status = Status(Code.Error, (reason,))
+            return status.with_plugin(plugin.name)
+    return SUCCESS
 
 
 def run_permit_plugins(
@@ -45,11 +70,14 @@ def run_permit_plugins(
     the pod is added to ``waiting_pods`` with one timeout per waiting plugin and the
     status is Wait."""
     waits: dict[str, float] = {}
+    recorded = results_of(state)
     for plugin in plugins:
         try:
             status, timeout = plugin.permit(state, pod, node)
         except Exception as err:
             status, timeout = as_status(err), 0.0
+        if recorded is not None:
+            recorded.permitted(plugin.name, status, timeout)
         if status.is_success() or status.is_skip():
             continue
         if status.is_rejected():
@@ -72,11 +100,14 @@ async def run_pre_bind_plugins(
 ) -> Status:
     """``RunPreBindPlugins``: in order; the first failure (an error as ``running
     PreBind plugin "X": …``), with its plugin. Skip counts as Success."""
+    recorded = results_of(state)
     for plugin in plugins:
         try:
             status = await plugin.pre_bind(state, pod, node)
         except Exception as err:
             status = as_status(err)
+        if recorded is not None:
+            recorded.pre_bind[plugin.name] = message(status)
         if status.is_success() or status.is_skip():
             continue
         if status.is_rejected():
@@ -92,11 +123,14 @@ async def run_bind_plugins(
     """``RunBindPlugins``: Skip without Bind plugins; else the first plugin that does
     not Skip decides (an error as ``running Bind plugin "X": …``)."""
     status = SKIP
+    recorded = results_of(state)
     for plugin in plugins:
         try:
             status = await plugin.bind(state, pod, node)
         except Exception as err:
             status = as_status(err)
+        if recorded is not None:
+            recorded.bind[plugin.name] = message(status)
         if status.is_skip():
             continue
         if status.is_success():

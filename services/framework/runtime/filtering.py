@@ -29,6 +29,7 @@ from services.framework.api.interface import (
 from services.framework.api.status import SUCCESS, Code, Status, StatusError, as_status
 from services.framework.api.types import PodInfo
 from services.framework.cache.snapshot import Snapshot
+from services.framework.runtime.results import results_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ def run_pre_filter_plugins(
     result = PreFilterResult()
     returned = SUCCESS
     narrowing: list[str] = []
+    recorded = results_of(state)
     for plugin in plugins:
         began = time.perf_counter() if timer is not None else 0.0
         try:
@@ -82,6 +84,8 @@ def run_pre_filter_plugins(
             status, narrowed = as_status(err), None
         if timer is not None:
             timer(plugin.name, "PreFilter", status.code.name, time.perf_counter() - began, 1)
+        if recorded is not None:
+            recorded.pre_filtered(plugin.name, status, narrowed)
         if status.is_skip():
             state.skip_filter_plugins.add(plugin.name)
             continue

@@ -70,6 +70,7 @@ from services.framework.runtime.explain import Explanation, filter_verdicts, nod
 from services.framework.runtime.instrument import PluginTimer, Recorder, Timed
 from services.framework.runtime.profile import Profile, resolve_plugins
 from services.framework.runtime.result import ScheduleResult
+from services.framework.runtime.results import results_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -454,17 +455,7 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``RunReservePluginsReserve``: the first failure, with its plugin."""
-        for plugin in self.reserve_plugins:
-            try:
-                status = plugin.reserve(state, pod, node)
-            except Exception as err:
-                status = as_status(err)
-            if not status.is_success():
-                if not status.is_rejected():
-                    reason = f'running Reserve plugin "{plugin.name}": {status.message()}'
-                    status = Status(Code.Error, (reason,))
-                return status.with_plugin(plugin.name)
-        return SUCCESS
+        return binding.run_reserve_plugins(self.reserve_plugins, state, pod, node)
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """``RunReservePluginsUnreserve``: in reverse order."""
@@ -480,11 +471,14 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         kept: PostFilterResult | None = None
+        recorded = results_of(state)
         for plugin in self.post_filter_plugins:
             try:
                 result, status = plugin.post_filter(state, pod, diagnosis)
             except Exception as err:
                 result, status = None, as_status(err)
+            if recorded is not None:
+                recorded.post_filtered(plugin.name, result, status)
             if status.is_success():
                 return result, status
             if status.code == Code.UnschedulableAndUnresolvable:

@@ -20,6 +20,7 @@ from services.framework.api.interface import (
 from services.framework.api.status import StatusError, as_status
 from services.framework.api.types import MAX_NODE_SCORE, MIN_NODE_SCORE, Int64Array, PodInfo
 from services.framework.cache.snapshot import Snapshot
+from services.framework.runtime.results import message, results_of
 
 
 def run_pre_score_plugins(
@@ -32,6 +33,7 @@ def run_pre_score_plugins(
 ) -> None:
     """``RunPreScorePlugins``: Skip excludes the plugin's Score; other failures raise.
     ``timer``: told each plugin's status and duration."""
+    recorded = results_of(state)
     for plugin in plugins:
         began = time.perf_counter() if timer is not None else 0.0
         try:
@@ -40,6 +42,8 @@ def run_pre_score_plugins(
             status = as_status(err)
         if timer is not None:
             timer(plugin.name, "PreScore", status.code.name, time.perf_counter() - began, 1)
+        if recorded is not None:
+            recorded.pre_score[plugin.name] = message(status)
         if status.is_skip():
             state.skip_score_plugins.add(plugin.name)
         elif not status.is_success():
@@ -60,6 +64,7 @@ def run_score_plugins(
     each plugin's normalized, unweighted scores for ``--explain``; ``timer`` each
     plugin's duration and the nodes it scored."""
     total = np.zeros(len(rows), dtype=np.int64)
+    recorded = results_of(state)
     for plugin in plugins:
         if plugin.name in state.skip_score_plugins:
             continue
@@ -68,6 +73,8 @@ def run_score_plugins(
             scores = np.asarray(plugin.score_all(state, pod, nodes, rows), dtype=np.int64)
             if timer is not None:
                 timer(plugin.name, "Score", "Success", time.perf_counter() - began, len(rows))
+            if recorded is not None:  # before NormalizeScore, as the simulator records it
+                recorded.scored(plugin.name, nodes.names, rows.tolist(), scores)
             if _normalizes(type(plugin)):
                 normalize = cast(ScoreExtensions, plugin).normalize_score
                 scores = np.asarray(normalize(state, pod, scores), np.int64)
