@@ -72,7 +72,7 @@ from services.cli.commands import read_input
 from services.cli.embedded import NOT_READY, DecisionRecord, EmbeddedCluster
 from services.cli.errors import InputError
 from services.cli.manifests import Document, check
-from services.cli.simulate import last_decisions, load_cluster
+from services.cli.simulate import last_decisions, load_clusters
 from services.common.clock import FakeClock
 from services.common.resources import CPU, MEMORY, node_allocatable, pod_requests
 from services.framework.config import Profile
@@ -358,7 +358,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
     paths = check_configs(args.config)
     configs = [(path, load_profiles(path)) for path in paths]
-    documents = load_cluster(*read_input(args.cluster))
+    documents = load_clusters([read_input(path) for path in [args.cluster, *(args.add or ())]])
     comparison = asyncio.run(compare(documents, configs, seed=args.seed))
     print_comparison(comparison, args.output, sys.stdout)
     if args.html:

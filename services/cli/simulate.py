@@ -33,6 +33,7 @@ their own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -69,6 +70,19 @@ def load_cluster(text: str, source: str) -> list[Document]:
     documents = read_documents(text, source=source)
     for document in documents:
         check(document, source=source)
+    return sorted(documents, key=lambda d: (_rank(d.kind), d.index))
+
+
+def load_clusters(files: Sequence[tuple[str, str]]) -> list[Document]:
+    """The documents of several files (``(text, source)`` each), as :func:`load_cluster`
+    orders one file's: referenced kinds first, then by file and position in the file
+    (a later file's pending pods queue after an earlier one's of equal priority)."""
+    documents: list[Document] = []
+    for text, source in files:
+        offset = len(documents)
+        documents += [
+            dataclasses.replace(d, index=offset + d.index) for d in load_cluster(text, source)
+        ]
     return sorted(documents, key=lambda d: (_rank(d.kind), d.index))
 
 

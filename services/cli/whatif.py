@@ -87,6 +87,13 @@ def add_parsers(
         action="append",
         help="KubeSchedulerConfiguration file; give it twice (A, then B)",
     )
+    p.add_argument(
+        "--add",
+        action="append",
+        metavar="FILE",
+        help="more objects to add to the cluster, e.g. the pods of the next rollout "
+        "(may be given more than once; pending pods queue after the cluster's)",
+    )
     p.add_argument("--seed", type=int, default=0, help="tie-break seed, both runs (default 0)")
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
     p.add_argument("--html", metavar="REPORT.html", help="also write a self-contained report")

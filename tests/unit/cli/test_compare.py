@@ -218,6 +218,38 @@ def test_json_and_table_from_the_command_line(
     assert text.endswith("1 pod(s) placed differently\nPOD          A   B\ndefault/web  n2  n1\n")
 
 
+@pytest.mark.parametrize(
+    ("cluster", "added"),
+    [
+        pytest.param(BIN_PACKING[:3], [BIN_PACKING[3:]], id="the pending pod added"),
+        pytest.param(BIN_PACKING[2:3], [BIN_PACKING[:2], BIN_PACKING[3:]], id="nodes added"),
+    ],
+)
+def test_add_puts_more_objects_in_the_cluster(
+    cluster: tuple[object, ...],
+    added: list[tuple[object, ...]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--add FILE`` (the next rollout on a snapshot): the same run as one file holding
+    everything, whatever file a kind comes in."""
+    a = write(tmp_path, "least.yaml", scoring("LeastAllocated"))
+    b = write(tmp_path, "most.yaml", scoring("MostAllocated"))
+    flags = ["--config", a, "--config", b, "-o", "json"]
+    assert main(["compare", write_cluster(tmp_path, *BIN_PACKING, name="all.yaml"), *flags]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    adds = [
+        arg
+        for i, objects in enumerate(added)
+        for arg in ("--add", write_cluster(tmp_path, *objects, name=f"add{i}.yaml"))
+    ]
+    assert main(["compare", write_cluster(tmp_path, *cluster), *adds, *flags]) == 0
+    split = json.loads(capsys.readouterr().out)
+    assert split["placedDifferently"] == whole["placedDifferently"] != []
+    for side in ("a", "b"):
+        assert same_except_config_and_time(split[side], whole[side])
+
+
 def test_table_of_a_profile_against_itself(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
