@@ -357,8 +357,8 @@ def compare_command(args: argparse.Namespace) -> int:
     from services.cli.runtime import load_profiles
 
     paths = check_configs(args.config)
-    configs = [(path, load_profiles(path)) for path in paths]
     documents = load_clusters([read_input(path) for path in [args.cluster, *(args.add or ())]])
+    configs = [(path, load_profiles(path)) for path in paths]
     comparison = asyncio.run(compare(documents, configs, seed=args.seed))
     print_comparison(comparison, args.output, sys.stdout)
     if args.html:
