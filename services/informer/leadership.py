@@ -39,13 +39,15 @@ class Leadership:
         that made this informer the leader has no replica of the stream yet: startup)."""
         await startup.until_available(self._clock, lambda: self._log.claim(token))
 
-    async def append(self, events: Sequence[LogEntry]) -> None:
+    async def append(
+        self, events: Sequence[LogEntry], lines: Sequence[bytes] | None = None
+    ) -> None:
         """Append ``events``; with none, confirm the lease instead (a deposed informer's
         stale view would drop a Binding for a pod its successor ingested, and
         acknowledge it)."""
         try:
             if events:
-                await self._log.append(events)
+                await self._log.append(events, lines)
             elif self._confirm is not None:
                 await self._confirm()
         except (Deposed, LogFencedError) as error:

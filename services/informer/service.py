@@ -51,23 +51,22 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from contracts import topology
 from contracts.errors import ErrorReport
-from contracts.events import ENTRY_FOR_KIND, ClusterBatch, LogEntry, Origin, PodEntry
-from contracts.k8s import TERMINAL_PHASES, Binding, Pod, PriorityClass, ResourceClaim
-from contracts.kinds import KINDS, KubeObject
+from contracts.events import ENTRY_FOR_KIND, LogEntry, Origin
+from contracts.k8s import Binding, Pod
+from contracts.kinds import KINDS
 from contracts.messages import BoundBatch
 from services.common import telemetry
 from services.common.bus import Bus, Consumer, Delivery, Message
 from services.common.clock import Clock
 from services.common.eventlog import EventLog, LogWriteError, check_matches
+from services.common.eventlog.encoded import entry_line
 from services.common.eventlog.snapshot import read_tail
-from services.common.k8s.devices import allocated_devices
 from services.common.metrics import exponential_buckets
 from services.common.redact import redact_report
-from services.common.resources import node_allocatable, pod_requests
-from services.common.store import PODS, ClusterStore, Deposed, Epoch, PodCharge, ProjectedEntry
+from services.common.store import ClusterStore, Deposed, Epoch
 from services.informer import claims, rebuild, startup
 from services.informer.leadership import Leadership
-from services.informer.limits import SYSTEM_PRIORITY_CLASSES
+from services.informer.outputs import admitted_priority, cluster_message, projected
 from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
 from services.informer.state import Change, ClusterObjects, Staged
 from services.informer.validate import Accepted, object_key, validate
@@ -268,7 +267,7 @@ class InformerService:
                 log.warning("%s", failover.line)
             tail_only = failover is not None and failover.invalidated
             rebuilt = await rebuild.ensure_live(
-                self._store, self._log, _projected, tail_only=tail_only
+                self._store, self._log, projected, tail_only=tail_only
             )
         finally:
             self._rebuilding = False
@@ -288,8 +287,8 @@ class InformerService:
         async for event in read_tail(self._log, after, name, need=applied + 1):
             chunk.append(event)
             if len(chunk) == rebuild.CHUNK or event.seq == last:
-                await self._store.apply([_projected(e) for e in chunk])
-                await self._bus.publish([_cluster_message(chunk)])
+                await self._store.apply([projected(e) for e in chunk])
+                await self._bus.publish([cluster_message(chunk)])
                 first = chunk[0].seq if first is None else first
                 chunk = []
         self._objects = ClusterObjects()
@@ -395,20 +394,21 @@ class InformerService:
         now = self._clock.now()
         seq = self._log.last_seq()
         events: list[LogEntry] = []
+        lines: list[bytes] = []  # each object encoded once (when staged), reused below
         for change, carrier in changes:
             seq += 1
             # The kind was checked when the change was accepted; the object matches it.
             entry: Any = ENTRY_FOR_KIND[change.kind]
-            events.append(
-                entry(
-                    seq=seq,
-                    type=change.type,
-                    at=now,
-                    trace=carrier,
-                    origin=change.origin or origin,
-                    object=change.object,
-                )
+            event = entry(
+                seq=seq,
+                type=change.type,
+                at=now,
+                trace=carrier,
+                origin=change.origin or origin,
+                object=change.object,
             )
+            events.append(event)
+            lines.append(entry_line(event, change.encoded or _encoder.encode(change.object)))
         messages = [
             Message(
                 topology.ERRORS.name,
@@ -418,7 +418,7 @@ class InformerService:
             for r in reports
         ]
         try:
-            await self.leadership.append(events)
+            await self.leadership.append(events, lines)
         except LogWriteError as error:
             self._log_refused(events, error)
             raise
@@ -430,10 +430,12 @@ class InformerService:
         self._catch_up_due = True  # until the store and the bus have the batch
         try:
             if events:
-                await self._store.apply([_projected(event) for event in events])
+                await self._store.apply(
+                    [projected(e, c.encoded) for e, (c, _) in zip(events, changes, strict=True)]
+                )
                 if self._known is not None:
                     self._known = dataclasses.replace(self._known, seq=events[-1].seq)
-                messages.append(_cluster_message(events))
+                messages.append(cluster_message(events, lines))
             if messages:
                 await self._bus.publish(messages)
         except Deposed as error:  # nothing acknowledged or repaired: for the leader
@@ -444,57 +446,6 @@ class InformerService:
             await self._catch_up()  # if it fails too, it stays due (see _catch_up_due)
             raise
         self._catch_up_due = False
-
-
-def admitted_priority(staged: Staged, pod: Pod) -> Pod:
-    """``pod`` with ``spec.priority`` set from its ``priorityClassName`` when it names a
-    known class (or a system one) and no priority is given, as the API server's
-    Priority admission sets it on creation (pods as ``kubectl get`` prints them have it
-    already). Other pods are left as they are (the queue resolves their class)."""
-    name = pod.spec.priority_class_name
-    if pod.spec.priority is not None or not name:
-        return pod
-    found = staged.get("priorityclass", name)
-    if isinstance(found, PriorityClass):
-        value = found.value
-    elif name in SYSTEM_PRIORITY_CLASSES:
-        value = SYSTEM_PRIORITY_CLASSES[name]
-    else:
-        return pod
-    spec = msgspec.structs.replace(pod.spec, priority=value)
-    return msgspec.structs.replace(pod, spec=spec)
-
-
-def _cluster_message(events: Sequence[LogEntry]) -> Message:
-    with tracer.start_as_current_span(
-        "publish_cluster_batch", kind=trace.SpanKind.INTERNAL
-    ) as span:
-        span.set_attribute("ksched.events", len(events))
-        span.set_attribute("ksched.seq.last", events[-1].seq)
-        body = _encoder.encode(ClusterBatch(events=list(events)))
-        return Message(topology.CLUSTER.name, "", body, telemetry.inject())
-
-
-def _projected(event: LogEntry) -> ProjectedEntry:
-    obj: KubeObject = event.object
-    kind = str(event.__struct_config__.tag)
-    key = object_key(kind, obj.metadata)
-    deleted = event.type == "DELETED"
-    body = None if deleted else _encoder.encode(obj)
-    if isinstance(event, PodEntry):
-        pod = event.object
-        node = None if deleted or pod.status.phase in TERMINAL_PHASES else pod.spec.node_name
-        requests = {**pod_requests(pod), PODS: 1}
-        return ProjectedEntry(
-            event.seq, "pod", key, body, pod=PodCharge(pod.metadata.uid, node, requests)
-        )
-    if kind == "node":
-        allocatable = None if deleted else node_allocatable(event.object)  # type: ignore[arg-type]
-        return ProjectedEntry(event.seq, kind, key, body, allocatable=allocatable)
-    if isinstance(obj, ResourceClaim):
-        devices = () if deleted else allocated_devices(obj)
-        return ProjectedEntry(event.seq, kind, key, body, devices=devices)
-    return ProjectedEntry(event.seq, kind, key, body)
 
 
 def _stage_bindings(

@@ -46,6 +46,9 @@ class Change:
     origin: Origin | None = None
     """Who made it, when not the batch's origin (``controller``: see
     :mod:`services.informer.claims`)."""
+    encoded: bytes = b""
+    """``object`` as JSON, encoded once when the change was staged and reused for the
+    log, the store and the batch (services.common.eventlog.encoded)."""
 
 
 def _version(obj: KubeObject) -> int | None:
@@ -202,8 +205,9 @@ class Staged:
         if type_ == "DELETED":
             if current is None:
                 return None
+            was = self.encoded(kind, key)
             self._put(kind, key, current, None, b"")
-            return self._changed(Change(kind, key, "DELETED", current))
+            return self._changed(Change(kind, key, "DELETED", current, encoded=was))
         if current is not None:
             obj = _keep_binding(current, obj)
             old, new = _version(current), _version(obj)
@@ -213,7 +217,8 @@ class Staged:
         if current is not None and encoded == self.encoded(kind, key):
             return None
         self._put(kind, key, current, obj, encoded)
-        return self._changed(Change(kind, key, "ADDED" if current is None else "MODIFIED", obj))
+        type_ = "ADDED" if current is None else "MODIFIED"
+        return self._changed(Change(kind, key, type_, obj, encoded=encoded))
 
     def _changed(self, change: Change) -> Change:
         self.changes.append(change)

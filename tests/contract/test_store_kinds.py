@@ -12,7 +12,7 @@ from contracts.events import ENTRY_FOR_KIND, LogEntry
 from contracts.k8s import LabelSelector
 from contracts.kinds import KubeObject, kind_of
 from services.common.store import ClusterStore, ProjectedEntry
-from services.informer.service import _projected
+from services.informer.outputs import projected as _projected
 from tests.builders.workloads import (
     make_replica_set,
     make_replication_controller,

@@ -27,11 +27,15 @@ class EventLog(Protocol):
     def last_seq(self) -> int:
         """The seq of the last entry (0 when empty)."""
 
-    async def append(self, events: Sequence[LogEntry]) -> None:
+    async def append(
+        self, events: Sequence[LogEntry], lines: Sequence[bytes] | None = None
+    ) -> None:
         """Append, durably. ``events[0].seq`` must be ``last_seq() + 1`` and the rest
         consecutive; anything else raises :class:`LogSequenceError`. Raises
         :class:`LogWriteError` when the entries could not be made durable: none of them
-        is in the log, and the same append may be retried later."""
+        is in the log, and the same append may be retried later. ``lines``, when given,
+        is each entry's JSON already encoded (services.common.eventlog.encoded), which a
+        log that stores JSON writes as it is."""
 
     def read(self, after: int = 0) -> AsyncIterator[LogEntry]:
         """Entries with seq > ``after``, in order (``async for``): those appended before

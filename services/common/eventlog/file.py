@@ -66,6 +66,7 @@ from services.common.eventlog import _snapfiles
 from services.common.eventlog._sequence import check_sequence
 from services.common.eventlog._snapfiles import fsync_dir, snapshot_dir
 from services.common.eventlog.base import LogFencedError, LogSequenceError, LogWriteError
+from services.common.eventlog.encoded import entry_lines
 
 _INDEX_EVERY = 1024
 _FILE_MODE = 0o600
@@ -107,7 +108,6 @@ class FileEventLog:
         self._torn = False
         """A failed append could not cut its partial line: cut it before the next one."""
         self._decoder = msgspec.json.Decoder(LogEntry)
-        self._encoder = msgspec.json.Encoder()
         self._lock = asyncio.Lock()
         self._retaining = asyncio.Lock()
         """One retention at a time (it copies without holding ``_lock``)."""
@@ -179,14 +179,16 @@ class FileEventLog:
         """The log file's size (``ksched_event_log_bytes``)."""
         return self._size
 
-    async def append(self, events: Sequence[LogEntry]) -> None:
+    async def append(
+        self, events: Sequence[LogEntry], lines: Sequence[bytes] | None = None
+    ) -> None:
         """Write every line, then flush and fsync once; durable when it returns."""
         if not events:
             return
         async with self._lock:
             self._check_open()
             check_sequence(self._last_seq, events)
-            lines = [self._encoder.encode(event) + b"\n" for event in events]
+            lines = [line + b"\n" for line in lines or entry_lines(events)]
             try:
                 await anyio.to_thread.run_sync(self._locked_write, b"".join(lines))
             except LogFencedError:

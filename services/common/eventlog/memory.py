@@ -28,7 +28,9 @@ class MemoryEventLog:
     def last_seq(self) -> int:
         return self._events[-1].seq if self._events else self._base
 
-    async def append(self, events: Sequence[LogEntry]) -> None:
+    async def append(
+        self, events: Sequence[LogEntry], lines: Sequence[bytes] | None = None
+    ) -> None:
         check_sequence(self.last_seq(), events)
         self._events.extend(events)
 

@@ -146,7 +146,9 @@ class StreamEventLog:
             await self._connect()
             await self._claim(fence)
 
-    async def append(self, events: Sequence[LogEntry]) -> None:
+    async def append(
+        self, events: Sequence[LogEntry], lines: Sequence[bytes] | None = None
+    ) -> None:
         if not events:
             return
         async with self._lock:
@@ -154,7 +156,7 @@ class StreamEventLog:
             check_sequence(self._last_seq, events)
             self._refuse_if_deposed()
             first, last = events[0].seq, events[-1].seq
-            messages = batches(events, self._fence or 0, self.writer)
+            messages = batches(events, self._fence or 0, self.writer, lines)
             try:
                 await self.client.publish(self.name, messages)
                 await self._read_back(last)

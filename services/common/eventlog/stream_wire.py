@@ -31,6 +31,7 @@ import msgspec
 
 from contracts.events import LogEntry
 from services.common.eventlog.base import LogSequenceError
+from services.common.eventlog.encoded import entry_lines
 
 KIND: Final = "ksched-kind"
 SEQ: Final = "ksched-seq"
@@ -88,13 +89,15 @@ def record(offset: int, headers: Mapping[str, object], body: bytes) -> Record:
 
 
 def batches(
-    events: Sequence[LogEntry], fence: int, writer: str
+    events: Sequence[LogEntry], fence: int, writer: str, lines: Sequence[bytes] | None = None
 ) -> list[tuple[bytes, dict[str, object]]]:
-    """The messages (body, headers) that carry ``events`` (consecutive seqs)."""
+    """The messages (body, headers) that carry ``events`` (consecutive seqs); ``lines``:
+    their JSON, if encoded already."""
+    encoded = lines or entry_lines(events)
     messages: list[tuple[bytes, dict[str, object]]] = []
     for start in range(0, len(events), BATCH):
         chunk = events[start : start + BATCH]
-        body = b"\n".join(_ENCODER.encode(e) for e in chunk)
+        body = b"\n".join(encoded[start : start + BATCH])
         first, last = chunk[0].seq, chunk[-1].seq
         messages.append((body, {KIND: ENTRY, SEQ: first, LAST: last, FENCE: fence, WRITER: writer}))
     return messages
@@ -105,7 +108,6 @@ def entries(r: Record, after: int) -> list[LogEntry]:
     return [e for e in _DECODER.decode_lines(r.body) if e.seq > after]
 
 
-_ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(LogEntry)
 
 

@@ -25,7 +25,8 @@ from services.common.eventlog import EventLog, FileEventLog, MemoryEventLog
 from services.common.store import Epoch
 from services.common.store.memory import MemoryStore
 from services.informer import rebuild
-from services.informer.service import STORE_CHECK_PERIOD, InformerService, _projected
+from services.informer.outputs import projected as _projected
+from services.informer.service import STORE_CHECK_PERIOD, InformerService
 from tests.builders import make_node, make_pod
 
 

@@ -27,7 +27,8 @@ from services.common.eventlog import (
 from services.common.eventlog.snapshot import KIND_ORDER, encode
 from services.common.store.memory import MemoryStore
 from services.informer import rebuild
-from services.informer.service import InformerService, _projected
+from services.informer.outputs import projected as _projected
+from services.informer.service import InformerService
 from services.informer.snapshots import SnapshotPolicy, SnapshotWriter
 from services.informer.state import ClusterObjects
 from services.informer.validate import object_key
