@@ -19,13 +19,14 @@ poll words the timeout; the store's expiry only catches a wait no binder polled.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 import msgspec
 
 from contracts.messages import BindRequest
 from services.common.store import ClusterStore, WaitingRecord
 from services.framework.api.bindwait import BindingWait, WaitsAfterPreBind
+from services.framework.api.implements import implements
 from services.framework.api.interface import CycleState
 from services.framework.api.status import Code, Status, as_status
 from services.framework.runtime.framework import Framework
@@ -40,8 +41,8 @@ _request_decoder = msgspec.json.Decoder(BindRequest)
 def asked(framework: Framework, state: CycleState, node: str) -> tuple[str, BindingWait] | None:
     """The first PreBind plugin that asks to wait after a successful PreBind."""
     for plugin in framework.pre_bind_plugins:
-        if isinstance(plugin, WaitsAfterPreBind):
-            wait = plugin.binding_wait(state, node)
+        if implements(plugin, WaitsAfterPreBind):
+            wait = cast(WaitsAfterPreBind, plugin).binding_wait(state, node)
             if wait is not None:
                 return plugin.name, wait
     return None

@@ -40,7 +40,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -63,6 +63,7 @@ from services.common.metrics import MetricsEndpoint, close_endpoint, serve_metri
 from services.common.projection import LogProjection
 from services.common.settings import QueueSettings
 from services.common.store import ClusterStore, Epoch, StoreLost
+from services.framework.api.implements import implements
 from services.framework.api.interface import AttemptObserver
 from services.framework.api.preemption import Preempting
 from services.queue import preemptions
@@ -485,8 +486,9 @@ class QueueService:
         uid = result.uid
         info = self.queue.get(uid)
         sort = self.queue.queue_sort
-        if isinstance(sort, AttemptObserver) and info is not None and result.outcome != "waiting":
-            sort.attempt_ended(info.pod, result.outcome, result.message, result.forgotten)
+        if implements(sort, AttemptObserver) and info is not None and result.outcome != "waiting":
+            observer = cast(AttemptObserver, sort)
+            observer.attempt_ended(info.pod, result.outcome, result.message, result.forgotten)
         held = self._holding(info, result) if result.forgotten else None
         if held is not None and result.outcome == "error":
             self._room_freed(held, uid)  # upstream moves first when no plugin rejected it
