@@ -15,9 +15,11 @@ Consistency, never a half-applied batch:
 
 - The store applies each batch of the log in one atomic step and records its seq with
   it. The snapshot reads the marker and the applied seq (``epoch``), every kind, and
-  the marker again; when the two markers differ (a batch was applied, or the store was
-  rebuilt, in between) it reads again, up to :data:`ATTEMPTS` times, pausing a little
-  longer each time. A store that is being rebuilt is waited for the same way. A Blank
+  the marker again. When a batch was applied in between (the cluster is busy), it reads
+  every kind and the seq again in one atomic step (``ClusterStore.objects_at``: one
+  script, which holds Redis for the length of the read, so it is not the first try).
+  When the store was rebuilt in between, or is being rebuilt, it reads again, up to
+  :data:`ATTEMPTS` times, pausing a little longer each time. A Blank
   store (no informer ever ran, or it was emptied) gives an empty List and a warning.
 - A file log is read under its writer's lock, so only whole appends; a stream up to the
   end marker the read publishes, in whole messages. The fold stops at the log's last
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import itertools
 import os
@@ -127,7 +130,10 @@ async def from_store(
                     return Taken(before.seq, _view(zip(KIND_ORDER, stored, strict=True)), "store")
                 seen = "it was rebuilt while it was read"
                 if (after.state, after.token) == ("live", before.token):
-                    seen = f"its seq moved from {before.seq} to {after.seq}"
+                    # Batches keep coming: one atomic read, which holds Redis meanwhile.
+                    with contextlib.suppress(StoreLost):  # rebuilt since: read again
+                        seq, read = await store.objects_at(KIND_ORDER)
+                        return Taken(seq, _view((k, read[k]) for k in KIND_ORDER), "store")
         else:
             seen = f"it is {before.state}: the informer is rebuilding it"
         if attempt + 1 < attempts:

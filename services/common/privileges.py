@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import topology as t
-from services.common.store import _lua, _lua_failover, _lua_leases, _lua_waiting
+from services.common.store import _lua, _lua_failover, _lua_leases, _lua_reads, _lua_waiting
 
 USER_PREFIX = "ksched-"
 
@@ -162,23 +162,24 @@ _SCRIPTS = {
     "forget": _lua.FORGET,
     "node_usage": _lua.READ_NODES,
     "allocatable": _lua.READ_NODES,
-    "objects": _lua.READ_HASH,
-    "assumed": _lua.READ_HASH,
-    "leases": _lua.READ_HASH,
-    "nominations": _lua.READ_HASH,
+    "objects": _lua_reads.READ_HASH,
+    "objects_at": _lua_reads.READ_HASHES,
+    "assumed": _lua_reads.READ_HASH,
+    "leases": _lua_reads.READ_HASH,
+    "nominations": _lua_reads.READ_HASH,
     "set_leases": _lua.WRITE_HASH,
     "set_nominations": _lua.WRITE_HASH,
     "drop_leases": _lua.WRITE_HASH,
     "clear_nominations": _lua.WRITE_HASH,
     "claim_nominations": _lua.CLAIM_NOMINATIONS,
-    "evictions": _lua.READ_HASH,
+    "evictions": _lua_reads.READ_HASH,
     "record_evictions": _lua.WRITE_HASH,
     "drop_evictions": _lua.WRITE_HASH,
     "acquire_lease": _lua_leases.ACQUIRE_LEASE,
     "release_lease": _lua_leases.RELEASE_LEASE,
     "leader_leases": _lua_leases.READ_LEADERS,
     "put_queue_view": _lua_leases.PUT_QUEUE_VIEW,
-    "preemptions": _lua.READ_HASH,
+    "preemptions": _lua_reads.READ_HASH,
     "set_preemptions": _lua.WRITE_HASH,
     "drop_preemptions": _lua.WRITE_HASH,
     "invalidate": _lua_failover.INVALIDATE,

@@ -14,6 +14,7 @@ from tests.contract.store_support import NOW, Clients, claim, node_entry, pod_en
 GUARDED_CALLS: dict[str, Any] = {
     "apply": lambda s: s.apply([pod_entry(3, "c", None)]),
     "objects": lambda s: s.objects("node"),
+    "objects_at": lambda s: s.objects_at(["node", "pod"]),
     "node_usage": lambda s: s.node_usage(),
     "allocatable": lambda s: s.allocatable(["n1"]),
     "assume": lambda s: s.assume([res("a", "n1")], NOW),
@@ -41,6 +42,22 @@ async def test_first_apply_makes_a_fresh_store_live(store: ClusterStore) -> None
     assert (epoch.state, epoch.seq) == ("live", 2)
     assert epoch.token
     assert await store.attach() == epoch
+
+
+async def test_objects_at_reads_the_kinds_and_their_seq_at_one_moment(
+    store: ClusterStore,
+) -> None:
+    assert await store.objects_at(["node", "pod"]) == (0, {"node": {}, "pod": {}})
+    await store.apply([node_entry(1, "n1", cpu=1000, pods=10), pod_entry(2, "a", "n1", cpu=100)])
+    await store.apply([pod_entry(3, "b", None), node_entry(4, "n2", cpu=500, pods=5)])
+    seq, read = await store.objects_at(["pod", "node", "service"])
+    assert seq == (await store.epoch()).seq == 4
+    assert read == {
+        "pod": await store.objects("pod"),
+        "node": await store.objects("node"),
+        "service": {},
+    }
+    assert sorted(read["node"]) == ["n1", "n2"] and len(read["pod"]) == 2
 
 
 @pytest.mark.parametrize("call", sorted(GUARDED_CALLS))

@@ -516,15 +516,6 @@ return out
 """
 )
 
-READ_HASH = (
-    _GUARD
-    + """
--- ARGV: P, expected, name. Returns HGETALL of the hash {P}{name}.
-guard()
-return redis.call('HGETALL', P .. ARGV[3])
-"""
-)
-
 WRITE_HASH = (
     _GUARD
     + """

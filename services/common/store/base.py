@@ -361,6 +361,11 @@ class ClusterStore(Protocol):
     async def objects(self, kind: str) -> dict[str, bytes]:
         """Every stored object of ``kind``: key → JSON."""
 
+    async def objects_at(self, kinds: Sequence[str]) -> tuple[int, dict[str, dict[str, bytes]]]:
+        """Every stored object of each of ``kinds`` (kind → key → JSON) and the applied
+        seq they are as of, read in one atomic step: no batch is applied in between (on
+        Redis one script, which holds the server for the length of the read)."""
+
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
         """Usage (bound + assumed + binding) per node; all nodes when ``nodes`` is None."""
 

@@ -259,6 +259,10 @@ class MemoryStore(LeaderLeases):
         self._guard()
         return dict(self._d.objects.get(kind, {}))
 
+    async def objects_at(self, kinds: Sequence[str]) -> tuple[int, dict[str, dict[str, bytes]]]:
+        self._guard()
+        return self._d.seq, {kind: dict(self._d.objects.get(kind, {})) for kind in kinds}
+
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
         self._guard()
         names = self._d.alloc.keys() | self._d.usage.keys() if nodes is None else nodes

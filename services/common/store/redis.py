@@ -77,7 +77,6 @@ from services.common.store._lua import (
     CLAIM_NOMINATIONS,
     FORGET,
     LOST,
-    READ_HASH,
     READ_NODES,
     WRITE_HASH,
 )
@@ -89,6 +88,7 @@ from services.common.store._lua_leases import (
     READ_LEADERS,
     RELEASE_LEASE,
 )
+from services.common.store._lua_reads import READ_HASH, READ_HASHES
 from services.common.store._lua_waiting import (
     ALLOW_WAITING,
     EXPIRE_WAITING,
@@ -144,6 +144,7 @@ class RedisStore:
         self._forget = self._redis.register_script(FORGET)
         self._read_nodes = self._redis.register_script(READ_NODES)
         self._read_hash = self._redis.register_script(READ_HASH)
+        self._read_hashes = self._redis.register_script(READ_HASHES)
         self._write_hash = self._redis.register_script(WRITE_HASH)
         self._put_waiting = self._redis.register_script(PUT_WAITING)
         self._allow_waiting = self._redis.register_script(ALLOW_WAITING)
@@ -253,6 +254,15 @@ class RedisStore:
     async def objects(self, kind: str) -> dict[str, bytes]:
         raw = await self._hgetall(f"obj:{kind}")
         return {key.decode(): body for key, body in raw.items()}
+
+    @_traced("EVALSHA", "read_hashes")
+    async def objects_at(self, kinds: Sequence[str]) -> tuple[int, dict[str, dict[str, bytes]]]:
+        seq, *hashes = await self._run(self._read_hashes, *(f"obj:{kind}" for kind in kinds))
+        read = {
+            kind: {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+            for kind, flat in zip(kinds, hashes, strict=True)
+        }
+        return int(seq) if seq else 0, read
 
     @_traced("EVALSHA", "read_nodes")
     async def node_usage(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, int]]:

@@ -126,6 +126,8 @@ class MovingStore:
 
     def __init__(self, store: MemoryStore, epochs: Sequence[Epoch], lost: int = 0) -> None:
         self.store, self.epochs, self.lost = store, list(epochs), lost
+        self.atomic = 0
+        """Reads of every kind in one step (``objects_at``)."""
 
     async def epoch(self) -> Epoch:
         if self.epochs:
@@ -140,3 +142,7 @@ class MovingStore:
             self.lost -= 1
             raise StoreLost("rebuilt")
         return await self.store.objects(kind)
+
+    async def objects_at(self, kinds: Sequence[str]) -> tuple[int, dict[str, dict[str, bytes]]]:
+        self.atomic += 1
+        return await self.store.objects_at(kinds)
