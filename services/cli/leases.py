@@ -21,11 +21,11 @@ from typing import Any, TextIO
 
 from services.common.decisions import rfc3339_precise
 from services.common.settings import LEADER_ELECTED, Settings, from_env
-from services.common.store import LeaderLease, open_store
+from services.common.store import LeaderLease, open_settings_store
 
 
 async def read_leases(settings: Settings) -> list[LeaderLease]:
-    store = open_store(settings.redis_url, namespace=settings.store_namespace, tls=settings.tls)
+    store = open_settings_store(settings)
     try:
         leases = await store.leader_leases()
     finally:

@@ -30,7 +30,7 @@ import msgspec
 from contracts.queueview import QueuedPod, QueueView
 from services.common.redact import redact
 from services.common.settings import Settings, from_env
-from services.common.store import open_store
+from services.common.store import open_settings_store
 
 SUB_QUEUES = ("active", "backoff", "unschedulable", "gated", "inflight")
 """The sub-queues in the order they are shown; any others the view names follow."""
@@ -149,12 +149,7 @@ def _write(out: TextIO, rows: list[list[str]]) -> None:
 
 async def read_view(settings: Settings) -> bytes | None:
     """The raw view the queue last published under ``settings``' namespace, or None."""
-    store = open_store(
-        settings.redis_url,
-        namespace=settings.store_namespace,
-        tls=settings.tls,
-        failover=settings.failover,
-    )
+    store = open_settings_store(settings)
     try:
         return await store.queue_view()
     finally:

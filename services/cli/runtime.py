@@ -45,7 +45,7 @@ from services.common.observe import (
 )
 from services.common.redact import redact
 from services.common.settings import Settings
-from services.common.store import ClusterStore, Deposed, Fence, open_store
+from services.common.store import ClusterStore, Deposed, Fence, open_settings_store
 from services.descheduler.policy import load_policy
 from services.descheduler.profile import check_node_fit_profiles
 from services.descheduler.registry import in_tree_registry as descheduler_registry
@@ -76,12 +76,7 @@ def edges(settings: Settings) -> tuple[Bus, ClusterStore]:
         tls=settings.tls,
         quorum=settings.quorum_queues,
     )
-    store = open_store(
-        settings.redis_url,
-        namespace=settings.store_namespace,
-        tls=settings.tls,
-        failover=settings.failover,
-    )
+    store = open_settings_store(settings)
     return bus, store
 
 

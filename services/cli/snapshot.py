@@ -73,7 +73,7 @@ from services.cli.errors import InputError
 from services.common.eventlog import EventLog
 from services.common.eventlog.snapshot import KIND_ORDER, SnapshotError, read_from_snapshot
 from services.common.settings import Settings, from_env
-from services.common.store import ClusterStore, StoreLost, open_store
+from services.common.store import ClusterStore, StoreLost, open_settings_store
 from services.informer.state import ClusterObjects
 from services.informer.validate import object_key
 
@@ -227,12 +227,7 @@ def write(text: str, path: Path) -> None:
 
 
 async def _read_store(settings: Settings) -> Taken:
-    store = open_store(
-        settings.redis_url,
-        namespace=settings.store_namespace,
-        tls=settings.tls,
-        failover=settings.failover,
-    )
+    store = open_settings_store(settings)
     try:
         return await from_store(store)
     finally:

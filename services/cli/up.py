@@ -209,14 +209,9 @@ async def _stream_last_seq(settings: Settings) -> int | None:
 async def _store_epoch(settings: Settings) -> tuple[Epoch, LeaderLease | None] | None:
     """The store's epoch and the informer's leader lease, or None when Redis does not
     answer within PREFLIGHT_TIMEOUT."""
-    from services.common.store import open_store
+    from services.common.store import open_settings_store
 
-    store = open_store(
-        settings.redis_url,
-        namespace=settings.store_namespace,
-        tls=settings.tls,
-        failover=settings.failover,
-    )
+    store = open_settings_store(settings)
     try:
         async with asyncio.timeout(PREFLIGHT_TIMEOUT):
             epoch = await store.epoch()

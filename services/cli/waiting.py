@@ -23,16 +23,11 @@ from typing import Any, TextIO
 
 from services.common.decisions import rfc3339_precise
 from services.common.settings import Settings, from_env
-from services.common.store import WaitingRecord, open_store
+from services.common.store import WaitingRecord, open_settings_store
 
 
 async def read_waiting(settings: Settings) -> list[WaitingRecord]:
-    store = open_store(
-        settings.redis_url,
-        namespace=settings.store_namespace,
-        tls=settings.tls,
-        failover=settings.failover,
-    )
+    store = open_settings_store(settings)
     try:
         records = await store.waiting()
     finally:

@@ -408,7 +408,7 @@ class InformerService:
                 object=change.object,
             )
             events.append(event)
-            lines.append(entry_line(event, change.encoded or _encoder.encode(change.object)))
+            lines.append(entry_line(event, change.encoded))
         messages = [
             Message(
                 topology.ERRORS.name,

@@ -43,12 +43,12 @@ class Change:
     key: str
     type: EventType
     object: KubeObject
+    encoded: bytes
+    """``object`` as JSON, encoded once when the change was staged and reused for the
+    log, the store and the batch (services.common.eventlog.encoded)."""
     origin: Origin | None = None
     """Who made it, when not the batch's origin (``controller``: see
     :mod:`services.informer.claims`)."""
-    encoded: bytes = b""
-    """``object`` as JSON, encoded once when the change was staged and reused for the
-    log, the store and the batch (services.common.eventlog.encoded)."""
 
 
 def _version(obj: KubeObject) -> int | None:

@@ -14,6 +14,10 @@ framework's plugins see (services.framework.runtime.waiting_pods, over this stor
 resource arithmetic (services.common.resources, which the steps charge by).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from services.common.redact import redact
 from services.common.store.base import (
     PODS,
@@ -38,6 +42,9 @@ from services.common.store.leases import Deposed, Fence, FencedError, LeaderLeas
 from services.common.store.memory import MemoryStore
 from services.common.store.sentinel import NO_FAILOVER_OPTIONS, FailoverOptions, is_sentinel_url
 from services.common.tls import NO_TLS_FILES, TLSFiles
+
+if TYPE_CHECKING:
+    from services.common.settings import Settings
 
 
 def open_store(
@@ -64,6 +71,17 @@ def open_store(
     raise ValueError(
         f"unsupported store URL {redact(url)!r}: expected memory://, redis://, rediss://, "
         "redis+sentinel:// or rediss+sentinel://"
+    )
+
+
+def open_settings_store(settings: Settings) -> ClusterStore:
+    """The store ``settings`` name: their Redis URL, key namespace, TLS files and
+    failover options (what every service and command that reads the store opens)."""
+    return open_store(
+        settings.redis_url,
+        namespace=settings.store_namespace,
+        tls=settings.tls,
+        failover=settings.failover,
     )
 
 
@@ -111,6 +129,7 @@ __all__ = [
     "WaitState",
     "WaitingRecord",
     "first_token",
+    "open_settings_store",
     "open_store",
     "server_info",
 ]

@@ -8,6 +8,7 @@ import json
 import msgspec
 import pytest
 
+import services.common.store as stores
 from contracts.queueview import QueuedPod, QueueView
 from services.cli import queueview
 from services.cli.main import main
@@ -171,7 +172,7 @@ def test_the_command_reads_the_store_of_the_namespace(capsys, monkeypatch):
         opened.append((url, namespace))
         return store
 
-    monkeypatch.setattr(queueview, "open_store", open_store)
+    monkeypatch.setattr(stores, "open_store", open_store)
     argv = ["queue", "--redis-url", "memory://", "--namespace", "blue", "--output", "json"]
     assert main([*argv, "--limit", "3"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -198,7 +199,7 @@ def test_the_command_opens_the_store_with_the_tls_settings(capsys, monkeypatch, 
         seen.append(tls)
         return store
 
-    monkeypatch.setattr(queueview, "open_store", open_store)
+    monkeypatch.setattr(stores, "open_store", open_store)
     assert main(["queue", "--redis-url", "rediss://redis.example:6380/0", "-o", "json"]) == 0
     capsys.readouterr()
     assert seen == [TLSFiles(str(files["ca"]), str(files["cert"]), str(files["key"]))]
