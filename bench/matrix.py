@@ -6,7 +6,11 @@ Markdown table next to upstream's floors (``ops/bench/matrix.py`` runs :func:`ma
 Each row is one ``ksched bench WORKLOAD --mode services --nodes N ...`` subprocess; its
 last stdout line (the JSON report) is parsed and its figures go in the table (with
 bench.cpu's: the projected ceiling beside pods/s, the cycle's CPU per pod, the total,
-their ratio, and the informer's and the queue's CPU per pod over the cycle's). ``--scale``
+their ratio, and the informer's and the queue's CPU per pod over the cycle's). Before the
+rows, ``ksched bench SchedulingBasic --mode cycle`` (CALIBRATION) measures the machine:
+its pods/s labels every row, so that tables from machines of different speeds can be
+read side by side (the same workload ran 1,352 to 5,377 pods/s on machines of one kind).
+``--scale``
 multiplies every row's node count (the pod counts follow, as ``ksched bench`` scales
 them to ``--nodes``): 0.05 is a quick check, 1 the measurement. A run that fails is a
 row saying so (the last line it wrote on stderr), and the script then exits 1.
@@ -78,10 +82,11 @@ class Entry:
     threshold: float | None = None
     """Upstream's floor in pods/s; None: none applies."""
     note: str = ""
+    mode: str = "services"
 
     def argv(self, scale: float) -> list[str]:
         nodes = max(1, round(self.nodes * scale))
-        return [self.workload, "--mode", "services", "--nodes", str(nodes), *self.args]
+        return [self.workload, "--mode", self.mode, "--nodes", str(nodes), *self.args]
 
 
 MATRIX: Final[tuple[Entry, ...]] = (
@@ -120,6 +125,11 @@ MATRIX: Final[tuple[Entry, ...]] = (
 )  # fmt: skip
 """The matrix of issue 14, in the order it runs."""
 
+CALIBRATION: Final = Entry("machine cycle", "SchedulingBasic", 5000, mode="cycle")
+"""Run once before the matrix: the scheduling cycle alone on this machine. Its pods/s
+labels every row (``machine cycle pods/s``), so that tables from machines of different
+speeds can be compared: the CPU columns are ratios to the cycle, the rates are not."""
+
 COLUMNS: Final = (
     "workload",
     "nodes",
@@ -139,8 +149,10 @@ COLUMNS: Final = (
     "queue/cycle",
     "notes",
     "revision",
+    "machine cycle pods/s",
 )
-"""The table's columns; the CPU ones are bench.cpu's: ``cycle_cpu_ms_per_pod``,
+"""The table's columns (the last one is the CALIBRATION run's rate); the CPU ones are
+bench.cpu's: ``cycle_cpu_ms_per_pod``,
 ``cpu_ms_per_pod_total``, ``cpu_ratio_to_cycle``, the informer's and the queue's CPU per
 pod over the cycle's, and ``projected_ceiling_pods_per_s`` beside the measured rate."""
 LEFT: Final = ("workload", "notes")
@@ -244,7 +256,8 @@ def above_floor(entry: Entry, report: dict[str, Any]) -> str:
     return "yes" if speed >= entry.threshold else "no"
 
 
-def row(result: Result) -> list[str]:
+def row(result: Result, cycle_rate: float | None = None) -> list[str]:
+    """``result`` as the table's cells; ``cycle_rate``: this machine's cycle pods/s."""
     entry = result.entry
     floor = NONE if entry.threshold is None else f"{entry.threshold:g}"
     if result.report is None:
@@ -253,6 +266,7 @@ def row(result: Result) -> list[str]:
         cells = dict.fromkeys(COLUMNS, NONE)
         cells.update({"workload": entry.name, "upstream floor": floor, "above floor": "n/a"})
         cells["notes"] = failed
+        cells["machine cycle pods/s"] = _number(cycle_rate)
         return list(cells.values())
     report = result.report
     return [
@@ -274,6 +288,7 @@ def row(result: Result) -> list[str]:
         _to_cycle(report, "queue"),
         _notes(entry, report),
         str(report.get("revision", NONE)),
+        _number(cycle_rate),
     ]
 
 
@@ -281,27 +296,47 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def table(results: Sequence[Result]) -> str:
+def table(results: Sequence[Result], cycle_rate: float | None = None) -> str:
     """The Markdown table of ``results``, one row each, in order."""
     lines = [
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "|".join("---" if c in LEFT else "---:" for c in COLUMNS) + "|",
     ]
     for result in results:
-        lines.append("| " + " | ".join(_cell(c) for c in row(result)) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in row(result, cycle_rate)) + " |")
     return "\n".join(lines) + "\n"
 
 
-def document(results: Sequence[Result], scale: float, machine: str) -> str:
-    """The table with a line saying how it was measured."""
+def document(
+    results: Sequence[Result], scale: float, machine: str, calibration: Result | None = None
+) -> str:
+    """The table with a line saying how it was measured (and the machine's cycle rate,
+    ``calibration``: the CALIBRATION run)."""
     revisions = sorted({str(r.report.get("revision")) for r in results if r.report})
+    cycle_rate = _cycle_rate(calibration)
+    if calibration is None:
+        speed = ""
+    elif cycle_rate is None:
+        speed = f" The machine's cycle rate was not measured ({calibration.error})."
+    else:
+        speed = (
+            f" The machine's cycle rate: {_number(cycle_rate)} pods/s (`ksched bench "
+            f"{' '.join(calibration.entry.argv(scale))}`)."
+        )
     head = (
         f"Measured by `ops/bench/matrix.py --scale {scale:g}` (services mode: every service "
         f"a process on RabbitMQ and Redis; publish → Binding) on {machine}; revision "
         f"{', '.join(revisions) or 'unknown'}. Floors: upstream scheduler_perf's "
-        "`threshold` (see bench/matrix.py).\n\n"
+        f"`threshold` (see bench/matrix.py).{speed}\n\n"
     )
-    return head + table(results)
+    return head + table(results, cycle_rate)
+
+
+def _cycle_rate(calibration: Result | None) -> float | None:
+    if calibration is None or calibration.report is None:
+        return None
+    rate = calibration.report.get("pods_per_second")
+    return float(rate) if isinstance(rate, int | float) and not isinstance(rate, bool) else None
 
 
 def machine() -> str:
@@ -389,35 +424,37 @@ async def run_matrix(
     """Every entry, one after the other. Once ``stop`` is set, the run under way is
     cancelled (the runner stops it) and no other starts; their rows say why."""
     stop = stop or asyncio.Event()
-    results = []
-    for entry in entries:
-        result = Result(entry)
-        results.append(result)
-        if stop.is_set():
-            result.error = f"not run: {STOPPED}"
-            continue
-        argv = entry.argv(scale)
-        print(f"matrix: ksched bench {' '.join(argv)}", file=sys.stderr, flush=True)
-        run = asyncio.ensure_future(runner(argv))
-        stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([run, stopping], return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not run.done():
-            run.cancel()
-            await asyncio.wait([run])
-            result.error = STOPPED
-            continue
-        code, out, last = run.result()
-        try:
-            result.report = parse_report(out)
-            if code != 0:
-                raise RunFailed(f"exit {code}")
-        except RunFailed as error:
-            result.report = None
-            result.error = f"exit {code}: {last}" if code != 0 and last else str(error)
-        if result.report is not None:
-            print(json.dumps(result.report), file=sys.stderr, flush=True)
-    return results
+    return [await run_one(entry, scale, runner, stop) for entry in entries]
+
+
+async def run_one(entry: Entry, scale: float, runner: Runner, stop: asyncio.Event) -> Result:
+    """One ``ksched bench`` run (none once ``stop`` is set; cancelled when it is)."""
+    result = Result(entry)
+    if stop.is_set():
+        result.error = f"not run: {STOPPED}"
+        return result
+    argv = entry.argv(scale)
+    print(f"matrix: ksched bench {' '.join(argv)}", file=sys.stderr, flush=True)
+    run = asyncio.ensure_future(runner(argv))
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([run, stopping], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not run.done():
+        run.cancel()
+        await asyncio.wait([run])
+        result.error = STOPPED
+        return result
+    code, out, last = run.result()
+    try:
+        result.report = parse_report(out)
+        if code != 0:
+            raise RunFailed(f"exit {code}")
+    except RunFailed as error:
+        result.report = None
+        result.error = f"exit {code}: {last}" if code != 0 and last else str(error)
+    if result.report is not None:
+        print(json.dumps(result.report), file=sys.stderr, flush=True)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,7 +510,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner = run_bench) -> int:
         return 2
     stopped_by: list[signal.Signals] = []
 
-    async def measure() -> list[Result]:
+    async def measure() -> tuple[Result, list[Result]]:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -487,13 +524,14 @@ def main(argv: Sequence[str] | None = None, runner: Runner = run_bench) -> int:
 
             loop.add_signal_handler(signum, on_signal)
         try:
-            return await run_matrix(chosen.entries, chosen.scale, runner, stop)
+            calibration = await run_one(CALIBRATION, chosen.scale, runner, stop)
+            return calibration, await run_matrix(chosen.entries, chosen.scale, runner, stop)
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
 
-    results = asyncio.run(measure())
-    text = document(results, chosen.scale, machine())
+    calibration, results = asyncio.run(measure())
+    text = document(results, chosen.scale, machine(), calibration)
     if chosen.out is None:
         sys.stdout.write(text)
     else:
@@ -501,7 +539,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner = run_bench) -> int:
         print(f"matrix: wrote {chosen.out}", file=sys.stderr)
     if stopped_by:
         return 128 + stopped_by[0]
-    return 1 if any(r.report is None for r in results) else 0
+    return 1 if any(r.report is None for r in (calibration, *results)) else 0
 
 
-__all__ = ["MATRIX", "Entry", "Result", "main", "parse_report", "row", "table"]
+__all__ = ["CALIBRATION", "MATRIX", "Entry", "Result", "main", "parse_report", "row", "table"]

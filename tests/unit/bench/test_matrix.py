@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from bench.matrix import (
+    CALIBRATION,
     MATRIX,
     STOPPED,
     Entry,
     Result,
     RunFailed,
+    document,
     main,
     parse_report,
     row,
@@ -64,7 +66,7 @@ def report(**fields: Any) -> dict[str, Any]:
             None,
             ["SchedulingBasic", "5,000", "10,000", "700.0", "-", "680", "yes", "12.3", "45.6",
              "3.10", "290.5 (scheduler)", *NO_CPU, "Passthrough 2,000.0 pods/s, ratio 0.35",
-             "abc1234"],
+             "abc1234", "-"],
             id="above-floor-with-passthrough",
         ),
         pytest.param(
@@ -72,7 +74,7 @@ def report(**fields: Any) -> dict[str, Any]:
             report(pods_per_second=679.9),
             None,
             ["SchedulingBasic", "5,000", "10,000", "679.9", "-", "680", "no", "12.3", "45.6",
-             "3.10", "290.5 (scheduler)", *NO_CPU, "", "abc1234"],
+             "3.10", "290.5 (scheduler)", *NO_CPU, "", "abc1234", "-"],
             id="just-below-floor",
         ),
         pytest.param(
@@ -82,7 +84,7 @@ def report(**fields: Any) -> dict[str, Any]:
             None,
             ["Basic2", "5,000", "10,000", "700.0", "-", "680", "yes", "12.3", "45.6", "3.10",
              "210.0 (scheduler-sched-1)", *NO_CPU,
-             "2 replicas: 7 assume, 0 domain conflicts, 0 violations", "abc1234"],
+             "2 replicas: 7 assume, 0 domain conflicts, 0 violations", "abc1234", "-"],
             id="replicas-and-conflicts",
         ),
         pytest.param(
@@ -90,7 +92,7 @@ def report(**fields: Any) -> dict[str, Any]:
             report(messages_per_pod=None, peak_rss_mb=None, churn_events=4),
             None,
             ["GangScheduling", "5,000", "10,000", "700.0", "-", "-", "n/a", "12.3", "45.6",
-             "-", "300.0", *NO_CPU, "ksched's own: no upstream; 4 churn events", "abc1234"],
+             "-", "300.0", *NO_CPU, "ksched's own: no upstream; 4 churn events", "abc1234", "-"],
             id="no-floor-no-broker-figures",
         ),
         pytest.param(
@@ -98,7 +100,7 @@ def report(**fields: Any) -> dict[str, Any]:
             None,
             "exit 3: ksched bench: cannot connect to RabbitMQ",
             ["SchedulingBasic", "-", "-", "-", "-", "680", "n/a", "-", "-", "-", "-", *NO_CPU,
-             "failed: exit 3: ksched bench: cannot connect to RabbitMQ", "-"],
+             "failed: exit 3: ksched bench: cannot connect to RabbitMQ", "-", "-"],
             id="failed-run",
         ),
         pytest.param(
@@ -112,7 +114,7 @@ def report(**fields: Any) -> dict[str, Any]:
             None,
             ["Auto", "5,000", "10,000", "400.0", "2,000.0", "-", "n/a", "12.3", "45.6", "3.10",
              "290.5 (scheduler)", "0.500", "4.250", "8.5", "1.0", "0.5",
-             "saturation 800.0 pods/s, run at 400.0; CPU not read: rabbitmq", "abc1234"],
+             "saturation 800.0 pods/s, run at 400.0; CPU not read: rabbitmq", "abc1234", "-"],
             id="cpu-per-pod-and-rate-auto",
         ),
     ],
@@ -127,9 +129,33 @@ def test_the_table_is_markdown_with_one_row_per_result_and_pipes_escaped() -> No
     text = table([Result(BASIC, report()), Result(OWN, None, "a|b")])
     header, rule, *rows = text.splitlines()
     assert header.startswith("| workload | nodes | pods | pods/s | projected ceiling pods/s |")
-    assert rule.count("|") == header.count("|") == 19
+    assert rule.count("|") == header.count("|") == 20
     assert "projected ceiling pods/s" in header and "| informer/cycle | queue/cycle |" in header
     assert len(rows) == 2 and "failed: a\\|b" in rows[1]
+    assert header.endswith("| revision | machine cycle pods/s |")
+
+
+@pytest.mark.parametrize(
+    ("calibration", "cell", "says"),
+    [
+        pytest.param(
+            Result(CALIBRATION, report(mode="cycle", pods_per_second=1352.25)), "1,352.2",
+            "The machine's cycle rate: 1,352.2 pods/s (`ksched bench SchedulingBasic --mode "
+            "cycle --nodes 500`).", id="measured",
+        ),
+        pytest.param(
+            Result(CALIBRATION, None, "exit 1: boom"), "-",
+            "The machine's cycle rate was not measured (exit 1: boom).", id="failed",
+        ),
+    ],
+)  # fmt: skip
+def test_every_row_is_labelled_with_the_machine_s_cycle_rate(
+    calibration: Result, cell: str, says: str
+) -> None:
+    text = document([Result(BASIC, report()), Result(OWN, None, "x")], 0.1, "2 CPUs", calibration)
+    head, _, _header, _rule, *rows = text.splitlines()
+    assert says in head
+    assert [r.rsplit("|", 2)[1].strip() for r in rows] == [cell, cell]
 
 
 @pytest.mark.parametrize(
@@ -198,13 +224,17 @@ class FakeBench:
         (
             ["--scale", "0.1", "--only", "SchedulingDaemonset,SchedulingBasic-replicas2"],
             [
+                ["SchedulingBasic", "--mode", "cycle", "--nodes", "500"],
                 ["SchedulingDaemonset", "--mode", "services", "--nodes", "1500"],
                 ["SchedulingBasic", "--mode", "services", "--nodes", "500", "--replicas", "2"],
             ],
         ),
         (
             ["--scale", "0.0001", "--only", "PreemptionBasic"],
-            [["PreemptionBasic", "--mode", "services", "--nodes", "1"]],
+            [
+                ["SchedulingBasic", "--mode", "cycle", "--nodes", "1"],
+                ["PreemptionBasic", "--mode", "services", "--nodes", "1"],
+            ],
         ),
     ],
 )
@@ -217,7 +247,8 @@ def test_scale_and_only_choose_the_runs(
     assert bench.calls == expected_calls
     text = out.read_text()
     assert f"--scale {float(argv[1]):g}" in text
-    assert text.count("\n| ") == 1 + len(expected_calls)
+    assert text.count("\n| ") == len(expected_calls)  # the header, a row per services run
+    assert "The machine's cycle rate: 700.0 pods/s" in text
 
 
 def test_a_failed_run_is_a_row_and_exit_1(
@@ -301,7 +332,7 @@ async def test_a_stop_cancels_the_run_under_way_and_starts_no_other(
 def test_sigterm_writes_the_rows_measured_and_exits_143(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench = StoppingBench(2)
+    bench = StoppingBench(3)  # the calibration, TopologySpreading, then the stop
     out = tmp_path / "matrix.md"
     argv = ["--only", "TopologySpreading,Unschedulable,PreemptionBasic", "--scale", "0.01"]
     assert main([*argv, "--out", str(out)], runner=bench) == 128 + signal.SIGTERM
@@ -313,3 +344,21 @@ def test_sigterm_writes_the_rows_measured_and_exits_143(
     assert f"| not run: {STOPPED} |" in lines[3]
     assert f"matrix: SIGTERM: {STOPPED}" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, "the handler is removed"
+
+
+class CycleFails(FakeBench):
+    async def __call__(self, args: list[str]) -> tuple[int, str, str]:
+        if "cycle" in args:
+            self.calls.append(args)
+            return 1, "", "ksched bench: no cycle"
+        return await super().__call__(args)
+
+
+def test_a_failed_calibration_leaves_the_rows_unlabelled_and_exits_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = CycleFails()
+    assert main(["--only", "Unschedulable", "--scale", "0.01"], runner=bench) == 1
+    out = capsys.readouterr().out
+    assert "cycle rate was not measured (exit 1: ksched bench: no cycle)" in out
+    assert out.rstrip().endswith("| abc1234 | - |")
