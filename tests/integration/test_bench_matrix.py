@@ -36,6 +36,7 @@ async def test_the_script_writes_the_row_of_a_real_run(tmp_path: Path) -> None:
     assert "Passthrough" in shown["notes"] and shown["revision"] != "-"
     assert float(shown["cycle CPU ms/pod"]) > 0 and float(shown["CPU ms/pod"]) > 0
     assert float(shown["CPU/cycle"]) >= 1  # the whole pipeline, the cycle included
+    assert float(shown["machine cycle pods/s"].replace(",", "")) > 0  # the calibration
     busiest = max(float(shown["informer/cycle"]), float(shown["queue/cycle"]))
     # (40 pods: the informer's and the queue's few 10 ms ticks may be all idle.)
     ceiling = shown["projected ceiling pods/s"]
