@@ -468,7 +468,6 @@ class QueueService:
                         ended.append(result.uid)
                     self._result(result)
         self._ended.update(ended)
-        self._ended.update(ended)
         try:
             if ended:
                 await self._drop_ended_leases()
