@@ -21,7 +21,7 @@ also gives their room back in the same step); a refused one names its pod in
 :attr:`Flushed.refused`, to be scheduled again on a fresh view, as one scheduler whose
 cycles run one after another would have seen the room the other release freed.
 
-The map reaches the store through :class:`WaitingStore`, the four calls it makes (a
+The map reaches the store through :class:`WaitingStore`, the five calls it makes (a
 ``ClusterStore`` is one). :func:`go_duration` words a wait as upstream's timeout message
 does (``rejected due to timeout after waiting 1m0s at plugin …``).
 """
