@@ -286,7 +286,7 @@ class BinderService:
                 [BindClaim(c.request.uid, c.request.node, c.request.attempt) for c, _ in failing]
             )
         if self.waiting.dirty:
-            messages.extend(_resume(await self.waiting.flush()))
+            messages.extend(_resume((await self.waiting.flush()).resolved))
         if recorded:
             body = _encoder.encode(BoundBatch(bindings=recorded))
             traces = [bound.trace for bound in recorded]

@@ -29,15 +29,19 @@ only what the profile filters on (``Framework.checked_resources``). Then one
 
 Pods that fit nowhere end ``unschedulable`` with upstream's FitError message. Pods the
 store assumed then go through Permit (a waiting pod's record is written to the store at
-the end of the batch, scheduler.waiting).
+the end of the batch, scheduler.waiting). The waiting pods a failed pod's PostFilter
+rejected (Coscheduling giving its pod group up) are rejected there only if no other
+such release came since this replica's view; else the pod is scheduled again on the
+store's view as it is now (scheduler.releases).
 
 A batch runs in rounds until no attempt is left to retry, each in four named steps:
 ``_schedule`` (the algorithm, the local assume and Reserve, pod by pod), ``_assume``
 (the one store call), ``_answered`` (the store's answers sorted: on to Permit, again,
 or done) and ``_permit_all``. What the steps share about the batch (its outcome, its
-start, the nominations it filters with) is handed to them in a ``_Batch``; the
-scheduler object keeps only what outlives a batch, and ``permitting``, which the pod
-groups (Coscheduling) read while Permit runs.
+start, the nominations it filters with) is handed to them in a ``Batch``
+(scheduler.attempts, with each request's ``Attempt``); the scheduler object keeps only
+what outlives a batch, and ``permitting``, which the pod groups (Coscheduling) read
+while Permit runs.
 
 ``nominated`` (the pods nominated to each node, see scheduler.nominated) makes every
 pod of the batch pass upstream's two-pass filter: a node must fit the pod both with
@@ -50,33 +54,39 @@ the binder puts on the Binding) or its FailedScheduling Event.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
-import msgspec
 from opentelemetry import trace
 
 from contracts.messages import (
     AttemptResult,
-    BindRequest,
     Outcome,
     ScheduleRequest,
     attempt_result,
 )
 from services.common import telemetry
 from services.common.clock import Clock
-from services.common.decisions import EXPLAIN_ANNOTATION, explain_requested
+from services.common.decisions import explain_requested
 from services.common.resources import ResourceError
-from services.common.store import AssumeResult, BindClaim, ClusterStore, Nomination, Reservation
+from services.common.store import (
+    AssumeResult,
+    BindClaim,
+    ClusterStore,
+    Nomination,
+    Reservation,
+    WaitingRecord,
+)
 from services.framework.api.interface import CycleState, ExtensionPoint
-from services.framework.api.types import PodInfo, pod_uid
+from services.framework.api.types import PodInfo
 from services.framework.cache.cache import Cache
 from services.framework.runtime import waiting_pods
 from services.framework.runtime.filtering import NominatedPods
 from services.framework.runtime.framework import Framework, rejection_message
 from services.framework.runtime.instrument import Timed
 from services.framework.runtime.result import ScheduleResult
+from services.scheduler.attempts import Answered, Attempt, Batch, reserved
 from services.scheduler.domains import PlacementVersions, anti_affinity_keys
 from services.scheduler.nominated import (
     BatchNominations,
@@ -90,12 +100,13 @@ from services.scheduler.outcome import (
     BatchOutcome,
     Failure,
     Preempted,
-    announcement,
     charged_requests,
     claim_decisions,
     explained,
     explanation_json,
+    resumed,
 )
+from services.scheduler.releases import overtaken, take_refused
 from services.scheduler.waiting import flush_waiting
 
 PREEMPTION = "DefaultPreemption"
@@ -104,41 +115,6 @@ EXPIRY_GRACE = 5.0
 whether it is gone: a binder's claim (``begin_bind``, refused past the deadline) reads
 the binder's clock a little before the store runs it, and the processes' clocks may
 differ by as much."""
-
-
-@dataclass(slots=True)
-class _Attempt:
-    request: ScheduleRequest
-    framework: Framework
-    pod: PodInfo
-    span: trace.Span
-    state: CycleState = field(default_factory=CycleState)
-    node: str = ""
-    conflicts: int = 0
-    touches: tuple[str, ...] = ()
-    explain: bool = False
-    explanation: str | None = None
-
-
-@dataclass(slots=True)
-class _Batch:
-    """What the steps of one batch hand each other; none of it outlives the batch."""
-
-    outcome: BatchOutcome
-    started: float
-    """When the batch began (the clock's): each BindRequest's ``started``."""
-    nominations: BatchNominations
-    """Replaced when the batch's preemptors are scheduled again."""
-
-
-@dataclass(slots=True)
-class _Answered:
-    """A round's reservations as the store answered them: the pods it assumed (on to
-    Permit), those to schedule again, and the placement versions it says moved."""
-
-    assumed: list[_Attempt] = field(default_factory=list)
-    retry: list[_Attempt] = field(default_factory=list)
-    moved: dict[str, int] = field(default_factory=dict)
 
 
 class BatchScheduler:
@@ -177,6 +153,9 @@ class BatchScheduler:
         """The placement versions this replica's cache reflects (the caller loads
         them with the cache and feeds it the pods it sees)."""
         self._permits = any(f.plugin_names(ExtensionPoint.Permit) for f in frameworks.values())
+        self.releases: int | None = None
+        """The store's release version this cache's view of the others' reservations
+        counts (scheduler.releases; None: unknown, so the first release is refused)."""
         self.permitting: set[str] = set()
         """While a round's Permit runs, the pods it assumed that are not through Permit
         yet (empty otherwise): a Permit plugin counting the pods on nodes
@@ -194,14 +173,21 @@ class BatchScheduler:
         store's, so a preemptor whose pod does not show its nomination yet is scheduled
         as if it did (upstream's API update would have)."""
         batch_nominations = BatchNominations.of(nominations or {}, nominated)
-        batch = _Batch(BatchOutcome(), self._clock.now(), batch_nominations)
-        outcome = batch.outcome
+        batch = Batch(BatchOutcome(), self._clock.now(), batch_nominations)
         if self._permits and self._waiting is not None:
             await self._waiting.refresh()
         await self._schedule_all(requests, batch)
-        claimed, retries = 0, 0
-        while lost := await claim_nominations(self._store, outcome, claimed):
-            claimed = len(outcome.preemptions)
+        await self._claim_all(batch)
+        if self._waiting is not None and (self._waiting.dirty or batch.outcome.waiting):
+            await self._flush(self._waiting, batch)
+        return batch.outcome
+
+    async def _claim_all(self, batch: Batch) -> None:
+        """Claim the batch's new nominations; the preemptors another replica's
+        nomination beat are scheduled again (at most ``max_conflict_retries`` times)."""
+        outcome, retries = batch.outcome, 0
+        while lost := await claim_nominations(self._store, outcome, batch.claimed):
+            batch.claimed = len(outcome.preemptions)
             if retries == self._max_retries:
                 for preempted in lost:
                     node = preempted.result.nominated_node_name
@@ -218,20 +204,40 @@ class BatchScheduler:
             fresh = nominated_pods(store, self._pending, self._cache)
             batch.nominations = BatchNominations.of(store, fresh)
             await self._schedule_all([p.request for p in lost], batch)
-        if self._waiting is not None and (self._waiting.dirty or outcome.waiting):
-            await flush_waiting(
-                self._waiting, self._store, self._clock, outcome, self._cache.forget
-            )
-        return outcome
+        batch.claimed = len(outcome.preemptions)
 
-    async def _schedule_all(self, requests: Sequence[ScheduleRequest], batch: _Batch) -> None:
+    async def _flush(self, waiting: waiting_pods.SharedWaitingPods, batch: Batch) -> None:
+        """Flush the waiting pods; the pods whose PostFilter rejections the store
+        refused (another release came since this view: scheduler.releases) are
+        scheduled again on the store's view as it is now, at most
+        ``max_conflict_retries`` times."""
+        outcome = batch.outcome
+        resolved: list[WaitingRecord] = []
+        for retry in itertools.count():
+            flushed = await flush_waiting(
+                waiting, self._store, self._clock, outcome, self._cache.forget
+            )
+            resolved += flushed.resolved
+            self.releases = flushed.released if flushed.released is not None else self.releases
+            if not (refused := take_refused(outcome, flushed.refused)):
+                break
+            if retry == self._max_retries:
+                overtaken(outcome, refused, retry + 1)
+                break
+            await self._refresh({})
+            await waiting.refresh()
+            await self._schedule_all([f.request for f in refused], batch)
+            await self._claim_all(batch)
+        outcome.binds.extend(resumed(resolved))  # the binder takes each from the store
+
+    async def _schedule_all(self, requests: Sequence[ScheduleRequest], batch: Batch) -> None:
         """Schedule ``requests`` in rounds, until no attempt is left to retry."""
         begun = (self._begin(request, batch) for request in requests)
         pending = [attempt for attempt in begun if attempt is not None]
         while pending:
             pending = await self._round(pending, batch)
 
-    def _begin(self, request: ScheduleRequest, batch: _Batch) -> _Attempt | None:
+    def _begin(self, request: ScheduleRequest, batch: Batch) -> Attempt | None:
         outcome = batch.outcome
         uid = request.uid
         pod = self._pending.pod(uid)
@@ -265,9 +271,9 @@ class BatchScheduler:
             },
         )
         explain = self._explain or explain_requested(pod)
-        return _Attempt(request, framework, info, span, explain=explain)
+        return Attempt(request, framework, info, span, explain=explain)
 
-    async def _round(self, pending: list[_Attempt], batch: _Batch) -> list[_Attempt]:
+    async def _round(self, pending: list[Attempt], batch: Batch) -> list[Attempt]:
         """One round: the algorithm for each attempt with its local assume and Reserve,
         one store assume for those reserved, then Permit for those the store assumed.
         Returns the attempts to schedule again (conflicts, and those deferred)."""
@@ -282,22 +288,26 @@ class BatchScheduler:
         return answered.retry + deferred
 
     def _schedule(
-        self, pending: list[_Attempt], batch: _Batch
-    ) -> tuple[list[_Attempt], list[_Attempt]]:
+        self, pending: list[Attempt], batch: Batch
+    ) -> tuple[list[Attempt], list[Attempt]]:
         """Each attempt in order: the algorithm; a pod that fits is assumed in the cache
         and reserved by the Reserve plugins at once, so the next one sees it. Returns
         the reserved attempts and those deferred to the next round."""
-        reserving: list[_Attempt] = []
+        reserving: list[Attempt] = []
         for index, attempt in enumerate(pending):
             # With Permit plugins, a pod that fits nowhere while pods ahead of it in the
             # round are not through Permit yet waits for the next round: its PostFilter
             # must see them waiting, as upstream's one-pod-at-a-time cycle would.
             later = self._permits and bool(reserving)
+            mark = self._waiting.mark() if self._waiting is not None else 0
             result = self._algorithm(attempt, batch, post_filter=not later)
             if result.node is None and later:
                 return reserving, pending[index:]
             if result.node is None:
                 self._fail(attempt, result, batch)
+                chosen = result.post_filter
+                if self._waiting is not None and not (chosen and chosen.nominated_node_name):
+                    self._waiting.on_view(mark, attempt.pod.uid, self.releases)
                 continue
             attempt.node = result.node
             deadline = self._clock.now() + self._ttl
@@ -306,7 +316,7 @@ class BatchScheduler:
                 reserving.append(attempt)
         return reserving, []
 
-    def _algorithm(self, attempt: _Attempt, batch: _Batch, *, post_filter: bool) -> ScheduleResult:
+    def _algorithm(self, attempt: Attempt, batch: Batch, *, post_filter: bool) -> ScheduleResult:
         """``Framework.schedule_pod`` in a fresh cycle state (the scheduling algorithm's
         duration goes to the outcome, the explanation to the attempt)."""
         self._cache.forget(attempt.pod.uid)  # a redelivered or retried attempt
@@ -326,7 +336,7 @@ class BatchScheduler:
         attempt.explanation = explanation_json(result)
         return result
 
-    async def _assume(self, reserving: list[_Attempt]) -> list[AssumeResult]:
+    async def _assume(self, reserving: list[Attempt]) -> list[AssumeResult]:
         """One ``store.assume`` for the round's reservations; if it fails, each is
         undone here (the batch will be redelivered and redone)."""
         reservations = self._reservations(reserving)
@@ -339,12 +349,12 @@ class BatchScheduler:
             raise
 
     def _answered(
-        self, reserving: list[_Attempt], answers: Sequence[AssumeResult], outcome: BatchOutcome
-    ) -> _Answered:
+        self, reserving: list[Attempt], answers: Sequence[AssumeResult], outcome: BatchOutcome
+    ) -> Answered:
         """Sort the store's answers: ``assumed`` goes on to Permit; any other answer
         undoes the local assumption and Reserve, then the pod is scheduled again (a
         conflict, at most ``max_conflict_retries`` times) or its attempt ends."""
-        answered = _Answered()
+        answered = Answered()
         for attempt, answer in zip(reserving, answers, strict=True):
             if answer.status == "assumed":
                 self.versions.placed(attempt.touches)
@@ -383,7 +393,7 @@ class BatchScheduler:
                 )
         return answered
 
-    async def _permit_all(self, assumed: list[_Attempt], batch: _Batch) -> None:
+    async def _permit_all(self, assumed: list[Attempt], batch: Batch) -> None:
         """Permit for each pod the store assumed, in order (:attr:`permitting` holds
         those not through it yet); the reservations of those it rejects give their
         room back."""
@@ -395,12 +405,12 @@ class BatchScheduler:
         if released:  # rejected at Permit: the reservation gives its room back
             await self._store.forget(released)
 
-    def _undo(self, attempt: _Attempt) -> None:
+    def _undo(self, attempt: Attempt) -> None:
         """Unreserve (in reverse order) and forget the local assumption."""
         attempt.framework.run_reserve_plugins_unreserve(attempt.state, attempt.pod, attempt.node)
         self._cache.forget(attempt.pod.uid)
 
-    def _reservations(self, reserving: Sequence[_Attempt]) -> list[Reservation]:
+    def _reservations(self, reserving: Sequence[Attempt]) -> list[Reservation]:
         """One reservation per attempt, with the domains its decision read and those
         its placement touches (PlacementVersions.call)."""
         cache = self._cache
@@ -447,23 +457,26 @@ class BatchScheduler:
         dropped. If the cache cannot catch up in time, nothing changes and nothing
         is expected: the next reservation reading those domains is refused again."""
         held_since = (self._clock.now() if now is None else now) - EXPIRY_GRACE
+        releases = await self._store.release_version() if self._permits else None
         stored = await self._store.assumed()
         assumed = {u: a for u, a in stored.items() if a.deadline >= held_since}
         seq = await self._store.applied_seq()
         if self._catch_up is not None and not await self._catch_up(seq):
             return
+        self._cache.drop_corrections()  # the store's usage: what it now holds, pod by pod
         for uid in self._cache.assumed_uids() - assumed.keys():
             self._cache.forget(uid)
         hold_assumptions(self._cache, self._pending, assumed)
         self.versions.refreshed(versions)
+        self.releases = releases
 
-    def _permit(self, attempt: _Attempt, batch: _Batch, released: list[BindClaim]) -> None:
+    def _permit(self, attempt: Attempt, batch: Batch, released: list[BindClaim]) -> None:
         """Permit, after the store reserved the pod (``RunPermitPlugins``): Success binds,
         Wait parks the pod as a waiting pod (the Handle's waiting pods record it), a
         rejection or an error undoes the reservation and ends the attempt."""
         framework, pod, node = attempt.framework, attempt.pod, attempt.node
         if not framework.plugin_names(ExtensionPoint.Permit):
-            self._reserved(attempt, batch)
+            reserved(attempt, batch, self._waiting)
             return
         with trace.use_span(attempt.span, end_on_exit=False):
             with self._tracer.start_as_current_span("Permit", kind=trace.SpanKind.INTERNAL) as span:
@@ -472,10 +485,10 @@ class BatchScheduler:
                     point.status = status.code.name
                 span.set_attribute("ksched.status", status.code.name)
         if status.is_success():
-            self._reserved(attempt, batch)
+            reserved(attempt, batch, self._waiting)
             return
         if status.is_wait():
-            self._reserved(attempt, batch, permit=True)
+            reserved(attempt, batch, self._waiting, permit=True)
             return
         self._undo(attempt)
         released.append(BindClaim(pod.uid, node, attempt.request.attempt))
@@ -487,7 +500,7 @@ class BatchScheduler:
             result = attempt_result(attempt.request, "error", status.message(), plugins=plugins)
         self._finish(attempt, batch.outcome, result, event=True)
 
-    def _reserve(self, attempt: _Attempt, outcome: BatchOutcome) -> bool:
+    def _reserve(self, attempt: Attempt, outcome: BatchOutcome) -> bool:
         """Run the Reserve plugins right after the local assume, before the next pod
         of the batch is scheduled, as upstream's scheduling cycle does: what a plugin
         reserves (VolumeBinding's volumes) is seen by the pods after it. On failure the
@@ -509,48 +522,7 @@ class BatchScheduler:
             return False
         return True
 
-    def _reserved(self, attempt: _Attempt, batch: _Batch, *, permit: bool = False) -> None:
-        """The pod goes to a binder (``permit``: once every Permit plugin allowed it;
-        it waits meanwhile)."""
-        outcome = batch.outcome
-        node, request, meta = attempt.node, attempt.request, attempt.pod.pod.metadata
-        framework = attempt.framework
-        state = framework.binding_state(attempt.state)
-        activate = sorted(pod_uid(p) for p in attempt.state.pods_to_activate.values())
-        if permit:
-            waiting = self._waiting.get_waiting_pod(attempt.pod.uid) if self._waiting else None
-            pending = (
-                waiting.pending_deadlines()
-                if isinstance(waiting, waiting_pods.SharedWaitingPod)
-                else {}
-            )
-            outcome.waiting.append(announcement(attempt.pod, node, pending))
-            outcome.waiting_results.append(
-                attempt_result(request, "waiting", node=node, activate=activate)
-            )
-            activate = []  # the waiting result hands them on
-        outcome.binds.append(
-            BindRequest(
-                uid=request.uid,
-                namespace=meta.namespace,
-                name=meta.name,
-                resource_version=meta.resource_version,
-                explanation=(explained(attempt) or meta.annotations.get(EXPLAIN_ANNOTATION, "")),
-                node=node,
-                attempt=request.attempt,
-                profile=request.profile,
-                at=request.at,
-                started=batch.started,
-                trace=telemetry.inject(trace.set_span_in_context(attempt.span)),
-                plugin_state={name: msgspec.Raw(data) for name, data in state.items()},
-                permit=permit,
-                activate=activate,
-            )
-        )
-        attempt.span.set_attribute("ksched.node", node)
-        attempt.span.end()
-
-    def _fail(self, attempt: _Attempt, result: ScheduleResult, batch: _Batch) -> None:
+    def _fail(self, attempt: Attempt, result: ScheduleResult, batch: Batch) -> None:
         outcome = batch.outcome
         error = result.fit_error
         if error is None and not result.status.is_rejected():
@@ -586,7 +558,7 @@ class BatchScheduler:
         self._finish(attempt, outcome, answer, event=True)
 
     def _finish(
-        self, attempt: _Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool
+        self, attempt: Attempt, outcome: BatchOutcome, result: AttemptResult, *, event: bool
     ) -> None:
         attempt.span.set_attribute("ksched.outcome", result.outcome)
         attempt.span.end()

@@ -230,6 +230,7 @@ class SchedulerService:
         ``epoch.seq`` or later) and assume again the store's assumptions of pods not
         bound (the local ones went with the snapshot, or with the lost store)."""
         versions = await self._store.domain_versions()  # before what they count
+        releases = await self._store.release_version()  # and before the assumptions
         nodes = await self._store.objects("node")
         pods = await self._store.objects("pod")
         others = {kind: await self._store.objects(kind) for kind in LISTED_KINDS}
@@ -239,6 +240,7 @@ class SchedulerService:
         self.groups.load(by_uid.values())
         self._cycle.versions.load(versions, by_uid.values())
         hold_assumptions(self.cache, self.pending, assumed)
+        self._cycle.releases = releases
         self._warm_up(others)
         gctune.settle()
         log.info("snapshot loaded at seq %d: %d nodes", epoch.seq, self.cache.num_nodes)

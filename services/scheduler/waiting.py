@@ -1,7 +1,7 @@
 """The pods that started waiting at Permit in a batch of the scheduling cycle: their
 reservations claimed (a waiting pod's must not expire), their records written to the
-store with the journal of every allow and reject (SharedWaitingPods.flush), and what
-that resolved handed on to a binder."""
+store with the journal of every allow and reject (SharedWaitingPods.flush), the room of
+the pods that rejected given back."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import msgspec
 from contracts.messages import AttemptResult
 from services.common.clock import Clock
 from services.common.store import BindClaim, ClusterStore
-from services.framework.runtime.waiting_pods import SharedWaitingPods
-from services.scheduler.outcome import BatchOutcome, Failure, request_of, resumed
+from services.framework.runtime.waiting_pods import Flushed, SharedWaitingPods
+from services.scheduler.outcome import BatchOutcome, Failure, request_of
 
 _encoder = msgspec.json.Encoder()
 
@@ -24,12 +24,14 @@ async def flush_waiting(
     clock: Clock,
     outcome: BatchOutcome,
     forget_local: Callable[[str], None],
-) -> None:
+) -> Flushed:
     """Claim the reservations of the pods that started waiting (they must not expire
     while they wait), record them in the store with the journal of every allow and
-    reject Permit and Unreserve did, and hand on what that resolved; the room of a pod
-    rejected here goes back at once (the store's reservation and ``forget_local``, the
-    replica's assumption)."""
+    reject Permit, PostFilter and Unreserve did; the room of a pod rejected here goes
+    back at once (the store's reservation and ``forget_local``, the replica's
+    assumption). Returns what the flush did: the caller hands on what it resolved
+    (``resumed``) and schedules again the pods whose PostFilter rejections the store
+    refused."""
     waiting = {b.uid: b for b in outcome.binds if b.permit}
     outcome.binds = [b for b in outcome.binds if not b.permit]
     claims = [BindClaim(b.uid, b.node, b.attempt) for b in waiting.values()]
@@ -53,7 +55,8 @@ async def flush_waiting(
             )
             outcome.failures.append(Failure(request_of(request), result, False))
     added = {uid: (b.attempt, b.profile, _encoder.encode(b)) for uid, b in waiting.items()}
-    resolved = await waiting_pods.flush(added)
+    flushed = await waiting_pods.flush(added)
+    resolved = flushed.resolved
     rejected = [r for r in resolved if r.state == "rejected"]
     if rejected:
         # Upstream's binding cycle forgets a rejected waiting pod at once. Its Unreserve
@@ -62,7 +65,7 @@ async def flush_waiting(
         await store.forget([BindClaim(r.uid, r.node, r.attempt) for r in rejected])
         for record in rejected:
             forget_local(record.uid)
-    outcome.binds.extend(resumed(resolved))
+    return flushed
 
 
 __all__ = ["flush_waiting"]

@@ -32,6 +32,8 @@ GUARDED_CALLS: dict[str, Any] = {
     "preemptions": lambda s: s.preemptions(),
     "set_preemptions": lambda s: s.set_preemptions({"uid-a": Preemption(("uid-b",), NOW)}),
     "drop_preemptions": lambda s: s.drop_preemptions(["uid-a"]),
+    "release_version": lambda s: s.release_version(),
+    "release_waiting": lambda s: s.release_waiting([("uid-a", "P", "m")], 0, NOW),
 }
 
 

@@ -1,13 +1,23 @@
-"""How RedisStore writes the leader leases, the fence and the preemptions for its
-scripts, and reads them and the assume script's answers back (the rest of its encoding
-sits in redis.py)."""
+"""How RedisStore writes the leader leases, the fence, the preemptions and the waiting
+pods for its scripts, and reads them and the assume script's answers back (the rest of
+its encoding sits in redis.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import msgspec
 
 from services.common.store._charges import devices_taken
-from services.common.store.base import AssumeResult, AssumeStatus, Preemption
+from services.common.store.base import (
+    AssumeResult,
+    AssumeStatus,
+    Preemption,
+    WaitingRecord,
+    WaitState,
+)
 from services.common.store.leases import Fence, FencedError, LeaderLease
 
 _FORBIDDEN = frozenset("|,=")
@@ -89,3 +99,25 @@ def preemption_value(preemption: Preemption) -> str:
 def preemption_of(value: bytes) -> Preemption:
     since, victims = value.decode().split("|", 1)
     return Preemption(tuple(filter(None, victims.split(","))), float(since))
+
+
+waiting_encoder = msgspec.json.Encoder()
+_waiting_decoder = msgspec.json.Decoder(WaitingRecord)
+_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
+
+
+def waiting_record(row: Sequence[Any]) -> WaitingRecord:
+    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
+    and the pending plugins' deadlines (flat)."""
+    rec, status, flat = row
+    record = _waiting_decoder.decode(rec)
+    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
+    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return replace(
+        record,
+        state=_STATES[state],
+        resolved_at=float(resolved_at),
+        plugin=plugin,
+        message=message,
+        pending=pending,
+    )

@@ -25,6 +25,7 @@ are in :mod:`services.common.store.base`). Layout:
   the pod holds those ``devices`` still names it for.
 - ``devclaim``: hash claim key → the devices (newline-separated) its allocation holds.
 - ``wait:*``: the pods waiting at Permit (see :mod:`services.common.store._lua_waiting`).
+  ``releases``: hash, ``version`` → how many ``release_waiting`` calls gave room back.
 - ``evicting``: hash uid → ``namespace/name`` of pods being evicted (the descheduler).
 - ``preempting``: hash preemptor uid → ``since|victim,victim,...`` (the queue's preemptions
   in flight).

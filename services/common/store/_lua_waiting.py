@@ -1,9 +1,13 @@
 """The Lua scripts behind RedisStore's waiting pods (Permit): each call is one atomic
 step on the server. As every script of :mod:`services.common.store._lua`, each takes the
-key prefix (``{namespace}:``) as ARGV[1]; these are unguarded (see base.ClusterStore).
+key prefix (``{namespace}:``) as ARGV[1]; these are unguarded (see base.ClusterStore)
+but for ``RELEASE_WAITING``, which gives reservations back and counts in ``releases``
+(the release version).
 """
 
 from __future__ import annotations
+
+from services.common.store._lua import _HELPERS
 
 # -- waiting pods (Permit) --------------------------------------------------------------
 # Unguarded (see base.ClusterStore). Layout:
@@ -183,6 +187,43 @@ for _, uid in ipairs(uids) do
   local record = wait_record(uid)
   if record then out[#out + 1] = record end
 end
+return out
+"""
+)
+
+RELEASE_WAITING = (
+    _HELPERS
+    + _WAITING
+    + """
+-- ARGV: P, expected, seen, now, count, then per pod: uid, plugin, message. False when
+-- the release version is not seen; else rejects those waiting at Permit, releases
+-- their reservations (when still the record's node and attempt), raises the version
+-- when one was, and returns the records rejected.
+guard()
+if tonumber(redis.call('HGET', P .. 'releases', 'version') or '0') ~= tonumber(ARGV[3]) then
+  return false
+end
+local out = {}
+local i = 6
+for _ = 1, tonumber(ARGV[5]) do
+  local uid, plugin, message = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  i = i + 3
+  if wait_state(uid) == 'waiting' then
+    local rec = cjson.decode(redis.call('HGET', P .. 'wait:rec', uid))
+    if rec.point == 'Permit' then
+      wait_resolve(uid, 'rejected', ARGV[4], plugin, message)
+      out[#out + 1] = wait_record(uid)
+      local v = redis.call('HGET', P .. 'assumed', uid)
+      if v then
+        local anode, aattempt = parse_assumed(v)
+        if anode == rec.node and aattempt == redis.call('HGET', P .. 'wait:att', uid) then
+          release(uid)
+        end
+      end
+    end
+  end
+end
+if #out > 0 then redis.call('HINCRBY', P .. 'releases', 'version', 1) end
 return out
 """
 )

@@ -514,7 +514,8 @@ class ClusterStore(Protocol):
 
     # -- waiting pods (Permit) ---------------------------------------------------------
     # Not guarded by the epoch: a waiting pod belongs to the binding cycle, which runs
-    # on what the scheduler decided, not on the projection.
+    # on what the scheduler decided, not on the projection (but for the two release
+    # calls, which give reservations back).
 
     async def put_waiting(self, records: Sequence[WaitingRecord]) -> None:
         """Add waiting pods (state ``waiting``); a record for the same uid and attempt
@@ -536,6 +537,20 @@ class ClusterStore(Protocol):
     ) -> WaitingRecord | None:
         """``Reject(plugin, message)``: the waiting pod ``uid`` becomes ``rejected``.
         Returns the record after the change, or None when it is not waiting."""
+
+    async def release_version(self) -> int:
+        """How many :meth:`release_waiting` calls have given room back (0 at first);
+        guarded. Read it before the reservations a decision is taken on."""
+
+    async def release_waiting(
+        self, rejections: Sequence[tuple[str, str, str]], seen: int, now: float
+    ) -> list[WaitingRecord] | None:
+        """Reject each pod ``(uid, plugin, message)`` still waiting at Permit and
+        release its reservation (as :meth:`forget`), in one atomic step, if the release
+        version is still ``seen``; it then goes up by one when a pod was rejected.
+        Returns the records rejected; None, changing nothing, when the version moved:
+        the caller decided on a view without another release, and must read the
+        store again (the version, then :meth:`assumed`) and decide again. Guarded."""
 
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         """Reject every waiting pod whose earliest pending deadline is ≤ ``now``, at

@@ -76,6 +76,8 @@ class _Data:
         self.nominations: dict[str, Nomination] = {}
         self.queue_view: bytes | None = None
         self.waiting: dict[str, WaitingRecord] = {}
+        self.releases = 0
+        """The release version (ClusterStore.release_waiting)."""
         self.evicting: dict[str, str] = {}
         self.preemptions: dict[str, Preemption] = {}
         self.leaders: dict[str, LeaderLease] = {}
@@ -492,6 +494,29 @@ class MemoryStore(LeaderLeases):
         record = resolve(record, "rejected", plugin, message, now)
         self._d.waiting[uid] = record
         return record
+
+    async def release_version(self) -> int:
+        self._guard()
+        return self._d.releases
+
+    async def release_waiting(
+        self, rejections: Sequence[tuple[str, str, str]], seen: int, now: float
+    ) -> list[WaitingRecord] | None:
+        self._guard()
+        if self._d.releases != seen:
+            return None
+        rejected = []
+        for uid, plugin, message in rejections:
+            record = self._d.waiting.get(uid)
+            if record is None or record.state != "waiting" or record.point != "Permit":
+                continue
+            record = self._d.waiting[uid] = resolve(record, "rejected", plugin, message, now)
+            rejected.append(record)
+            a = self._d.assumed.get(uid)
+            if a is not None and (a.node, a.attempt) == (record.node, record.attempt):
+                self._release(uid)
+        self._d.releases += 1 if rejected else 0
+        return rejected
 
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         expired = []

@@ -51,10 +51,8 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
-import msgspec
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
@@ -69,6 +67,8 @@ from services.common.store._codec import (
     leader_of,
     preemption_of,
     preemption_value,
+    waiting_encoder,
+    waiting_record,
 )
 from services.common.store._lua import (
     APPLY,
@@ -95,6 +95,7 @@ from services.common.store._lua_waiting import (
     PUT_WAITING,
     READ_WAITING,
     REJECT_WAITING,
+    RELEASE_WAITING,
     RETURN_WAITING,
     TAKE_WAITING,
 )
@@ -110,7 +111,6 @@ from services.common.store.base import (
     Reservation,
     StoreLost,
     WaitingRecord,
-    WaitState,
     live,
 )
 from services.common.store.leases import Fence, LeaderLease, first_token
@@ -153,6 +153,7 @@ class RedisStore:
         self._take_waiting = self._redis.register_script(TAKE_WAITING)
         self._read_waiting = self._redis.register_script(READ_WAITING)
         self._return_waiting = self._redis.register_script(RETURN_WAITING)
+        self._release_waiting = self._redis.register_script(RELEASE_WAITING)
         self._claim_nominations = self._redis.register_script(CLAIM_NOMINATIONS)
         self._acquire_lease = self._redis.register_script(ACQUIRE_LEASE)
         self._release_lease = self._redis.register_script(RELEASE_LEASE)
@@ -382,7 +383,7 @@ class RedisStore:
             return
         args: list[str | bytes] = [self._p, str(len(records))]
         for r in records:
-            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), str(len(r.pending))]
+            args += [r.uid, str(r.attempt), waiting_encoder.encode(r), str(len(r.pending))]
             for plugin, deadline in sorted(r.pending.items()):
                 args += [plugin, repr(float(deadline))]
         await self._put_waiting(keys=[], args=args)
@@ -390,25 +391,38 @@ class RedisStore:
     @_traced("EVALSHA", "read_waiting")
     async def waiting(self) -> dict[str, WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "all"])
-        records = [_waiting(row) for row in rows]
+        records = [waiting_record(row) for row in rows]
         return {r.uid: r for r in records}
 
     @_traced("EVALSHA", "allow_waiting")
     async def allow_waiting(self, uid: str, plugin: str, now: float) -> WaitingRecord | None:
         row = await self._allow_waiting(keys=[], args=[self._p, uid, plugin, repr(now)])
-        return _waiting(row) if row else None
+        return waiting_record(row) if row else None
 
     @_traced("EVALSHA", "reject_waiting")
     async def reject_waiting(
         self, uid: str, plugin: str, message: str, now: float
     ) -> WaitingRecord | None:
         row = await self._reject_waiting(keys=[], args=[self._p, uid, plugin, message, repr(now)])
-        return _waiting(row) if row else None
+        return waiting_record(row) if row else None
+
+    @_traced("EVALSHA", "read_hash")
+    async def release_version(self) -> int:
+        return int((await self._hgetall("releases")).get(b"version", 0))
+
+    @_traced("EVALSHA", "release_waiting")
+    async def release_waiting(
+        self, rejections: Sequence[tuple[str, str, str]], seen: int, now: float
+    ) -> list[WaitingRecord] | None:
+        args = [str(seen), repr(float(now)), str(len(rejections))]
+        args += [x for rejection in rejections for x in rejection]
+        rows = await self._run(self._release_waiting, *args)
+        return None if rows is None else [waiting_record(row) for row in rows]
 
     @_traced("EVALSHA", "expire_waiting")
     async def expire_waiting(self, now: float) -> list[WaitingRecord]:
         rows = await self._expire_waiting(keys=[], args=[self._p, repr(now)])
-        return [_waiting(row) for row in rows]
+        return [waiting_record(row) for row in rows]
 
     @_traced("ZRANGE")
     async def next_waiting_deadline(self) -> float | None:
@@ -418,7 +432,7 @@ class RedisStore:
     @_traced("EVALSHA", "take_waiting")
     async def take_waiting(self, uid: str, attempt: int) -> WaitingRecord | None:
         row = await self._take_waiting(keys=[], args=[self._p, uid, str(attempt)])
-        return _waiting(row) if row else None
+        return waiting_record(row) if row else None
 
     @_traced("EVALSHA", "return_waiting")
     async def return_waiting(self, records: Sequence[WaitingRecord]) -> None:
@@ -428,13 +442,13 @@ class RedisStore:
         args: list[str | bytes] = [self._p, str(len(resolved))]
         for r in resolved:
             status = f"{r.state}|{float(r.resolved_at)!r}|{r.plugin}|{r.message}"
-            args += [r.uid, str(r.attempt), _waiting_encoder.encode(r), status]
+            args += [r.uid, str(r.attempt), waiting_encoder.encode(r), status]
         await self._return_waiting(keys=[], args=args)
 
     @_traced("EVALSHA", "read_waiting")
     async def resolved_before(self, when: float) -> list[WaitingRecord]:
         rows = await self._read_waiting(keys=[], args=[self._p, "done", repr(when)])
-        return [_waiting(row) for row in rows]
+        return [waiting_record(row) for row in rows]
 
     @_traced("EVALSHA", "put_queue_view")
     async def put_queue_view(self, view: bytes) -> None:
@@ -535,28 +549,6 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._client.aclose()
-
-
-_waiting_encoder = msgspec.json.Encoder()
-_waiting_decoder = msgspec.json.Decoder(WaitingRecord)
-_STATES: dict[str, WaitState] = {"waiting": "waiting", "allowed": "allowed", "rejected": "rejected"}
-
-
-def _waiting(row: Sequence[Any]) -> WaitingRecord:
-    """A record from a script: the JSON as put, ``state|resolved_at|plugin|message``
-    and the pending plugins' deadlines (flat)."""
-    rec, status, flat = row
-    record = _waiting_decoder.decode(rec)
-    state, resolved_at, plugin, message = bytes(status).decode().split("|", 3)
-    pending = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
-    return replace(
-        record,
-        state=_STATES[state],
-        resolved_at=float(resolved_at),
-        plugin=plugin,
-        message=message,
-        pending=pending,
-    )
 
 
 def _device(device: str) -> str:

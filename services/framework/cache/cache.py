@@ -295,6 +295,12 @@ class Cache:
         if extra:
             self._extra[node] = extra
 
+    def drop_corrections(self) -> None:
+        """Undo every :meth:`correct_usage` (the caller now holds the store's
+        assumptions pod by pod, and has applied the log as far as the store has)."""
+        for node in list(self._extra):
+            self._drop_extra(node)
+
     def _drop_extra(self, node: str) -> None:
         extra = self._extra.pop(node, None)
         row = self._columns.index.get(node)

@@ -14,7 +14,14 @@ What a flush resolves (the last plugin allowed, or one rejected) comes back to t
 which hands the pod on to a binder (its BindRequest, kept in the record, is published
 again on ``ksched.bind``).
 
-The map reaches the store through :class:`WaitingStore`, the four calls it makes (a
+Rejections a scheduling cycle decided on its view of the others' reservations (a
+PostFilter that found no room and gives up its pod group: :meth:`~SharedWaitingPods.on_view`)
+are made only if no release came since that view (``ClusterStore.release_waiting``, which
+also gives their room back in the same step); a refused one names its pod in
+:attr:`Flushed.refused`, to be scheduled again on a fresh view, as one scheduler whose
+cycles run one after another would have seen the room the other release freed.
+
+The map reaches the store through :class:`WaitingStore`, the five calls it makes (a
 ``ClusterStore`` is one). :func:`go_duration` words a wait as upstream's timeout message
 does (``rejected due to timeout after waiting 1m0s at plugin …``).
 """
@@ -49,6 +56,10 @@ class WaitingStore(Protocol):
         self, uid: str, plugin: str, message: str, now: float
     ) -> WaitingRecord | None: ...
 
+    async def release_waiting(
+        self, rejections: Sequence[tuple[str, str, str]], seen: int, now: float
+    ) -> list[WaitingRecord] | None: ...
+
 
 @dataclass(slots=True)
 class _Added:
@@ -71,7 +82,29 @@ class _Rejected:
     message: str
 
 
-_Step = _Added | _Allowed | _Rejected
+@dataclass(frozen=True, slots=True)
+class _OnView:
+    """Rejections decided (for pod ``by``) on a view counting the releases up to ``seen``."""
+
+    by: str
+    seen: int | None
+    rejected: tuple[_Rejected, ...]
+
+
+_Step = _Added | _Allowed | _Rejected | _OnView
+
+
+@dataclass(slots=True)
+class Flushed:
+    """What a :meth:`SharedWaitingPods.flush` did."""
+
+    resolved: list[WaitingRecord] = field(default_factory=list)
+    """The records it resolved (allowed or rejected), to hand on to a binder."""
+    refused: list[str] = field(default_factory=list)
+    """The pods whose rejections on their view (``on_view``) the store refused: a
+    release came since; nothing of theirs was made."""
+    released: int | None = None
+    """The release version after its own releases (None: it made none)."""
 
 
 @dataclass(slots=True)
@@ -189,16 +222,29 @@ class SharedWaitingPods:
             if record.state == "waiting" and record.point == "Permit"
         }
 
-    async def flush(
-        self, added: Mapping[str, tuple[int, str, bytes]] | None = None
-    ) -> list[WaitingRecord]:
+    def mark(self) -> int:
+        """Where the journal ends now (for :meth:`on_view`)."""
+        return len(self._journal)
+
+    def on_view(self, mark: int, by: str, seen: int | None) -> None:
+        """The rejections journaled since ``mark`` were decided, for the pod ``by``, on
+        a view that counts the store's releases up to ``seen`` (None: unknown): the
+        flush makes them only if none came since, else names ``by`` in
+        :attr:`Flushed.refused` (see the module docstring)."""
+        tail = self._journal[mark:]
+        rejected = tuple(s for s in tail if isinstance(s, _Rejected))
+        if rejected:
+            self._journal[mark:] = [s for s in tail if not isinstance(s, _Rejected)]
+            self._journal.append(_OnView(by, seen, rejected))
+
+    async def flush(self, added: Mapping[str, tuple[int, str, bytes]] | None = None) -> Flushed:
         """Write the journal to the store, in order. ``added``: for each pod that started
         waiting here, (attempt, profile, encoded BindRequest) for its record (a pod
-        missing from it is not recorded: its attempt ended otherwise). Returns the
-        records this flush resolved (allowed or rejected), to hand on to a binder."""
+        missing from it is not recorded: its attempt ended otherwise)."""
         journal, self._journal[:] = list(self._journal), []
         added = added or {}
-        resolved: list[WaitingRecord] = []
+        flushed = Flushed()
+        resolved = flushed.resolved
         now = self._clock.now()
         batch: list[WaitingRecord] = []
         for step in journal:
@@ -210,6 +256,9 @@ class SharedWaitingPods:
             if batch:
                 await self._store.put_waiting(batch)
                 batch = []
+            if isinstance(step, _OnView):
+                await self._release(step, now, flushed)
+                continue
             if isinstance(step, _Allowed):
                 record = await self._store.allow_waiting(step.uid, step.plugin, now)
             else:
@@ -218,7 +267,17 @@ class SharedWaitingPods:
                 resolved.append(record)
         if batch:
             await self._store.put_waiting(batch)
-        return resolved
+        return flushed
+
+    async def _release(self, step: _OnView, now: float, flushed: Flushed) -> None:
+        rejections = [(r.uid, r.plugin, r.message) for r in step.rejected]
+        seen = step.seen
+        records = None if seen is None else await self._store.release_waiting(rejections, seen, now)
+        if records is None or seen is None:
+            flushed.refused.append(step.by)
+        elif records:
+            flushed.resolved += records
+            flushed.released = seen + 1
 
     def discard(self, uids: Sequence[str]) -> None:
         """Forget the journal's steps about ``uids`` (their attempt ended before the
@@ -230,6 +289,8 @@ class SharedWaitingPods:
 
 
 def _uid(step: _Step) -> str:
+    if isinstance(step, _OnView):
+        return step.by
     return step.pod.uid if isinstance(step, _Added) else step.uid
 
 

@@ -36,7 +36,12 @@
 Where ksched departs: "assigned" counts the group's pods on a node (bound, or assumed
 and through Permit, on any replica) rather than upstream's in-memory set of names, so
 replicas agree; QueueSort keeps a group's members together when two groups share a
-time (upstream then orders by pod name alone).
+time (upstream then orders by pod name alone). PostFilter's rejection of the waiting
+siblings is made by the scheduler only if no other such rejection gave room back since
+its replica's view (scheduler.releases); else the pod is scheduled again on a view
+with that room, as one scheduler's next cycle would have seen it (the group's backoff
+and failure time this instance recorded stay: with ``podGroupBackoffSeconds`` set, the
+pod then fails PreFilter on this replica until it passes).
 
 ksched runs PostFilter itself only when the profile enables it at postFilter (there is
 no other PostFilter runner yet: see the framework).
