@@ -98,7 +98,15 @@ def build(
         )
         event_log = open_log(informer.event_log, settings)
         confirm = elector.confirm if elector is not None else None
-        return InformerService(bus, store, event_log, clock, snapshots=snapshots, confirm=confirm)
+        return InformerService(
+            bus,
+            store,
+            event_log,
+            clock,
+            snapshots=snapshots,
+            confirm=confirm,
+            batch_wait=informer.batch_wait,
+        )
     if name == "queue":
         config = scheduler_config(settings.config)
         preempting = Preempting()

@@ -162,6 +162,7 @@ class MeteredBus(Bus):
         *,
         max_batch: int = 256,
         prefetch: int | None = None,
+        linger: float = 0.0,
     ) -> Consumer:
         m = self.metrics
         name = queue.name
@@ -183,7 +184,9 @@ class MeteredBus(Bus):
                 m.dead_lettered.labels(name).inc(len(rejections))
             return rejections
 
-        return await self.inner.consume_raw(queue, counted, max_batch=max_batch, prefetch=prefetch)
+        return await self.inner.consume_raw(
+            queue, counted, max_batch=max_batch, prefetch=prefetch, linger=linger
+        )
 
     def fetch(self, queue: Any, *, limit: int | None = None) -> Any:
         return self.inner.fetch(queue, limit=limit)

@@ -57,7 +57,20 @@ class InformerSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown
     run can still be replayed entry by entry and a consumer or a store replica a little
     behind the snapshot catches up from entries, not from a reload."""
 
+    batch_wait: float = 0.025
+    """Seconds (``KSCHED_INFORMER_BATCH_WAIT``) a watch event may wait in the informer for
+    more to join its batch, while events arrive closer together than that (a lone event
+    after a quiet spell is taken at once; bus.linger). Each batch is one log append, one
+    Redis write and one publish for every service after it, so at a steady moderate rate
+    this trades up to 25 ms of one pod's latency for a much smaller CPU cost per pod
+    (README, "CPU per pod"); 0: every event batch is taken as soon as it arrives."""
+
     def __post_init__(self) -> None:
+        if not 0 <= self.batch_wait <= 1:
+            raise ValueError(
+                f"batch_wait ({ENV['batch_wait']}): {self.batch_wait} is not a number of "
+                "seconds from 0 to 1"
+            )
         for name in ("snapshot_every", "snapshot_interval", "log_retention"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} ({ENV[name]}) must not be negative")
@@ -339,6 +352,7 @@ ENV = {
     "snapshot_every": "KSCHED_SNAPSHOT_EVERY",
     "snapshot_interval": "KSCHED_SNAPSHOT_INTERVAL",
     "log_retention": "KSCHED_LOG_RETENTION",
+    "batch_wait": "KSCHED_INFORMER_BATCH_WAIT",
     "namespace": "KSCHED_NAMESPACE",
     "tls_ca": "KSCHED_TLS_CA",
     "tls_cert": "KSCHED_TLS_CERT",

@@ -105,12 +105,16 @@ class InformerService:
         generate_claims: bool = True,
         snapshots: SnapshotPolicy | None = None,
         confirm: Callable[[], Awaitable[None]] | None = None,
+        batch_wait: float = 0.0,
     ) -> None:
         """``rng``: the random suffixes of generated claim names (seeded in the embedded
         mode, so a run is reproducible). ``generate_claims``: run ksched's resourceclaim
         controller (off for a replay: the log holds what it wrote). ``snapshots``: when
         to write snapshots of the projection and drop what they cover (None: never).
-        ``confirm``: raises Deposed unless this informer still leads (Leadership)."""
+        ``confirm``: raises Deposed unless this informer still leads (Leadership).
+        ``batch_wait``: the linger of the watch events' consumer (bus.linger; 0 in the
+        embedded mode, whose events are all published before it runs)."""
+        self._batch_wait = batch_wait
         self.leadership = Leadership(event_log, confirm, clock)
         self._rng = rng or random.Random()
         self._generate_claims = generate_claims
@@ -166,7 +170,9 @@ class InformerService:
         self._consumers = [
             # Raw: watch events are validated field by field (services.informer.validate)
             # and a malformed Binding is an error report, not a dead letter.
-            await self._bus.consume_raw(topology.INFORMER_EVENTS, self._on_events, max_batch=256),
+            await self._bus.consume_raw(
+                topology.INFORMER_EVENTS, self._on_events, max_batch=256, linger=self._batch_wait
+            ),
             await self._bus.consume_raw(
                 topology.INFORMER_BINDINGS, self._on_bindings, max_batch=256
             ),

@@ -6,7 +6,9 @@ Delivery semantics (both implementations):
 - ``publish`` returns only when the broker has confirmed every message of the call
   (one wait per call, so publish batches, not single messages).
 - ``consume`` hands the handler a *batch*: whatever is ready now, at least one message,
-  at most ``max_batch``. It never waits for a batch to fill.
+  at most ``max_batch``. It never waits for a batch to fill, unless given a ``linger``
+  window: then, while deliveries come closer together than the window, a batch's first
+  delivery waits up to ``linger`` seconds from its arrival for more (bus.linger).
 - ``consume`` decodes every delivery into the consumer's declared type (``decode``,
   one msgspec Decoder built per consumer) and hands the handler :class:`Received`
   values; a delivery that does not decode never reaches the handler: it is
@@ -169,13 +171,18 @@ class Bus(Protocol):
         decode: type[T],
         max_batch: int = 256,
         prefetch: int | None = None,
+        linger: float = 0.0,
     ) -> Consumer:
         """:meth:`consume_raw` with each delivery decoded into ``decode`` (see
         :func:`decoding`): the handler receives :class:`Received` values; what does not
         decode is dead-lettered with the reason. Implementations inherit this one by
         subclassing :class:`Bus`."""
         return await self.consume_raw(
-            queue, decoding(queue, decode, handler), max_batch=max_batch, prefetch=prefetch
+            queue,
+            decoding(queue, decode, handler),
+            max_batch=max_batch,
+            prefetch=prefetch,
+            linger=linger,
         )
 
     async def consume_raw(
@@ -185,13 +192,16 @@ class Bus(Protocol):
         *,
         max_batch: int = 256,
         prefetch: int | None = None,
+        linger: float = 0.0,
     ) -> Consumer:
         """Declare ``queue`` and start calling ``handler`` with batches from it.
         ``prefetch`` bounds the unacknowledged deliveries, and so this consumer's
         memory (back-pressure: the rest waits in the broker). Default
         ``2 * max_batch``: one batch in the handler, the next one ready behind it, so
         the handler never waits a round trip. Where each message is itself a batch
-        (``ksched.cluster``), keep ``max_batch`` small."""
+        (``ksched.cluster``), keep ``max_batch`` small. ``linger``: seconds a batch's
+        first delivery may wait for more while deliveries come closer together than
+        that (:func:`~services.common.bus.linger.linger_deadline`); 0: never waits."""
 
     def fetch(
         self, queue: QueueSpec, *, limit: int | None = None

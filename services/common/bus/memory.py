@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ from services.common.bus.base import (
     effective_prefetch,
     unavailable,
 )
+from services.common.bus.linger import linger_deadline
 
 MAX_ROUTING_KEY = 255
 """Bytes in a routing key, as AMQP 0-9-1 allows (a short string)."""
@@ -84,6 +86,10 @@ class _Envelope:
     body: bytes
     headers: dict[str, str]
     redelivered: bool = False
+    arrived: float = 0.0
+    """When a consumer got it (loop time), and how long after the one before (``gap``):
+    for its ``linger`` window (bus.linger)."""
+    gap: float = math.inf
 
     def delivery(self) -> Delivery:
         return Delivery(
@@ -152,11 +158,12 @@ class MemoryBus(Bus):
         *,
         max_batch: int = 256,
         prefetch: int | None = None,
+        linger: float = 0.0,
     ) -> Consumer:
         self._check_open()
         prefetch = effective_prefetch(max_batch, prefetch)
         state = self._declare_queue(queue)
-        consumer = _MemoryConsumer(self, state, handler, max_batch, prefetch)
+        consumer = _MemoryConsumer(self, state, handler, max_batch, prefetch, linger)
         state.consumers.append(consumer)
         self._consumers.append(consumer)
         self._dispatch(state)
@@ -261,8 +268,7 @@ class MemoryBus(Bus):
                 break
             consumer = eligible[state.turn % len(eligible)]
             state.turn += 1
-            consumer.buffer.append(state.ready.popleft())
-            consumer.wake.set()
+            consumer.receive(state.ready.popleft())
         self._changed.set()
 
     def _dead_letter(self, state: _Queue, envelope: _Envelope, reason: str) -> None:
@@ -309,13 +315,21 @@ class _MemoryConsumer:
     """One subscription: a task feeding ``handler`` batches from its prefetched buffer."""
 
     def __init__(
-        self, bus: MemoryBus, state: _Queue, handler: BatchHandler, max_batch: int, prefetch: int
+        self,
+        bus: MemoryBus,
+        state: _Queue,
+        handler: BatchHandler,
+        max_batch: int,
+        prefetch: int,
+        linger: float = 0.0,
     ) -> None:
         self._bus = bus
         self._state = state
         self._handler = handler
         self._max_batch = max_batch
         self._prefetch = prefetch
+        self._linger = linger
+        self._last_arrival = -math.inf
         self.buffer: deque[_Envelope] = deque()
         self.in_flight: list[_Envelope] = []
         self.wake = asyncio.Event()
@@ -326,6 +340,30 @@ class _MemoryConsumer:
     @property
     def credit(self) -> int:
         return self._prefetch - len(self.buffer) - len(self.in_flight)
+
+    def receive(self, envelope: _Envelope) -> None:
+        now = asyncio.get_running_loop().time()
+        envelope.arrived, envelope.gap = now, now - self._last_arrival
+        self._last_arrival = now
+        self.buffer.append(envelope)
+        self.wake.set()
+
+    async def _linger_for_more(self) -> None:
+        """With a ``linger`` window, wait (the buffer holding the batch's first) until
+        the batch could be full or the window of its first delivery ends."""
+        first = self.buffer[0]
+        deadline = linger_deadline(self._linger, first.arrived, first.gap)
+        loop = asyncio.get_running_loop()
+        while deadline is not None and len(self.buffer) < self._max_batch:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            self.wake.clear()
+            try:
+                async with asyncio.timeout(left):
+                    await self.wake.wait()
+            except TimeoutError:
+                return
 
     async def cancel(self) -> None:
         if self._cancelled:
@@ -351,6 +389,7 @@ class _MemoryConsumer:
             while not self.buffer:
                 self.wake.clear()
                 await self.wake.wait()
+            await self._linger_for_more()
             size = min(self._max_batch, len(self.buffer))
             self.in_flight = [self.buffer.popleft() for _ in range(size)]
             deliveries = [envelope.delivery() for envelope in self.in_flight]

@@ -191,6 +191,7 @@ class RabbitBus(Bus):
         *,
         max_batch: int = 256,
         prefetch: int | None = None,
+        linger: float = 0.0,
     ) -> Consumer:
         prefetch = effective_prefetch(max_batch, prefetch)
         await self._open()
@@ -200,7 +201,14 @@ class RabbitBus(Bus):
             await channel.set_qos(prefetch_count=prefetch)
             declared = await self._declare_queue(self._connection, channel, queue)
             consumer = RabbitConsumer(
-                self, queue, channel, declared, handler, max_batch=max_batch, prefetch=prefetch
+                self,
+                queue,
+                channel,
+                declared,
+                handler,
+                max_batch=max_batch,
+                prefetch=prefetch,
+                linger=linger,
             )
             await consumer.start()
         except _BROKER_ERRORS as exc:

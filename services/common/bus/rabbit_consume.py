@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import aio_pika
@@ -24,6 +26,7 @@ from services.common.bus.base import (
     Delivery,
     unavailable,
 )
+from services.common.bus.linger import linger_deadline
 from services.common.bus.rabbit_connection import BROKER_ERRORS as _BROKER_ERRORS
 from services.common.bus.rabbit_connection import CLOSE_TIMEOUT
 from services.common.bus.rabbit_write import cancelling as _cancelling
@@ -52,6 +55,7 @@ class RabbitConsumer:
         *,
         max_batch: int,
         prefetch: int,
+        linger: float = 0.0,
     ) -> None:
         self._bus = bus
         self._prefetch = prefetch
@@ -64,8 +68,10 @@ class RabbitConsumer:
         self._queue = queue
         self._handler = handler
         self._max_batch = max_batch
+        self._linger = linger
+        self._last_arrival = -math.inf
         self._prefix = bus.broker_name("")
-        self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
+        self._inbox: asyncio.Queue[_Arrived] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._cancelled = False
         self._pause = bus.unavailable_pause
@@ -109,7 +115,9 @@ class RabbitConsumer:
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         self.held += 1
         self.peak = max(self.peak, self.held)
-        self._inbox.put_nowait(message)
+        now = asyncio.get_running_loop().time()
+        self._inbox.put_nowait(_Arrived(message, now, now - self._last_arrival))
+        self._last_arrival = now
 
     async def _run(self) -> None:
         """Drain the inbox for good: nothing but this consumer's cancellation ends it.
@@ -139,9 +147,7 @@ class RabbitConsumer:
     async def _round(self) -> None:
         """Take one batch from the inbox, hand it to the handler and settle it."""
         await asyncio.sleep(0)  # fairness when handlers never suspend
-        batch = [await self._inbox.get()]
-        while len(batch) < self._max_batch and not self._inbox.empty():
-            batch.append(self._inbox.get_nowait())
+        batch = await self._take()
         received = len(batch)
         batch = [message for message in batch if _open(message)]
         self.held -= received - len(batch)
@@ -154,6 +160,28 @@ class RabbitConsumer:
             self.held -= len(batch)
             with contextlib.suppress(Exception):  # the broker redelivers them anyway
                 await batch[-1].nack(multiple=True, requeue=True)
+
+    async def _take(self) -> list[AbstractIncomingMessage]:
+        """The next batch: what the inbox holds, at least one delivery, at most
+        ``max_batch``; with a ``linger`` window, more that arrive before it ends
+        (bus.linger)."""
+        first = await self._inbox.get()
+        batch = [first.message]
+        deadline = linger_deadline(self._linger, first.at, first.gap)
+        loop = asyncio.get_running_loop()
+        while len(batch) < self._max_batch:
+            if not self._inbox.empty():
+                batch.append(self._inbox.get_nowait().message)
+                continue
+            left = -1.0 if deadline is None else deadline - loop.time()
+            if left <= 0:
+                break
+            try:
+                async with asyncio.timeout(left):
+                    batch.append((await self._inbox.get()).message)
+            except TimeoutError:
+                break
+        return batch
 
     async def _handle(
         self, batch: Sequence[AbstractIncomingMessage], deliveries: Sequence[Delivery]
@@ -219,6 +247,16 @@ class RabbitConsumer:
             return
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrived:
+    """A delivery in the inbox, with when it arrived (loop time) and how long after the
+    one before it."""
+
+    message: AbstractIncomingMessage
+    at: float
+    gap: float
 
 
 def _open(message: AbstractIncomingMessage) -> bool:

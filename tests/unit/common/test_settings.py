@@ -103,6 +103,9 @@ def test_is_tls_url(url: str, tls: bool) -> None:
         ({"KSCHED_SNAPSHOT_EVERY": "7"}, {}, "informer", "snapshot_every", 7),
         ({"KSCHED_SNAPSHOT_INTERVAL": "2.5"}, {}, "informer", "snapshot_interval", 2.5),
         ({"KSCHED_LOG_RETENTION": "0"}, {}, "informer", "log_retention", 0),
+        ({}, {}, "informer", "batch_wait", 0.025),
+        ({"KSCHED_INFORMER_BATCH_WAIT": "0"}, {}, "informer", "batch_wait", 0.0),
+        ({"KSCHED_INFORMER_BATCH_WAIT": "0.1"}, {}, "informer", "batch_wait", 0.1),
     ],
 )
 def test_each_setting_lands_in_its_service_group(
@@ -120,6 +123,15 @@ def test_each_setting_lands_in_its_service_group(
         ({"assume_ttl": "soon"}, "$.scheduler.assume_ttl"),
         ({"snapshot_every": "often"}, "$.informer.snapshot_every"),
         ({"log_retention": -1}, "log_retention (KSCHED_LOG_RETENTION) must not be negative"),
+        ({"batch_wait": "soon"}, "$.informer.batch_wait"),
+        (
+            {"batch_wait": 2},
+            "batch_wait (KSCHED_INFORMER_BATCH_WAIT): 2.0 is not a number of seconds from 0 to 1",
+        ),
+        (
+            {"batch_wait": -0.5},
+            "batch_wait (KSCHED_INFORMER_BATCH_WAIT): -0.5 is not a number of seconds from 0 to 1",
+        ),
     ],
 )
 def test_a_bad_value_names_its_group_and_field(flags: dict[str, object], where: str) -> None:
