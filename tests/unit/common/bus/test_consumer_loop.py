@@ -35,7 +35,9 @@ class FakeMessage:
 
 
 async def test_the_loop_outlives_a_stray_cancelled_error_and_any_failure() -> None:
-    bus: Any = SimpleNamespace(unavailable_pause=0.001, broker_name=lambda n: n, _consumers=[])
+    bus: Any = SimpleNamespace(
+        unavailable_pause=0.001, broker_name=lambda n: n, _consumers=[], ack_delay=0.02
+    )
     handled: list[str] = []
 
     async def handler(deliveries: Sequence[Delivery]) -> None:
