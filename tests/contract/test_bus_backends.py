@@ -12,14 +12,10 @@ import pytest
 from contracts import topology as t
 from services.common.bus import BusRefused, Delivery, MemoryBus, Message
 from services.common.bus.rabbit import RabbitBus
-from services.common.bus.rabbit_consume import RabbitConsumer
 from tests.contract.broker_proxy import broker_proxy
 from tests.contract.bus_support import AMQP_URL, DEADLINE, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.timeout(60)
-
-LONGER_THAN_THE_TEST = 300.0
-"""An acknowledgement delay no test waits out: what is acknowledged was sent otherwise."""
 
 
 async def test_memory_wait_idle_returns_when_the_pipeline_has_quiesced() -> None:
@@ -109,61 +105,5 @@ async def test_rabbit_a_channel_close_confirmed_late_costs_no_connection(
             await after.wait_body("after")
         lost = [r.getMessage() for r in caplog.records if any(s in r.getMessage() for s in LOST)]
         assert lost == []
-    finally:
-        await backend.aclose()
-
-
-async def _rabbit(ack_delay: float) -> tuple[Backend, RabbitBus]:
-    backend = Backend("rabbit")
-    bus = await backend.open()
-    assert isinstance(bus, RabbitBus)
-    bus.ack_delay = ack_delay
-    return backend, bus
-
-
-@pytest.mark.integration
-async def test_rabbit_a_held_acknowledgement_goes_out_when_its_delay_ends() -> None:
-    backend, bus = await _rabbit(0.05)
-    try:
-        got = Recorder()
-        consumer = await bus.consume_raw(queue("q"), got)
-        assert isinstance(consumer, RabbitConsumer)
-        await bus.publish(events("a"))
-        async with asyncio.timeout(DEADLINE):
-            await consumer.ack_sent.wait()
-        assert consumer.unacknowledged == 0
-    finally:
-        await backend.aclose()
-
-
-@pytest.mark.integration
-async def test_rabbit_a_cancelled_consumer_sends_the_acknowledgement_it_held() -> None:
-    backend, bus = await _rabbit(LONGER_THAN_THE_TEST)
-    try:
-        q, got = queue("q"), Recorder()
-        consumer = await bus.consume_raw(q, got)
-        await bus.publish(events("handled"))
-        await got.wait_body("handled")
-        await bus.publish(events("next"))  # handled means the batch before was settled
-        await got.wait_body("next")
-        await consumer.cancel()
-        again = Recorder()
-        await bus.consume_raw(q, again)
-        await bus.publish(events("after"))
-        await again.wait_body("after")
-        assert "handled" not in again.bodies, "acknowledged at the cancel, not redelivered"
-    finally:
-        await backend.aclose()
-
-
-@pytest.mark.integration
-async def test_rabbit_held_acknowledgements_never_stop_the_deliveries_at_the_prefetch() -> None:
-    backend, bus = await _rabbit(LONGER_THAN_THE_TEST)
-    try:
-        got = Recorder()
-        await bus.consume_raw(queue("q"), got, max_batch=1, prefetch=4)
-        await bus.publish(events(*(str(i) for i in range(12))))
-        await got.wait_for(lambda r: len(r.deliveries) == 12)  # the broker kept delivering
-        assert got.bodies == [str(i) for i in range(12)]
     finally:
         await backend.aclose()

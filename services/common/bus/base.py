@@ -18,10 +18,7 @@ Delivery semantics (both implementations):
 - When the handler returns, every delivery of the batch is acknowledged except the ones
   it returned as :class:`Rejection`, which are dead-lettered to ``ksched.dead`` with the
   reason in the ``x-ksched-reason`` header. Acknowledge means "its effect is durable":
-  a handler returns only after it has written what the message caused. (RabbitBus holds
-  a handled batch's acknowledgement up to ``ack_delay``, 20 ms, to send it with the next
-  batches': a crash in between redelivers what was handled, as a crash before the
-  acknowledgement always could.)
+  a handler returns only after it has written what the message caused.
 - When the handler raises, deliveries seen for the first time are requeued (they come
   back with ``redelivered=True``); deliveries that were already redelivered are
   dead-lettered with the exception as the reason. A poison message therefore costs at

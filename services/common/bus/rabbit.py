@@ -84,9 +84,6 @@ _Declare = Callable[[AbstractChannel, bool], Awaitable[object]]
 """Declares one exchange or queue on a channel, passively or not."""
 CONNECT_TIMEOUT = 10.0
 """Seconds for the connection handshake (a broker that accepts and never answers)."""
-ACK_DELAY = 0.02
-"""Seconds a consumer holds the acknowledgement of a handled batch, so that the next
-batches' go out with it in one frame (see rabbit_consume.RabbitConsumer)."""
 PUBLISH_TIMEOUT = 30.0
 """Seconds a publish may wait for the broker's confirmation before it fails with
 BusError. aio-pika waits for a lost connection to come back before it sends, and a
@@ -144,9 +141,6 @@ class RabbitBus(Bus):
         self._url = url
         self.unavailable_pause = unavailable_pause
         self.publish_timeout = PUBLISH_TIMEOUT
-        self.ack_delay = ACK_DELAY
-        """Seconds a consumer may hold its handled deliveries' acknowledgement to send
-        it together with the next ones' (rabbit_consume); read when a consumer starts."""
         self._tls = tls
         self._probe: AbstractChannel | None = None
         self.namespace = namespace

@@ -1,7 +1,6 @@
 """The consuming side of :class:`~services.common.bus.rabbit.RabbitBus`: one subscription
 per channel (:class:`RabbitConsumer`), whose callback only appends to an inbox that one
-task drains in batches into the handler, then settles them (a handled batch's
-acknowledgement a little later, with the next ones'); what
+task drains in batches into the handler, then settles them; what
 :meth:`RabbitBus.fetch` took (:class:`RabbitFetched`); and how an AMQP delivery becomes
 a :class:`~services.common.bus.base.Delivery`."""
 
@@ -76,16 +75,6 @@ class RabbitConsumer:
         self._task: asyncio.Task[None] | None = None
         self._cancelled = False
         self._pause = bus.unavailable_pause
-        self._ack_delay: float = bus.ack_delay
-        self._unacked: AbstractIncomingMessage | None = None
-        """The last delivery of the handled batches not acknowledged yet (one
-        ``basic.ack`` with ``multiple`` settles it and every one before it)."""
-        self.unacknowledged = 0
-        """Deliveries handled whose acknowledgement is held (at most half the prefetch)."""
-        self._ack_timer: asyncio.TimerHandle | None = None
-        self._acking: set[asyncio.Task[None]] = set()
-        self.ack_sent = asyncio.Event()
-        """Set each time a held acknowledgement has been sent."""
 
     async def start(self) -> None:
         await self._queue.consume(self._on_message, no_ack=False)
@@ -111,9 +100,6 @@ class RabbitConsumer:
                 done, _ = await asyncio.wait([self._task], timeout=CLOSE_TIMEOUT)
                 if not done:
                     log.warning("handler of %s ignored its cancellation", self._spec.name)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(CLOSE_TIMEOUT):
-                await self.acknowledge()
         try:
             await self._bus.closer.close(self._channel, f"consumer of {self._spec.name}")
             if (
@@ -167,16 +153,13 @@ class RabbitConsumer:
         self.held -= received - len(batch)
         if not batch:
             return
-        settled = False
         try:
             deliveries = [_delivery(message, self._prefix) for message in batch]
-            settled = await self._handle(batch, deliveries)
+            await self._handle(batch, deliveries)
         finally:
             self.held -= len(batch)
-            if not settled:
-                with contextlib.suppress(Exception):  # the broker redelivers them anyway
-                    await self.acknowledge()  # a multiple nack must not take handled ones
-                    await batch[-1].nack(multiple=True, requeue=True)
+            with contextlib.suppress(Exception):  # the broker redelivers them anyway
+                await batch[-1].nack(multiple=True, requeue=True)
 
     async def _take(self) -> list[AbstractIncomingMessage]:
         """The next batch: what the inbox holds, at least one delivery, at most
@@ -202,8 +185,7 @@ class RabbitConsumer:
 
     async def _handle(
         self, batch: Sequence[AbstractIncomingMessage], deliveries: Sequence[Delivery]
-    ) -> bool:
-        """Run the handler on the batch and settle it; whether it was settled."""
+    ) -> None:
         retry = False
         try:
             with tracing.processing(
@@ -246,8 +228,6 @@ class RabbitConsumer:
                 len(batch),
                 redact(repr(exc)),
             )
-            return False
-        return True
 
     async def _settle(
         self,
@@ -263,52 +243,10 @@ class RabbitConsumer:
                 self._spec, [(deliveries[i], dead[i]) for i in sorted(dead)]
             )
         if not retry:
-            self._hold_ack(batch[-1], len(batch))
+            await batch[-1].ack(multiple=True)
             return
-        await self.acknowledge()
         for i, message in enumerate(batch):
             await (message.ack() if i in dead else message.nack(requeue=True))
-
-    def _hold_ack(self, last: AbstractIncomingMessage, count: int) -> None:
-        """Acknowledge a handled batch ``ack_delay`` seconds from the first one held, in
-        one ``basic.ack`` (``multiple``) with every batch handled by then: at a moderate
-        rate each batch is a delivery or two, and an acknowledgement per batch was a
-        frame and a wake-up of the broker each. At once when half the prefetch is held
-        (the broker would stop delivering at the prefetch) or ``ack_delay`` is 0. Held
-        acknowledgements only widen the window in which a crash redelivers what was
-        handled, which every handler takes (they are idempotent by seq, attempt or uid)."""
-        self._unacked = last
-        self.unacknowledged += count
-        if self._ack_delay <= 0 or self.unacknowledged * 2 >= self._prefetch:
-            self._ack_now()
-        elif self._ack_timer is None:
-            loop = asyncio.get_running_loop()
-            self._ack_timer = loop.call_later(self._ack_delay, self._ack_now)
-
-    def _ack_now(self) -> None:
-        task = asyncio.get_running_loop().create_task(self.acknowledge())
-        self._acking.add(task)
-        task.add_done_callback(self._acking.discard)
-
-    async def acknowledge(self) -> None:
-        """Send the held acknowledgement now (a delivery of a channel since lost is not
-        acknowledged: the broker has requeued it)."""
-        if self._ack_timer is not None:
-            self._ack_timer.cancel()
-            self._ack_timer = None
-        last, self._unacked = self._unacked, None
-        self.unacknowledged = 0
-        if last is None or not _open(last):
-            return
-        try:
-            await last.ack(multiple=True)
-            self.ack_sent.set()
-        except Exception as exc:  # the broker redelivers them
-            log.warning(
-                "consumer of %s: cannot acknowledge (%s); the broker redelivers what it held",
-                self._spec.name,
-                redact(repr(exc)),
-            )
 
 
 @dataclass(frozen=True, slots=True)

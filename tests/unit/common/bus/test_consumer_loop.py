@@ -35,9 +35,7 @@ class FakeMessage:
 
 
 async def test_the_loop_outlives_a_stray_cancelled_error_and_any_failure() -> None:
-    bus: Any = SimpleNamespace(
-        unavailable_pause=0.001, broker_name=lambda n: n, _consumers=[], ack_delay=0.02
-    )
+    bus: Any = SimpleNamespace(unavailable_pause=0.001, broker_name=lambda n: n, _consumers=[])
     handled: list[str] = []
 
     async def handler(deliveries: Sequence[Delivery]) -> None:
