@@ -8,7 +8,7 @@ queue delivers in publish order, so everything before it has been handled by the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 import pytest
@@ -27,28 +27,6 @@ from services.common.bus.base import unavailable
 from tests.contract.bus_support import DEADLINE, Backend, Recorder, events, queue
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture(
-    params=[
-        "memory",
-        pytest.param("rabbit", marks=pytest.mark.integration),
-        pytest.param("rabbit-quorum", marks=pytest.mark.integration),
-    ]
-)
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
-    backend = Backend(request.param)
-    try:
-        yield backend
-    finally:
-        await backend.aclose()
-
-
-@pytest.fixture
-async def bus(backend: Backend) -> Bus:
-    bus = await backend.open()
-    await bus.declare([t.DEAD_LETTERS])
-    return bus
 
 
 async def test_round_trip_keeps_body_headers_and_names(bus: Bus) -> None:

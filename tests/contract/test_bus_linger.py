@@ -1,39 +1,20 @@
 """The Bus contract's ``linger`` window (services/common/bus/linger.py), against
 MemoryBus and RabbitMQ: a batch's first delivery waits for more only while deliveries
-come closer together than the window, and never past it."""
+come closer together than the window, and never past it (the ``bus`` fixture:
+conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from contracts import topology as t
 from services.common.bus import Bus
-from tests.contract.bus_support import Backend, Recorder, events, queue
+from tests.contract.bus_support import Recorder, events, queue
 
 pytestmark = pytest.mark.timeout(60)
 
 LONG = 30.0
 """A window longer than any test waits (bus_support.DEADLINE): a batch handed over
 within the deadline was not held for the window."""
-
-
-@pytest.fixture(
-    params=[
-        "memory",
-        pytest.param("rabbit", marks=pytest.mark.integration),
-        pytest.param("rabbit-quorum", marks=pytest.mark.integration),
-    ]
-)
-async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
-    backend = Backend(request.param)
-    try:
-        opened = await backend.open()
-        await opened.declare([t.DEAD_LETTERS])
-        yield opened
-    finally:
-        await backend.aclose()
 
 
 async def test_a_lone_delivery_is_handed_over_at_once(bus: Bus) -> None:
