@@ -218,7 +218,8 @@ class BatchScheduler:
                 waiting, self._store, self._clock, outcome, self._cache.forget
             )
             resolved += flushed.resolved
-            self.releases = flushed.released if flushed.released is not None else self.releases
+            if flushed.released is not None:
+                self.releases = flushed.released
             if not (refused := take_refused(outcome, flushed.refused)):
                 break
             if retry == self._max_retries:

@@ -173,8 +173,7 @@ class RabbitConsumer:
             if not self._inbox.empty():
                 batch.append(self._inbox.get_nowait().message)
                 continue
-            left = -1.0 if deadline is None else deadline - loop.time()
-            if left <= 0:
+            if deadline is None or (left := deadline - loop.time()) <= 0:
                 break
             try:
                 async with asyncio.timeout(left):

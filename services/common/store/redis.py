@@ -253,16 +253,12 @@ class RedisStore:
 
     @_traced("EVALSHA", "read_hash")
     async def objects(self, kind: str) -> dict[str, bytes]:
-        raw = await self._hgetall(f"obj:{kind}")
-        return {key.decode(): body for key, body in raw.items()}
+        return _objects(await self._run(self._read_hash, f"obj:{kind}"))
 
     @_traced("EVALSHA", "read_hashes")
     async def objects_at(self, kinds: Sequence[str]) -> tuple[int, dict[str, dict[str, bytes]]]:
         seq, *hashes = await self._run(self._read_hashes, *(f"obj:{kind}" for kind in kinds))
-        read = {
-            kind: {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-            for kind, flat in zip(kinds, hashes, strict=True)
-        }
+        read = {kind: _objects(flat) for kind, flat in zip(kinds, hashes, strict=True)}
         return int(seq) if seq else 0, read
 
     @_traced("EVALSHA", "read_nodes")
@@ -576,6 +572,11 @@ def _encode(amounts: Mapping[str, int]) -> str:
 def _decode(text: str) -> dict[str, int]:
     pairs = (item.split("=", 1) for item in text.split(",") if item)
     return {name: int(amount) for name, amount in pairs}
+
+
+def _objects(flat: Sequence[bytes]) -> dict[str, bytes]:
+    """A stored kind's hash as HGETALL gave it (flat): key → JSON."""
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
 
 
 def _pairs(flat: Sequence[bytes]) -> dict[str, int]:

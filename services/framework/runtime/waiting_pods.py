@@ -273,7 +273,7 @@ class SharedWaitingPods:
         rejections = [(r.uid, r.plugin, r.message) for r in step.rejected]
         seen = step.seen
         records = None if seen is None else await self._store.release_waiting(rejections, seen, now)
-        if records is None or seen is None:
+        if records is None or seen is None:  # a view of unknown releases: refused too
             flushed.refused.append(step.by)
         elif records:
             flushed.resolved += records
