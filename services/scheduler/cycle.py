@@ -222,6 +222,7 @@ class BatchScheduler:
                 self.releases = flushed.released
             if not (refused := take_refused(outcome, flushed.refused)):
                 break
+            outcome.release_conflicts += len(refused)
             if retry == self._max_retries:
                 overtaken(outcome, refused, retry + 1)
                 break

@@ -34,6 +34,10 @@ and ksched's own:
 - ``ksched_store_domain_conflicts_total``: reservations the store refused because
   another replica placed a pod meanwhile in a domain the decision read (a node, a
   topology domain, a ReadWriteOncePod claim; see scheduler.domains).
+- ``ksched_store_release_conflicts_total``: Coscheduling PostFilter rejections (a pod
+  group's waiting pods given up) the store refused because another group's rejection
+  gave room back since this replica's view; the failed pod was scheduled again
+  (scheduler.releases). One scheduler alone is never refused.
 - ``ksched_scheduling_cycle_cpu_seconds_total``: the CPU time (this thread's, so neither
   the other threads' nor time waiting for the CPU) spent inside ``schedule_pod``, the
   span ``scheduler_scheduling_algorithm_duration_seconds`` times: ``ksched bench``
@@ -130,6 +134,12 @@ class SchedulerMetrics:
             "ksched_store_domain_conflicts",
             "Reservations the store refused because another replica placed a pod meanwhile "
             "in a domain the decision read",
+            registry=r,
+        )
+        self.release_conflicts = Counter(
+            "ksched_store_release_conflicts",
+            "Pod group rejections the store refused because another group's release came "
+            "first since this replica's view",
             registry=r,
         )
         self.projection_lag = Gauge(

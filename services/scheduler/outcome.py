@@ -70,6 +70,10 @@ class BatchOutcome:
     domain_conflicts: int = 0
     """Reservations the store refused because another replica placed a pod meanwhile
     in a domain the decision read (scheduler.domains)."""
+    release_conflicts: int = 0
+    """PostFilter rejections of a pod group the store refused because another group's
+    release came first since this replica's view (scheduler.releases; their pods were
+    scheduled again)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -320,6 +320,8 @@ class SchedulerService:
             m.assume_conflicts.inc(outcome.assume_conflicts)
         if outcome.domain_conflicts:
             m.domain_conflicts.inc(outcome.domain_conflicts)
+        if outcome.release_conflicts:
+            m.release_conflicts.inc(outcome.release_conflicts)
         self.update_cache_metrics()
         if outcome.preemption_attempts:
             self.metrics.preemption_attempts.inc(outcome.preemption_attempts)

@@ -201,6 +201,12 @@ class Replicas:
         """Every BindRequest of every replica, by pod name."""
         return {b.name: b for r in self.replicas for b in r.binds}
 
+    def release_conflicts(self) -> float:
+        """``ksched_store_release_conflicts_total``, summed over the replicas."""
+        name = "ksched_store_release_conflicts_total"
+        counts = [r.service.metrics.registry.get_sample_value(name) for r in self.replicas]
+        return sum(c or 0.0 for c in counts)
+
     def results(self) -> dict[str, AttemptResult]:
         """The last attempt result of each pod, by pod name."""
         return {a.name: a for r in self.replicas for a in r.results}

@@ -37,6 +37,9 @@ class Case:
     """Then, all at once: the last members."""
     completed: int
     """Gangs bound whole, as one scheduler trying the last members in turn would."""
+    refused: int
+    """Rejections the store refused (``ksched_store_release_conflicts_total``, all
+    replicas): every gang's but the first's, whose release came first."""
 
 
 CASES = [
@@ -48,6 +51,7 @@ CASES = [
         first=(("red-0", "red-1"), ("blue-0", "blue-1")),
         last=(("red-2",), ("blue-2",)),
         completed=1,
+        refused=1,
     ),
     Case(
         "one replica, both last members in one batch",
@@ -57,6 +61,7 @@ CASES = [
         first=(("red-0", "red-1", "blue-0", "blue-1"),),
         last=(("red-2", "blue-2"),),
         completed=1,
+        refused=1,
     ),
     Case(
         "three replicas, three gangs: the room one frees completes the two others",
@@ -66,6 +71,7 @@ CASES = [
         first=(("red-0", "red-1"), ("blue-0", "blue-1"), ("green-0", "green-1")),
         last=(("red-2",), ("blue-2",), ("green-2",)),
         completed=2,
+        refused=2,
     ),
 ]
 
@@ -111,5 +117,6 @@ async def test_gangs_whose_last_members_fail_at_once_end_as_on_one_scheduler(cas
             cpu = sum(a.requests.get("cpu", 0) for a in on_node)
             assert usage.get(n.metadata.name, {}).get("cpu", 0) == cpu <= 2000
         assert len(assumed) == 3 * case.completed
+        assert run.release_conflicts() == case.refused
     finally:
         await run.stop()
