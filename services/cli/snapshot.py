@@ -85,6 +85,9 @@ ATTEMPTS = 10
 """Reads of the store before giving up on one at a consistent seq."""
 FILE_MODE = 0o600
 STDOUT = "-"
+FORMAT_WORDS = frozenset({"json", "yaml", "wide", "name", "table"})
+"""What ``-o`` means to kubectl and to ksched's other commands (a format): taken as a
+file name here, they would write a file no one asked for."""
 
 _decoders = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
 _encoder = msgspec.json.Encoder()
@@ -248,6 +251,12 @@ async def _read_log(spec: str, settings: Settings) -> Taken:
 def snapshot_command(args: argparse.Namespace) -> int:
     """``ksched snapshot``: 0 once written (a Blank store: an empty List, and a
     warning); failures are raised for main's one line (cli.errors)."""
+    if args.output_file in FORMAT_WORDS:
+        raise InputError(
+            f"-o {args.output_file}: snapshot's -o names the file to write (the snapshot "
+            "is a YAML List, as kubectl get -o yaml prints it); for a file of that name, "
+            f"give -o ./{args.output_file}"
+        )
     target = Path(args.output_file) if args.output_file not in (None, STDOUT) else None
     if target is not None:
         check_target(target)

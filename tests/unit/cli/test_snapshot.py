@@ -220,6 +220,30 @@ def test_an_output_file_in_a_missing_directory_is_one_line_and_exit_2(
     )
 
 
+@pytest.mark.parametrize("word", ["json", "yaml", "wide"])
+def test_a_format_given_to_o_is_one_line_and_exit_2_and_writes_nothing(
+    word: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["snapshot", "-o", word, "--redis-url", "redis://127.0.0.1:1/0"]) == 2
+    assert one_line(capsys) == (
+        f"ksched snapshot: -o {word}: snapshot's -o names the file to write (the snapshot "
+        "is a YAML List, as kubectl get -o yaml prints it); for a file of that name, "
+        f"give -o ./{word}"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_named_like_a_format_is_written_when_given_as_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main(["snapshot", "-o", "./json", "--event-log", "empty.jsonl"]) == 0
+    assert capsys.readouterr().err.startswith("ksched snapshot: warning: event log")
+    assert (tmp_path / "json").read_text().startswith("apiVersion: v1")
+
+
 def test_a_missing_event_log_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
