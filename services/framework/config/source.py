@@ -70,6 +70,9 @@ def read_source(path: str | Path) -> tuple[object, Source]:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "cannot parse"
+        if err.context and err.problem and err.problem.startswith("but "):
+            # A second document: "expected a single document in the stream, but …"
+            problem = f"{err.context}, {err.problem}"
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         raise ConfigError(
             "", f"not valid YAML: {problem}", file=name, line=line, column=column

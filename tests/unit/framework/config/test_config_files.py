@@ -268,6 +268,12 @@ ENABLE_PREEMPTION = (
             id="YAML syntax error mid-file",
         ),
         pytest.param(
+            HEAD + "---\n" + HEAD,
+            "3:1: not valid YAML: expected a single document in the stream, but found "
+            "another document",
+            id="a second document (a cluster file given as the configuration)",
+        ),
+        pytest.param(
             HEAD
             + """\
 profiles:
