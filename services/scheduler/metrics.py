@@ -36,8 +36,9 @@ and ksched's own:
   topology domain, a ReadWriteOncePod claim; see scheduler.domains).
 - ``ksched_store_release_conflicts_total``: Coscheduling PostFilter rejections (a pod
   group's waiting pods given up) the store refused because another group's rejection
-  gave room back since this replica's view; the failed pod was scheduled again
-  (scheduler.releases). One scheduler alone is never refused.
+  gave room back since this replica's view; the failed pod was scheduled again, at
+  most ``max_conflict_retries`` times (scheduler.releases). One scheduler alone is
+  never refused.
 - ``ksched_scheduling_cycle_cpu_seconds_total``: the CPU time (this thread's, so neither
   the other threads' nor time waiting for the CPU) spent inside ``schedule_pod``, the
   span ``scheduler_scheduling_algorithm_duration_seconds`` times: ``ksched bench``

@@ -73,7 +73,7 @@ class BatchOutcome:
     release_conflicts: int = 0
     """PostFilter rejections of a pod group the store refused because another group's
     release came first since this replica's view (scheduler.releases; their pods were
-    scheduled again)."""
+    scheduled again, at most ``max_conflict_retries`` times)."""
 
 
 @dataclass(frozen=True, slots=True)
