@@ -161,19 +161,20 @@ def figures(
     """The report's CPU fields: ``cpu_ms_per_pod`` (process → ms), its
     ``cpu_ms_per_pod_total``, ``cpu_absent`` (process → why, when any), and, given the
     cycle's CPU per pod, ``cycle_cpu_ms_per_pod`` and ``cpu_ratio_to_cycle``; given the
-    single-instance ``roles``, ``projected_ceiling_pods_per_s``."""
-    total = sum(per_pod.values())
-    out: dict[str, object] = {
-        "cpu_ms_per_pod": {name: round(ms, 3) for name, ms in per_pod.items()},
-        "cpu_ms_per_pod_total": round(total, 3),
-    }
+    single-instance ``roles``, ``projected_ceiling_pods_per_s``. The ratio and the
+    ceiling are taken from the figures as reported (3 decimals), so that a reader who
+    divides the printed numbers gets the printed ratio."""
+    shown = {name: round(ms, 3) for name, ms in per_pod.items()}
+    total = round(sum(per_pod.values()), 3)
+    out: dict[str, object] = {"cpu_ms_per_pod": shown, "cpu_ms_per_pod_total": total}
     if absent:
         out["cpu_absent"] = dict(absent)
     if cycle_ms is not None:
-        out["cycle_cpu_ms_per_pod"] = round(cycle_ms, 3)
-        out["cpu_ratio_to_cycle"] = round(total / cycle_ms, 1) if cycle_ms > 0 else None
+        cycle = round(cycle_ms, 3)
+        out["cycle_cpu_ms_per_pod"] = cycle
+        out["cpu_ratio_to_cycle"] = round(total / cycle, 1) if cycle > 0 else None
     if roles:
-        out["projected_ceiling_pods_per_s"] = projected_ceiling(per_pod, roles)
+        out["projected_ceiling_pods_per_s"] = projected_ceiling(shown, roles)
     return out
 
 

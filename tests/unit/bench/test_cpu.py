@@ -98,6 +98,27 @@ def test_the_figures_total_the_processes_and_set_them_against_the_cycle() -> Non
     }
 
 
+@pytest.mark.parametrize(
+    ("per_pod", "cycle"),
+    [
+        pytest.param({"informer": 0.65308, "queue": 0.07022, "scheduler": 1.52135}, 0.36548),
+        pytest.param({"informer": 0.27765, "queue": 0.23357, "scheduler": 1.33779}, 0.2781),
+        pytest.param({"informer": 0.57666, "queue": 0.13586, "scheduler": 1.67152}, 0.61924),
+    ],
+)
+def test_the_ratio_and_the_ceiling_are_those_of_the_figures_shown(
+    per_pod: dict[str, float], cycle: float
+) -> None:
+    """Unrounded, these give another ratio and ceiling in their last digit (6.1 against
+    6.2, 1,531.2 against 1,531.4 pods/s, …): the report's must follow from its figures."""
+    out = cpu.figures(per_pod, {}, cycle, cpu.SINGLE_INSTANCE)
+    shown: dict[str, float] = out["cpu_ms_per_pod"]  # type: ignore[assignment]
+    total, shown_cycle = out["cpu_ms_per_pod_total"], out["cycle_cpu_ms_per_pod"]
+    assert out["cpu_ratio_to_cycle"] == round(total / shown_cycle, 1)  # type: ignore[operator]
+    busiest = max(shown["informer"], shown["queue"])
+    assert out["projected_ceiling_pods_per_s"] == round(1000 / busiest, 1)
+
+
 def test_without_a_cycle_or_roles_only_the_processes_are_reported() -> None:
     assert cpu.figures({"passthrough": 0.1234567}, {}) == {
         "cpu_ms_per_pod": {"passthrough": 0.123},
