@@ -13,6 +13,7 @@ from services.common.eventlog import EventLog, StreamOptions, is_stream, open_ev
 from services.common.settings import Settings
 
 COPY_CHUNK = 1024
+NOT_A_FILE = "not a regular file (an event log is a file of JSON lines, or stream://NAME)"
 """Entries per append of a copy (one confirm round trip each on a stream)."""
 
 
@@ -29,9 +30,14 @@ def stream_options(settings: Settings) -> StreamOptions:
 def open_log(spec: str, settings: Settings, *, must_exist: bool = False) -> EventLog:
     """The log ``spec`` names, not connected yet (``await log.connect()``).
     ``must_exist``: a file that does not exist is FileNotFoundError (opening would
-    create it)."""
+    create it); a directory or a device is an OSError that says what it is."""
     if must_exist and not is_stream(spec) and not spec.startswith("memory://"):
-        if not Path(spec).is_file():
+        path = Path(spec)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), spec)
+        if path.exists() and not path.is_file():
+            raise OSError(errno.EINVAL, NOT_A_FILE, spec)
+        if not path.is_file():
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), spec)
     return open_event_log(spec, stream=stream_options(settings))
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from services.cli.eventlogs import NOT_A_FILE
 from services.cli.main import main
 from services.cli.manifests import read_documents
 from services.cli.simulate import load_cluster, simulate
@@ -251,6 +252,25 @@ def test_a_missing_event_log_is_one_line_and_exit_2(
     assert main(["snapshot", "--event-log", str(log)]) == 2
     assert one_line(capsys) == f"ksched snapshot: cannot open {log}: No such file or directory"
     assert not log.exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        pytest.param(lambda p: p.mkdir(), "Is a directory", id="a directory"),
+        pytest.param(os.mkfifo, NOT_A_FILE, id="a named pipe (as /dev/null is a device)"),
+    ],
+)
+def test_an_event_log_that_is_not_a_file_says_what_it_is(
+    make: Callable[[Path], None],
+    reason: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "log"
+    make(log)
+    assert main(["snapshot", "--event-log", str(log)]) == 2
+    assert one_line(capsys) == f"ksched snapshot: cannot open {log}: {reason}"
 
 
 @pytest.mark.timeout(30)
