@@ -207,10 +207,7 @@ async def bench_services(
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()  # handled: the clean-up below runs as after any other end
-        raise Terminated(
-            f"stopped by SIGTERM before its report: its processes were stopped and "
-            f"namespace {namespace} removed"
-        ) from None
+        raise stop.stopped(namespace) from None
     finally:
         stop.cleaning = True
         for child in children.values():
@@ -220,6 +217,7 @@ async def bench_services(
             await child.wait()
         await cleanup(bus, store, log_streams(event_log(workdir)))
         stop.close()
+    stop.end_if_received(namespace)
     # After the children are reaped, so that their peak memory counts in max_rss_mb.
     elapsed = max(timings.decided.values()) - started
     counts = (workload.total_nodes(nodes), init, len(timings.decided))
@@ -276,8 +274,10 @@ async def final_violations(store: ClusterStore, workload: Workload) -> list[Viol
 class SigtermStop:
     """While a run is measuring, SIGTERM cancels it, so that its ``finally`` stops the
     processes and removes the namespace (the default action would end the command at
-    once and leave both behind); once that clean-up has begun it is left to finish. The
-    handler removes itself: a second SIGTERM ends the command at once."""
+    once and leave both behind); once that clean-up has begun it is left to finish, and
+    then the run ends as stopped all the same (:meth:`end_if_received`), rather than
+    reporting and going on (to a ``--vs-passthrough`` run, say). The handler removes
+    itself: a second SIGTERM ends the command at once."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -295,6 +295,18 @@ class SigtermStop:
     def close(self) -> None:
         with contextlib.suppress(ValueError, RuntimeError):
             self._loop.remove_signal_handler(signal.SIGTERM)
+
+    @staticmethod
+    def stopped(namespace: str) -> Terminated:
+        return Terminated(
+            f"stopped by SIGTERM before its report: its processes were stopped and "
+            f"namespace {namespace} removed"
+        )
+
+    def end_if_received(self, namespace: str) -> None:
+        """After the clean-up: Terminated if SIGTERM came while it ran."""
+        if self.received:
+            raise self.stopped(namespace)
 
 
 def broker_figures(before: Counters, after: Counters, client: int, pods: int) -> dict[str, object]:
