@@ -13,8 +13,10 @@ from services.common.eventlog import EventLog, StreamOptions, is_stream, open_ev
 from services.common.settings import Settings
 
 COPY_CHUNK = 1024
-NOT_A_FILE = "not a regular file (an event log is a file of JSON lines, or stream://NAME)"
 """Entries per append of a copy (one confirm round trip each on a stream)."""
+NOT_A_FILE = "not a regular file (an event log is a file of JSON lines, or stream://NAME)"
+"""Why a path that exists but is neither a file nor a directory (a device, a pipe) is
+not taken as an event log."""
 
 
 def stream_options(settings: Settings) -> StreamOptions:
