@@ -35,11 +35,11 @@ def open_log(spec: str, settings: Settings, *, must_exist: bool = False) -> Even
     create it); a directory or a device is an OSError that says what it is."""
     if must_exist and not is_stream(spec) and not spec.startswith("memory://"):
         path = Path(spec)
-        if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), spec)
-        if path.exists() and not path.is_file():
-            raise OSError(errno.EINVAL, NOT_A_FILE, spec)
-        if not path.is_file():
+        if not path.is_file():  # one stat for the usual case, a file
+            if path.is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), spec)
+            if path.exists():
+                raise OSError(errno.EINVAL, NOT_A_FILE, spec)
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), spec)
     return open_event_log(spec, stream=stream_options(settings))
 

@@ -576,7 +576,7 @@ def _decode(text: str) -> dict[str, int]:
 
 def _objects(flat: Sequence[bytes]) -> dict[str, bytes]:
     """A stored kind's hash as HGETALL gave it (flat): key → JSON."""
-    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+    return {key.decode(): body for key, body in zip(flat[::2], flat[1::2], strict=True)}
 
 
 def _pairs(flat: Sequence[bytes]) -> dict[str, int]:
